@@ -1,0 +1,197 @@
+//! `ArrayConfig`: the one description of an accelerator instance that every crate reads.
+
+/// Element type of the array's datapath.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Dtype {
+    /// i8 x i8 products, i32 accumulation.
+    Int8,
+    /// bf16 x bf16 products, f32 accumulation.
+    Bf16,
+}
+
+impl Dtype {
+    /// Bytes of one scratchpad element.
+    pub const fn elem_bytes(self) -> usize {
+        match self {
+            Dtype::Int8 => 1,
+            Dtype::Bf16 => 2,
+        }
+    }
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::Int8 => "int8",
+            Dtype::Bf16 => "bf16",
+        }
+    }
+}
+
+/// What stays in the PEs while data streams past.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Dataflow {
+    /// TPU style: a weight tile sits in the PEs, activations enter the left edge skewed, partial
+    /// sums flow down and leave the bottom into the accumulators.
+    WeightStationary,
+    /// Each PE owns one output: A enters from the left, B from the top, results drain at the end.
+    OutputStationary,
+}
+
+impl Dataflow {
+    pub const fn short_name(self) -> &'static str {
+        match self {
+            Dataflow::WeightStationary => "ws",
+            Dataflow::OutputStationary => "os",
+        }
+    }
+}
+
+/// Largest array side.
+pub const MAX_SIDE: u16 = 256;
+/// Memory depths are addressed by 16-bit row fields in the ISA.
+pub const MAX_DEPTH: u32 = 1 << 16;
+/// Upper bound on the clock, a sanity limit for the performance model.
+pub const MAX_CLOCK_MHZ: f64 = 10_000.0;
+
+/// One accelerator instance.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ArrayConfig {
+    /// PE rows (R). In weight-stationary mode the reduction (K) dimension runs down the rows.
+    pub rows: u16,
+    /// PE columns (C). Outputs leave the array C wide.
+    pub cols: u16,
+    pub dtype: Dtype,
+    pub dataflow: Dataflow,
+    /// Scratchpad rows; each row is [`ArrayConfig::spad_width`] elements.
+    pub spad_depth: u32,
+    /// Accumulator rows; each row is `cols` 32-bit words.
+    pub acc_depth: u32,
+    /// Clock frequency, for turning cycles into time.
+    pub clock_mhz: f64,
+}
+
+/// Why an [`ArrayConfig`] is not buildable.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ConfigError {
+    Rows { rows: u16 },
+    Cols { cols: u16 },
+    SpadDepth { depth: u32, min: u32 },
+    AccDepth { depth: u32, min: u32 },
+    Clock { mhz: f64 },
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            ConfigError::Rows { rows } => {
+                write!(f, "rows = {rows}: the array must have 1 to {MAX_SIDE} rows")
+            }
+            ConfigError::Cols { cols } => {
+                write!(f, "cols = {cols}: the array must have 1 to {MAX_SIDE} columns")
+            }
+            ConfigError::SpadDepth { depth, min } => write!(
+                f,
+                "spad_depth = {depth}: the scratchpad needs {min} to {MAX_DEPTH} rows \
+                 (two tiles of max(rows, cols) rows, and 16-bit row addresses)"
+            ),
+            ConfigError::AccDepth { depth, min } => write!(
+                f,
+                "acc_depth = {depth}: the accumulator needs {min} to {MAX_DEPTH} rows \
+                 (one output tile of `rows` rows, and 16-bit row addresses)"
+            ),
+            ConfigError::Clock { mhz } => {
+                write!(f, "clock_mhz = {mhz}: must be finite, > 0 and <= {MAX_CLOCK_MHZ}")
+            }
+        }
+    }
+}
+
+impl ArrayConfig {
+    /// A config with the default memories: 4096 scratchpad rows, 1024 accumulator rows,
+    /// weight-stationary, 100 MHz.
+    pub const fn new(rows: u16, cols: u16, dtype: Dtype) -> ArrayConfig {
+        ArrayConfig {
+            rows,
+            cols,
+            dtype,
+            dataflow: Dataflow::WeightStationary,
+            spad_depth: 4096,
+            acc_depth: 1024,
+            clock_mhz: 100.0,
+        }
+    }
+
+    pub const fn with_dataflow(mut self, dataflow: Dataflow) -> ArrayConfig {
+        self.dataflow = dataflow;
+        self
+    }
+
+    /// Elements in one scratchpad row: `max(rows, cols)`, so a row holds either an activation
+    /// vector (R elements, entering the left edge) or a weight / B row (C elements, entering
+    /// the top).
+    pub const fn spad_width(&self) -> usize {
+        if self.rows > self.cols {
+            self.rows as usize
+        } else {
+            self.cols as usize
+        }
+    }
+
+    pub const fn pe_count(&self) -> u64 {
+        self.rows as u64 * self.cols as u64
+    }
+
+    /// Peak MACs per cycle: one per PE.
+    pub const fn peak_macs_per_cycle(&self) -> u64 {
+        self.pe_count()
+    }
+
+    /// Checks every field and every combination; the first problem found is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.rows == 0 || self.rows > MAX_SIDE {
+            return Err(ConfigError::Rows { rows: self.rows });
+        }
+        if self.cols == 0 || self.cols > MAX_SIDE {
+            return Err(ConfigError::Cols { cols: self.cols });
+        }
+        let min_spad = 2 * self.spad_width() as u32;
+        if self.spad_depth < min_spad || self.spad_depth > MAX_DEPTH {
+            return Err(ConfigError::SpadDepth { depth: self.spad_depth, min: min_spad });
+        }
+        let min_acc = self.rows as u32;
+        if self.acc_depth < min_acc || self.acc_depth > MAX_DEPTH {
+            return Err(ConfigError::AccDepth { depth: self.acc_depth, min: min_acc });
+        }
+        if !self.clock_mhz.is_finite() || self.clock_mhz <= 0.0 || self.clock_mhz > MAX_CLOCK_MHZ
+        {
+            return Err(ConfigError::Clock { mhz: self.clock_mhz });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_names_the_field() {
+        let ok = ArrayConfig::new(16, 16, Dtype::Int8);
+        assert_eq!(ok.validate(), Ok(()));
+        assert_eq!(ArrayConfig { rows: 0, ..ok }.validate(), Err(ConfigError::Rows { rows: 0 }));
+        assert_eq!(ArrayConfig { cols: 257, ..ok }.validate(), Err(ConfigError::Cols { cols: 257 }));
+        assert_eq!(
+            ArrayConfig { spad_depth: 31, ..ok }.validate(),
+            Err(ConfigError::SpadDepth { depth: 31, min: 32 })
+        );
+        assert_eq!(
+            ArrayConfig { acc_depth: 1 << 17, ..ok }.validate(),
+            Err(ConfigError::AccDepth { depth: 1 << 17, min: 16 })
+        );
+        assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
+        assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());
+        assert_eq!(ArrayConfig::new(8, 32, Dtype::Bf16).spad_width(), 32);
+    }
+}

@@ -1,0 +1,30 @@
+//! # systole-core
+//!
+//! The golden model of the Systole systolic-array accelerator: what every other machine (the
+//! Verilated RTL, an FPGA board, the firmware's view of it) must compute, bit for bit and cycle
+//! for cycle.
+//!
+//! * [`numerics`]: INT8 (i8 x i8 -> i32, gemmlowp requantization) and BF16 (PyTorch-exact
+//!   conversion, exact products, f32 accumulation, flushed subnormals) behind one [`Arith`] trait.
+//! * [`config`]: [`ArrayConfig`], the one description of an accelerator instance.
+//! * [`isa`]: the instruction set and its 128-bit encoding.
+//! * [`machine`]: the [`Machine`] trait, the functional and the cycle-accurate machines.
+//! * [`tiler`]: `C = A x B` of any shape into a program, and its closed-form cycle count.
+//! * [`reference`]: naive loops that sum in the array's order, the tests' oracle.
+//!
+//! `#![no_std]`; the executable machines need the `alloc` feature (on by default), everything
+//! else needs no heap.
+#![no_std]
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod isa;
+pub mod machine;
+pub mod numerics;
+pub mod reference;
+pub mod tiler;
+
+pub use config::{ArrayConfig, ConfigError, Dataflow, Dtype};
+pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};
+pub use machine::{Machine, MachineError, Region, Stats};
+pub use numerics::{Arith, Bf16, Requant, BF16, Int8};

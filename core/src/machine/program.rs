@@ -1,0 +1,178 @@
+//! Static checks of a program against an `ArrayConfig` and a DRAM size.
+
+use crate::config::{ArrayConfig, Dataflow, Dtype};
+use crate::isa::{DecodeError, Instruction, Opcode};
+use crate::machine::Region;
+
+/// What is wrong with one instruction of a program.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ProgramErrorKind {
+    /// A field no encoding could hold.
+    Encoding(DecodeError),
+    /// The instruction needs the other dataflow.
+    Dataflow { opcode: Opcode, needs: Dataflow },
+    /// The instruction needs the other dtype.
+    Dtype { opcode: Opcode, needs: Dtype },
+    /// A count exceeds what the array has (`len` > row width, `rows` > R, `cols` > C).
+    TooWide { opcode: Opcode, field: &'static str, value: u32, max: u32 },
+    /// Rows `start..end` run past the memory's `depth` rows (or bytes, for DRAM).
+    Range { opcode: Opcode, region: Region, start: u64, end: u64, size: u64 },
+    /// The program has no `Halt`.
+    NoHalt,
+}
+
+/// A rejected program: the first bad instruction and why.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ProgramError {
+    pub index: usize,
+    pub kind: ProgramErrorKind,
+}
+
+impl core::fmt::Display for ProgramError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "instruction {}: ", self.index)?;
+        match self.kind {
+            ProgramErrorKind::Encoding(e) => write!(f, "{e}"),
+            ProgramErrorKind::Dataflow { opcode, needs } => write!(
+                f,
+                "{} needs a {} array",
+                opcode.name(),
+                match needs {
+                    Dataflow::WeightStationary => "weight-stationary",
+                    Dataflow::OutputStationary => "output-stationary",
+                }
+            ),
+            ProgramErrorKind::Dtype { opcode, needs } => {
+                write!(f, "{} needs a {} array", opcode.name(), needs.name())
+            }
+            ProgramErrorKind::TooWide { opcode, field, value, max } => {
+                write!(f, "{}: `{field}` = {value} exceeds the array's {max}", opcode.name())
+            }
+            ProgramErrorKind::Range { opcode, region, start, end, size } => write!(
+                f,
+                "{}: {} {start}..{end} is outside its {size} {}",
+                opcode.name(),
+                region.name(),
+                if region == Region::Dram { "bytes" } else { "rows" }
+            ),
+            ProgramErrorKind::NoHalt => write!(f, "the program has no halt"),
+        }
+    }
+}
+
+/// Checks every instruction (fields, dataflow, dtype, widths, every memory range) and that a
+/// `Halt` ends the program. Instructions after the first `Halt` are checked too.
+pub fn validate_program(
+    config: &ArrayConfig,
+    program: &[Instruction],
+    dram_bytes: usize,
+) -> Result<(), ProgramError> {
+    for (index, ins) in program.iter().enumerate() {
+        check(config, ins, dram_bytes as u64).map_err(|kind| ProgramError { index, kind })?;
+    }
+    if !program.contains(&Instruction::Halt) {
+        return Err(ProgramError { index: program.len(), kind: ProgramErrorKind::NoHalt });
+    }
+    Ok(())
+}
+
+fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramErrorKind> {
+    ins.check().map_err(ProgramErrorKind::Encoding)?;
+    let opcode = ins.opcode();
+    let spad = cfg.spad_depth as u64;
+    let acc = cfg.acc_depth as u64;
+    let width = cfg.spad_width() as u32;
+    let r = cfg.rows as u32;
+    let c = cfg.cols as u32;
+    let esize = cfg.dtype.elem_bytes() as u64;
+    let range = |region: Region, start: u64, n: u64, size: u64| {
+        if start + n > size {
+            Err(ProgramErrorKind::Range { opcode, region, start, end: start + n, size })
+        } else {
+            Ok(())
+        }
+    };
+    let wide = |field: &'static str, value: u16, max: u32| {
+        if value as u32 > max {
+            Err(ProgramErrorKind::TooWide { opcode, field, value: value as u32, max })
+        } else {
+            Ok(())
+        }
+    };
+    let dataflow = |needs: Dataflow| {
+        if cfg.dataflow != needs {
+            Err(ProgramErrorKind::Dataflow { opcode, needs })
+        } else {
+            Ok(())
+        }
+    };
+    let dtype = |needs: Dtype| {
+        if cfg.dtype != needs {
+            Err(ProgramErrorKind::Dtype { opcode, needs })
+        } else {
+            Ok(())
+        }
+    };
+    // Last byte touched by a 2-D strided access, plus one.
+    let dram_end = |addr: u32, rows: u16, row_stride: u32, len: u16, elem_stride: u64, es: u64| {
+        addr as u64
+            + ((rows as u64 - 1) * row_stride as u64 + (len as u64 - 1) * elem_stride) * es
+            + es
+    };
+    match *ins {
+        Instruction::Load { spad_row, dram_addr, rows, len, row_stride, elem_stride } => {
+            wide("len", len, width)?;
+            range(Region::Spad, spad_row as u64, rows as u64, spad)?;
+            let end = dram_end(dram_addr, rows, row_stride, len, elem_stride as u64, esize);
+            range(Region::Dram, dram_addr as u64, end - dram_addr as u64, dram)
+        }
+        Instruction::Store { acc_row, dram_addr, rows, len, row_stride } => {
+            wide("len", len, c)?;
+            range(Region::Acc, acc_row as u64, rows as u64, acc)?;
+            let end = dram_end(dram_addr, rows, row_stride, len, 1, 4);
+            range(Region::Dram, dram_addr as u64, end - dram_addr as u64, dram)
+        }
+        Instruction::LoadWeights { spad_row, rows, cols } => {
+            dataflow(Dataflow::WeightStationary)?;
+            wide("rows", rows, r)?;
+            wide("cols", cols, c)?;
+            range(Region::Spad, spad_row as u64, rows as u64, spad)
+        }
+        Instruction::Matmul { a_row, acc_row, rows, .. } => {
+            dataflow(Dataflow::WeightStationary)?;
+            range(Region::Spad, a_row as u64, rows as u64, spad)?;
+            range(Region::Acc, acc_row as u64, rows as u64, acc)
+        }
+        Instruction::MatmulOs { a_row, b_row, k, acc_row, rows, cols, .. } => {
+            dataflow(Dataflow::OutputStationary)?;
+            wide("rows", rows, r)?;
+            wide("cols", cols, c)?;
+            range(Region::Spad, a_row as u64, k as u64, spad)?;
+            range(Region::Spad, b_row as u64, k as u64, spad)?;
+            range(Region::Acc, acc_row as u64, rows as u64, acc)
+        }
+        Instruction::Vector { op, dst, src, rows, .. } => {
+            range(Region::Acc, dst as u64, rows as u64, acc)?;
+            match op {
+                crate::isa::VectorOp::BiasAdd => range(Region::Acc, src as u64, 1, acc),
+                crate::isa::VectorOp::ReluGrad | crate::isa::VectorOp::Axpy => {
+                    range(Region::Acc, src as u64, rows as u64, acc)
+                }
+                crate::isa::VectorOp::Relu | crate::isa::VectorOp::Scale => Ok(()),
+            }
+        }
+        Instruction::CastBf16 { acc_row, spad_row, rows } => {
+            dtype(Dtype::Bf16)?;
+            range(Region::Acc, acc_row as u64, rows as u64, acc)?;
+            range(Region::Spad, spad_row as u64, rows as u64, spad)
+        }
+        Instruction::Requantize { acc_row, spad_row, rows, .. } => {
+            dtype(Dtype::Int8)?;
+            range(Region::Acc, acc_row as u64, rows as u64, acc)?;
+            range(Region::Spad, spad_row as u64, rows as u64, spad)
+        }
+        Instruction::Sync | Instruction::Halt => Ok(()),
+    }
+}

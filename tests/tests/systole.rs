@@ -1,0 +1,3 @@
+//! One integration binary, one module per topic.
+
+mod machines;
