@@ -53,3 +53,231 @@ fn small_gemms_agree_everywhere() {
         }
     }
 }
+
+use proptest::prelude::*;
+use systole_core::isa::{Instruction, VectorOp};
+use systole_core::machine::{golden, Region};
+use systole_core::Requant;
+
+fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
+    (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>(), 0u32..48, 0u32..24).prop_map(
+        |(r, c, int8, ws, extra_spad, extra_acc)| {
+            let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
+            let mut cfg = ArrayConfig::new(r, c, dtype).with_dataflow(if ws {
+                Dataflow::WeightStationary
+            } else {
+                Dataflow::OutputStationary
+            });
+            cfg.spad_depth = 2 * cfg.spad_width() as u32 + extra_spad;
+            cfg.acc_depth = r as u32 + extra_acc;
+            cfg
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn tiled_gemm_is_exact_and_its_cycles_closed_form(
+        cfg in config_strategy(),
+        m in 1u32..=40, k in 1u32..=60, n in 1u32..=30, seed in any::<u64>(),
+    ) {
+        check_gemm(cfg, GemmShape { m, k, n }, seed);
+    }
+
+    #[test]
+    fn functional_equals_cycle_on_random_programs(cfg in config_strategy(), seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dram = 2048usize;
+        let program = random_program(&cfg, dram, &mut rng);
+        let mut f = golden(GoldenKind::Functional, cfg, dram).unwrap();
+        let mut c = golden(GoldenKind::Cycle, cfg, dram).unwrap();
+        for region in [Region::Dram, Region::Spad, Region::Acc] {
+            let bytes: Vec<u8> = (0..f.region_size(region)).map(|_| rng.next_u64() as u8).collect();
+            f.write(region, 0, &bytes).unwrap();
+            c.write(region, 0, &bytes).unwrap();
+        }
+        let rf = f.run(&program);
+        let rc = c.run(&program);
+        match (&rf, &rc) {
+            (Ok(sf), Ok(sc)) => {
+                prop_assert_eq!(sf.macs, sc.macs);
+                prop_assert_eq!(sf.instructions, sc.instructions);
+                prop_assert!(sc.cycles.unwrap() >= sc.instructions);
+            }
+            (Err(ef), Err(ec)) => prop_assert_eq!(ef, ec),
+            _ => prop_assert!(false, "functional {:?} but cycle {:?}", rf, rc),
+        }
+        for region in [Region::Dram, Region::Spad, Region::Acc] {
+            let size = f.region_size(region);
+            let (mut bf, mut bc) = (vec![0u8; size], vec![0u8; size]);
+            f.read(region, 0, &mut bf).unwrap();
+            c.read(region, 0, &mut bc).unwrap();
+            if let Some(at) = bf.iter().zip(&bc).position(|(x, y)| x != y) {
+                prop_assert!(false, "{} differs at byte {}: functional {:#04x}, cycle {:#04x}; program {:?}",
+                    region.name(), at, bf[at], bc[at], program);
+            }
+        }
+    }
+}
+
+/// A random valid program for `cfg`: every instruction kind the config allows, ranges in bounds.
+fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Instruction> {
+    let (r, c, w) = (cfg.rows as u64, cfg.cols as u64, cfg.spad_width() as u64);
+    let (spad, acc) = (cfg.spad_depth as u64, cfg.acc_depth as u64);
+    let es = cfg.dtype.elem_bytes() as u64;
+    let mut pick = |lo: u64, hi: u64| lo + rng.next_u64() % (hi - lo + 1);
+    let mut program = Vec::new();
+    let len = pick(1, 24);
+    for _ in 0..len {
+        let kind = pick(0, 8);
+        let ins = match kind {
+            0 => {
+                let rows = pick(1, spad.min(6));
+                let len = pick(1, w);
+                let (rs, el) = (pick(0, 9), pick(0, 3));
+                let span = ((rows - 1) * rs + (len - 1) * el + 1) * es;
+                Instruction::Load {
+                    spad_row: pick(0, spad - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                    elem_stride: el as u32,
+                }
+            }
+            1 => {
+                let rows = pick(1, acc.min(6));
+                let len = pick(1, c);
+                let rs = pick(0, 9);
+                let span = ((rows - 1) * rs + len) * 4;
+                Instruction::Store {
+                    acc_row: pick(0, acc - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                }
+            }
+            2 | 3 if cfg.dataflow == Dataflow::WeightStationary => {
+                if kind == 2 {
+                    let rows = pick(1, r);
+                    Instruction::LoadWeights {
+                        spad_row: pick(0, spad - rows) as u16,
+                        rows: rows as u16,
+                        cols: pick(1, c) as u16,
+                    }
+                } else {
+                    let rows = pick(1, acc.min(12));
+                    Instruction::Matmul {
+                        a_row: pick(0, spad - rows) as u16,
+                        acc_row: pick(0, acc - rows) as u16,
+                        rows: rows as u16,
+                        swap: pick(0, 3) != 0,
+                        accumulate: pick(0, 1) == 1,
+                    }
+                }
+            }
+            2 | 3 => {
+                let k = pick(1, spad.min(12));
+                let rows = pick(1, r);
+                Instruction::MatmulOs {
+                    a_row: pick(0, spad - k) as u16,
+                    b_row: pick(0, spad - k) as u16,
+                    k: k as u16,
+                    acc_row: pick(0, acc - rows) as u16,
+                    rows: rows as u16,
+                    cols: pick(1, c) as u16,
+                    accumulate: pick(0, 1) == 1,
+                }
+            }
+            4 | 5 => {
+                let rows = pick(1, acc.min(6));
+                let op = [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy]
+                    [pick(0, 4) as usize];
+                let src = match op {
+                    VectorOp::BiasAdd => pick(0, acc - 1),
+                    VectorOp::ReluGrad | VectorOp::Axpy => pick(0, acc - rows),
+                    _ => 0,
+                };
+                let imm = if op.uses_imm() {
+                    if cfg.dtype == Dtype::Bf16 { (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits() } else { pick(0, 7) as u32 }
+                } else {
+                    0
+                };
+                Instruction::Vector { op, dst: pick(0, acc - rows) as u16, src: src as u16, rows: rows as u16, imm }
+            }
+            6 => {
+                let rows = pick(1, acc.min(spad).min(6));
+                let (acc_row, spad_row) = (pick(0, acc - rows) as u16, pick(0, spad - rows) as u16);
+                match cfg.dtype {
+                    Dtype::Bf16 => Instruction::CastBf16 { acc_row, spad_row, rows: rows as u16 },
+                    Dtype::Int8 => Instruction::Requantize {
+                        acc_row,
+                        spad_row,
+                        rows: rows as u16,
+                        requant: Requant::from_scale(pick(1, 1000) as f64 / 4096.0, pick(0, 20) as i8 - 10).unwrap(),
+                    },
+                }
+            }
+            _ => Instruction::Sync,
+        };
+        program.push(ins);
+    }
+    program.push(Instruction::Halt);
+    program
+}
+
+#[test]
+fn k_longer_than_the_scratchpad_and_big_arrays() {
+    for dtype in [Dtype::Int8, Dtype::Bf16] {
+        for dataflow in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
+            // K = 1500 elements needs 94 k-tiles of 16 rows; the scratchpad has 64 rows.
+            let cfg = ArrayConfig { spad_depth: 64, acc_depth: 32, ..ArrayConfig::new(16, 16, dtype) }
+                .with_dataflow(dataflow);
+            check_gemm(cfg, GemmShape { m: 37, k: 1500, n: 21 }, 7);
+            let cfg = ArrayConfig::new(64, 64, dtype).with_dataflow(dataflow);
+            check_gemm(cfg, GemmShape { m: 70, k: 130, n: 65 }, 8);
+        }
+    }
+}
+
+#[test]
+fn matmul_without_pending_weights_is_an_error_on_both_machines() {
+    let cfg = ArrayConfig::new(2, 2, Dtype::Int8);
+    let program = [
+        Instruction::LoadWeights { spad_row: 0, rows: 2, cols: 2 },
+        Instruction::Matmul { a_row: 0, acc_row: 0, rows: 1, swap: true, accumulate: false },
+        Instruction::Matmul { a_row: 0, acc_row: 1, rows: 1, swap: true, accumulate: false },
+        Instruction::Halt,
+    ];
+    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+        let mut m = golden(kind, cfg, 16).unwrap();
+        let err = m.run(&program).unwrap_err();
+        assert_eq!(
+            err,
+            systole_core::MachineError::Exec { index: 2, kind: systole_core::machine::ExecErrorKind::NoWeightsLoaded },
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn invalid_programs_run_nothing() {
+    let cfg = ArrayConfig::new(4, 4, Dtype::Bf16);
+    let program = [
+        Instruction::Vector { op: VectorOp::Relu, dst: 0, src: 0, rows: 1, imm: 0 },
+        Instruction::Load { spad_row: 0, dram_addr: 60, rows: 1, len: 4, row_stride: 0, elem_stride: 1 },
+        Instruction::Halt,
+    ];
+    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+        let mut m = golden(kind, cfg, 64).unwrap();
+        m.write(Region::Acc, 0, &(-1.0f32).to_le_bytes()).unwrap();
+        let err = m.run(&program).unwrap_err();
+        assert!(err.to_string().contains("instruction 1: load: dram 60..68 is outside its 64 bytes"), "{err}");
+        let mut word = [0u8; 4];
+        m.read(Region::Acc, 0, &mut word).unwrap();
+        assert_eq!(f32::from_le_bytes(word), -1.0, "{kind:?}: the relu before the bad load ran");
+    }
+}
