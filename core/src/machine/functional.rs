@@ -13,6 +13,9 @@ use crate::machine::{
 };
 use crate::numerics::Arith;
 
+/// Input rows the functional weight-stationary matmul takes at once.
+const ROW_BLOCK: usize = 4;
+
 /// Weights in the array: `rows x cols` operands (row-major) and their useful extent.
 pub(crate) struct WeightTile<A: Arith> {
     pub w: Vec<A::Operand>,
@@ -80,24 +83,39 @@ impl<A: Arith> FunctionalMachine<A> {
     }
 
     /// Weight-stationary: each input row is summed down the columns, top row first, from zero.
+    /// Rows go through in blocks of [`ROW_BLOCK`] so each weight row is loaded once per block
+    /// and the independent sums keep the FPU busy; the order of each sum is unchanged.
     fn matmul_ws(&mut self, a_row: u16, acc_row: u16, rows: u16, accumulate: bool) {
         let (r, c) = (self.mem.config.rows as usize, self.mem.config.cols as usize);
-        let mut a = [A::operand(A::Elem::default()); 256];
-        let mut s = [A::zero(); 256];
-        for m in 0..rows as usize {
-            let spad = self.mem.spad_row(a_row as usize + m);
-            for i in 0..r {
-                a[i] = A::operand(A::elem_from_bits(spad[i]));
-            }
-            let s = &mut s[..c];
-            s.fill(A::zero());
-            for (i, &ai) in a[..r].iter().enumerate() {
-                let w = &self.active.w[i * c..(i + 1) * c];
-                for (sj, &wj) in s.iter_mut().zip(w) {
-                    *sj = A::mac(*sj, ai, wj);
+        let zero_op = A::operand(A::Elem::default());
+        let mut a = [[zero_op; 256]; ROW_BLOCK];
+        let mut s = [[A::zero(); 256]; ROW_BLOCK];
+        let rows = rows as usize;
+        let mut m = 0;
+        while m < rows {
+            let block = ROW_BLOCK.min(rows - m);
+            for (b, ab) in a.iter_mut().enumerate().take(block) {
+                let spad = self.mem.spad_row(a_row as usize + m + b);
+                for i in 0..r {
+                    ab[i] = A::operand(A::elem_from_bits(spad[i]));
                 }
             }
-            write_acc::<A>(self.mem.acc_row_mut(acc_row as usize + m), s, accumulate);
+            for sb in s.iter_mut().take(block) {
+                sb[..c].fill(A::zero());
+            }
+            for i in 0..r {
+                let w = &self.active.w[i * c..(i + 1) * c];
+                for b in 0..block {
+                    let ai = a[b][i];
+                    for (sj, &wj) in s[b][..c].iter_mut().zip(w) {
+                        *sj = A::mac(*sj, ai, wj);
+                    }
+                }
+            }
+            for (b, sb) in s.iter().enumerate().take(block) {
+                write_acc::<A>(self.mem.acc_row_mut(acc_row as usize + m + b), &sb[..c], accumulate);
+            }
+            m += block;
         }
     }
 

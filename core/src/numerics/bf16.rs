@@ -71,11 +71,10 @@ impl core::fmt::Debug for Bf16 {
 /// Flush a subnormal f32 to `+0.0`; everything else unchanged.
 #[inline(always)]
 pub fn ftz(x: f32) -> f32 {
-    if x.to_bits() & 0x7F80_0000 == 0 {
-        0.0
-    } else {
-        x
-    }
+    // Branch-free so that loops over lanes vectorise: keep all bits unless the exponent is 0.
+    let bits = x.to_bits();
+    let keep = ((bits & 0x7F80_0000 != 0) as u32).wrapping_neg();
+    f32::from_bits(bits & keep)
 }
 
 /// Product of two datapath operands (already DAZ-read): exact, or flushed, or ±Inf, or NaN.
