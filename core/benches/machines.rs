@@ -14,7 +14,7 @@ use systole_core::machine::functional::FunctionalMachine;
 use systole_core::machine::{run_gemm, Machine};
 use systole_core::reference;
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
-use systole_core::{Arith, ArrayConfig, Bf16, Dtype, Instruction, BF16, Int8};
+use systole_core::{Arith, ArrayConfig, Bf16, Dtype, Instruction, Int8, BF16};
 
 fn operands(elems: usize, dtype: Dtype, seed: u64) -> Vec<u8> {
     let mut s = seed;
@@ -25,7 +25,9 @@ fn operands(elems: usize, dtype: Dtype, seed: u64) -> Vec<u8> {
     match dtype {
         Dtype::Int8 => (0..elems).map(|_| next() as u8).collect(),
         Dtype::Bf16 => (0..elems)
-            .flat_map(|_| Bf16::from_f32(next() as f32 / u32::MAX as f32 * 2.0 - 1.0).0.to_le_bytes())
+            .flat_map(|_| {
+                Bf16::from_f32(next() as f32 / u32::MAX as f32 * 2.0 - 1.0).0.to_le_bytes()
+            })
             .collect(),
     }
 }
@@ -33,7 +35,13 @@ fn operands(elems: usize, dtype: Dtype, seed: u64) -> Vec<u8> {
 fn elems<A: Arith>(bytes: &[u8]) -> Vec<A::Elem> {
     bytes
         .chunks_exact(A::ELEM_BYTES)
-        .map(|c| A::elem_from_bits(if c.len() == 1 { c[0] as u16 } else { u16::from_le_bytes([c[0], c[1]]) }))
+        .map(|c| {
+            A::elem_from_bits(if c.len() == 1 {
+                c[0] as u16
+            } else {
+                u16::from_le_bytes([c[0], c[1]])
+            })
+        })
         .collect()
 }
 
@@ -59,7 +67,14 @@ fn setup(config: ArrayConfig, shape: GemmShape) -> Setup {
 fn checked<A: Arith, M: Machine>(s: &Setup, mut m: M) -> M {
     let (c, _) = run_gemm(&mut m, &s.plan, &s.a, &s.b).unwrap();
     let GemmShape { m: mm, k, n } = s.plan.shape;
-    let want = reference::gemm::<A>(&elems::<A>(&s.a), &elems::<A>(&s.b), mm as usize, k as usize, n as usize, s.plan.k_chunk() as usize);
+    let want = reference::gemm::<A>(
+        &elems::<A>(&s.a),
+        &elems::<A>(&s.b),
+        mm as usize,
+        k as usize,
+        n as usize,
+        s.plan.k_chunk() as usize,
+    );
     assert!(c == want, "{} disagrees with the reference", m.name());
     m
 }

@@ -164,8 +164,7 @@ impl ArrayConfig {
         if self.acc_depth < min_acc || self.acc_depth > MAX_DEPTH {
             return Err(ConfigError::AccDepth { depth: self.acc_depth, min: min_acc });
         }
-        if !self.clock_mhz.is_finite() || self.clock_mhz <= 0.0 || self.clock_mhz > MAX_CLOCK_MHZ
-        {
+        if !self.clock_mhz.is_finite() || self.clock_mhz <= 0.0 || self.clock_mhz > MAX_CLOCK_MHZ {
             return Err(ConfigError::Clock { mhz: self.clock_mhz });
         }
         Ok(())
@@ -181,7 +180,10 @@ mod tests {
         let ok = ArrayConfig::new(16, 16, Dtype::Int8);
         assert_eq!(ok.validate(), Ok(()));
         assert_eq!(ArrayConfig { rows: 0, ..ok }.validate(), Err(ConfigError::Rows { rows: 0 }));
-        assert_eq!(ArrayConfig { cols: 257, ..ok }.validate(), Err(ConfigError::Cols { cols: 257 }));
+        assert_eq!(
+            ArrayConfig { cols: 257, ..ok }.validate(),
+            Err(ConfigError::Cols { cols: 257 })
+        );
         assert_eq!(
             ArrayConfig { spad_depth: 31, ..ok }.validate(),
             Err(ConfigError::SpadDepth { depth: 31, min: 32 })

@@ -100,28 +100,74 @@ impl VectorOp {
 pub enum Instruction {
     /// For `r < rows`, `e < len`: `spad[spad_row + r][e] = dram[dram_addr + (r * row_stride +
     /// e * elem_stride) * elem_bytes]`; elements `len..width` of each row are zeroed.
-    Load { spad_row: u16, dram_addr: u32, rows: u16, len: u16, row_stride: u32, elem_stride: u32 },
+    Load {
+        spad_row: u16,
+        dram_addr: u32,
+        rows: u16,
+        len: u16,
+        row_stride: u32,
+        elem_stride: u32,
+    },
     /// For `r < rows`, `e < len`: the 32-bit word `acc[acc_row + r][e]` goes to
     /// `dram[dram_addr + (r * row_stride + e) * 4]`, little-endian.
-    Store { acc_row: u16, dram_addr: u32, rows: u16, len: u16, row_stride: u32 },
+    Store {
+        acc_row: u16,
+        dram_addr: u32,
+        rows: u16,
+        len: u16,
+        row_stride: u32,
+    },
     /// Shadow weights `w[i][j] = spad[spad_row + i][j]` for `i < rows`, `j < cols`, zero
     /// elsewhere; the shadow is then full. Weight-stationary only.
-    LoadWeights { spad_row: u16, rows: u16, cols: u16 },
+    LoadWeights {
+        spad_row: u16,
+        rows: u16,
+        cols: u16,
+    },
     /// For each of `rows` scratchpad rows `a`: `out[j] = sum_i a[i] * w[i][j]` (summed top to
     /// bottom from zero), written to (or added into) `acc[acc_row + r]`. With `swap`, the shadow
     /// weights become active first. Weight-stationary only.
-    Matmul { a_row: u16, acc_row: u16, rows: u16, swap: bool, accumulate: bool },
+    Matmul {
+        a_row: u16,
+        acc_row: u16,
+        rows: u16,
+        swap: bool,
+        accumulate: bool,
+    },
     /// `out[i][j] = sum_k spad[a_row + k][i] * spad[b_row + k][j]` over `k < k`, summed in k
     /// order from zero in each PE, then rows `i < rows` written to (or added into)
     /// `acc[acc_row + i]`, all C columns. `cols` is the number of useful columns.
     /// Output-stationary only.
-    MatmulOs { a_row: u16, b_row: u16, k: u16, acc_row: u16, rows: u16, cols: u16, accumulate: bool },
+    MatmulOs {
+        a_row: u16,
+        b_row: u16,
+        k: u16,
+        acc_row: u16,
+        rows: u16,
+        cols: u16,
+        accumulate: bool,
+    },
     /// A vector-unit op over `rows` accumulator rows.
-    Vector { op: VectorOp, dst: u16, src: u16, rows: u16, imm: u32 },
+    Vector {
+        op: VectorOp,
+        dst: u16,
+        src: u16,
+        rows: u16,
+        imm: u32,
+    },
     /// `spad[spad_row + r][j] = bf16(acc[acc_row + r][j])` for `j < cols`, zero beyond.
-    CastBf16 { acc_row: u16, spad_row: u16, rows: u16 },
+    CastBf16 {
+        acc_row: u16,
+        spad_row: u16,
+        rows: u16,
+    },
     /// `spad[spad_row + r][j] = requant(acc[acc_row + r][j])` for `j < cols`, zero beyond.
-    Requantize { acc_row: u16, spad_row: u16, rows: u16, requant: Requant },
+    Requantize {
+        acc_row: u16,
+        spad_row: u16,
+        rows: u16,
+        requant: Requant,
+    },
     Sync,
     Halt,
 }
@@ -309,10 +355,17 @@ impl core::fmt::Display for DecodeError {
     }
 }
 
-type Bits = BitArray<[u64; 2], Lsb0>;
+/// The word as bitvec sees it: four u32 limbs, least significant first (u32 is a bit store on
+/// every target, u64 only on 64-bit ones).
+type Bits = BitArray<[u32; 4], Lsb0>;
 
 fn bits_of(word: Word) -> Bits {
-    BitArray::new([word.0 as u64, (word.0 >> 64) as u64])
+    BitArray::new([
+        word.0 as u32,
+        (word.0 >> 32) as u32,
+        (word.0 >> 64) as u32,
+        (word.0 >> 96) as u32,
+    ])
 }
 
 impl Instruction {
@@ -396,8 +449,8 @@ fn encode_unchecked(ins: &Instruction) -> Word {
         bits[at..at + f.bits].store_le(v & ((1u64 << f.bits) - 1));
         at += f.bits;
     }
-    let [lo, hi] = bits.into_inner();
-    Word(lo as u128 | (hi as u128) << 64)
+    let limbs = bits.into_inner();
+    Word(limbs.iter().rev().fold(0u128, |w, &l| w << 32 | l as u128))
 }
 
 /// Encodes one instruction; fails if a field is out of range (see [`Instruction::check`]).
@@ -405,7 +458,13 @@ pub fn encode(ins: &Instruction) -> Result<Word, DecodeError> {
     let op = ins.opcode();
     for (f, v) in op.layout().iter().zip(ins.field_values()) {
         if v < f.min || v > f.max {
-            return Err(DecodeError::Field { opcode: op, field: f.name, value: v, min: f.min, max: f.max });
+            return Err(DecodeError::Field {
+                opcode: op,
+                field: f.name,
+                value: v,
+                min: f.min,
+                max: f.max,
+            });
         }
     }
     let word = encode_unchecked(ins);
@@ -422,7 +481,11 @@ pub fn decode(word: Word) -> Result<Instruction, DecodeError> {
     if used < WORD_BITS {
         let reserved = word.0 >> used;
         if reserved != 0 {
-            return Err(DecodeError::Reserved { opcode: op, first_bit: used as u8, value: reserved });
+            return Err(DecodeError::Reserved {
+                opcode: op,
+                first_bit: used as u8,
+                value: reserved,
+            });
         }
     }
     let mut v = [0u64; MAX_FIELDS];
@@ -430,7 +493,13 @@ pub fn decode(word: Word) -> Result<Instruction, DecodeError> {
     for (i, f) in op.layout().iter().enumerate() {
         let x: u64 = bits[at..at + f.bits].load_le();
         if x < f.min || x > f.max {
-            return Err(DecodeError::Field { opcode: op, field: f.name, value: x, min: f.min, max: f.max });
+            return Err(DecodeError::Field {
+                opcode: op,
+                field: f.name,
+                value: x,
+                min: f.min,
+                max: f.max,
+            });
         }
         v[i] = x;
         at += f.bits;
@@ -487,11 +556,9 @@ pub fn decode(word: Word) -> Result<Instruction, DecodeError> {
                 imm: v[4] as u32,
             }
         }
-        Opcode::CastBf16 => Instruction::CastBf16 {
-            acc_row: v[0] as u16,
-            spad_row: v[1] as u16,
-            rows: v[2] as u16,
-        },
+        Opcode::CastBf16 => {
+            Instruction::CastBf16 { acc_row: v[0] as u16, spad_row: v[1] as u16, rows: v[2] as u16 }
+        }
         Opcode::Requantize => Instruction::Requantize {
             acc_row: v[0] as u16,
             spad_row: v[1] as u16,

@@ -27,4 +27,4 @@ pub mod tiler;
 pub use config::{ArrayConfig, ConfigError, Dataflow, Dtype};
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};
 pub use machine::{Machine, MachineError, Region, Stats};
-pub use numerics::{Arith, Bf16, Requant, BF16, Int8};
+pub use numerics::{Arith, Bf16, Int8, Requant, BF16};

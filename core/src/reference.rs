@@ -6,6 +6,7 @@ extern crate alloc;
 #[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 
+#[cfg(feature = "alloc")]
 use crate::numerics::Arith;
 
 /// `C = A x B` (row-major, `m x k` times `k x n`), returned as stored accumulator bits.

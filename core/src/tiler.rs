@@ -53,11 +53,19 @@ pub struct GemmLayout {
 pub enum TileError {
     Config(ConfigError),
     /// A dimension is zero.
-    Empty { dim: char },
+    Empty {
+        dim: char,
+    },
     /// A dimension exceeds what the ISA's 24-bit strides can address.
-    TooLarge { dim: char, value: u32, max: u32 },
+    TooLarge {
+        dim: char,
+        value: u32,
+        max: u32,
+    },
     /// The matrices do not fit the 32-bit DRAM address space, or overlap.
-    Layout { needed: u64 },
+    Layout {
+        needed: u64,
+    },
 }
 
 impl core::fmt::Display for TileError {
@@ -78,7 +86,10 @@ impl core::fmt::Display for TileError {
 
 impl GemmLayout {
     /// A, then B, then C (4-byte aligned), from address 0; and the DRAM bytes they need.
-    pub fn packed(config: &ArrayConfig, shape: &GemmShape) -> Result<(GemmLayout, usize), TileError> {
+    pub fn packed(
+        config: &ArrayConfig,
+        shape: &GemmShape,
+    ) -> Result<(GemmLayout, usize), TileError> {
         let es = config.dtype.elem_bytes() as u64;
         let a_bytes = shape.m as u64 * shape.k as u64 * es;
         let b_bytes = shape.k as u64 * shape.n as u64 * es;
@@ -111,7 +122,11 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 }
 
 impl GemmPlan {
-    pub fn new(config: &ArrayConfig, shape: GemmShape, layout: GemmLayout) -> Result<GemmPlan, TileError> {
+    pub fn new(
+        config: &ArrayConfig,
+        shape: GemmShape,
+        layout: GemmLayout,
+    ) -> Result<GemmPlan, TileError> {
         config.validate().map_err(TileError::Config)?;
         for (dim, v) in [('M', shape.m), ('K', shape.k), ('N', shape.n)] {
             if v == 0 {

@@ -2,7 +2,9 @@
 
 use fixed::types::I1F31;
 use proptest::prelude::*;
-use systole_core::isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word, WORD_BITS};
+use systole_core::isa::{
+    decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word, WORD_BITS,
+};
 use systole_core::Requant;
 
 fn vector_op() -> impl Strategy<Value = VectorOp> {
@@ -21,28 +23,40 @@ pub fn instruction() -> impl Strategy<Value = Instruction> {
     let side = 1u16..=256;
     let stride = 0u32..(1 << 24);
     prop_oneof![
-        (any::<u16>(), any::<u32>(), rows.clone(), side.clone(), stride.clone(), stride.clone()).prop_map(
-            |(spad_row, dram_addr, rows, len, row_stride, elem_stride)| Instruction::Load {
-                spad_row, dram_addr, rows, len, row_stride, elem_stride
-            }
-        ),
+        (any::<u16>(), any::<u32>(), rows.clone(), side.clone(), stride.clone(), stride.clone())
+            .prop_map(|(spad_row, dram_addr, rows, len, row_stride, elem_stride)| {
+                Instruction::Load { spad_row, dram_addr, rows, len, row_stride, elem_stride }
+            }),
         (any::<u16>(), any::<u32>(), rows.clone(), side.clone(), stride).prop_map(
             |(acc_row, dram_addr, rows, len, row_stride)| Instruction::Store {
-                acc_row, dram_addr, rows, len, row_stride
+                acc_row,
+                dram_addr,
+                rows,
+                len,
+                row_stride
             }
         ),
         (any::<u16>(), side.clone(), side.clone())
             .prop_map(|(spad_row, rows, cols)| Instruction::LoadWeights { spad_row, rows, cols }),
         (any::<u16>(), any::<u16>(), rows.clone(), any::<bool>(), any::<bool>()).prop_map(
             |(a_row, acc_row, rows, swap, accumulate)| Instruction::Matmul {
-                a_row, acc_row, rows, swap, accumulate
+                a_row,
+                acc_row,
+                rows,
+                swap,
+                accumulate
             }
         ),
-        (any::<u16>(), any::<u16>(), rows.clone(), any::<u16>(), side.clone(), side, any::<bool>()).prop_map(
-            |(a_row, b_row, k, acc_row, rows, cols, accumulate)| Instruction::MatmulOs {
-                a_row, b_row, k, acc_row, rows, cols, accumulate
-            }
-        ),
+        (any::<u16>(), any::<u16>(), rows.clone(), any::<u16>(), side.clone(), side, any::<bool>())
+            .prop_map(|(a_row, b_row, k, acc_row, rows, cols, accumulate)| Instruction::MatmulOs {
+                a_row,
+                b_row,
+                k,
+                acc_row,
+                rows,
+                cols,
+                accumulate
+            }),
         (vector_op(), any::<u16>(), any::<u16>(), rows.clone(), any::<u32>()).prop_map(
             |(op, dst, src, rows, imm)| Instruction::Vector {
                 op,
@@ -52,8 +66,9 @@ pub fn instruction() -> impl Strategy<Value = Instruction> {
                 imm: if op.uses_imm() { imm } else { 0 },
             }
         ),
-        (any::<u16>(), any::<u16>(), rows.clone())
-            .prop_map(|(acc_row, spad_row, rows)| Instruction::CastBf16 { acc_row, spad_row, rows }),
+        (any::<u16>(), any::<u16>(), rows.clone()).prop_map(|(acc_row, spad_row, rows)| {
+            Instruction::CastBf16 { acc_row, spad_row, rows }
+        }),
         (any::<u16>(), any::<u16>(), rows, any::<i32>(), 0u8..=31, any::<i8>()).prop_map(
             |(acc_row, spad_row, rows, m, shift, zero_point)| Instruction::Requantize {
                 acc_row,
@@ -123,13 +138,20 @@ fn out_of_range_fields_name_the_field() {
     let zero_rows = Word(load.0 & !(0xFFFFu128 << 53));
     assert_eq!(
         decode(zero_rows),
-        Err(DecodeError::Field { opcode: Opcode::Load, field: "rows", value: 0, min: 1, max: 0xFFFF })
+        Err(DecodeError::Field {
+            opcode: Opcode::Load,
+            field: "rows",
+            value: 0,
+            min: 1,
+            max: 0xFFFF
+        })
     );
     // len = 300 (> 256): len sits at bit 69, 9 bits.
     let wide = Word((load.0 & !(0x1FFu128 << 69)) | 300u128 << 69);
     assert!(matches!(decode(wide), Err(DecodeError::Field { field: "len", value: 300, .. })));
     // Vector op code 9 does not exist.
-    let v = encode(&Instruction::Vector { op: VectorOp::Relu, dst: 0, src: 0, rows: 1, imm: 0 }).unwrap();
+    let v = encode(&Instruction::Vector { op: VectorOp::Relu, dst: 0, src: 0, rows: 1, imm: 0 })
+        .unwrap();
     let bad_op = Word(v.0 | 9u128 << 5);
     assert!(matches!(decode(bad_op), Err(DecodeError::Field { field: "op", .. })));
     // Relu with a nonzero imm.

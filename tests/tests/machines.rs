@@ -3,10 +3,16 @@
 use systole_core::machine::GoldenKind;
 use systole_core::reference;
 use systole_core::tiler::GemmShape;
-use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, BF16, Int8};
+use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, Int8, BF16};
 use systole_tests::{assert_bit_identical, gemm_on, SplitMix};
 
-fn reference_gemm(config: &ArrayConfig, shape: GemmShape, a: &[u8], b: &[u8], chunk: u32) -> Vec<u32> {
+fn reference_gemm(
+    config: &ArrayConfig,
+    shape: GemmShape,
+    a: &[u8],
+    b: &[u8],
+    chunk: u32,
+) -> Vec<u32> {
     let (m, k, n) = (shape.m as usize, shape.k as usize, shape.n as usize);
     match config.dtype {
         Dtype::Int8 => {
@@ -44,8 +50,9 @@ fn small_gemms_agree_everywhere() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
         for dataflow in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
             for (r, c) in [(1, 1), (2, 3), (4, 4), (3, 2)] {
-                let cfg = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(r, c, dtype) }
-                    .with_dataflow(dataflow);
+                let cfg =
+                    ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(r, c, dtype) }
+                        .with_dataflow(dataflow);
                 for (m, k, n) in [(1, 1, 1), (5, 7, 3), (17, 9, 11), (40, 70, 5)] {
                     check_gemm(cfg, GemmShape { m, k, n }, (m * 1000 + k * 10 + n) as u64);
                 }
@@ -194,19 +201,34 @@ fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Ins
             }
             4 | 5 => {
                 let rows = pick(1, acc.min(6));
-                let op = [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy]
-                    [pick(0, 4) as usize];
+                let op = [
+                    VectorOp::BiasAdd,
+                    VectorOp::Relu,
+                    VectorOp::ReluGrad,
+                    VectorOp::Scale,
+                    VectorOp::Axpy,
+                ][pick(0, 4) as usize];
                 let src = match op {
                     VectorOp::BiasAdd => pick(0, acc - 1),
                     VectorOp::ReluGrad | VectorOp::Axpy => pick(0, acc - rows),
                     _ => 0,
                 };
                 let imm = if op.uses_imm() {
-                    if cfg.dtype == Dtype::Bf16 { (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits() } else { pick(0, 7) as u32 }
+                    if cfg.dtype == Dtype::Bf16 {
+                        (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits()
+                    } else {
+                        pick(0, 7) as u32
+                    }
                 } else {
                     0
                 };
-                Instruction::Vector { op, dst: pick(0, acc - rows) as u16, src: src as u16, rows: rows as u16, imm }
+                Instruction::Vector {
+                    op,
+                    dst: pick(0, acc - rows) as u16,
+                    src: src as u16,
+                    rows: rows as u16,
+                    imm,
+                }
             }
             6 => {
                 let rows = pick(1, acc.min(spad).min(6));
@@ -217,7 +239,11 @@ fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Ins
                         acc_row,
                         spad_row,
                         rows: rows as u16,
-                        requant: Requant::from_scale(pick(1, 1000) as f64 / 4096.0, pick(0, 20) as i8 - 10).unwrap(),
+                        requant: Requant::from_scale(
+                            pick(1, 1000) as f64 / 4096.0,
+                            pick(0, 20) as i8 - 10,
+                        )
+                        .unwrap(),
                     },
                 }
             }
@@ -234,8 +260,9 @@ fn k_longer_than_the_scratchpad_and_big_arrays() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
         for dataflow in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
             // K = 1500 elements needs 94 k-tiles of 16 rows; the scratchpad has 64 rows.
-            let cfg = ArrayConfig { spad_depth: 64, acc_depth: 32, ..ArrayConfig::new(16, 16, dtype) }
-                .with_dataflow(dataflow);
+            let cfg =
+                ArrayConfig { spad_depth: 64, acc_depth: 32, ..ArrayConfig::new(16, 16, dtype) }
+                    .with_dataflow(dataflow);
             check_gemm(cfg, GemmShape { m: 37, k: 1500, n: 21 }, 7);
             let cfg = ArrayConfig::new(64, 64, dtype).with_dataflow(dataflow);
             check_gemm(cfg, GemmShape { m: 70, k: 130, n: 65 }, 8);
@@ -257,7 +284,10 @@ fn matmul_without_pending_weights_is_an_error_on_both_machines() {
         let err = m.run(&program).unwrap_err();
         assert_eq!(
             err,
-            systole_core::MachineError::Exec { index: 2, kind: systole_core::machine::ExecErrorKind::NoWeightsLoaded },
+            systole_core::MachineError::Exec {
+                index: 2,
+                kind: systole_core::machine::ExecErrorKind::NoWeightsLoaded
+            },
             "{kind:?}"
         );
     }
@@ -268,14 +298,24 @@ fn invalid_programs_run_nothing() {
     let cfg = ArrayConfig::new(4, 4, Dtype::Bf16);
     let program = [
         Instruction::Vector { op: VectorOp::Relu, dst: 0, src: 0, rows: 1, imm: 0 },
-        Instruction::Load { spad_row: 0, dram_addr: 60, rows: 1, len: 4, row_stride: 0, elem_stride: 1 },
+        Instruction::Load {
+            spad_row: 0,
+            dram_addr: 60,
+            rows: 1,
+            len: 4,
+            row_stride: 0,
+            elem_stride: 1,
+        },
         Instruction::Halt,
     ];
     for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
         let mut m = golden(kind, cfg, 64).unwrap();
         m.write(Region::Acc, 0, &(-1.0f32).to_le_bytes()).unwrap();
         let err = m.run(&program).unwrap_err();
-        assert!(err.to_string().contains("instruction 1: load: dram 60..68 is outside its 64 bytes"), "{err}");
+        assert!(
+            err.to_string().contains("instruction 1: load: dram 60..68 is outside its 64 bytes"),
+            "{err}"
+        );
         let mut word = [0u8; 4];
         m.read(Region::Acc, 0, &mut word).unwrap();
         assert_eq!(f32::from_le_bytes(word), -1.0, "{kind:?}: the relu before the bad load ran");

@@ -57,7 +57,10 @@ fn check_conversion(bits: u32) -> Result<(), TestCaseError> {
 fn tricky_bits() -> impl Strategy<Value = u32> {
     prop_oneof![
         any::<u32>(),
-        (any::<u16>(), prop_oneof![Just(0x8000u32), Just(0x7FFF), Just(0x8001), Just(0), Just(0xFFFF)])
+        (
+            any::<u16>(),
+            prop_oneof![Just(0x8000u32), Just(0x7FFF), Just(0x8001), Just(0), Just(0xFFFF)]
+        )
             .prop_map(|(hi, lo)| ((hi as u32) << 16) | lo),
         (0u32..0x0080_0000).prop_map(|m| m | if m & 1 == 0 { 0 } else { 0x8000_0000 }),
         (0x7F7F_0000u32..=0x7FFF_FFFF),
@@ -136,7 +139,8 @@ fn div_pow2_round_away(num: i128, bits: u32) -> i128 {
 /// saturated to i32), then `round(x / 2^shift)` (halves away from zero), plus the zero point,
 /// clamped to i8.
 fn requant_reference(acc: i32, mult: i32, shift: u8, zp: i8) -> i8 {
-    let high = div_pow2_round_away(acc as i128 * mult as i128, 31).clamp(i32::MIN as i128, i32::MAX as i128);
+    let high = div_pow2_round_away(acc as i128 * mult as i128, 31)
+        .clamp(i32::MIN as i128, i32::MAX as i128);
     let x = div_pow2_round_away(high, shift as u32);
     (x + zp as i128).clamp(-128, 127) as i8
 }
@@ -144,9 +148,21 @@ fn requant_reference(acc: i32, mult: i32, shift: u8, zp: i8) -> i8 {
 #[test]
 fn bf16_conversion_on_known_edges() {
     for bits in [
-        0x0000_0000u32, 0x8000_0000, 0x0000_0001, 0x007F_FFFF, 0x0080_0000, 0x3F80_8000,
-        0x3F81_8000, 0x7F7F_7FFF, 0x7F7F_8000, 0x7F7F_FFFF, 0x7F80_0000, 0xFF80_0000,
-        0x7F80_0001, 0x7FC0_0000, 0xFFFF_FFFF,
+        0x0000_0000u32,
+        0x8000_0000,
+        0x0000_0001,
+        0x007F_FFFF,
+        0x0080_0000,
+        0x3F80_8000,
+        0x3F81_8000,
+        0x7F7F_7FFF,
+        0x7F7F_8000,
+        0x7F7F_FFFF,
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7F80_0001,
+        0x7FC0_0000,
+        0xFFFF_FFFF,
     ] {
         check_conversion(bits).unwrap();
     }

@@ -190,13 +190,17 @@ impl<A: Arith> CycleMachine<A> {
         let zero = A::operand(A::Elem::default());
         for i in 0..r {
             self.left[i] = match tau.checked_sub(i).filter(|&kk| kk < k) {
-                Some(kk) => A::operand(A::elem_from_bits(self.mem.spad_row(a_row as usize + kk)[i])),
+                Some(kk) => {
+                    A::operand(A::elem_from_bits(self.mem.spad_row(a_row as usize + kk)[i]))
+                }
                 None => zero,
             };
         }
         for j in 0..c {
             self.top[j] = match tau.checked_sub(j).filter(|&kk| kk < k) {
-                Some(kk) => A::operand(A::elem_from_bits(self.mem.spad_row(b_row as usize + kk)[j])),
+                Some(kk) => {
+                    A::operand(A::elem_from_bits(self.mem.spad_row(b_row as usize + kk)[j]))
+                }
                 None => zero,
             };
         }
@@ -283,7 +287,12 @@ impl<A: Arith> Machine for CycleMachine<A> {
                         Instruction::LoadWeights { spad_row, rows, cols } => {
                             if seq.is_none() && wl.is_none() {
                                 self.shadow_full = false;
-                                wl = Some(WeightLoad { spad_row: spad_row as usize, k: rows, n: cols, tau: 0 });
+                                wl = Some(WeightLoad {
+                                    spad_row: spad_row as usize,
+                                    k: rows,
+                                    n: cols,
+                                    tau: 0,
+                                });
                                 go = true;
                             }
                         }

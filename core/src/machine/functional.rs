@@ -103,8 +103,7 @@ impl<A: Arith> FunctionalMachine<A> {
             for sb in s.iter_mut().take(block) {
                 sb[..c].fill(A::zero());
             }
-            for i in 0..r {
-                let w = &self.active.w[i * c..(i + 1) * c];
+            for (i, w) in self.active.w.chunks_exact(c).take(r).enumerate() {
                 for b in 0..block {
                     let ai = a[b][i];
                     for (sj, &wj) in s[b][..c].iter_mut().zip(w) {
@@ -113,7 +112,11 @@ impl<A: Arith> FunctionalMachine<A> {
                 }
             }
             for (b, sb) in s.iter().enumerate().take(block) {
-                write_acc::<A>(self.mem.acc_row_mut(acc_row as usize + m + b), &sb[..c], accumulate);
+                write_acc::<A>(
+                    self.mem.acc_row_mut(acc_row as usize + m + b),
+                    &sb[..c],
+                    accumulate,
+                );
             }
             m += block;
         }
@@ -133,9 +136,9 @@ impl<A: Arith> FunctionalMachine<A> {
             for j in 0..c {
                 b[j] = A::operand(A::elem_from_bits(brow[j]));
             }
-            for i in 0..r {
-                let ai = A::operand(A::elem_from_bits(arow[i]));
-                for (sj, &bj) in self.os_acc[i * c..(i + 1) * c].iter_mut().zip(&b[..c]) {
+            for (sums, &ai) in self.os_acc.chunks_exact_mut(c).zip(&arow[..r]) {
+                let ai = A::operand(A::elem_from_bits(ai));
+                for (sj, &bj) in sums.iter_mut().zip(&b[..c]) {
                     *sj = A::mac(*sj, ai, bj);
                 }
             }

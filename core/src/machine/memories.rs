@@ -57,7 +57,12 @@ impl Memories {
         Ok(())
     }
 
-    pub fn write(&mut self, region: Region, offset: usize, bytes: &[u8]) -> Result<(), MachineError> {
+    pub fn write(
+        &mut self,
+        region: Region,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), MachineError> {
         self.check(region, offset, bytes.len())?;
         match region {
             Region::Dram => self.dram[offset..offset + bytes.len()].copy_from_slice(bytes),

@@ -148,7 +148,7 @@ mod boxed {
     use super::{Region, Stats};
     use crate::config::{ArrayConfig, ConfigError, Dtype};
     use crate::isa::Instruction;
-    use crate::numerics::{BF16, Int8};
+    use crate::numerics::{Int8, BF16};
     use crate::tiler::GemmPlan;
 
     /// Which golden machine.
@@ -175,7 +175,9 @@ mod boxed {
             (GoldenKind::Cycle, Dtype::Int8) => {
                 Box::new(CycleMachine::<Int8>::new(config, dram_bytes))
             }
-            (GoldenKind::Cycle, Dtype::Bf16) => Box::new(CycleMachine::<BF16>::new(config, dram_bytes)),
+            (GoldenKind::Cycle, Dtype::Bf16) => {
+                Box::new(CycleMachine::<BF16>::new(config, dram_bytes))
+            }
         })
     }
 
@@ -195,10 +197,8 @@ mod boxed {
         let words = plan.shape.m as usize * plan.shape.n as usize;
         let mut bytes = vec![0u8; words * 4];
         machine.read(Region::Dram, plan.layout.c as usize, &mut bytes)?;
-        let c = bytes
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect();
+        let c =
+            bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
         Ok((c, stats))
     }
 }
