@@ -8,9 +8,10 @@
 //! q = saturate_i8(zero_point + rounding_shift_right(sat_rounding_doubling_high_mul(acc, m), shift))
 //! ```
 //!
-//! where `m` is a Q0.31 multiplier in [-1, 1) (held as [`fixed::types::I1F31`]), the doubling
-//! high multiply rounds half away from zero and saturates its one overflow case
-//! (`i32::MIN * i32::MIN`), and the right shift rounds half away from zero.
+//! where `m` is a Q0.31 multiplier in [-1, 1) (held as [`fixed::types::I1F31`]). Exactly as
+//! gemmlowp (and so TFLite) computes it: the doubling high multiply rounds halves up (toward
+//! +inf: 2.5 -> 3, -2.5 -> -2) and saturates its one overflow case (`i32::MIN * i32::MIN`); the
+//! right shift rounds halves away from zero (2.5 -> 3, -2.5 -> -3).
 
 use fixed::types::I1F31;
 
@@ -111,7 +112,7 @@ fn libm_round(x: f64) -> f64 {
     }
 }
 
-/// gemmlowp's SaturatingRoundingDoublingHighMul: round(a * b / 2^31), halves away from zero.
+/// gemmlowp's SaturatingRoundingDoublingHighMul: round(a * b / 2^31), halves toward +inf.
 #[inline]
 pub fn sat_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
     if a == i32::MIN && b == i32::MIN {
@@ -141,7 +142,9 @@ mod tests {
     fn known_values() {
         let half = Requant { multiplier: I1F31::from_bits(1 << 30), shift: 0, zero_point: 0 };
         assert_eq!(half.apply(5), 3); // 2.5 -> 3, away from zero
-        assert_eq!(half.apply(-5), -3);
+        assert_eq!(half.apply(-5), -2); // -2.5 -> -2: gemmlowp's high multiply rounds halves up
+        let quarter = Requant { shift: 1, ..half };
+        assert_eq!(quarter.apply(-10), -3); // -5 / 2 = -2.5 -> -3: the shift rounds away
         assert_eq!(half.apply(1000), 127);
         assert_eq!(half.apply(-1000), -128);
         let zp = Requant { zero_point: -10, ..half };
