@@ -350,3 +350,18 @@ impl GemmPlan {
         self.macs() as f64 / (self.config.pe_count() as f64 * self.cycles() as f64)
     }
 }
+
+/// SCALE-Sim's published compute-cycle estimate for the same GEMM on the same array, for
+/// comparison only: `(2*Sr + Sc + T - 2) * ceil(Sr'/Sr) * ceil(Sc'/Sc)`, where for
+/// weight-stationary the array's rows hold K and its columns N and T = M streams past, and for
+/// output-stationary the rows hold M, the columns N and T = K. It assumes pre-filled SRAMs (no
+/// DRAM traffic), no overlap of one fold's weight fill with the previous fold's compute, and
+/// the whole temporal dimension in one pass.
+pub fn scalesim_cycles(config: &ArrayConfig, shape: &GemmShape) -> u64 {
+    let (sr, sc) = (config.rows as u64, config.cols as u64);
+    let (spatial_rows, t) = match config.dataflow {
+        Dataflow::WeightStationary => (shape.k as u64, shape.m as u64),
+        Dataflow::OutputStationary => (shape.m as u64, shape.k as u64),
+    };
+    (2 * sr + sc + t - 2) * ceil_div(spatial_rows, sr) * ceil_div(shape.n as u64, sc)
+}

@@ -1,1 +1,32 @@
-fn main() {}
+//! `systole`: the host's command line. Each subcommand lives in its own module; this file only
+//! parses and dispatches, and turns any error into one line on stderr and exit status 2.
+
+mod cli;
+mod gemm;
+mod npy;
+mod staged;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Gemm(args) => gemm::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Error messages promise one line; a library's multi-line message is folded onto it.
+fn one_line(message: &str) -> String {
+    message.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}

@@ -176,7 +176,7 @@ fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Ins
                         cols: pick(1, c) as u16,
                     }
                 } else {
-                    let rows = pick(1, acc.min(12));
+                    let rows = pick(1, acc.min(spad).min(12));
                     Instruction::Matmul {
                         a_row: pick(0, spad - rows) as u16,
                         acc_row: pick(0, acc - rows) as u16,

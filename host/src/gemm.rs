@@ -1,0 +1,197 @@
+//! `systole gemm`: `C = A x B` from `.npy` files on a golden machine, with its statistics.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context};
+use serde::Serialize;
+use systole_core::machine::{golden, run_gemm, GoldenKind};
+use systole_core::tiler::{scalesim_cycles, GemmLayout, GemmPlan, GemmShape};
+use systole_core::{ArrayConfig, Dtype, Stats};
+
+use crate::cli::GemmArgs;
+use crate::npy::{self, Matrix};
+use crate::staged::StagedFile;
+
+pub fn run(args: &GemmArgs) -> anyhow::Result<()> {
+    let dtype = Dtype::from(args.dtype);
+    let config = args.array.config(dtype);
+    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    let a = npy::read_matrix(&args.a, dtype)?;
+    let b = npy::read_matrix(&args.b, dtype)?;
+    let shape = gemm_shape(args, &a, &b)?;
+    let (plan, dram_bytes) = plan(&config, shape)?;
+
+    // Create the outputs before the run, so an unwritable directory fails fast.
+    let mut c_file = stage(&args.out)?;
+    let mut stats_file = args.stats.as_deref().map(stage).transpose()?;
+
+    let run = run_on(args.machine.into(), &plan, dram_bytes, &a, &b)?;
+    let report = GemmReport::new(&plan, &run);
+
+    let mut out = BufWriter::new(c_file.file());
+    npy::write_accumulators(&mut out, shape.m, shape.n, &run.c, dtype)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    drop(out);
+    if let (Some(file), Some(path)) = (stats_file.as_mut(), args.stats.as_deref()) {
+        write_json(file.file(), &report).with_context(|| format!("writing {}", path.display()))?;
+    }
+
+    commit(c_file, &args.out)?;
+    if let (Some(file), Some(path)) = (stats_file, args.stats.as_deref()) {
+        commit(file, path)?;
+    }
+    println!("{}", report.summary());
+    Ok(())
+}
+
+/// `M x K` times `K x N`, or an error naming both shapes.
+fn gemm_shape(args: &GemmArgs, a: &Matrix, b: &Matrix) -> anyhow::Result<GemmShape> {
+    if a.cols != b.rows {
+        bail!(
+            "shape mismatch: {} is {}x{} (M x K) and {} is {}x{}, but B must be K x N with K = {}",
+            args.a.display(),
+            a.rows,
+            a.cols,
+            args.b.display(),
+            b.rows,
+            b.cols,
+            a.cols
+        );
+    }
+    Ok(GemmShape { m: a.rows, k: a.cols, n: b.cols })
+}
+
+/// The tiled program, and the DRAM bytes its packed A, B and C need.
+fn plan(config: &ArrayConfig, shape: GemmShape) -> anyhow::Result<(GemmPlan, usize)> {
+    let what = || format!("cannot tile a {}x{}x{} GEMM", shape.m, shape.k, shape.n);
+    let (layout, dram_bytes) =
+        GemmLayout::packed(config, &shape).map_err(|e| anyhow!("{}: {e}", what()))?;
+    let plan = GemmPlan::new(config, shape, layout).map_err(|e| anyhow!("{}: {e}", what()))?;
+    Ok((plan, dram_bytes))
+}
+
+/// One finished run: C's accumulator words (row-major), and what the machine counted.
+struct GemmRun {
+    machine: &'static str,
+    c: Vec<u32>,
+    stats: Stats,
+}
+
+/// Runs the plan on a fresh golden machine of `kind` with `dram_bytes` of DRAM.
+fn run_on(
+    kind: GoldenKind,
+    plan: &GemmPlan,
+    dram_bytes: usize,
+    a: &Matrix,
+    b: &Matrix,
+) -> anyhow::Result<GemmRun> {
+    let mut machine =
+        golden(kind, plan.config, dram_bytes).map_err(|e| anyhow!("array config: {e}"))?;
+    let name = machine.name();
+    let (c, stats) = run_gemm(machine.as_mut(), plan, &a.elems, &b.elems)
+        .map_err(|e| anyhow!("{name} machine: {e}"))?;
+    Ok(GemmRun { machine: name, c, stats })
+}
+
+fn stage(path: &Path) -> anyhow::Result<StagedFile> {
+    StagedFile::beside(path).with_context(|| format!("cannot create {}", path.display()))
+}
+
+fn commit(file: StagedFile, path: &Path) -> anyhow::Result<()> {
+    file.commit().with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn write_json(file: impl Write, report: &GemmReport) -> std::io::Result<()> {
+    let mut out = BufWriter::new(file);
+    serde_json::to_writer_pretty(&mut out, report)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Where the functional machine's cycle count comes from: [`GemmPlan::cycles`].
+const CLOSED_FORM: &str = "closed form";
+
+/// What `--stats` writes: the run's shape, the array, and its performance.
+#[derive(Debug, Serialize)]
+struct GemmReport {
+    machine: &'static str,
+    dtype: &'static str,
+    dataflow: &'static str,
+    rows: u16,
+    cols: u16,
+    spad_depth: u32,
+    acc_depth: u32,
+    clock_mhz: f64,
+    m: u32,
+    k: u32,
+    n: u32,
+    macs: u64,
+    instructions: u64,
+    cycles: u64,
+    /// "cycle machine" when counted, "closed form" ([`GemmPlan::cycles`]) on the functional one.
+    cycles_source: &'static str,
+    /// Cycles the array was busy; counted on the cycle machine only.
+    array_cycles: Option<u64>,
+    /// Useful MACs over the peak `rows * cols * cycles`.
+    utilization: f64,
+    /// `cycles / clock_mhz`.
+    time_us: f64,
+    /// SCALE-Sim's published compute-only estimate for the same GEMM and array, for comparison
+    /// (see docs/PERFORMANCE_MODEL.md for where its assumptions differ).
+    scalesim_cycles: u64,
+}
+
+impl GemmReport {
+    fn new(plan: &GemmPlan, run: &GemmRun) -> GemmReport {
+        let (config, stats) = (&plan.config, &run.stats);
+        let (cycles, cycles_source) = match stats.cycles {
+            Some(c) => (c, "cycle machine"),
+            None => (plan.cycles(), CLOSED_FORM),
+        };
+        GemmReport {
+            machine: run.machine,
+            dtype: config.dtype.name(),
+            dataflow: config.dataflow.short_name(),
+            rows: config.rows,
+            cols: config.cols,
+            spad_depth: config.spad_depth,
+            acc_depth: config.acc_depth,
+            clock_mhz: config.clock_mhz,
+            m: plan.shape.m,
+            k: plan.shape.k,
+            n: plan.shape.n,
+            macs: stats.macs,
+            instructions: stats.instructions,
+            cycles,
+            cycles_source,
+            array_cycles: stats.array_cycles,
+            utilization: stats.macs as f64 / (config.pe_count() as f64 * cycles as f64),
+            time_us: cycles as f64 / config.clock_mhz,
+            scalesim_cycles: scalesim_cycles(config, &plan.shape),
+        }
+    }
+
+    /// One line for the terminal.
+    fn summary(&self) -> String {
+        let note = if self.cycles_source == CLOSED_FORM { " (closed form)" } else { "" };
+        format!(
+            "gemm {}x{}x{} {} on a {}x{} {} array, {} machine: {} cycles{}, {:.1}% utilization, \
+             {:.3} us at {} MHz",
+            self.m,
+            self.k,
+            self.n,
+            self.dtype,
+            self.rows,
+            self.cols,
+            self.dataflow,
+            self.machine,
+            self.cycles,
+            note,
+            100.0 * self.utilization,
+            self.time_us,
+            self.clock_mhz
+        )
+    }
+}

@@ -1,0 +1,293 @@
+//! NumPy `.npy` matrices in, accumulator matrices out.
+//!
+//! Inputs become the bytes the accelerator's DRAM holds: INT8 as they are, float32 rounded to
+//! bf16 with [`Bf16::from_f32`], as the hardware's input path would. C-order and Fortran-order
+//! files are both read; the result is always row-major.
+
+use std::fmt;
+use std::io::{self, Cursor, Write};
+use std::path::{Path, PathBuf};
+
+use npyz::{DType, Endianness, NpyHeader, Order, TypeChar, TypeStr, WriteOptions, WriterBuilder};
+use systole_core::{Bf16, Dtype};
+
+/// A row-major matrix as the accelerator's DRAM holds it: little-endian elements of the dtype.
+#[derive(Debug)]
+pub struct Matrix {
+    pub rows: u32,
+    pub cols: u32,
+    pub elems: Vec<u8>,
+}
+
+/// Why a `.npy` file is not a matrix of the wanted dtype. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum NpyError {
+    #[error("cannot read {}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{}: not a valid .npy file ({reason})", path.display())]
+    Malformed { path: PathBuf, reason: String },
+    #[error("{}: dtype {found} but --dtype {wanted} needs {needs}", path.display())]
+    Dtype { path: PathBuf, found: String, wanted: &'static str, needs: &'static str },
+    #[error("{}: shape {shape} is {}-D, a matrix must be 2-D", path.display(), shape.0.len())]
+    NotMatrix { path: PathBuf, shape: Shape },
+    #[error("{}: shape {shape} has a zero-size dimension", path.display())]
+    Empty { path: PathBuf, shape: Shape },
+    #[error("{}: truncated: shape {shape} needs {needed} bytes of data but the file holds {found}", path.display())]
+    Truncated { path: PathBuf, shape: Shape, needed: u64, found: u64 },
+    #[error("{}: shape {shape} needs {needed} bytes of data but the file holds {found}", path.display())]
+    TrailingData { path: PathBuf, shape: Shape, needed: u64, found: u64 },
+    #[error("{}: shape {shape} is too large for the accelerator's 32-bit DRAM", path.display())]
+    TooLarge { path: PathBuf, shape: Shape },
+}
+
+/// An array shape, displayed as NumPy does: `(3, 4)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape(pub Vec<u64>);
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_slice() {
+            [d] => write!(f, "({d},)"),
+            dims => {
+                let dims: Vec<String> = dims.iter().map(u64::to_string).collect();
+                write!(f, "({})", dims.join(", "))
+            }
+        }
+    }
+}
+
+/// Reads a 2-D matrix of `dtype`'s input type from `path`.
+pub fn read_matrix(path: &Path, dtype: Dtype) -> Result<Matrix, NpyError> {
+    let file = std::fs::read(path).map_err(|source| NpyError::Io { path: path.into(), source })?;
+    let (header, data) =
+        split_header(&file).map_err(|reason| NpyError::Malformed { path: path.into(), reason })?;
+    let input = InputType::of(dtype);
+    input.check(&header.dtype()).map_err(|found| NpyError::Dtype {
+        path: path.into(),
+        found,
+        wanted: dtype.name(),
+        needs: input.name,
+    })?;
+    let shape = Shape(header.shape().to_vec());
+    let (rows, cols) = matrix_dims(path, &shape, input.bytes, data.len() as u64)?;
+    let mut elems = input.to_dram(data);
+    if header.order() == Order::Fortran {
+        elems = fortran_to_row_major(&elems, rows as usize, cols as usize, dtype.elem_bytes());
+    }
+    Ok(Matrix { rows, cols, elems })
+}
+
+/// Parses the header; returns it and the data bytes after it.
+fn split_header(file: &[u8]) -> Result<(NpyHeader, &[u8]), String> {
+    if element_count_overflows(file) {
+        return Err("the shape's element count overflows 64 bits".into());
+    }
+    let mut cursor = Cursor::new(file);
+    let header = NpyHeader::from_reader(&mut cursor).map_err(|e| e.to_string())?;
+    Ok((header, &file[cursor.position() as usize..]))
+}
+
+/// npyz multiplies the dimensions unchecked (a panic in debug builds): look at the shape in the
+/// header text first. Anything unparsable here is left for npyz to report.
+fn element_count_overflows(file: &[u8]) -> bool {
+    let Some(text) = header_text(file) else { return false };
+    let text = String::from_utf8_lossy(text);
+    let Some(at) = text.find("'shape'").or_else(|| text.find("\"shape\"")) else { return false };
+    let rest = &text[at..];
+    let (Some(open), Some(close)) = (rest.find('('), rest.find(')')) else { return false };
+    if close < open {
+        return false;
+    }
+    let dims = rest[open + 1..close].split(',').map(str::trim).filter(|d| !d.is_empty());
+    let dims: Option<Vec<u64>> = dims.map(|d| d.parse().ok()).collect();
+    dims.is_some_and(|d| d.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).is_none())
+}
+
+/// The header's dict literal: after the magic, the version and its length (2 bytes in version 1,
+/// 4 in versions 2 and 3).
+fn header_text(file: &[u8]) -> Option<&[u8]> {
+    let (len, start): (usize, usize) = match file.get(6)? {
+        1 => (u16::from_le_bytes(file.get(8..10)?.try_into().ok()?) as usize, 10),
+        2 | 3 => (u32::from_le_bytes(file.get(8..12)?.try_into().ok()?) as usize, 12),
+        _ => return None,
+    };
+    file.get(start..start.checked_add(len)?)
+}
+
+/// The shape as `(rows, cols)`, once it is 2-D, non-empty and matched by the data.
+fn matrix_dims(
+    path: &Path,
+    shape: &Shape,
+    elem_bytes: u64,
+    found: u64,
+) -> Result<(u32, u32), NpyError> {
+    let err_path = || path.to_path_buf();
+    let &[rows, cols] = shape.0.as_slice() else {
+        return Err(NpyError::NotMatrix { path: err_path(), shape: shape.clone() });
+    };
+    if rows == 0 || cols == 0 {
+        return Err(NpyError::Empty { path: err_path(), shape: shape.clone() });
+    }
+    let needed = rows.checked_mul(cols).and_then(|n| n.checked_mul(elem_bytes)).unwrap_or(u64::MAX);
+    if found < needed {
+        return Err(NpyError::Truncated { path: err_path(), shape: shape.clone(), needed, found });
+    }
+    if found > needed {
+        return Err(NpyError::TrailingData {
+            path: err_path(),
+            shape: shape.clone(),
+            needed,
+            found,
+        });
+    }
+    match (u32::try_from(rows), u32::try_from(cols)) {
+        (Ok(r), Ok(c)) => Ok((r, c)),
+        _ => Err(NpyError::TooLarge { path: err_path(), shape: shape.clone() }),
+    }
+}
+
+/// What a file must hold for one datapath.
+struct InputType {
+    /// NumPy's name, with its type string: `int8 (|i1)`.
+    name: &'static str,
+    type_char: TypeChar,
+    bytes: u64,
+    dtype: Dtype,
+}
+
+impl InputType {
+    fn of(dtype: Dtype) -> InputType {
+        match dtype {
+            Dtype::Int8 => {
+                InputType { name: "int8 (|i1)", type_char: TypeChar::Int, bytes: 1, dtype }
+            }
+            Dtype::Bf16 => InputType {
+                name: "little-endian float32 (<f4)",
+                type_char: TypeChar::Float,
+                bytes: 4,
+                dtype,
+            },
+        }
+    }
+
+    /// `Ok` if `found` is this type (any byte order for one-byte types, little-endian otherwise);
+    /// else `found` as NumPy names it.
+    fn check(&self, found: &DType) -> Result<(), String> {
+        let DType::Plain(ts) = found else { return Err(format!("{} (structured)", found.descr())) };
+        let little = self.bytes == 1 || ts.endianness() == Endianness::Little;
+        if ts.type_char() == self.type_char && ts.size_field() == self.bytes && little {
+            Ok(())
+        } else {
+            Err(numpy_name(ts))
+        }
+    }
+
+    /// File data (already checked to be the right size) as DRAM bytes.
+    fn to_dram(&self, data: &[u8]) -> Vec<u8> {
+        match self.dtype {
+            Dtype::Int8 => data.to_vec(),
+            Dtype::Bf16 => data
+                .chunks_exact(4)
+                .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                .flat_map(|x| Bf16::from_f32(x).0.to_le_bytes())
+                .collect(),
+        }
+    }
+}
+
+/// A type string as NumPy names it in messages: `float64 (<f8)`, `big-endian float32 (>f4)`.
+fn numpy_name(ts: &TypeStr) -> String {
+    let bits = ts.size_field() * 8;
+    let base = match ts.type_char() {
+        TypeChar::Bool => "bool".to_string(),
+        TypeChar::Int => format!("int{bits}"),
+        TypeChar::Uint => format!("uint{bits}"),
+        TypeChar::Float => format!("float{bits}"),
+        TypeChar::Complex => format!("complex{bits}"),
+        TypeChar::Object => "object".to_string(),
+        _ => return ts.to_string(),
+    };
+    match ts.endianness() {
+        Endianness::Big if ts.size_field() > 1 => format!("big-endian {base} ({ts})"),
+        _ => format!("{base} ({ts})"),
+    }
+}
+
+/// Column-major elements of `elem_bytes` each, reordered row-major.
+fn fortran_to_row_major(elems: &[u8], rows: usize, cols: usize, elem_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(elems.len());
+    for i in 0..rows {
+        for j in 0..cols {
+            let at = (j * rows + i) * elem_bytes;
+            out.extend_from_slice(&elems[at..at + elem_bytes]);
+        }
+    }
+    out
+}
+
+/// Writes C's accumulator words as an `m x n` C-order array: `<i4` for INT8, `<f4` (the words'
+/// bits) for BF16.
+pub fn write_accumulators(
+    out: impl Write,
+    m: u32,
+    n: u32,
+    words: &[u32],
+    dtype: Dtype,
+) -> io::Result<()> {
+    let shape = [m as u64, n as u64];
+    match dtype {
+        Dtype::Int8 => write_array(out, "<i4", &shape, words.iter().map(|&w| w as i32)),
+        Dtype::Bf16 => write_array(out, "<f4", &shape, words.iter().map(|&w| f32::from_bits(w))),
+    }
+}
+
+fn write_array<T: npyz::Serialize>(
+    out: impl Write,
+    type_str: &str,
+    shape: &[u64],
+    elems: impl Iterator<Item = T>,
+) -> io::Result<()> {
+    let type_str: TypeStr = type_str.parse().map_err(io::Error::other)?;
+    let mut writer =
+        WriteOptions::new().dtype(DType::Plain(type_str)).shape(shape).writer(out).begin_nd()?;
+    writer.extend(elems)?;
+    writer.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fortran_order_is_transposed() {
+        // [[1, 2, 3], [4, 5, 6]] stored column by column.
+        let f = [1u8, 4, 2, 5, 3, 6];
+        assert_eq!(fortran_to_row_major(&f, 2, 3, 1), [1, 2, 3, 4, 5, 6]);
+        let f2: Vec<u8> = f.iter().flat_map(|&x| [x, 0]).collect();
+        let c2: Vec<u8> = [1u8, 2, 3, 4, 5, 6].iter().flat_map(|&x| [x, 0]).collect();
+        assert_eq!(fortran_to_row_major(&f2, 2, 3, 2), c2);
+    }
+
+    #[test]
+    fn overflowing_shapes_are_caught_before_npyz() {
+        let npy = |shape: &str| {
+            let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+            let mut file = b"\x93NUMPY\x01\x00".to_vec();
+            file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+            file.extend_from_slice(dict.as_bytes());
+            file
+        };
+        assert!(element_count_overflows(&npy("(4294967296, 4294967296)")));
+        assert!(!element_count_overflows(&npy("(3, 4)")));
+        assert!(!element_count_overflows(&npy("(3,)")));
+    }
+
+    #[test]
+    fn dtypes_are_named_as_numpy_names_them() {
+        let name = |s: &str| numpy_name(&s.parse().unwrap());
+        assert_eq!(name("<f8"), "float64 (<f8)");
+        assert_eq!(name(">f4"), "big-endian float32 (>f4)");
+        assert_eq!(name("|u1"), "uint8 (|u1)");
+        assert_eq!(name("|b1"), "bool (|b1)");
+    }
+}

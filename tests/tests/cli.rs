@@ -1,0 +1,600 @@
+//! The `systole` binary, end to end: real `.npy` files in a temporary directory, results checked
+//! against loops written here and the core's reference, errors checked for their one line.
+//!
+//! Cargo builds a package's binaries only for that package's own tests, so these tests find
+//! `systole` beside their own executable (`target/<profile>/`) and refuse to run a missing or
+//! stale one: run `cargo build -p systole-host` (same profile) first.
+
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+use npyz::{Order, WriterBuilder};
+use serde_json::Value;
+use systole_core::reference;
+use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
+use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, BF16};
+use systole_tests::{assert_bit_identical, SplitMix};
+
+// ---------------------------------------------------------------------------------------------
+// Finding and running the binary.
+
+/// `target/<profile>/systole`, checked once to exist and to be newer than the sources it is
+/// built from.
+fn systole_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let exe = std::env::current_exe().expect("path of the test executable");
+        // target/<profile>/deps/systole-<hash> -> target/<profile>/systole
+        let dir =
+            exe.parent().and_then(Path::parent).expect("test executable in target/<profile>/deps");
+        let binary = dir.join(format!("systole{}", std::env::consts::EXE_SUFFIX));
+        let built = fs::metadata(&binary).and_then(|m| m.modified()).unwrap_or_else(|_| {
+            panic!(
+                "{} not found: run `cargo build -p systole-host` (same profile) before these tests",
+                binary.display()
+            )
+        });
+        if let Some(newer) = newest_source().filter(|(t, _)| *t > built) {
+            panic!(
+                "{} is older than {}: run `cargo build -p systole-host` before these tests",
+                binary.display(),
+                newer.1.display()
+            );
+        }
+        binary
+    })
+}
+
+/// The most recently modified source the binary is built from.
+fn newest_source() -> Option<(SystemTime, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let mut newest = None;
+    for dir in ["host/src", "core/src"] {
+        newest_in(&root.join(dir), &mut newest);
+    }
+    newest_in(&root.join("host/Cargo.toml"), &mut newest);
+    newest
+}
+
+fn newest_in(path: &Path, newest: &mut Option<(SystemTime, PathBuf)>) {
+    let Ok(meta) = fs::metadata(path) else { return };
+    if meta.is_dir() {
+        for entry in fs::read_dir(path).into_iter().flatten().flatten() {
+            newest_in(&entry.path(), newest);
+        }
+    } else if let Ok(t) = meta.modified() {
+        if newest.as_ref().is_none_or(|(n, _)| t > *n) {
+            *newest = Some((t, path.to_path_buf()));
+        }
+    }
+}
+
+fn systole<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
+    Command::new(systole_binary()).args(args).output().expect("spawn systole")
+}
+
+#[track_caller]
+fn assert_success(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "systole failed ({:?}): {stderr}", out.status);
+    assert!(stderr.is_empty(), "stderr not empty on success: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "one summary line expected: {stdout}");
+    assert!(stdout.contains("cycles") && stdout.contains("utilization"), "summary: {stdout}");
+}
+
+/// Exit status 2, stdout empty, exactly one `error: ` line on stderr that contains every needle.
+#[track_caller]
+fn assert_fails_naming(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit status; stderr: {stderr}");
+    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "exactly one line on stderr: {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{stderr:?}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "stderr should name {needle:?}: {stderr:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// .npy files in a scratch directory.
+
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch { dir: tempfile::tempdir().expect("temporary directory") }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes `elems` (in `order`) with the dtype `type_str`; returns the path.
+    fn npy<T: npyz::Serialize + Copy>(
+        &self,
+        name: &str,
+        type_str: &str,
+        shape: &[u64],
+        order: Order,
+        elems: &[T],
+    ) -> PathBuf {
+        let path = self.path(name);
+        let dtype = npyz::DType::Plain(type_str.parse().expect("type string"));
+        let file = File::create(&path).expect("create npy");
+        let mut writer = npyz::WriteOptions::new()
+            .dtype(dtype)
+            .shape(shape)
+            .order(order)
+            .writer(file)
+            .begin_nd()
+            .expect("header");
+        writer.extend(elems.iter().copied()).expect("data");
+        writer.finish().expect("finish");
+        path
+    }
+
+    fn i8_matrix(&self, name: &str, rows: u64, cols: u64, elems: &[i8]) -> PathBuf {
+        self.npy(name, "|i1", &[rows, cols], Order::C, elems)
+    }
+
+    fn f32_matrix(&self, name: &str, rows: u64, cols: u64, elems: &[f32]) -> PathBuf {
+        self.npy(name, "<f4", &[rows, cols], Order::C, elems)
+    }
+
+    /// Every file in the directory, by name, so stray temporaries show.
+    fn listing(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.dir.path())
+            .expect("read scratch dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// A `.npy` file read back: its type string, shape and elements.
+fn read_npy<T: npyz::Deserialize>(path: &Path) -> (String, Vec<u64>, Vec<T>) {
+    let file =
+        BufReader::new(File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
+    let npy = npyz::NpyFile::new(file).expect("valid npy");
+    assert_eq!(npy.order(), Order::C, "outputs are C order");
+    let (dtype, shape) = (npy.dtype().descr(), npy.shape().to_vec());
+    (dtype, shape, npy.into_vec().expect("npy data"))
+}
+
+fn random_i8(rng: &mut SplitMix, len: usize) -> Vec<i8> {
+    (0..len).map(|_| rng.next_u64() as i8).collect()
+}
+
+/// Uniform in [-4, 4), not rounded to bf16: the binary must round on load.
+fn random_f32(rng: &mut SplitMix, len: usize) -> Vec<f32> {
+    (0..len).map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0).collect()
+}
+
+/// The independent oracle for INT8: a plain i32 triple loop.
+fn i32_gemm(a: &[i8], b: &[i8], m: usize, k: usize, n: usize) -> Vec<i32> {
+    let mut c = vec![0i32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for kk in 0..k {
+                c[i * n + j] =
+                    c[i * n + j].wrapping_add(a[i * k + kk] as i32 * b[kk * n + j] as i32);
+            }
+        }
+    }
+    c
+}
+
+fn plan_for(config: &ArrayConfig, shape: GemmShape) -> GemmPlan {
+    let (layout, _) = GemmLayout::packed(config, &shape).expect("layout");
+    GemmPlan::new(config, shape, layout).expect("plan")
+}
+
+/// Runs an INT8 GEMM through the binary and checks C against the triple loop.
+fn check_int8_gemm(machine: &str, (m, k, n): (usize, usize, usize), array: &[&str], seed: u64) {
+    let s = Scratch::new();
+    let mut rng = SplitMix(seed);
+    let (a, b) = (random_i8(&mut rng, m * k), random_i8(&mut rng, k * n));
+    let pa = s.i8_matrix("A.npy", m as u64, k as u64, &a);
+    let pb = s.i8_matrix("B.npy", k as u64, n as u64, &b);
+    let pc = s.path("C.npy");
+    let mut args: Vec<&OsStr> = vec!["gemm".as_ref(), "--dtype".as_ref(), "int8".as_ref()];
+    args.extend(["--machine", machine].map(OsStr::new));
+    args.extend([
+        "--a".as_ref(),
+        pa.as_os_str(),
+        "--b".as_ref(),
+        pb.as_os_str(),
+        "-o".as_ref(),
+        pc.as_os_str(),
+    ]);
+    args.extend(array.iter().map(OsStr::new));
+    assert_success(&systole(&args));
+    let (dtype, shape, c) = read_npy::<i32>(&pc);
+    assert_eq!((dtype.as_str(), shape.as_slice()), ("'<i4'", &[m as u64, n as u64][..]));
+    let want = i32_gemm(&a, &b, m, k, n);
+    if let Some(at) = want.iter().zip(&c).position(|(w, g)| w != g) {
+        panic!(
+            "{machine} machine, {m}x{k}x{n}: C[{}][{}] = {}, expected {}",
+            at / n,
+            at % n,
+            c[at],
+            want[at]
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results.
+
+#[test]
+fn int8_gemm_on_functional_machine_equals_triple_loop() {
+    check_int8_gemm("functional", (37, 29, 23), &["--rows", "8", "--cols", "4"], 1);
+    check_int8_gemm("functional", (5, 40, 3), &["--dataflow", "os"], 2);
+}
+
+#[test]
+fn int8_gemm_on_cycle_machine_equals_triple_loop() {
+    check_int8_gemm("cycle", (37, 29, 23), &["--rows", "8", "--cols", "4"], 3);
+    check_int8_gemm("cycle", (5, 40, 3), &["--dataflow", "os", "--rows", "4", "--cols", "4"], 4);
+}
+
+#[test]
+fn int8_gemm_300x70x45_on_8x8_cycle_machine() {
+    check_int8_gemm("cycle", (300, 70, 45), &["--rows", "8", "--cols", "8"], 5);
+}
+
+/// Runs a BF16 GEMM through the binary and checks C bit for bit against the core's reference,
+/// summed in the plan's K chunks.
+fn check_bf16_gemm(dataflow: Dataflow, machine: &str, (m, k, n): (u32, u32, u32), seed: u64) {
+    let s = Scratch::new();
+    let mut rng = SplitMix(seed);
+    let a = random_f32(&mut rng, (m * k) as usize);
+    let b = random_f32(&mut rng, (k * n) as usize);
+    let pa = s.f32_matrix("A.npy", m as u64, k as u64, &a);
+    let pb = s.f32_matrix("B.npy", k as u64, n as u64, &b);
+    let pc = s.path("C.npy");
+    let flow = dataflow.short_name();
+    let out = systole([
+        "gemm".as_ref(),
+        "--dtype".as_ref(),
+        "bf16".as_ref(),
+        "--machine".as_ref(),
+        OsStr::new(machine),
+        "--dataflow".as_ref(),
+        OsStr::new(flow),
+        "--rows".as_ref(),
+        "4".as_ref(),
+        "--cols".as_ref(),
+        "8".as_ref(),
+        "--a".as_ref(),
+        pa.as_os_str(),
+        "--b".as_ref(),
+        pb.as_os_str(),
+        "-o".as_ref(),
+        pc.as_os_str(),
+    ]);
+    assert_success(&out);
+    let (dtype, shape, c) = read_npy::<f32>(&pc);
+    assert_eq!((dtype.as_str(), shape.as_slice()), ("'<f4'", &[m as u64, n as u64][..]));
+
+    let config = ArrayConfig::new(4, 8, Dtype::Bf16).with_dataflow(dataflow);
+    let chunk = plan_for(&config, GemmShape { m, k, n }).k_chunk();
+    if dataflow == Dataflow::WeightStationary {
+        assert_eq!(chunk, 4, "weight-stationary sums K in chunks of R");
+    }
+    let to_bf16 = |v: &[f32]| -> Vec<Bf16> { v.iter().map(|&x| Bf16::from_f32(x)).collect() };
+    let want = reference::gemm::<BF16>(
+        &to_bf16(&a),
+        &to_bf16(&b),
+        m as usize,
+        k as usize,
+        n as usize,
+        chunk as usize,
+    );
+    let got: Vec<u32> = c.iter().map(|x| x.to_bits()).collect();
+    assert_bit_identical(&format!("bf16 {flow} {machine} {m}x{k}x{n}"), &want, &got, n as usize);
+}
+
+#[test]
+fn bf16_gemm_ws_equals_reference() {
+    check_bf16_gemm(Dataflow::WeightStationary, "functional", (19, 23, 17), 6);
+    check_bf16_gemm(Dataflow::WeightStationary, "cycle", (19, 23, 17), 7);
+}
+
+#[test]
+fn bf16_gemm_os_equals_reference() {
+    check_bf16_gemm(Dataflow::OutputStationary, "functional", (19, 23, 17), 8);
+    check_bf16_gemm(Dataflow::OutputStationary, "cycle", (9, 30, 5), 9);
+}
+
+#[test]
+fn fortran_order_input_gives_the_same_product() {
+    let s = Scratch::new();
+    let mut rng = SplitMix(10);
+    let (m, k, n) = (6usize, 5usize, 4usize);
+    let (a, b) = (random_i8(&mut rng, m * k), random_i8(&mut rng, k * n));
+    let a_fortran: Vec<i8> = (0..m * k).map(|f| a[(f % m) * k + f / m]).collect();
+    let pa = s.npy("A.npy", "|i1", &[m as u64, k as u64], Order::Fortran, &a_fortran);
+    let pb = s.i8_matrix("B.npy", k as u64, n as u64, &b);
+    let pc = s.path("C.npy");
+    let args =
+        [OsStr::new("gemm"), "--dtype".as_ref(), "int8".as_ref(), "--a".as_ref(), pa.as_os_str()];
+    let out = systole(args.into_iter().chain([
+        "--b".as_ref(),
+        pb.as_os_str(),
+        "-o".as_ref(),
+        pc.as_os_str(),
+    ]));
+    assert_success(&out);
+    assert_eq!(read_npy::<i32>(&pc).2, i32_gemm(&a, &b, m, k, n));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics.
+
+fn check_stats(machine: &str, dataflow: Dataflow) {
+    let s = Scratch::new();
+    let mut rng = SplitMix(11);
+    let (m, k, n) = (33u32, 21u32, 13u32);
+    let pa = s.i8_matrix("A.npy", m as u64, k as u64, &random_i8(&mut rng, (m * k) as usize));
+    let pb = s.i8_matrix("B.npy", k as u64, n as u64, &random_i8(&mut rng, (k * n) as usize));
+    let (pc, ps) = (s.path("C.npy"), s.path("stats.json"));
+    let flow = dataflow.short_name();
+    let out = systole([
+        OsStr::new("gemm"),
+        "--dtype".as_ref(),
+        "int8".as_ref(),
+        "--machine".as_ref(),
+        machine.as_ref(),
+        "--dataflow".as_ref(),
+        flow.as_ref(),
+        "--rows".as_ref(),
+        "8".as_ref(),
+        "--cols".as_ref(),
+        "4".as_ref(),
+        "--clock-mhz".as_ref(),
+        "250".as_ref(),
+        "--a".as_ref(),
+        pa.as_os_str(),
+        "--b".as_ref(),
+        pb.as_os_str(),
+        "-o".as_ref(),
+        pc.as_os_str(),
+        "--stats".as_ref(),
+        ps.as_os_str(),
+    ]);
+    assert_success(&out);
+    let stats: Value =
+        serde_json::from_slice(&fs::read(&ps).expect("stats written")).expect("stats are JSON");
+
+    let config = ArrayConfig { clock_mhz: 250.0, ..ArrayConfig::new(8, 4, Dtype::Int8) }
+        .with_dataflow(dataflow);
+    let plan = plan_for(&config, GemmShape { m, k, n });
+    let source = if machine == "cycle" { "cycle machine" } else { "closed form" };
+    let what = format!("{machine} {flow}: {stats}");
+    assert_eq!(stats["cycles"], plan.cycles(), "{what}");
+    assert_eq!(stats["cycles_source"], source, "{what}");
+    assert_eq!(stats["macs"], (m * k * n) as u64, "{what}");
+    assert_eq!(stats["instructions"], plan.instruction_count(), "{what}");
+    for (field, want) in [("rows", 8), ("cols", 4), ("m", m), ("k", k), ("n", n)] {
+        assert_eq!(stats[field], want, "{field}, {what}");
+    }
+    for (field, want) in [("dataflow", flow), ("dtype", "int8"), ("machine", machine)] {
+        assert_eq!(stats[field], want, "{field}, {what}");
+    }
+    let float = |field: &str| {
+        stats[field].as_f64().unwrap_or_else(|| panic!("{field} is a number, {what}"))
+    };
+    assert_eq!(float("clock_mhz"), 250.0, "{what}");
+    assert!((float("time_us") - plan.cycles() as f64 / 250.0).abs() < 1e-9, "{what}");
+    assert!((float("utilization") - plan.utilization()).abs() < 1e-12, "{what}");
+}
+
+#[test]
+fn stats_on_functional_machine_are_the_closed_form() {
+    check_stats("functional", Dataflow::WeightStationary);
+    check_stats("functional", Dataflow::OutputStationary);
+}
+
+#[test]
+fn stats_on_cycle_machine_equal_the_closed_form() {
+    check_stats("cycle", Dataflow::WeightStationary);
+    check_stats("cycle", Dataflow::OutputStationary);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: exit status 2, one line naming the problem, no output file.
+
+/// A scratch directory with a valid 3x4 `A.npy` and 4x2 `B.npy` of `dtype`.
+fn valid_inputs(dtype: Dtype) -> Scratch {
+    let s = Scratch::new();
+    match dtype {
+        Dtype::Int8 => {
+            s.i8_matrix("A.npy", 3, 4, &[1; 12]);
+            s.i8_matrix("B.npy", 4, 2, &[2; 8]);
+        }
+        Dtype::Bf16 => {
+            s.f32_matrix("A.npy", 3, 4, &[1.0; 12]);
+            s.f32_matrix("B.npy", 4, 2, &[2.0; 8]);
+        }
+    }
+    s
+}
+
+/// Runs `gemm` on `A.npy` and `B.npy` of the scratch directory, to `C.npy`, with `extra` flags.
+fn gemm_in(s: &Scratch, dtype: &str, extra: &[&str]) -> Output {
+    let mut args = vec![OsStr::new("gemm"), "--dtype".as_ref(), dtype.as_ref()];
+    let (pa, pb, pc) = (s.path("A.npy"), s.path("B.npy"), s.path("C.npy"));
+    args.extend([
+        "--a".as_ref(),
+        pa.as_os_str(),
+        "--b".as_ref(),
+        pb.as_os_str(),
+        "-o".as_ref(),
+        pc.as_os_str(),
+    ]);
+    args.extend(extra.iter().map(OsStr::new));
+    systole(&args)
+}
+
+#[track_caller]
+fn assert_no_output(s: &Scratch) {
+    let listing = s.listing();
+    assert!(!listing.iter().any(|f| f != "A.npy" && f != "B.npy"), "stray files: {listing:?}");
+}
+
+#[test]
+fn valid_inputs_succeed() {
+    // The baseline the error tests below perturb.
+    let s = valid_inputs(Dtype::Int8);
+    assert_success(&gemm_in(&s, "int8", &[]));
+    assert_eq!(read_npy::<i32>(&s.path("C.npy")).2, vec![8; 6]);
+    let s = valid_inputs(Dtype::Bf16);
+    assert_success(&gemm_in(&s, "bf16", &[]));
+    assert_eq!(read_npy::<f32>(&s.path("C.npy")).2, vec![8.0; 6]);
+}
+
+#[test]
+fn missing_input_is_named() {
+    let s = valid_inputs(Dtype::Int8);
+    fs::remove_file(s.path("B.npy")).unwrap();
+    assert_fails_naming(&gemm_in(&s, "int8", &[]), &["B.npy"]);
+    assert_eq!(s.listing(), ["A.npy"]);
+}
+
+#[test]
+fn file_that_is_not_npy_is_named() {
+    let s = valid_inputs(Dtype::Int8);
+    fs::write(s.path("A.npy"), "m,k\n1,2\n").unwrap();
+    assert_fails_naming(&gemm_in(&s, "int8", &[]), &["A.npy", "not a valid .npy"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn truncated_npy_is_named() {
+    let s = valid_inputs(Dtype::Bf16);
+    let bytes = fs::read(s.path("B.npy")).unwrap();
+    fs::write(s.path("B.npy"), &bytes[..bytes.len() - 5]).unwrap();
+    assert_fails_naming(&gemm_in(&s, "bf16", &[]), &["B.npy", "truncated", "(4, 2)"]);
+    // Cut inside the header, too.
+    fs::write(s.path("B.npy"), &bytes[..20]).unwrap();
+    assert_fails_naming(&gemm_in(&s, "bf16", &[]), &["B.npy"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn float64_input_is_named_with_its_dtype() {
+    let s = valid_inputs(Dtype::Bf16);
+    s.npy("A.npy", "<f8", &[3, 4], Order::C, &[1.0f64; 12]);
+    assert_fails_naming(&gemm_in(&s, "bf16", &[]), &["A.npy", "float64", "float32"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn big_endian_float32_is_refused() {
+    let s = valid_inputs(Dtype::Bf16);
+    s.npy("B.npy", ">f4", &[4, 2], Order::C, &[1.0f32; 8]);
+    assert_fails_naming(&gemm_in(&s, "bf16", &[]), &["B.npy", "big-endian float32"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn float32_input_with_dtype_int8_is_named() {
+    let s = valid_inputs(Dtype::Bf16);
+    assert_fails_naming(&gemm_in(&s, "int8", &[]), &["A.npy", "float32", "int8"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn three_dimensional_input_is_named() {
+    let s = valid_inputs(Dtype::Int8);
+    s.npy("B.npy", "|i1", &[2, 3, 4], Order::C, &[0i8; 24]);
+    assert_fails_naming(&gemm_in(&s, "int8", &[]), &["B.npy", "(2, 3, 4)", "2-D"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn shape_mismatch_names_both_shapes() {
+    let s = valid_inputs(Dtype::Int8);
+    s.i8_matrix("B.npy", 5, 6, &[0; 30]);
+    assert_fails_naming(&gemm_in(&s, "int8", &[]), &["A.npy", "3x4", "B.npy", "5x6"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn zero_size_dimension_is_named() {
+    let s = valid_inputs(Dtype::Int8);
+    s.i8_matrix("A.npy", 0, 4, &[]);
+    assert_fails_naming(&gemm_in(&s, "int8", &[]), &["A.npy", "(0, 4)", "zero"]);
+    assert_no_output(&s);
+}
+
+#[test]
+fn invalid_array_gets_the_core_message() {
+    let s = valid_inputs(Dtype::Int8);
+    let core_message = |config: ArrayConfig| config.validate().expect_err("invalid").to_string();
+    let base = ArrayConfig::new(16, 16, Dtype::Int8);
+    let cases: [(&[&str], ArrayConfig); 4] = [
+        (&["--rows", "0"], ArrayConfig { rows: 0, ..base }),
+        (&["--rows", "300"], ArrayConfig { rows: 300, ..base }),
+        (&["--spad-depth", "8"], ArrayConfig { spad_depth: 8, ..base }),
+        (&["--clock-mhz", "0"], ArrayConfig { clock_mhz: 0.0, ..base }),
+    ];
+    for (flags, config) in cases {
+        assert_fails_naming(&gemm_in(&s, "int8", flags), &[&core_message(config)]);
+    }
+    assert_no_output(&s);
+}
+
+#[test]
+fn flag_parse_errors_exit_2() {
+    let s = valid_inputs(Dtype::Int8);
+    for flags in [&["--dataflow", "diagonal"][..], &["--rows", "-1"], &["--machine", "rtl"]] {
+        let out = gemm_in(&s, "int8", flags);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_no_output(&s);
+}
+
+#[test]
+fn failed_run_leaves_existing_output_byte_identical() {
+    let s = valid_inputs(Dtype::Int8);
+    let old = b"an earlier result that must survive".to_vec();
+    fs::write(s.path("C.npy"), &old).unwrap();
+    // Fails on the inputs, before anything is written.
+    s.i8_matrix("B.npy", 5, 2, &[0; 10]);
+    assert_fails_naming(&gemm_in(&s, "int8", &[]), &["B.npy"]);
+    assert_eq!(fs::read(s.path("C.npy")).unwrap(), old);
+    // Fails after C's temporary file exists: the stats file cannot be created.
+    s.i8_matrix("B.npy", 4, 2, &[0; 8]);
+    let stats = s.path("no-such-dir").join("stats.json");
+    assert_fails_naming(
+        &gemm_in(&s, "int8", &["--stats", stats.to_str().unwrap()]),
+        &["stats.json"],
+    );
+    assert_eq!(fs::read(s.path("C.npy")).unwrap(), old);
+    assert_eq!(s.listing(), ["A.npy", "B.npy", "C.npy"], "no temporary file left behind");
+}
+
+#[test]
+fn successful_run_replaces_existing_output() {
+    let s = valid_inputs(Dtype::Int8);
+    fs::write(s.path("C.npy"), b"stale").unwrap();
+    assert_success(&gemm_in(&s, "int8", &[]));
+    assert_eq!(read_npy::<i32>(&s.path("C.npy")).2, vec![8; 6]);
+    assert_eq!(s.listing(), ["A.npy", "B.npy", "C.npy"]);
+}
