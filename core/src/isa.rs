@@ -17,6 +17,8 @@
 //! | 8 | `Requantize` | accumulator rows (i32) -> scratchpad rows (i8, gemmlowp) |
 //! | 9 | `Sync` | wait until every unit is idle |
 //! | 10 | `Halt` | wait until idle, then stop and raise `done` |
+//! | 11 | `LoadAcc` | DRAM 32-bit words -> accumulator rows (master weights, bias rows) |
+//! | 12 | `StoreSpad` | scratchpad rows -> DRAM elements (bf16 / i8 activations) |
 //!
 //! Opcode 0 is reserved so that an all-zero word (an empty FIFO slot, a stuck bus) is an error.
 
@@ -170,6 +172,24 @@ pub enum Instruction {
     },
     Sync,
     Halt,
+    /// For `r < rows`: `acc[acc_row + r][e]` = the 32-bit word at
+    /// `dram[dram_addr + (r * row_stride + e) * 4]` for `e < len`, zero for `len <= e < cols`.
+    LoadAcc {
+        acc_row: u16,
+        dram_addr: u32,
+        rows: u16,
+        len: u16,
+        row_stride: u32,
+    },
+    /// For `r < rows`, `e < len`: `spad[spad_row + r][e]` goes to
+    /// `dram[dram_addr + (r * row_stride + e) * elem_bytes]`.
+    StoreSpad {
+        spad_row: u16,
+        dram_addr: u32,
+        rows: u16,
+        len: u16,
+        row_stride: u32,
+    },
 }
 
 /// Instruction kinds, as numbered in the opcode field.
@@ -187,6 +207,8 @@ pub enum Opcode {
     Requantize = 8,
     Sync = 9,
     Halt = 10,
+    LoadAcc = 11,
+    StoreSpad = 12,
 }
 
 /// One field of a layout: its name, width in bits and the values it may hold.
@@ -221,6 +243,10 @@ const LOAD: &[Field] = &[
 ];
 const STORE: &[Field] =
     &[field("acc_row", 16), field("dram_addr", 32), ROWS16, LEN, field("row_stride", 24)];
+const LOAD_ACC: &[Field] =
+    &[field("acc_row", 16), field("dram_addr", 32), ROWS16, LEN, field("row_stride", 24)];
+const STORE_SPAD: &[Field] =
+    &[field("spad_row", 16), field("dram_addr", 32), ROWS16, LEN, field("row_stride", 24)];
 const LOAD_WEIGHTS: &[Field] = &[field("spad_row", 16), SIDE_ROWS, SIDE_COLS];
 const MATMUL: &[Field] =
     &[field("a_row", 16), field("acc_row", 16), ROWS16, field("swap", 1), field("accumulate", 1)];
@@ -254,7 +280,7 @@ const REQUANTIZE: &[Field] = &[
 const MAX_FIELDS: usize = 7;
 
 impl Opcode {
-    pub const ALL: [Opcode; 10] = [
+    pub const ALL: [Opcode; 12] = [
         Opcode::Load,
         Opcode::Store,
         Opcode::LoadWeights,
@@ -265,6 +291,8 @@ impl Opcode {
         Opcode::Requantize,
         Opcode::Sync,
         Opcode::Halt,
+        Opcode::LoadAcc,
+        Opcode::StoreSpad,
     ];
 
     pub fn from_code(code: u64) -> Option<Opcode> {
@@ -282,6 +310,8 @@ impl Opcode {
             Opcode::Vector => VECTOR,
             Opcode::CastBf16 => CAST,
             Opcode::Requantize => REQUANTIZE,
+            Opcode::LoadAcc => LOAD_ACC,
+            Opcode::StoreSpad => STORE_SPAD,
             Opcode::Sync | Opcode::Halt => &[],
         }
     }
@@ -310,6 +340,8 @@ impl Opcode {
             Opcode::Requantize => "requantize",
             Opcode::Sync => "sync",
             Opcode::Halt => "halt",
+            Opcode::LoadAcc => "load_acc",
+            Opcode::StoreSpad => "store_spad",
         }
     }
 }
@@ -381,6 +413,8 @@ impl Instruction {
             Instruction::Requantize { .. } => Opcode::Requantize,
             Instruction::Sync => Opcode::Sync,
             Instruction::Halt => Opcode::Halt,
+            Instruction::LoadAcc { .. } => Opcode::LoadAcc,
+            Instruction::StoreSpad { .. } => Opcode::StoreSpad,
         }
     }
 
@@ -427,6 +461,10 @@ impl Instruction {
                 requant.shift as u64,
                 requant.zero_point as u8 as u64,
             ],
+            Instruction::LoadAcc { acc_row: row, dram_addr, rows, len, row_stride }
+            | Instruction::StoreSpad { spad_row: row, dram_addr, rows, len, row_stride } => {
+                &[row as u64, dram_addr as u64, rows as u64, len as u64, row_stride as u64]
+            }
             Instruction::Sync | Instruction::Halt => &[],
         };
         heapless::Vec::from_slice(v).unwrap_or_default()
@@ -571,6 +609,20 @@ pub fn decode(word: Word) -> Result<Instruction, DecodeError> {
         },
         Opcode::Sync => Instruction::Sync,
         Opcode::Halt => Instruction::Halt,
+        Opcode::LoadAcc => Instruction::LoadAcc {
+            acc_row: v[0] as u16,
+            dram_addr: v[1] as u32,
+            rows: v[2] as u16,
+            len: v[3] as u16,
+            row_stride: v[4] as u32,
+        },
+        Opcode::StoreSpad => Instruction::StoreSpad {
+            spad_row: v[0] as u16,
+            dram_addr: v[1] as u32,
+            rows: v[2] as u16,
+            len: v[3] as u16,
+            row_stride: v[4] as u32,
+        },
     })
 }
 

@@ -23,6 +23,7 @@ pub mod machine;
 pub mod numerics;
 pub mod reference;
 pub mod tiler;
+pub mod timing;
 
 pub use config::{ArrayConfig, ConfigError, Dataflow, Dtype};
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};

@@ -77,6 +77,24 @@ pub fn instruction() -> impl Strategy<Value = Instruction> {
                 requant: Requant { multiplier: I1F31::from_bits(m), shift, zero_point },
             }
         ),
+        (any::<u16>(), any::<u32>(), 1u16..=u16::MAX, 1u16..=256, 0u32..(1 << 24)).prop_map(
+            |(acc_row, dram_addr, rows, len, row_stride)| Instruction::LoadAcc {
+                acc_row,
+                dram_addr,
+                rows,
+                len,
+                row_stride
+            }
+        ),
+        (any::<u16>(), any::<u32>(), 1u16..=u16::MAX, 1u16..=256, 0u32..(1 << 24)).prop_map(
+            |(spad_row, dram_addr, rows, len, row_stride)| Instruction::StoreSpad {
+                spad_row,
+                dram_addr,
+                rows,
+                len,
+                row_stride
+            }
+        ),
         Just(Instruction::Sync),
         Just(Instruction::Halt),
     ]
@@ -118,7 +136,7 @@ proptest! {
 
 #[test]
 fn opcodes_outside_the_table_are_rejected() {
-    for code in [0u128, 11, 12, 20, 31] {
+    for code in [0u128, 13, 14, 20, 31] {
         assert_eq!(decode(Word(code)), Err(DecodeError::Opcode { code: code as u8 }));
     }
 }

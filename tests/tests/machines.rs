@@ -43,6 +43,13 @@ fn check_gemm(config: ArrayConfig, shape: GemmShape, seed: u64) {
     assert_eq!(sc.macs, shape.macs(), "cycle MACs, {what}");
     assert_eq!(sc.instructions, plan.instruction_count(), "instructions, {what}");
     assert_eq!(sc.cycles, Some(plan.cycles()), "closed form vs cycle machine, {what}");
+    let mut program = Vec::new();
+    plan.emit(&mut |i| program.push(i));
+    assert_eq!(
+        systole_core::timing::program_cycles(&config, &program),
+        Ok(plan.cycles()),
+        "timing model, {what}"
+    );
 }
 
 #[test]
@@ -64,6 +71,7 @@ fn small_gemms_agree_everywhere() {
 use proptest::prelude::*;
 use systole_core::isa::{Instruction, VectorOp};
 use systole_core::machine::{golden, Region};
+use systole_core::timing;
 use systole_core::Requant;
 
 fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
@@ -112,8 +120,14 @@ proptest! {
                 prop_assert_eq!(sf.macs, sc.macs);
                 prop_assert_eq!(sf.instructions, sc.instructions);
                 prop_assert!(sc.cycles.unwrap() >= sc.instructions);
+                prop_assert_eq!(timing::program_cycles(&cfg, &program), Ok(sc.cycles.unwrap()));
             }
-            (Err(ef), Err(ec)) => prop_assert_eq!(ef, ec),
+            (Err(ef), Err(ec)) => {
+                prop_assert_eq!(ef, ec);
+                if let systole_core::MachineError::Exec { index, kind } = *ef {
+                    prop_assert_eq!(timing::program_cycles(&cfg, &program), Err((index, kind)));
+                }
+            }
             _ => prop_assert!(false, "functional {:?} but cycle {:?}", rf, rc),
         }
         for region in [Region::Dram, Region::Spad, Region::Acc] {
@@ -138,7 +152,7 @@ fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Ins
     let mut program = Vec::new();
     let len = pick(1, 24);
     for _ in 0..len {
-        let kind = pick(0, 8);
+        let kind = pick(0, 10);
         let ins = match kind {
             0 => {
                 let rows = pick(1, spad.min(6));
@@ -245,6 +259,32 @@ fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Ins
                         )
                         .unwrap(),
                     },
+                }
+            }
+            7 => {
+                let rows = pick(1, acc.min(6));
+                let len = pick(1, c);
+                let rs = pick(0, 9);
+                let span = ((rows - 1) * rs + len) * 4;
+                Instruction::LoadAcc {
+                    acc_row: pick(0, acc - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                }
+            }
+            8 => {
+                let rows = pick(1, spad.min(6));
+                let len = pick(1, w);
+                let rs = pick(0, 9);
+                let span = ((rows - 1) * rs + len) * es;
+                Instruction::StoreSpad {
+                    spad_row: pick(0, spad - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
                 }
             }
             _ => Instruction::Sync,

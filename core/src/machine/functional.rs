@@ -36,7 +36,9 @@ pub(crate) fn seq_rows(ins: &Instruction) -> usize {
         | Instruction::Store { rows, .. }
         | Instruction::Vector { rows, .. }
         | Instruction::CastBf16 { rows, .. }
-        | Instruction::Requantize { rows, .. } => rows as usize,
+        | Instruction::Requantize { rows, .. }
+        | Instruction::LoadAcc { rows, .. }
+        | Instruction::StoreSpad { rows, .. } => rows as usize,
         _ => 0,
     }
 }

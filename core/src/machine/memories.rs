@@ -143,6 +143,29 @@ impl Memories {
                     self.dram[dst + e * 4..dst + e * 4 + 4].copy_from_slice(&word);
                 }
             }
+            Instruction::LoadAcc { acc_row, dram_addr, len, row_stride, .. } => {
+                let c = self.config.cols as usize;
+                let dst = (acc_row as usize + r) * c;
+                let src = dram_addr as usize + r * row_stride as usize * 4;
+                for e in 0..c {
+                    self.acc[dst + e] = if e < len as usize {
+                        let b = &self.dram[src + e * 4..src + e * 4 + 4];
+                        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                    } else {
+                        0
+                    };
+                }
+            }
+            Instruction::StoreSpad { spad_row, dram_addr, len, row_stride, .. } => {
+                let es = self.config.dtype.elem_bytes();
+                let w = self.config.spad_width();
+                let src = (spad_row as usize + r) * w;
+                let dst = dram_addr as usize + r * row_stride as usize * es;
+                for e in 0..len as usize {
+                    let bits = self.spad[src + e].to_le_bytes();
+                    self.dram[dst + e * es..dst + (e + 1) * es].copy_from_slice(&bits[..es]);
+                }
+            }
             Instruction::Vector { op, dst, src, imm, .. } => {
                 let c = self.config.cols as usize;
                 let d = (dst as usize + r) * c;

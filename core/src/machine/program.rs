@@ -173,6 +173,18 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
             range(Region::Acc, acc_row as u64, rows as u64, acc)?;
             range(Region::Spad, spad_row as u64, rows as u64, spad)
         }
+        Instruction::LoadAcc { acc_row, dram_addr, rows, len, row_stride } => {
+            wide("len", len, c)?;
+            range(Region::Acc, acc_row as u64, rows as u64, acc)?;
+            let end = dram_end(dram_addr, rows, row_stride, len, 1, 4);
+            range(Region::Dram, dram_addr as u64, end - dram_addr as u64, dram)
+        }
+        Instruction::StoreSpad { spad_row, dram_addr, rows, len, row_stride } => {
+            wide("len", len, width)?;
+            range(Region::Spad, spad_row as u64, rows as u64, spad)?;
+            let end = dram_end(dram_addr, rows, row_stride, len, 1, esize);
+            range(Region::Dram, dram_addr as u64, end - dram_addr as u64, dram)
+        }
         Instruction::Sync | Instruction::Halt => Ok(()),
     }
 }

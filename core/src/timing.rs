@@ -1,0 +1,87 @@
+//! The timing model of any program, in closed form per instruction: the dispatch rules of the
+//! cycle machine (`machine::cycle`, module docs) applied to each instruction's fixed duration,
+//! without moving any data. Equal to the cycle machine's count on every valid program (tested),
+//! and cheap enough to run on every training step to split cycles by operation.
+
+use crate::config::ArrayConfig;
+use crate::isa::Instruction;
+use crate::machine::ExecErrorKind;
+
+/// Cycles each unit stays busy for one instruction.
+pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
+    let (r, c) = (config.rows as u64, config.cols as u64);
+    match *ins {
+        Instruction::Load { rows, .. }
+        | Instruction::Store { rows, .. }
+        | Instruction::Vector { rows, .. }
+        | Instruction::CastBf16 { rows, .. }
+        | Instruction::Requantize { rows, .. }
+        | Instruction::LoadAcc { rows, .. }
+        | Instruction::StoreSpad { rows, .. } => rows as u64,
+        Instruction::Sync | Instruction::Halt => 1,
+        Instruction::LoadWeights { .. } => r,
+        Instruction::Matmul { rows, .. } => rows as u64 + r + c - 1,
+        Instruction::MatmulOs { k, rows, .. } => k as u64 + r + c - 2 + rows as u64,
+    }
+}
+
+/// Dispatch cycle of every instruction up to the first `Halt`, through `on_dispatch(index,
+/// cycle)`; returns the total cycle count (the `Halt`'s cycle plus one), or the fault the cycle
+/// machine would report. The program must already be valid (`validate_program`).
+pub fn schedule(
+    config: &ArrayConfig,
+    program: &[Instruction],
+    mut on_dispatch: impl FnMut(usize, u64),
+) -> Result<u64, (usize, ExecErrorKind)> {
+    let mut next = 0u64; // first cycle the controller may dispatch in
+    let (mut seq_free, mut wl_free, mut arr_free) = (0u64, 0u64, 0u64);
+    // Cycle from which the shadow weights are full; `None` when empty.
+    let mut shadow_full_at: Option<u64> = None;
+    for (index, ins) in program.iter().enumerate() {
+        let dur = duration(config, ins);
+        let at = match *ins {
+            Instruction::Halt => {
+                let at = next.max(seq_free).max(wl_free).max(arr_free);
+                on_dispatch(index, at);
+                return Ok(at + 1);
+            }
+            Instruction::LoadWeights { .. } => {
+                let at = next.max(seq_free).max(wl_free);
+                wl_free = at + dur;
+                shadow_full_at = Some(at + dur);
+                at
+            }
+            Instruction::Matmul { swap, .. } => {
+                let mut at = next.max(seq_free).max(arr_free);
+                if swap {
+                    at = at.max(shadow_full_at.ok_or((index, ExecErrorKind::NoWeightsLoaded))?);
+                    shadow_full_at = None;
+                }
+                arr_free = at + dur;
+                at
+            }
+            Instruction::MatmulOs { .. } => {
+                let at = next.max(seq_free).max(arr_free);
+                arr_free = at + dur;
+                at
+            }
+            _ => {
+                let at = next.max(seq_free).max(wl_free).max(arr_free);
+                seq_free = at + dur;
+                at
+            }
+        };
+        on_dispatch(index, at);
+        next = at + 1;
+    }
+    // validate_program guarantees a Halt; a program without one never finishes.
+    Ok(u64::MAX)
+}
+
+/// Total cycles of a valid program (see [`schedule`]).
+pub fn program_cycles(
+    config: &ArrayConfig,
+    program: &[Instruction],
+) -> Result<u64, (usize, ExecErrorKind)> {
+    schedule(config, program, |_, _| {})
+}
