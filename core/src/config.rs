@@ -94,7 +94,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::SpadDepth { depth, min } => write!(
                 f,
                 "spad_depth = {depth}: the scratchpad needs {min} to {MAX_DEPTH} rows \
-                 (two tiles of max(rows, cols) rows, and 16-bit row addresses)"
+                 (three tiles of max(rows, cols) rows, and 16-bit row addresses)"
             ),
             ConfigError::AccDepth { depth, min } => write!(
                 f,
@@ -156,7 +156,7 @@ impl ArrayConfig {
         if self.cols == 0 || self.cols > MAX_SIDE {
             return Err(ConfigError::Cols { cols: self.cols });
         }
-        let min_spad = 2 * self.spad_width() as u32;
+        let min_spad = 3 * self.spad_width() as u32;
         if self.spad_depth < min_spad || self.spad_depth > MAX_DEPTH {
             return Err(ConfigError::SpadDepth { depth: self.spad_depth, min: min_spad });
         }
@@ -185,8 +185,8 @@ mod tests {
             Err(ConfigError::Cols { cols: 257 })
         );
         assert_eq!(
-            ArrayConfig { spad_depth: 31, ..ok }.validate(),
-            Err(ConfigError::SpadDepth { depth: 31, min: 32 })
+            ArrayConfig { spad_depth: 47, ..ok }.validate(),
+            Err(ConfigError::SpadDepth { depth: 47, min: 48 })
         );
         assert_eq!(
             ArrayConfig { acc_depth: 1 << 17, ..ok }.validate(),

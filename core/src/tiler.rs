@@ -14,11 +14,16 @@
 //! to them; after the last group the block is stored.
 //!
 //! **Output-stationary**: M is cut into m-tiles of R rows, N into n-tiles of C columns, K into
-//! chunks of `kc = min(K, spad_depth / 2, 65535)`. For each tile and chunk: load `A^T` (a strided
-//! gather) and `B`, run `MatmulOs`, and store the tile after the last chunk.
+//! chunks of `kc = min(K, (spad_depth - R) / 2, 65535)`. For each tile and chunk: load `A^T` (a
+//! strided gather) and `B`, run `MatmulOs`, and finish the tile after the last chunk.
+//!
+//! Each finished output block goes through an [`Epilogue`] (bias, ReLU or its gradient, store of
+//! the 32-bit accumulators, cast to BF16 or INT8 elements) before it leaves the accumulators:
+//! this is how the training compiler fuses a layer into one tiled GEMM.
 
 use crate::config::{ArrayConfig, ConfigError, Dataflow};
-use crate::isa::Instruction;
+use crate::isa::{Instruction, VectorOp};
+use crate::numerics::Requant;
 
 /// Largest value of a 24-bit stride field.
 const MAX_STRIDE: u32 = (1 << 24) - 1;
@@ -38,13 +43,105 @@ impl GemmShape {
     }
 }
 
-/// Byte addresses of the three matrices in DRAM.
+/// A matrix in DRAM: element `(i, j)` at byte `addr + (i * row_stride + j * col_stride) *
+/// elem_bytes`. A transposed view of a row-major matrix is the same memory with the strides
+/// swapped, which the strided `Load` gathers for free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct MatrixView {
+    pub addr: u32,
+    pub row_stride: u32,
+    pub col_stride: u32,
+}
+
+impl MatrixView {
+    /// A row-major matrix with `cols` columns.
+    pub const fn row_major(addr: u32, cols: u32) -> MatrixView {
+        MatrixView { addr, row_stride: cols, col_stride: 1 }
+    }
+    /// The transpose of this view.
+    pub const fn t(self) -> MatrixView {
+        MatrixView { addr: self.addr, row_stride: self.col_stride, col_stride: self.row_stride }
+    }
+    /// Byte address of element `(i, j)`.
+    fn at(&self, i: u32, j: u32, es: u32) -> u32 {
+        self.addr + (i * self.row_stride + j * self.col_stride) * es
+    }
+    /// One past the last byte it can touch for an `rows x cols` matrix.
+    fn end(&self, rows: u32, cols: u32, es: u64) -> u64 {
+        self.addr as u64
+            + ((rows as u64 - 1) * self.row_stride as u64
+                + (cols as u64 - 1) * self.col_stride as u64)
+                * es
+            + es
+    }
+}
+
+/// Where the operands live and where `C` (row-major, 32-bit words) goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct GemmLayout {
-    pub a: u32,
-    pub b: u32,
+    pub a: MatrixView,
+    pub b: MatrixView,
+    /// Byte address of `C`, row-major `M x N` 32-bit words (used when the epilogue stores).
     pub c: u32,
+}
+
+/// Cast of the finished accumulators to scratchpad elements, stored row-major `M x N` at
+/// `addr` (one element each): BF16 when `requant` is `None`, INT8 requantized otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CastTo {
+    pub addr: u32,
+    pub requant: Option<Requant>,
+}
+
+/// What happens to each finished output block before it leaves the accumulators, in this
+/// order: bias add, ReLU gradient, ReLU, store of the 32-bit words to `layout.c`, cast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Epilogue {
+    /// Byte address of `N` 32-bit bias words added to every row.
+    pub bias: Option<u32>,
+    /// Byte address of a row-major `M x N` 32-bit mask: outputs are zeroed where it is `<= 0`.
+    pub relu_grad_mask: Option<u32>,
+    pub relu: bool,
+    /// Store the 32-bit accumulators to `layout.c`.
+    pub store: bool,
+    pub cast: Option<CastTo>,
+}
+
+impl Epilogue {
+    /// Just store C: what a plain GEMM needs.
+    pub const STORE: Epilogue =
+        Epilogue { bias: None, relu_grad_mask: None, relu: false, store: true, cast: None };
+
+    /// Sequencer cycles (one per row) and instructions spent on one output block of `mb` rows.
+    fn cost(&self, mb: u64) -> (u64, u64) {
+        let mut cycles = 0;
+        let mut count = 0;
+        if self.bias.is_some() {
+            cycles += 1 + mb;
+            count += 2;
+        }
+        if self.relu_grad_mask.is_some() {
+            cycles += 2 * mb;
+            count += 2;
+        }
+        if self.relu {
+            cycles += mb;
+            count += 1;
+        }
+        if self.store {
+            cycles += mb;
+            count += 1;
+        }
+        if self.cast.is_some() {
+            cycles += 2 * mb;
+            count += 2;
+        }
+        (cycles, count)
+    }
 }
 
 /// Why a GEMM cannot be tiled.
@@ -62,9 +159,18 @@ pub enum TileError {
         value: u32,
         max: u32,
     },
-    /// The matrices do not fit the 32-bit DRAM address space, or overlap.
+    /// The matrices do not fit the 32-bit DRAM address space.
     Layout {
         needed: u64,
+    },
+    /// The epilogue asks for something the config lacks (a cast of the other dtype).
+    Epilogue {
+        why: &'static str,
+    },
+    /// The accumulator cannot hold an output block with its mask and bias rows.
+    AccCapacity {
+        needed: u32,
+        acc_depth: u32,
     },
 }
 
@@ -78,14 +184,21 @@ impl core::fmt::Display for TileError {
             }
             TileError::Layout { needed } => write!(
                 f,
-                "A, B and C need {needed} bytes of DRAM, more than the 4 GiB the ISA addresses"
+                "the matrices need {needed} bytes of DRAM, more than the 4 GiB the ISA addresses"
+            ),
+            TileError::Epilogue { why } => write!(f, "epilogue: {why}"),
+            TileError::AccCapacity { needed, acc_depth } => write!(
+                f,
+                "the epilogue needs {needed} accumulator rows (outputs, mask, bias) but \
+                 acc_depth is {acc_depth}"
             ),
         }
     }
 }
 
 impl GemmLayout {
-    /// A, then B, then C (4-byte aligned), from address 0; and the DRAM bytes they need.
+    /// Row-major A, then B, then C (4-byte aligned), from address 0; and the DRAM bytes they
+    /// need.
     pub fn packed(
         config: &ArrayConfig,
         shape: &GemmShape,
@@ -98,8 +211,31 @@ impl GemmLayout {
         if total > u32::MAX as u64 {
             return Err(TileError::Layout { needed: total });
         }
-        Ok((GemmLayout { a: 0, b: a_bytes as u32, c: c_at as u32 }, total as usize))
+        Ok((
+            GemmLayout {
+                a: MatrixView::row_major(0, shape.k),
+                b: MatrixView::row_major(a_bytes as u32, shape.n),
+                c: c_at as u32,
+            },
+            total as usize,
+        ))
     }
+}
+
+/// The K extent the array sums from zero before a partial sum joins the accumulator: R for
+/// weight-stationary, the K chunk for output-stationary. A reference must sum in chunks of this
+/// size to match bit for bit.
+pub fn k_chunk(config: &ArrayConfig, k: u32) -> u32 {
+    match config.dataflow {
+        Dataflow::WeightStationary => config.rows as u32,
+        Dataflow::OutputStationary => os_chunk(config, k),
+    }
+}
+
+/// Output-stationary K chunk: A^T and B chunks share the scratchpad, leaving R rows for a cast.
+fn os_chunk(config: &ArrayConfig, k: u32) -> u32 {
+    let free = (config.spad_depth - config.rows as u32) / 2;
+    k.min(free).min(u16::MAX as u32)
 }
 
 /// A tiled GEMM for one config: emits its program and predicts its cycles.
@@ -108,12 +244,12 @@ pub struct GemmPlan {
     pub config: ArrayConfig,
     pub shape: GemmShape,
     pub layout: GemmLayout,
+    pub epilogue: Epilogue,
     /// WS: rows per m-block. OS: R.
     mb: u32,
     /// WS: k-tiles per group. OS: unused.
     group: u32,
-    /// The K extent summed from zero inside the array before joining the accumulator:
-    /// R (WS) or the K chunk (OS).
+    /// See [`k_chunk`].
     k_chunk: u32,
 }
 
@@ -122,10 +258,20 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 }
 
 impl GemmPlan {
+    /// A plain GEMM: `C = A x B`, stored.
     pub fn new(
         config: &ArrayConfig,
         shape: GemmShape,
         layout: GemmLayout,
+    ) -> Result<GemmPlan, TileError> {
+        GemmPlan::with_epilogue(config, shape, layout, Epilogue::STORE)
+    }
+
+    pub fn with_epilogue(
+        config: &ArrayConfig,
+        shape: GemmShape,
+        layout: GemmLayout,
+        epilogue: Epilogue,
     ) -> Result<GemmPlan, TileError> {
         config.validate().map_err(TileError::Config)?;
         for (dim, v) in [('M', shape.m), ('K', shape.k), ('N', shape.n)] {
@@ -136,30 +282,53 @@ impl GemmPlan {
                 return Err(TileError::TooLarge { dim, value: v, max: MAX_STRIDE });
             }
         }
+        if let Some(cast) = epilogue.cast {
+            match (config.dtype, cast.requant) {
+                (crate::Dtype::Bf16, Some(_)) => {
+                    return Err(TileError::Epilogue { why: "requantize needs an int8 array" })
+                }
+                (crate::Dtype::Int8, None) => {
+                    return Err(TileError::Epilogue { why: "a bf16 cast needs a bf16 array" })
+                }
+                _ => {}
+            }
+        }
         let es = config.dtype.elem_bytes() as u64;
-        let end = [
-            layout.a as u64 + shape.m as u64 * shape.k as u64 * es,
-            layout.b as u64 + shape.k as u64 * shape.n as u64 * es,
-            layout.c as u64 + shape.m as u64 * shape.n as u64 * 4,
+        let GemmShape { m, k, n } = shape;
+        let mut ends = [
+            layout.a.end(m, k, es),
+            layout.b.end(k, n, es),
+            if epilogue.store { layout.c as u64 + m as u64 * n as u64 * 4 } else { 0 },
+            epilogue.bias.map_or(0, |b| b as u64 + n as u64 * 4),
+            epilogue.relu_grad_mask.map_or(0, |b| b as u64 + m as u64 * n as u64 * 4),
+            epilogue.cast.map_or(0, |c| c.addr as u64 + m as u64 * n as u64 * es),
         ];
-        if let Some(&needed) = end.iter().find(|&&e| e > u32::MAX as u64 + 1) {
-            return Err(TileError::Layout { needed });
+        ends.sort_unstable();
+        if ends[5] > u32::MAX as u64 + 1 {
+            return Err(TileError::Layout { needed: ends[5] });
         }
         let r = config.rows as u32;
         let s = config.spad_depth;
         let (mb, group, k_chunk) = match config.dataflow {
             Dataflow::WeightStationary => {
-                let mb = shape.m.min(config.acc_depth).min(s - r).min(u16::MAX as u32);
-                let kt = shape.k.div_ceil(r);
+                let bias_row = epilogue.bias.is_some() as u32;
+                let per_row = 1 + epilogue.relu_grad_mask.is_some() as u32;
+                let acc_rows = (config.acc_depth - bias_row) / per_row;
+                let mb = m.min(acc_rows).min(s - r).min(u16::MAX as u32);
+                let kt = k.div_ceil(r);
                 (mb, kt.min(s / (mb + r)), r)
             }
-            Dataflow::OutputStationary => (r, 1, shape.k.min(s / 2).min(u16::MAX as u32)),
+            Dataflow::OutputStationary => (r, 1, os_chunk(config, k)),
         };
-        Ok(GemmPlan { config: *config, shape, layout, mb, group, k_chunk })
+        let needed = mb.max(1) * (1 + epilogue.relu_grad_mask.is_some() as u32)
+            + epilogue.bias.is_some() as u32;
+        if mb == 0 || needed > config.acc_depth {
+            return Err(TileError::AccCapacity { needed, acc_depth: config.acc_depth });
+        }
+        Ok(GemmPlan { config: *config, shape, layout, epilogue, mb, group, k_chunk })
     }
 
-    /// The K extent that the array sums from zero before it is added to the accumulator: the
-    /// reference must sum in chunks of this size to match bit for bit.
+    /// See [`k_chunk`].
     pub fn k_chunk(&self) -> u32 {
         self.k_chunk
     }
@@ -168,32 +337,32 @@ impl GemmPlan {
         self.shape.macs()
     }
 
-    /// The m-blocks (WS) or m-tiles (OS) as `(first row, rows)`.
-    fn m_blocks(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let step = self.mb;
-        (0..self.shape.m.div_ceil(step)).map(move |i| (i * step, step.min(self.shape.m - i * step)))
-    }
-
     fn tiles(extent: u32, step: u32) -> impl Iterator<Item = (u32, u32)> {
         (0..extent.div_ceil(step)).map(move |i| (i * step, step.min(extent - i * step)))
     }
 
     /// Emits the program, `Halt` last, into `sink`.
     pub fn emit(&self, sink: &mut impl FnMut(Instruction)) {
+        self.emit_body(sink);
+        sink(Instruction::Halt);
+    }
+
+    /// Emits the program without its `Halt`, to be part of a larger program.
+    pub fn emit_body(&self, sink: &mut impl FnMut(Instruction)) {
         match self.config.dataflow {
             Dataflow::WeightStationary => self.emit_ws(sink),
             Dataflow::OutputStationary => self.emit_os(sink),
         }
-        sink(Instruction::Halt);
     }
 
     fn emit_ws(&self, sink: &mut impl FnMut(Instruction)) {
-        let GemmShape { k, n, .. } = self.shape;
+        let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u32, self.config.cols as u32);
         let es = self.config.dtype.elem_bytes() as u32;
+        let (a, b) = (self.layout.a, self.layout.b);
         let kt = k.div_ceil(r);
         let g = self.group;
-        for (m0, mb) in self.m_blocks() {
+        for (m0, mb) in Self::tiles(m, self.mb) {
             for (n0, nj) in Self::tiles(n, c) {
                 for g0 in (0..kt).step_by(g as usize) {
                     let tiles = g0..(g0 + g).min(kt);
@@ -202,19 +371,19 @@ impl GemmPlan {
                         let kk = r.min(k - k0);
                         sink(Instruction::Load {
                             spad_row: (t as u32 * r) as u16,
-                            dram_addr: self.layout.b + (k0 * n + n0) * es,
+                            dram_addr: b.at(k0, n0, es),
                             rows: kk as u16,
                             len: nj as u16,
-                            row_stride: n,
-                            elem_stride: 1,
+                            row_stride: b.row_stride,
+                            elem_stride: b.col_stride,
                         });
                         sink(Instruction::Load {
                             spad_row: (g * r + t as u32 * self.mb) as u16,
-                            dram_addr: self.layout.a + (m0 * k + k0) * es,
+                            dram_addr: a.at(m0, k0, es),
                             rows: mb as u16,
                             len: kk as u16,
-                            row_stride: k,
-                            elem_stride: 1,
+                            row_stride: a.row_stride,
+                            elem_stride: a.col_stride,
                         });
                     }
                     for (t, ki) in tiles.enumerate() {
@@ -233,13 +402,7 @@ impl GemmPlan {
                         });
                     }
                 }
-                sink(Instruction::Store {
-                    acc_row: 0,
-                    dram_addr: self.layout.c + (m0 * n + n0) * 4,
-                    rows: mb as u16,
-                    len: nj as u16,
-                    row_stride: n,
-                });
+                self.emit_epilogue(sink, m0, mb, n0, nj, (g * r) as u16);
             }
         }
     }
@@ -248,25 +411,27 @@ impl GemmPlan {
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u32, self.config.cols as u32);
         let es = self.config.dtype.elem_bytes() as u32;
+        let (a, b) = (self.layout.a, self.layout.b);
         let kc = self.k_chunk;
+        let cast_row = (self.config.spad_depth - r) as u16;
         for (m0, mi) in Self::tiles(m, r) {
             for (n0, nj) in Self::tiles(n, c) {
                 for (t, (k0, kk)) in Self::tiles(k, kc).enumerate() {
                     sink(Instruction::Load {
                         spad_row: 0,
-                        dram_addr: self.layout.a + (m0 * k + k0) * es,
+                        dram_addr: a.at(m0, k0, es),
                         rows: kk as u16,
                         len: mi as u16,
-                        row_stride: 1,
-                        elem_stride: k,
+                        row_stride: a.col_stride,
+                        elem_stride: a.row_stride,
                     });
                     sink(Instruction::Load {
                         spad_row: kc as u16,
-                        dram_addr: self.layout.b + (k0 * n + n0) * es,
+                        dram_addr: b.at(k0, n0, es),
                         rows: kk as u16,
                         len: nj as u16,
-                        row_stride: n,
-                        elem_stride: 1,
+                        row_stride: b.row_stride,
+                        elem_stride: b.col_stride,
                     });
                     sink(Instruction::MatmulOs {
                         a_row: 0,
@@ -278,14 +443,86 @@ impl GemmPlan {
                         accumulate: t > 0,
                     });
                 }
-                sink(Instruction::Store {
-                    acc_row: 0,
-                    dram_addr: self.layout.c + (m0 * n + n0) * 4,
-                    rows: mi as u16,
-                    len: nj as u16,
-                    row_stride: n,
-                });
+                self.emit_epilogue(sink, m0, mi, n0, nj, cast_row);
             }
+        }
+    }
+
+    /// The epilogue of the output block in accumulator rows `0..mb`: rows `m0..m0 + mb`,
+    /// columns `n0..n0 + nj` of C. Mask rows follow the outputs; the bias row follows those.
+    fn emit_epilogue(
+        &self,
+        sink: &mut impl FnMut(Instruction),
+        m0: u32,
+        mb: u32,
+        n0: u32,
+        nj: u32,
+        cast_row: u16,
+    ) {
+        let n = self.shape.n;
+        let e = &self.epilogue;
+        let rows = mb as u16;
+        let mask_row = self.mb as u16;
+        let bias_row = self.mb as u16 * (1 + e.relu_grad_mask.is_some() as u16);
+        if let Some(bias) = e.bias {
+            sink(Instruction::LoadAcc {
+                acc_row: bias_row,
+                dram_addr: bias + n0 * 4,
+                rows: 1,
+                len: nj as u16,
+                row_stride: 0,
+            });
+            sink(Instruction::Vector {
+                op: VectorOp::BiasAdd,
+                dst: 0,
+                src: bias_row,
+                rows,
+                imm: 0,
+            });
+        }
+        if let Some(mask) = e.relu_grad_mask {
+            sink(Instruction::LoadAcc {
+                acc_row: mask_row,
+                dram_addr: mask + (m0 * n + n0) * 4,
+                rows,
+                len: nj as u16,
+                row_stride: n,
+            });
+            sink(Instruction::Vector {
+                op: VectorOp::ReluGrad,
+                dst: 0,
+                src: mask_row,
+                rows,
+                imm: 0,
+            });
+        }
+        if e.relu {
+            sink(Instruction::Vector { op: VectorOp::Relu, dst: 0, src: 0, rows, imm: 0 });
+        }
+        if e.store {
+            sink(Instruction::Store {
+                acc_row: 0,
+                dram_addr: self.layout.c + (m0 * n + n0) * 4,
+                rows,
+                len: nj as u16,
+                row_stride: n,
+            });
+        }
+        if let Some(cast) = e.cast {
+            sink(match cast.requant {
+                None => Instruction::CastBf16 { acc_row: 0, spad_row: cast_row, rows },
+                Some(requant) => {
+                    Instruction::Requantize { acc_row: 0, spad_row: cast_row, rows, requant }
+                }
+            });
+            let es = self.config.dtype.elem_bytes() as u32;
+            sink(Instruction::StoreSpad {
+                spad_row: cast_row,
+                dram_addr: cast.addr + (m0 * n + n0) * es,
+                rows,
+                len: nj as u16,
+                row_stride: n,
+            });
         }
     }
 
@@ -294,11 +531,12 @@ impl GemmPlan {
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
         let nt = ceil_div(n as u64, c);
+        let (_, epilogue) = self.epilogue.cost(0);
         let per_tile = match self.config.dataflow {
-            // Two loads, a weight load and a matmul per k-tile, then a store.
-            Dataflow::WeightStationary => 4 * ceil_div(k as u64, r) + 1,
-            // Two loads and a matmul per K chunk, then a store.
-            Dataflow::OutputStationary => 3 * ceil_div(k as u64, self.k_chunk as u64) + 1,
+            // Two loads, a weight load and a matmul per k-tile, then the epilogue.
+            Dataflow::WeightStationary => 4 * ceil_div(k as u64, r) + epilogue,
+            // Two loads and a matmul per K chunk, then the epilogue.
+            Dataflow::OutputStationary => 3 * ceil_div(k as u64, self.k_chunk as u64) + epilogue,
         };
         ceil_div(m as u64, self.mb as u64) * nt * per_tile + 1
     }
@@ -312,26 +550,34 @@ impl GemmPlan {
     /// NT * ( K + KT*mb              loads: every B row and A chunk row, one per cycle
     ///        + G*(R + D)            per group: the exposed first weight load, the last matmul
     ///        + (KT - G)*max(D, R+1) other matmuls, each weight load hidden behind the last one
-    ///        + mb )                 store
+    ///        + E(mb) )              epilogue: one cycle per row of each of its instructions
     /// ```
     ///
     /// OS, per m-tile of `mi` rows, with `KC = ceil(K / kc)` chunks:
-    /// `NT * (3K + KC*(R + C - 2 + mi) + mi)`. Plus one cycle for `Halt`.
+    /// `NT * (3K + KC*(R + C - 2 + mi) + E(mi))`. Plus one cycle for `Halt`. A plain GEMM's
+    /// epilogue is its store, `E(mb) = mb`.
     pub fn cycles(&self) -> u64 {
+        self.body_cycles() + 1
+    }
+
+    /// [`cycles`](Self::cycles) without the `Halt`: what [`emit_body`](Self::emit_body) costs
+    /// when it starts with every unit idle.
+    pub fn body_cycles(&self) -> u64 {
         let GemmShape { k, n, .. } = self.shape;
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
         let (k, nt) = (k as u64, ceil_div(n as u64, c));
         let per_block = |mb: u64| -> u64 {
+            let (epilogue, _) = self.epilogue.cost(mb);
             match self.config.dataflow {
                 Dataflow::WeightStationary => {
                     let kt = ceil_div(k, r);
                     let groups = ceil_div(kt, self.group as u64);
                     let d = mb + r + c - 1;
-                    k + kt * mb + groups * (r + d) + (kt - groups) * d.max(r + 1) + mb
+                    k + kt * mb + groups * (r + d) + (kt - groups) * d.max(r + 1) + epilogue
                 }
                 Dataflow::OutputStationary => {
                     let kc = ceil_div(k, self.k_chunk as u64);
-                    3 * k + kc * (r + c - 2 + mb) + mb
+                    3 * k + kc * (r + c - 2 + mb) + epilogue
                 }
             }
         };
@@ -342,7 +588,7 @@ impl GemmPlan {
         if rest > 0 {
             total += nt * per_block(rest);
         }
-        total + 1
+        total
     }
 
     /// Useful MACs over peak MACs in [`cycles`](Self::cycles).

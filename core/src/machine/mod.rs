@@ -189,8 +189,8 @@ mod boxed {
         a: &[u8],
         b: &[u8],
     ) -> Result<(Vec<u32>, Stats), MachineError> {
-        machine.write(Region::Dram, plan.layout.a as usize, a)?;
-        machine.write(Region::Dram, plan.layout.b as usize, b)?;
+        machine.write(Region::Dram, plan.layout.a.addr as usize, a)?;
+        machine.write(Region::Dram, plan.layout.b.addr as usize, b)?;
         let mut program = Vec::new();
         plan.emit(&mut |ins: Instruction| program.push(ins));
         let stats = machine.run(&program)?;
