@@ -17,13 +17,22 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "alloc")]
+pub mod compile;
 pub mod config;
+#[cfg(feature = "alloc")]
+pub mod exec;
+pub mod graph;
 pub mod isa;
 pub mod machine;
 pub mod numerics;
+#[cfg(feature = "alloc")]
+pub mod params;
 pub mod reference;
 pub mod tiler;
 pub mod timing;
+#[cfg(feature = "alloc")]
+pub mod train;
 
 pub use config::{ArrayConfig, ConfigError, Dataflow, Dtype};
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};

@@ -382,7 +382,7 @@ mod epilogues {
         let b_bytes = rng.matrix((k * n) as usize, cfg.dtype);
         let bias: Vec<u32> = (0..n)
             .map(|_| match cfg.dtype {
-                Dtype::Int8 => (rng.next_u64() % 2001) as u32 ^ 0, // 0..=2000
+                Dtype::Int8 => (rng.next_u64() % 2001) as u32, // 0..=2000
                 Dtype::Bf16 => ((rng.next_u64() % 2001) as f32 / 100.0 - 10.0).to_bits(),
             })
             .collect();

@@ -4,3 +4,4 @@ mod cli;
 mod isa;
 mod machines;
 mod numerics;
+mod training;
