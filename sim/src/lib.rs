@@ -1,0 +1,19 @@
+//! # systole-sim
+//!
+//! The emitted Verilog, Verilated and driven from Rust. This crate turns Verilog text plus its
+//! port list into a shared library (Verilator, a generated C++ shim with a C ABI, g++), caches it
+//! by a hash of everything that went into it, and loads it at run time, so a config nobody built
+//! before is built on demand and a second run of the same config starts at once.
+//!
+//! * [`toolchain`]: finding Verilator and a C++ compiler, with errors that carry their output.
+//! * [`build`]: verilate, compile, cache.
+//! * [`model`]: a loaded model: set inputs, read outputs, tick the clock, dump a VCD.
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod build;
+pub mod model;
+pub mod toolchain;
+
+pub use build::{build_model, BuildOptions, Port, PortDir};
+pub use model::Model;
+pub use toolchain::SimError;
