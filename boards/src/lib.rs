@@ -1,0 +1,24 @@
+//! # systole-boards
+//!
+//! Bitstreams for FPGA dev boards through the open toolchain, with honest resource and timing
+//! reports. One module per tool (STYLE point 10), one folder per board in this crate's directory
+//! (pin constraints and the top wrapper around `systole_top`).
+//!
+//! * [`board`]: the boards, their parts, pins and default array configs.
+//! * [`tool`]: finding and running the tools; a missing one names its package.
+//! * [`yosys`], [`nextpnr`], [`pack`]: one module per tool of the flow.
+//! * [`report`]: utilisation and fmax from nextpnr's JSON report.
+//! * [`flow`]: synthesis, place and route, packing, report.
+
+pub mod board;
+pub mod flow;
+pub mod nextpnr;
+pub mod pack;
+pub mod report;
+pub mod tool;
+pub mod yosys;
+
+pub use board::{Board, Family};
+pub use flow::{build, Design};
+pub use report::Report;
+pub use tool::ToolError;

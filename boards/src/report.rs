@@ -1,0 +1,135 @@
+//! What a build achieved: resources from nextpnr's `--report` JSON (flip-flops on iCE40 from
+//! Yosys' statistics, since iCE40 logic cells pair a LUT with a flip-flop), fmax, and whether
+//! timing was met.
+
+use serde::Serialize;
+
+use crate::board::Family;
+use crate::tool::ToolError;
+
+/// `report.json` of `systole board build`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub board: String,
+    pub device: String,
+    /// iCE40 logic cells (LUT4 + FF pairs) or ECP5 LUT4s ("TRELLIS_COMB").
+    pub luts: u64,
+    pub luts_available: u64,
+    pub flip_flops: u64,
+    /// Block RAMs used (iCE40 EBR of 4 Kbit, ECP5 DP16KD of 18 Kbit) and available.
+    pub bram: u64,
+    pub bram_available: u64,
+    /// iCE40 UP5K SPRAM blocks (256 Kbit each); 0 elsewhere.
+    pub spram: u64,
+    pub dsps: u64,
+    pub dsps_available: u64,
+    pub fmax_mhz: f64,
+    pub target_mhz: f64,
+    pub timing_met: bool,
+}
+
+fn used(util: &serde_json::Value, cell: &str) -> (u64, u64) {
+    let entry = &util[cell];
+    (entry["used"].as_u64().unwrap_or(0), entry["available"].as_u64().unwrap_or(0))
+}
+
+/// Parses nextpnr's report. `fmax` is the slowest clock domain's achieved frequency;
+/// `yosys_ffs` is the flip-flop count from Yosys' `stat` (used on iCE40).
+pub fn parse(
+    json: &str,
+    family: Family,
+    board: &str,
+    device: &str,
+    target_mhz: f64,
+    yosys_ffs: u64,
+) -> Result<Report, ToolError> {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| ToolError::Report(format!("nextpnr report: {e}")))?;
+    let clocks = v["fmax"]
+        .as_object()
+        .ok_or_else(|| ToolError::Report("nextpnr report has no fmax".into()))?;
+    let fmax = clocks.values().filter_map(|c| c["achieved"].as_f64()).fold(f64::INFINITY, f64::min);
+    if !fmax.is_finite() {
+        return Err(ToolError::Report(
+            "nextpnr report: no clock domain has an achieved fmax".into(),
+        ));
+    }
+    let util = &v["utilization"];
+    let (luts, luts_available, flip_flops, (bram, bram_available), spram, (dsps, dsps_available)) =
+        match family {
+            Family::Ice40 => {
+                let lc = used(util, "ICESTORM_LC");
+                (
+                    lc.0,
+                    lc.1,
+                    yosys_ffs,
+                    used(util, "ICESTORM_RAM"),
+                    used(util, "ICESTORM_SPRAM").0,
+                    used(util, "ICESTORM_DSP"),
+                )
+            }
+            Family::Ecp5 => {
+                let comb = used(util, "TRELLIS_COMB");
+                (
+                    comb.0,
+                    comb.1,
+                    used(util, "TRELLIS_FF").0,
+                    used(util, "DP16KD"),
+                    0,
+                    used(util, "MULT18X18D"),
+                )
+            }
+        };
+    Ok(Report {
+        board: board.into(),
+        device: device.into(),
+        luts,
+        luts_available,
+        flip_flops,
+        bram,
+        bram_available,
+        spram,
+        dsps,
+        dsps_available,
+        fmax_mhz: (fmax * 100.0).round() / 100.0,
+        target_mhz,
+        timing_met: fmax >= target_mhz,
+    })
+}
+
+/// Flip-flop cells in Yosys' `stat` text: every cell type whose name contains `DFF` or is
+/// `TRELLIS_FF`, summed.
+pub fn yosys_flip_flops(stat: &str) -> u64 {
+    stat.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (name, count) = (it.next()?, it.next()?);
+            (name.contains("DFF") || name == "TRELLIS_FF").then(|| count.parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_an_ice40_report() {
+        let json = r#"{"fmax": {"clk": {"achieved": 79.75, "constraint": 100}},
+            "utilization": {"ICESTORM_LC": {"available": 5280, "used": 27},
+                            "ICESTORM_RAM": {"available": 30, "used": 4},
+                            "ICESTORM_DSP": {"available": 8, "used": 2}}}"#;
+        let r = parse(json, Family::Ice40, "icebreaker", "up5k", 100.0, 24).unwrap();
+        assert_eq!((r.luts, r.luts_available, r.bram, r.dsps, r.flip_flops), (27, 5280, 4, 2, 24));
+        assert_eq!(r.fmax_mhz, 79.75);
+        assert!(!r.timing_met);
+        assert!(parse("{}", Family::Ice40, "b", "d", 1.0, 0).is_err());
+        assert!(parse("not json", Family::Ice40, "b", "d", 1.0, 0).is_err());
+    }
+
+    #[test]
+    fn counts_flip_flops_in_yosys_stats() {
+        let stat = "   Number of cells:  60\n     SB_CARRY   22\n     SB_DFF   3\n     SB_DFFER   21\n     SB_LUT4   10\n";
+        assert_eq!(yosys_flip_flops(stat), 24);
+    }
+}

@@ -1,0 +1,32 @@
+//! Yosys: synthesis to the family's cells, as a JSON netlist for nextpnr.
+
+use std::path::Path;
+
+use crate::board::{Board, Family};
+use crate::tool::{ToolError, YOSYS, YOSYS_ECP5};
+
+/// Synthesizes `sources` (file names in `dir`) with top module `top` into `dir/netlist.json`;
+/// returns Yosys' cell statistics.
+pub fn synthesize(
+    board: &Board,
+    dir: &Path,
+    sources: &[&str],
+    top: &str,
+) -> Result<String, ToolError> {
+    let synth = match board.family {
+        Family::Ice40 => format!(
+            "synth_ice40 {} -top {top} -json netlist.json",
+            if board.dsps { "-dsp" } else { "" }
+        ),
+        Family::Ecp5 => format!("synth_ecp5 -top {top} -json netlist.json"),
+    };
+    let script =
+        format!("read_verilog -sv {}; {synth}; tee -q -o stat.txt stat", sources.join(" "));
+    let tool = match board.family {
+        Family::Ice40 => YOSYS,
+        Family::Ecp5 => YOSYS_ECP5,
+    };
+    tool.run(dir, &["-q", "-p", &script])?;
+    let stat = dir.join("stat.txt");
+    std::fs::read_to_string(&stat).map_err(ToolError::io(stat))
+}
