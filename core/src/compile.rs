@@ -139,14 +139,10 @@ impl Dram {
 }
 
 /// The parameter-side buffers: f32 masters, element copies, gradients, velocities. They come
-/// first in DRAM and do not depend on the batch.
-fn plan_params(
-    graph: &Graph,
-    dram: &mut Dram,
-    buffers: &mut [Buffers],
-    elem_bytes: u64,
-    training: bool,
-) {
+/// first in DRAM and depend only on the graph, not on the batch nor on whether the program
+/// trains: an inference pass of a training graph keeps clear of the gradients and velocities, so
+/// evaluating between training steps on one machine leaves the optimizer's state intact.
+fn plan_params(graph: &Graph, dram: &mut Dram, buffers: &mut [Buffers], elem_bytes: u64) {
     for (t, info) in graph.tensors.iter().enumerate() {
         let n = info.rows(1) as u64 * info.cols as u64;
         match info.kind {
@@ -155,9 +151,7 @@ fn plan_params(
                 buffers[t].elems = Some(dram.alloc(elem_bytes * n));
             }
             TensorKind::Bias(_) => buffers[t].words = Some(dram.alloc(4 * n)),
-            TensorKind::Grad(of) | TensorKind::Velocity(of)
-                if training && graph.info(of).is_param() =>
-            {
+            TensorKind::Grad(of) | TensorKind::Velocity(of) if graph.info(of).is_param() => {
                 buffers[t].words = Some(dram.alloc(4 * n))
             }
             _ => {}
@@ -225,7 +219,7 @@ impl<'g> Compiler<'g> {
             ones: None,
         };
         let es = config.dtype.elem_bytes() as u64;
-        plan_params(graph, &mut c.dram, &mut c.buffers, es, training);
+        plan_params(graph, &mut c.dram, &mut c.buffers, es);
         // Batch-side buffers: the input's elements, every activation's words and elements, the
         // logits gradient and the hidden gradients' elements.
         for (t, info) in graph.tensors.iter().enumerate() {

@@ -9,6 +9,7 @@
 //! * [`config`]: [`ArrayConfig`], the one description of an accelerator instance.
 //! * [`isa`]: the instruction set and its 128-bit encoding.
 //! * [`machine`]: the [`Machine`] trait, the functional and the cycle-accurate machines.
+//! * [`protocol`]: the host link's packets (SPI and UART), their checksum and codes.
 //! * [`tiler`]: `C = A x B` of any shape into a program, and its closed-form cycle count.
 //! * [`reference`]: naive loops that sum in the array's order, the tests' oracle.
 //!
@@ -24,10 +25,12 @@ pub mod config;
 pub mod exec;
 pub mod graph;
 pub mod isa;
+pub mod link;
 pub mod machine;
 pub mod numerics;
 #[cfg(feature = "alloc")]
 pub mod params;
+pub mod protocol;
 pub mod reference;
 pub mod tiler;
 pub mod timing;

@@ -85,3 +85,28 @@ pub fn program_cycles(
 ) -> Result<u64, (usize, ExecErrorKind)> {
     schedule(config, program, |_, _| {})
 }
+
+/// Useful MACs of a valid program up to its first `Halt`, counted as the golden machines count
+/// them: a weight-stationary matmul does `rows x k x n` of the weights it uses (their tile's
+/// rows and columns), an output-stationary one `k x rows x cols`.
+pub fn program_macs(program: &[Instruction]) -> u64 {
+    let (mut shadow, mut active) = ((0u64, 0u64), (0u64, 0u64));
+    let mut macs = 0;
+    for ins in program {
+        match *ins {
+            Instruction::LoadWeights { rows, cols, .. } => shadow = (rows as u64, cols as u64),
+            Instruction::Matmul { rows, swap, .. } => {
+                if swap {
+                    active = shadow;
+                }
+                macs += rows as u64 * active.0 * active.1;
+            }
+            Instruction::MatmulOs { k, rows, cols, .. } => {
+                macs += k as u64 * rows as u64 * cols as u64
+            }
+            Instruction::Halt => break,
+            _ => {}
+        }
+    }
+    macs
+}

@@ -2,6 +2,7 @@
 
 mod cli;
 mod isa;
+mod link;
 mod machines;
 mod numerics;
 mod training;

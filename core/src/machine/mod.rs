@@ -92,6 +92,8 @@ pub enum MachineError {
     OutOfRange { region: Region, offset: usize, len: usize, size: usize },
     /// A host access not aligned to the memory's element size.
     Misaligned { region: Region, offset: usize, len: usize, align: usize },
+    /// The host link to a remote machine failed (see [`crate::link`]).
+    Link(crate::link::LinkFault),
 }
 
 impl From<ProgramError> for MachineError {
@@ -113,6 +115,7 @@ impl core::fmt::Display for MachineError {
                 "{} access of {len} bytes at offset {offset} is outside its {size} bytes",
                 region.name()
             ),
+            MachineError::Link(fault) => write!(f, "host link: {fault}"),
             MachineError::Misaligned { region, offset, len, align } => write!(
                 f,
                 "{} access of {len} bytes at offset {offset} is not aligned to {align} bytes",

@@ -1,0 +1,618 @@
+//! The host link: one packet protocol, spoken over SPI (an MCU) and over a UART (a PC), shared by
+//! the hardware's host interface, the firmware driver and the host.
+//!
+//! # Framing
+//!
+//! A request (host -> accelerator) and a response (accelerator -> host) have the same frame:
+//!
+//! ```text
+//! sync  kind  len_lo len_hi  payload[len]  crc_hi crc_lo
+//! ```
+//!
+//! * `sync` is [`REQUEST_SYNC`] (`0xA5`) on requests and [`RESPONSE_SYNC`] (`0x5A`) on responses.
+//! * `kind` is a [`Command`] code on requests and a response code on responses (0 = OK, else an
+//!   [`ErrorCode`]).
+//! * `len` is the payload length in bytes, little-endian, at most [`MAX_PAYLOAD`].
+//! * The checksum is CRC-16/CCITT-FALSE ([`crc16`]: polynomial 0x1021, initial value 0xFFFF, no
+//!   reflection, no final xor) over `kind`, `len` and the payload, sent most significant byte
+//!   first. It detects every error burst up to 16 bits long, so every single corrupted byte.
+//!
+//! A request whose frame, checksum or fields are wrong is answered with an error response and
+//! never executed: the accelerator buffers the whole packet and checks the CRC before acting.
+//!
+//! # Commands
+//!
+//! | code | command | request payload | response payload |
+//! |---|---|---|---|
+//! | 1 | `WriteInstructions` | n x 16-byte instruction words (LE), 1 <= n <= 16 | none |
+//! | 2 | `WriteMemory` | region (1), byte address (4, LE), data (1..=256 bytes) | none |
+//! | 3 | `ReadMemory` | region (1), byte address (4, LE), length (2, LE, 1..=256) | the bytes |
+//! | 4 | `ReadStatus` | none | [`Status`], [`STATUS_BYTES`] bytes |
+//! | 5 | `Run` | none | none |
+//! | 6 | `Reset` | none | none |
+//!
+//! Instruction words go into the controller's FIFO; `Run` starts dispatching them (the cycle
+//! counter restarts at the first dispatch) until `Halt`, which raises `done`. `Reset` empties the
+//! FIFO and clears the status; memories keep their contents. Memory commands are refused with
+//! [`ErrorCode::Busy`] while a program runs. Spad addresses must be aligned to the element size
+//! and accumulator addresses to 4 bytes, lengths likewise ([`ErrorCode::Misaligned`]).
+
+use crate::machine::Region;
+
+/// First byte of every request.
+pub const REQUEST_SYNC: u8 = 0xA5;
+/// First byte of every response.
+pub const RESPONSE_SYNC: u8 = 0x5A;
+/// Sync, kind, two length bytes.
+pub const HEADER_BYTES: usize = 4;
+/// The CRC at the end of a frame.
+pub const CRC_BYTES: usize = 2;
+/// Most data bytes one memory command moves.
+pub const MAX_DATA: usize = 256;
+/// Most instruction words in one `WriteInstructions`.
+pub const MAX_WORDS: usize = 16;
+/// Largest payload: a `WriteMemory` of [`MAX_DATA`] bytes (region, address, data).
+pub const MAX_PAYLOAD: usize = 5 + MAX_DATA;
+/// Largest frame.
+pub const MAX_FRAME: usize = HEADER_BYTES + MAX_PAYLOAD + CRC_BYTES;
+/// Bytes of an encoded [`Status`].
+pub const STATUS_BYTES: usize = 12;
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Command {
+    WriteInstructions = 1,
+    WriteMemory = 2,
+    ReadMemory = 3,
+    ReadStatus = 4,
+    Run = 5,
+    Reset = 6,
+}
+
+impl Command {
+    pub const ALL: [Command; 6] = [
+        Command::WriteInstructions,
+        Command::WriteMemory,
+        Command::ReadMemory,
+        Command::ReadStatus,
+        Command::Run,
+        Command::Reset,
+    ];
+
+    pub fn from_code(code: u8) -> Option<Command> {
+        Command::ALL.iter().copied().find(|c| *c as u8 == code)
+    }
+}
+
+/// Why the accelerator refused a request: the response code (never 0, which is OK).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum ErrorCode {
+    /// The CRC does not match the frame.
+    Checksum = 1,
+    /// The command code is unknown.
+    Command = 2,
+    /// The payload length does not fit the command.
+    Length = 3,
+    /// The region code is not 0 (DRAM), 1 (scratchpad) or 2 (accumulators).
+    Region = 4,
+    /// The access runs past the end of the memory.
+    OutOfRange = 5,
+    /// A memory command while a program runs.
+    Busy = 6,
+    /// More instruction words than the FIFO has room for.
+    FifoFull = 7,
+    /// A scratchpad or accumulator access not aligned to its element size.
+    Misaligned = 8,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 8] = [
+        ErrorCode::Checksum,
+        ErrorCode::Command,
+        ErrorCode::Length,
+        ErrorCode::Region,
+        ErrorCode::OutOfRange,
+        ErrorCode::Busy,
+        ErrorCode::FifoFull,
+        ErrorCode::Misaligned,
+    ];
+
+    pub fn from_code(code: u8) -> Option<ErrorCode> {
+        ErrorCode::ALL.iter().copied().find(|c| *c as u8 == code)
+    }
+}
+
+/// Why the controller stopped a program: the error code of the status register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum FaultCode {
+    /// The opcode field holds no known opcode.
+    Opcode = 1,
+    /// A field is out of its range.
+    Field = 2,
+    /// A field the operation does not use is not zero.
+    UnusedField = 3,
+    /// Reserved bits above the last field are not zero.
+    Reserved = 4,
+    /// The instruction needs the other dataflow.
+    Dataflow = 5,
+    /// The instruction needs the other dtype.
+    Dtype = 6,
+    /// A count exceeds the array (`len`, `rows` or `cols`).
+    TooWide = 7,
+    /// Rows or bytes run past the end of a memory.
+    Range = 8,
+    /// `Matmul { swap }` with no `LoadWeights` pending.
+    NoWeightsLoaded = 9,
+}
+
+impl FaultCode {
+    pub const ALL: [FaultCode; 9] = [
+        FaultCode::Opcode,
+        FaultCode::Field,
+        FaultCode::UnusedField,
+        FaultCode::Reserved,
+        FaultCode::Dataflow,
+        FaultCode::Dtype,
+        FaultCode::TooWide,
+        FaultCode::Range,
+        FaultCode::NoWeightsLoaded,
+    ];
+
+    pub fn from_code(code: u8) -> Option<FaultCode> {
+        FaultCode::ALL.iter().copied().find(|c| *c as u8 == code)
+    }
+}
+
+/// The region code of a memory command.
+pub const fn region_code(region: Region) -> u8 {
+    match region {
+        Region::Dram => 0,
+        Region::Spad => 1,
+        Region::Acc => 2,
+    }
+}
+
+pub fn region_from_code(code: u8) -> Option<Region> {
+    match code {
+        0 => Some(Region::Dram),
+        1 => Some(Region::Spad),
+        2 => Some(Region::Acc),
+        _ => None,
+    }
+}
+
+/// The status register as `ReadStatus` returns it.
+///
+/// Bytes: flags (bit 0 busy, bit 1 done, bit 2 error), fault code (0 or a [`FaultCode`]), FIFO
+/// free slots (2, LE), cycles (8, LE: from the first dispatch through `Halt`, inclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Status {
+    pub busy: bool,
+    pub done: bool,
+    pub fault: Option<FaultCode>,
+    pub fifo_free: u16,
+    pub cycles: u64,
+}
+
+impl Status {
+    pub fn to_bytes(&self) -> [u8; STATUS_BYTES] {
+        let mut b = [0u8; STATUS_BYTES];
+        b[0] = self.busy as u8 | (self.done as u8) << 1 | (self.fault.is_some() as u8) << 2;
+        b[1] = self.fault.map_or(0, |f| f as u8);
+        b[2..4].copy_from_slice(&self.fifo_free.to_le_bytes());
+        b[4..12].copy_from_slice(&self.cycles.to_le_bytes());
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Result<Status, ProtocolError> {
+        if b.len() != STATUS_BYTES || b[0] & !0b111 != 0 {
+            return Err(ProtocolError::Field);
+        }
+        let fault = match (b[0] & 0b100 != 0, b[1]) {
+            (false, 0) => None,
+            (true, code) => Some(FaultCode::from_code(code).ok_or(ProtocolError::Field)?),
+            (false, _) => return Err(ProtocolError::Field),
+        };
+        let mut cycles = [0u8; 8];
+        cycles.copy_from_slice(&b[4..12]);
+        Ok(Status {
+            busy: b[0] & 1 != 0,
+            done: b[0] & 2 != 0,
+            fault,
+            fifo_free: u16::from_le_bytes([b[2], b[3]]),
+            cycles: u64::from_le_bytes(cycles),
+        })
+    }
+}
+
+/// One request, borrowing its data from the frame (or the caller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Request<'a> {
+    /// Instruction words, 16 bytes each, little-endian.
+    WriteInstructions(&'a [u8]),
+    WriteMemory {
+        region: Region,
+        addr: u32,
+        data: &'a [u8],
+    },
+    ReadMemory {
+        region: Region,
+        addr: u32,
+        len: u16,
+    },
+    ReadStatus,
+    Run,
+    Reset,
+}
+
+impl Request<'_> {
+    pub fn command(&self) -> Command {
+        match self {
+            Request::WriteInstructions(_) => Command::WriteInstructions,
+            Request::WriteMemory { .. } => Command::WriteMemory,
+            Request::ReadMemory { .. } => Command::ReadMemory,
+            Request::ReadStatus => Command::ReadStatus,
+            Request::Run => Command::Run,
+            Request::Reset => Command::Reset,
+        }
+    }
+}
+
+/// A parsed response: OK with its payload, or the accelerator's error code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Response<'a> {
+    Ok(&'a [u8]),
+    Err(ErrorCode),
+}
+
+/// Why bytes are not a valid frame (on either side of the link).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ProtocolError {
+    /// The first byte is not the expected sync byte.
+    Sync { got: u8 },
+    /// Fewer bytes than the header announces, or more.
+    Frame { expected: usize, got: usize },
+    /// The CRC does not match.
+    Checksum { expected: u16, got: u16 },
+    /// The payload is longer than [`MAX_PAYLOAD`].
+    TooLong { len: usize },
+    /// What the accelerator answers this frame with.
+    Refused(ErrorCode),
+    /// A response payload that is not what the command returns.
+    Field,
+    /// The output buffer is too small.
+    Buffer { needed: usize },
+}
+
+impl core::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            ProtocolError::Sync { got } => {
+                write!(f, "frame starts with {got:#04x}, not a sync byte")
+            }
+            ProtocolError::Frame { expected, got } => {
+                write!(f, "frame of {got} bytes, its header announces {expected}")
+            }
+            ProtocolError::Checksum { expected, got } => {
+                write!(f, "checksum {got:#06x} does not match the frame's {expected:#06x}")
+            }
+            ProtocolError::TooLong { len } => {
+                write!(f, "payload of {len} bytes exceeds {MAX_PAYLOAD}")
+            }
+            ProtocolError::Refused(code) => write!(f, "refused: {code:?}"),
+            ProtocolError::Field => write!(f, "malformed response payload"),
+            ProtocolError::Buffer { needed } => write!(f, "output buffer needs {needed} bytes"),
+        }
+    }
+}
+
+/// One byte into a CRC-16/CCITT-FALSE (the hardware computes exactly this per byte).
+#[inline]
+pub const fn crc16_update(crc: u16, byte: u8) -> u16 {
+    let mut crc = crc ^ (byte as u16) << 8;
+    let mut i = 0;
+    while i < 8 {
+        crc = if crc & 0x8000 != 0 { crc << 1 ^ 0x1021 } else { crc << 1 };
+        i += 1;
+    }
+    crc
+}
+
+/// CRC-16/CCITT-FALSE of `bytes` (check value of "123456789": 0x29B1).
+pub const fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc = 0xFFFF;
+    let mut i = 0;
+    while i < bytes.len() {
+        crc = crc16_update(crc, bytes[i]);
+        i += 1;
+    }
+    crc
+}
+
+/// Writes one frame; returns its length.
+fn frame(sync: u8, kind: u8, parts: &[&[u8]], out: &mut [u8]) -> Result<usize, ProtocolError> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > MAX_PAYLOAD {
+        return Err(ProtocolError::TooLong { len });
+    }
+    let total = HEADER_BYTES + len + CRC_BYTES;
+    if out.len() < total {
+        return Err(ProtocolError::Buffer { needed: total });
+    }
+    out[0] = sync;
+    out[1] = kind;
+    out[2..4].copy_from_slice(&(len as u16).to_le_bytes());
+    let mut at = HEADER_BYTES;
+    for p in parts {
+        out[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
+    let crc = crc16(&out[1..at]);
+    out[at..at + 2].copy_from_slice(&crc.to_be_bytes());
+    Ok(total)
+}
+
+/// Checks sync, length and CRC; returns the kind byte and the payload.
+fn unframe(sync: u8, bytes: &[u8]) -> Result<(u8, &[u8]), ProtocolError> {
+    let Some(&first) = bytes.first() else {
+        return Err(ProtocolError::Frame { expected: HEADER_BYTES + CRC_BYTES, got: 0 });
+    };
+    if first != sync {
+        return Err(ProtocolError::Sync { got: first });
+    }
+    if bytes.len() < HEADER_BYTES + CRC_BYTES {
+        return Err(ProtocolError::Frame { expected: HEADER_BYTES + CRC_BYTES, got: bytes.len() });
+    }
+    let len = u16::from_le_bytes([bytes[2], bytes[3]]) as usize;
+    let expected = frame_len(len);
+    if bytes.len() != expected {
+        return Err(ProtocolError::Frame { expected, got: bytes.len() });
+    }
+    let body = &bytes[1..HEADER_BYTES + len];
+    let got = u16::from_be_bytes([bytes[HEADER_BYTES + len], bytes[HEADER_BYTES + len + 1]]);
+    let expected = crc16(body);
+    if got != expected {
+        return Err(ProtocolError::Checksum { expected, got });
+    }
+    if len > MAX_PAYLOAD {
+        return Err(ProtocolError::TooLong { len });
+    }
+    Ok((bytes[1], &bytes[HEADER_BYTES..HEADER_BYTES + len]))
+}
+
+/// Bytes of a whole frame whose header announces `payload_len`: what a receiver reads after the
+/// four header bytes is `frame_len(len) - HEADER_BYTES`.
+pub const fn frame_len(payload_len: usize) -> usize {
+    HEADER_BYTES + payload_len + CRC_BYTES
+}
+
+/// Encodes a request into `out`; returns the frame length.
+pub fn encode_request(req: &Request<'_>, out: &mut [u8]) -> Result<usize, ProtocolError> {
+    let cmd = req.command() as u8;
+    match *req {
+        Request::WriteInstructions(words) => {
+            if words.is_empty() || words.len() % 16 != 0 || words.len() > 16 * MAX_WORDS {
+                return Err(ProtocolError::Refused(ErrorCode::Length));
+            }
+            frame(REQUEST_SYNC, cmd, &[words], out)
+        }
+        Request::WriteMemory { region, addr, data } => {
+            if data.is_empty() || data.len() > MAX_DATA {
+                return Err(ProtocolError::Refused(ErrorCode::Length));
+            }
+            frame(REQUEST_SYNC, cmd, &[&[region_code(region)], &addr.to_le_bytes(), data], out)
+        }
+        Request::ReadMemory { region, addr, len } => {
+            if len == 0 || len as usize > MAX_DATA {
+                return Err(ProtocolError::Refused(ErrorCode::Length));
+            }
+            let head = [region_code(region)];
+            frame(REQUEST_SYNC, cmd, &[&head, &addr.to_le_bytes(), &len.to_le_bytes()], out)
+        }
+        Request::ReadStatus | Request::Run | Request::Reset => frame(REQUEST_SYNC, cmd, &[], out),
+    }
+}
+
+/// Parses one whole request frame. Every error but [`ProtocolError::Sync`] and a short frame is
+/// what the accelerator answers with ([`parse_error_code`]).
+pub fn parse_request(bytes: &[u8]) -> Result<Request<'_>, ProtocolError> {
+    let (kind, payload) = unframe(REQUEST_SYNC, bytes)?;
+    let refuse = |code| Err(ProtocolError::Refused(code));
+    let Some(cmd) = Command::from_code(kind) else {
+        return refuse(ErrorCode::Command);
+    };
+    let addr = |p: &[u8]| u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
+    match cmd {
+        Command::WriteInstructions => {
+            if payload.is_empty() || payload.len() % 16 != 0 || payload.len() > 16 * MAX_WORDS {
+                return refuse(ErrorCode::Length);
+            }
+            Ok(Request::WriteInstructions(payload))
+        }
+        Command::WriteMemory => {
+            if payload.len() < 6 || payload.len() > 5 + MAX_DATA {
+                return refuse(ErrorCode::Length);
+            }
+            let Some(region) = region_from_code(payload[0]) else {
+                return refuse(ErrorCode::Region);
+            };
+            Ok(Request::WriteMemory { region, addr: addr(payload), data: &payload[5..] })
+        }
+        Command::ReadMemory => {
+            if payload.len() != 7 {
+                return refuse(ErrorCode::Length);
+            }
+            let len = u16::from_le_bytes([payload[5], payload[6]]);
+            if len == 0 || len as usize > MAX_DATA {
+                return refuse(ErrorCode::Length);
+            }
+            let Some(region) = region_from_code(payload[0]) else {
+                return refuse(ErrorCode::Region);
+            };
+            Ok(Request::ReadMemory { region, addr: addr(payload), len })
+        }
+        Command::ReadStatus | Command::Run | Command::Reset => {
+            if !payload.is_empty() {
+                return refuse(ErrorCode::Length);
+            }
+            Ok(match cmd {
+                Command::ReadStatus => Request::ReadStatus,
+                Command::Run => Request::Run,
+                _ => Request::Reset,
+            })
+        }
+    }
+}
+
+/// The response code the accelerator sends for a frame `parse_request` rejected; `None` for a
+/// frame it cannot answer (no sync byte: it keeps hunting for one).
+pub fn parse_error_code(e: &ProtocolError) -> Option<ErrorCode> {
+    match *e {
+        ProtocolError::Refused(code) => Some(code),
+        ProtocolError::Checksum { .. } => Some(ErrorCode::Checksum),
+        ProtocolError::TooLong { .. } | ProtocolError::Frame { .. } => Some(ErrorCode::Length),
+        _ => None,
+    }
+}
+
+/// Encodes a response: OK with a payload, or an error code with none.
+pub fn encode_response(resp: &Response<'_>, out: &mut [u8]) -> Result<usize, ProtocolError> {
+    match *resp {
+        Response::Ok(payload) => frame(RESPONSE_SYNC, 0, &[payload], out),
+        Response::Err(code) => frame(RESPONSE_SYNC, code as u8, &[], out),
+    }
+}
+
+/// Parses one whole response frame.
+pub fn parse_response(bytes: &[u8]) -> Result<Response<'_>, ProtocolError> {
+    let (kind, payload) = unframe(RESPONSE_SYNC, bytes)?;
+    match kind {
+        0 => Ok(Response::Ok(payload)),
+        code => match ErrorCode::from_code(code) {
+            Some(e) if payload.is_empty() => Ok(Response::Err(e)),
+            _ => Err(ProtocolError::Field),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requests<'a>(words: &'a [u8], data: &'a [u8]) -> [Request<'a>; 8] {
+        [
+            Request::WriteInstructions(&words[..16]),
+            Request::WriteInstructions(words),
+            Request::WriteMemory { region: Region::Dram, addr: 0x0102_0304, data: &data[..1] },
+            Request::WriteMemory { region: Region::Acc, addr: 8, data },
+            Request::ReadMemory { region: Region::Spad, addr: 2, len: 256 },
+            Request::ReadStatus,
+            Request::Run,
+            Request::Reset,
+        ]
+    }
+
+    fn sample() -> ([u8; 16 * MAX_WORDS], [u8; MAX_DATA]) {
+        let mut words = [0u8; 16 * MAX_WORDS];
+        let mut data = [0u8; MAX_DATA];
+        for (i, b) in words.iter_mut().enumerate() {
+            *b = (i * 7 + 3) as u8;
+        }
+        for (i, b) in data.iter_mut().enumerate() {
+            *b = (i * 13 + 1) as u8;
+        }
+        (words, data)
+    }
+
+    #[test]
+    fn crc_check_value() {
+        assert_eq!(crc16(b"123456789"), 0x29B1);
+        assert_eq!(crc16(b""), 0xFFFF);
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        let (words, data) = sample();
+        let mut buf = [0u8; MAX_FRAME];
+        for req in requests(&words, &data) {
+            let n = encode_request(&req, &mut buf).unwrap();
+            assert_eq!(parse_request(&buf[..n]), Ok(req));
+        }
+    }
+
+    #[test]
+    fn responses_round_trip() {
+        let mut buf = [0u8; MAX_FRAME];
+        let status = Status {
+            busy: true,
+            done: false,
+            fault: Some(FaultCode::Range),
+            fifo_free: 300,
+            cycles: 0x0123_4567_89AB,
+        };
+        let bytes = status.to_bytes();
+        let n = encode_response(&Response::Ok(&bytes), &mut buf).unwrap();
+        let Ok(Response::Ok(p)) = parse_response(&buf[..n]) else { panic!("not ok") };
+        assert_eq!(Status::from_bytes(p), Ok(status));
+        for code in ErrorCode::ALL {
+            let n = encode_response(&Response::Err(code), &mut buf).unwrap();
+            assert_eq!(parse_response(&buf[..n]), Ok(Response::Err(code)));
+        }
+    }
+
+    /// Every single corrupted byte, every truncation and every extension of every sample frame
+    /// is rejected.
+    #[test]
+    fn every_corruption_is_rejected() {
+        let (words, data) = sample();
+        let mut buf = [0u8; MAX_FRAME + 1];
+        for req in requests(&words, &data) {
+            let n = encode_request(&req, &mut buf).unwrap();
+            for at in 0..n {
+                for flip in 1..=255u8 {
+                    buf[at] ^= flip;
+                    assert!(parse_request(&buf[..n]).is_err(), "byte {at} ^ {flip:#x} accepted");
+                    buf[at] ^= flip;
+                }
+            }
+            for cut in 0..n {
+                assert!(parse_request(&buf[..cut]).is_err(), "{cut} of {n} bytes accepted");
+            }
+            assert!(parse_request(&buf[..n + 1]).is_err());
+            assert_eq!(parse_request(&buf[..n]), Ok(req));
+        }
+    }
+
+    #[test]
+    fn bad_fields_are_refused_with_their_code() {
+        let mut buf = [0u8; MAX_FRAME];
+        let n = frame(REQUEST_SYNC, 9, &[], &mut buf).unwrap();
+        let e = parse_request(&buf[..n]).unwrap_err();
+        assert_eq!(parse_error_code(&e), Some(ErrorCode::Command));
+        let n = frame(REQUEST_SYNC, 3, &[&[7, 0, 0, 0, 0, 1, 0]], &mut buf).unwrap();
+        assert_eq!(parse_request(&buf[..n]), Err(ProtocolError::Refused(ErrorCode::Region)));
+        let n = frame(REQUEST_SYNC, 1, &[&[0; 15]], &mut buf).unwrap();
+        assert_eq!(parse_request(&buf[..n]), Err(ProtocolError::Refused(ErrorCode::Length)));
+        let n = frame(REQUEST_SYNC, 4, &[&[0]], &mut buf).unwrap();
+        assert_eq!(parse_request(&buf[..n]), Err(ProtocolError::Refused(ErrorCode::Length)));
+        let n = frame(REQUEST_SYNC, 3, &[&[0, 0, 0, 0, 0, 0, 0]], &mut buf).unwrap();
+        assert_eq!(parse_request(&buf[..n]), Err(ProtocolError::Refused(ErrorCode::Length)));
+        buf[n - 1] ^= 1;
+        assert_eq!(
+            parse_error_code(&parse_request(&buf[..n]).unwrap_err()),
+            Some(ErrorCode::Checksum)
+        );
+        assert!(encode_request(&Request::WriteInstructions(&[]), &mut buf).is_err());
+        assert!(Status::from_bytes(&[8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+    }
+}

@@ -1,0 +1,153 @@
+//! The host link: a machine reached through protocol frames equals the golden machines, and link
+//! faults are retried or reported, never turned into wrong results.
+
+use systole_core::link::emulator::Emulator;
+use systole_core::link::{LinkFault, LinkMachine, Transport, TransportError};
+use systole_core::machine::{golden, run_gemm, GoldenKind};
+use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
+use systole_core::{ArrayConfig, Dtype, Machine, MachineError};
+use systole_tests::{assert_bit_identical, SplitMix};
+
+/// What happens to one exchange.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    None,
+    /// Flip a bit of the request in flight (the device sees a bad checksum).
+    CorruptRequest(usize),
+    /// The response never arrives.
+    DropResponse,
+    /// Flip a bit of the response in flight.
+    CorruptResponse(usize),
+    /// Lose one byte of the response.
+    TruncateResponse,
+    /// The device is reset (its program and status are gone) before it answers.
+    ResetDevice,
+}
+
+/// A transport that injects `faults[i]` into exchange `i`.
+struct Faulty {
+    device: Emulator,
+    faults: Vec<Fault>,
+    exchanges: usize,
+    reset_seen: bool,
+}
+
+impl Transport for Faulty {
+    fn exchange(&mut self, request: &[u8], response: &mut [u8]) -> Result<usize, TransportError> {
+        let fault = self.faults.get(self.exchanges).copied().unwrap_or(Fault::None);
+        self.exchanges += 1;
+        let mut req = request.to_vec();
+        if let Fault::CorruptRequest(at) = fault {
+            let i = 1 + at % (req.len() - 1); // keep the sync byte: the device must answer
+            req[i] ^= 0x10;
+        }
+        if fault == Fault::ResetDevice {
+            let mut reset = [0u8; 16];
+            let n = systole_core::protocol::encode_request(&systole_core::protocol::Request::Reset, &mut reset).unwrap();
+            self.device.serve(&reset[..n]);
+            self.reset_seen = true;
+        }
+        let mut n = self.device.exchange(&req, response)?;
+        match fault {
+            Fault::DropResponse => return Err(TransportError::Timeout),
+            Fault::CorruptResponse(at) => response[at % n] ^= 0x04,
+            Fault::TruncateResponse => n -= 1,
+            _ => {}
+        }
+        Ok(n)
+    }
+    fn was_reset(&mut self) -> bool {
+        std::mem::take(&mut self.reset_seen)
+    }
+}
+
+fn gemm_case(config: ArrayConfig, shape: GemmShape) -> (GemmPlan, usize, Vec<u8>, Vec<u8>) {
+    let (layout, dram) = GemmLayout::packed(&config, &shape).unwrap();
+    let plan = GemmPlan::new(&config, shape, layout).unwrap();
+    let mut rng = SplitMix(42);
+    let a = rng.matrix((shape.m * shape.k) as usize, config.dtype);
+    let b = rng.matrix((shape.k * shape.n) as usize, config.dtype);
+    (plan, dram, a, b)
+}
+
+fn linked(config: ArrayConfig, dram: usize, faults: Vec<Fault>) -> LinkMachine<Faulty> {
+    let device = Emulator::new(golden(GoldenKind::Cycle, config, dram).unwrap());
+    LinkMachine::new(Faulty { device, faults, exchanges: 0, reset_seen: false }, config, dram)
+}
+
+#[test]
+fn a_gemm_over_the_link_equals_the_cycle_machine() {
+    for dtype in [Dtype::Int8, Dtype::Bf16] {
+        let config = ArrayConfig::new(4, 4, dtype);
+        // 300 x 40 x 70 INT8: 22 KB of DRAM traffic in 256-byte packets, and a program much
+        // longer than the 64-word FIFO, streamed while it runs.
+        let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 300, k: 40, n: 70 });
+        let mut reference = golden(GoldenKind::Cycle, config, dram).unwrap();
+        let (want, want_stats) = run_gemm(reference.as_mut(), &plan, &a, &b).unwrap();
+        let mut link = linked(config, dram, vec![]);
+        let (got, stats) = run_gemm(&mut link, &plan, &a, &b).unwrap();
+        assert!(plan.instruction_count() > 64);
+        assert_bit_identical("link vs cycle", &want, &got, 70);
+        assert_eq!(stats.cycles, want_stats.cycles, "cycle counter read back");
+        assert_eq!(stats.macs, want_stats.macs);
+        assert_eq!(link.retries, 0);
+    }
+}
+
+#[test]
+fn corrupted_and_lost_frames_are_retried_and_the_result_stays_exact() {
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 20, k: 9, n: 7 });
+    let mut reference = golden(GoldenKind::Cycle, config, dram).unwrap();
+    let (want, _) = run_gemm(reference.as_mut(), &plan, &a, &b).unwrap();
+    // Exchange 0 writes A (one packet), 1 writes B, 2 resets, 3 reads the status, 4.. upload.
+    let faults = vec![
+        Fault::CorruptRequest(7),
+        Fault::DropResponse,
+        Fault::None,
+        Fault::None,
+        Fault::CorruptResponse(3),
+        Fault::CorruptRequest(20),
+    ];
+    let mut link = linked(config, dram, faults);
+    let (got, _) = run_gemm(&mut link, &plan, &a, &b).unwrap();
+    assert_bit_identical("faulty link vs cycle", &want, &got, 7);
+    assert!(link.retries >= 3, "{} retries", link.retries);
+}
+
+#[test]
+fn a_lost_answer_to_an_upload_is_reported_not_guessed() {
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 5, k: 5, n: 5 });
+    // 0: write A, 1: write B, 2: reset, 3: status, 4: the first upload's answer is lost.
+    let mut link = linked(config, dram, vec![Fault::None, Fault::None, Fault::None, Fault::None, Fault::TruncateResponse]);
+    let err = run_gemm(&mut link, &plan, &a, &b).unwrap_err();
+    assert_eq!(err, MachineError::Link(LinkFault::Unknown { command: "write_instructions" }), "{err}");
+    // The device resynchronises: the next run on the same link is exact.
+    let mut reference = golden(GoldenKind::Cycle, config, dram).unwrap();
+    let (want, _) = run_gemm(reference.as_mut(), &plan, &a, &b).unwrap();
+    let (got, _) = run_gemm(&mut link, &plan, &a, &b).unwrap();
+    assert_bit_identical("after resync", &want, &got, 5);
+}
+
+#[test]
+fn a_reset_in_the_middle_of_a_run_is_an_error() {
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 200, k: 40, n: 40 });
+    let mut faults = vec![Fault::None; 200];
+    faults[60] = Fault::ResetDevice;
+    let mut link = linked(config, dram, faults);
+    let err = run_gemm(&mut link, &plan, &a, &b).unwrap_err();
+    assert!(
+        matches!(err, MachineError::Link(LinkFault::Reset) | MachineError::Link(LinkFault::Refused(_))),
+        "{err}"
+    );
+}
+
+#[test]
+fn out_of_range_host_accesses_are_refused_locally() {
+    let config = ArrayConfig::new(2, 2, Dtype::Int8);
+    let mut link = linked(config, 64, vec![]);
+    let err = link.write(systole_core::Region::Dram, 60, &[0; 8]).unwrap_err();
+    assert!(matches!(err, MachineError::OutOfRange { size: 64, .. }), "{err}");
+}
