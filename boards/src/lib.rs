@@ -15,6 +15,7 @@ pub mod flow;
 pub mod nextpnr;
 pub mod pack;
 pub mod report;
+pub mod serial;
 pub mod tool;
 pub mod yosys;
 

@@ -197,13 +197,32 @@ impl<T: Transport> LinkMachine<T> {
             program.iter().position(|i| *i == Instruction::Halt).map_or(program.len(), |h| h + 1);
         let program = &program[..end];
         self.transport.was_reset();
-        self.reset()?;
-        let mut free = self.status()?.fifo_free;
-        // Fill the FIFO before starting, then keep it topped up while the program runs.
-        let mut sent = 0;
-        while sent < program.len() && free > 0 {
-            sent += self.upload(&program[sent..], &mut free)?;
-        }
+        // Fill the FIFO before starting, then keep it topped up while the program runs. Before
+        // `Run` nothing has executed, so an upload whose answer was lost is recovered by
+        // resetting (which empties the FIFO) and uploading again.
+        let mut attempt = 0;
+        let mut sent = loop {
+            self.reset()?;
+            let mut free = self.status()?.fifo_free;
+            let mut sent = 0;
+            let filled = loop {
+                if sent == program.len() || free == 0 {
+                    break Ok(());
+                }
+                match self.upload(&program[sent..], &mut free) {
+                    Ok(n) => sent += n,
+                    Err(e) => break Err(e),
+                }
+            };
+            match filled {
+                Ok(()) => break sent,
+                Err(LinkFault::Unknown { .. }) if attempt + 1 < RETRIES => {
+                    attempt += 1;
+                    self.retries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         self.call(&Request::Run, &mut [])?;
         for _ in 0..self.max_polls {
             if self.transport.was_reset() {
@@ -221,7 +240,7 @@ impl<T: Transport> LinkMachine<T> {
                     array_cycles: None,
                 });
             }
-            free = status.fifo_free;
+            let mut free = status.fifo_free;
             while sent < program.len() && free > 0 {
                 sent += self.upload(&program[sent..], &mut free)?;
             }
@@ -490,5 +509,62 @@ pub mod emulator {
             response[..n].copy_from_slice(&r[..n]);
             Ok(n)
         }
+    }
+}
+
+/// A byte stream to the accelerator: a UART, a serial port, a simulated pin-level link.
+pub trait ByteStream {
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), TransportError>;
+    /// The next byte, or [`TransportError::Timeout`] when none comes in the stream's time limit.
+    fn read_byte(&mut self) -> Result<u8, TransportError>;
+    /// Discards whatever is waiting to be read (after a fault, to resynchronise).
+    fn discard_input(&mut self) {}
+    /// See [`Transport::was_reset`].
+    fn was_reset(&mut self) -> bool {
+        false
+    }
+}
+
+/// Frames over a byte stream: sends a request, then hunts for the response's sync byte (skipping
+/// at most one frame's worth of noise), reads its header and exactly the bytes it announces.
+pub struct Framed<S: ByteStream> {
+    pub stream: S,
+}
+
+impl<S: ByteStream> Transport for Framed<S> {
+    fn exchange(&mut self, request: &[u8], response: &mut [u8]) -> Result<usize, TransportError> {
+        use crate::protocol::{frame_len, HEADER_BYTES, MAX_PAYLOAD, RESPONSE_SYNC};
+        // Request and response alternate: anything waiting now is the tail of an earlier fault.
+        self.stream.discard_input();
+        self.stream.write_all(request)?;
+        let mut skipped = 0;
+        loop {
+            let b = self.stream.read_byte()?;
+            if b == RESPONSE_SYNC {
+                break;
+            }
+            skipped += 1;
+            if skipped > MAX_FRAME {
+                return Err(TransportError::Timeout);
+            }
+        }
+        response[0] = RESPONSE_SYNC;
+        for slot in response.iter_mut().take(HEADER_BYTES).skip(1) {
+            *slot = self.stream.read_byte()?;
+        }
+        let len = u16::from_le_bytes([response[2], response[3]]) as usize;
+        if len > MAX_PAYLOAD {
+            // A corrupted length: drop the rest and let the caller retry.
+            self.stream.discard_input();
+            return Ok(HEADER_BYTES);
+        }
+        let total = frame_len(len);
+        for slot in response.iter_mut().take(total).skip(HEADER_BYTES) {
+            *slot = self.stream.read_byte()?;
+        }
+        Ok(total)
+    }
+    fn was_reset(&mut self) -> bool {
+        self.stream.was_reset()
     }
 }
