@@ -98,6 +98,9 @@ pub struct LinkMachine<T: Transport> {
     response: [u8; MAX_FRAME],
     /// Retries spent on link faults so far (for tests and logs).
     pub retries: u32,
+    /// A run failed part-way: the device may still be running it, so the next access resets
+    /// it first (memories keep their contents; the FIFO and status are cleared).
+    resync: bool,
 }
 
 fn words_of(ins: &Instruction) -> [u8; 16] {
@@ -117,6 +120,7 @@ impl<T: Transport> LinkMachine<T> {
             request: [0; MAX_FRAME],
             response: [0; MAX_FRAME],
             retries: 0,
+            resync: false,
         }
     }
 
@@ -161,6 +165,15 @@ impl<T: Transport> LinkMachine<T> {
             }
         }
         Err(last)
+    }
+
+    /// Resets the device if a run failed part-way (see `resync`).
+    fn resynchronise(&mut self) -> Result<(), MachineError> {
+        if self.resync {
+            self.reset().map_err(MachineError::Link)?;
+            self.resync = false;
+        }
+        Ok(())
     }
 
     /// The status register.
@@ -281,6 +294,7 @@ impl<T: Transport> Machine for LinkMachine<T> {
 
     fn write(&mut self, region: Region, offset: usize, bytes: &[u8]) -> Result<(), MachineError> {
         check_range(self, region, offset, bytes.len())?;
+        self.resynchronise()?;
         for (i, chunk) in bytes.chunks(MAX_DATA).enumerate() {
             let addr = (offset + i * MAX_DATA) as u32;
             self.call(&Request::WriteMemory { region, addr, data: chunk }, &mut [])
@@ -291,6 +305,7 @@ impl<T: Transport> Machine for LinkMachine<T> {
 
     fn read(&mut self, region: Region, offset: usize, out: &mut [u8]) -> Result<(), MachineError> {
         check_range(self, region, offset, out.len())?;
+        self.resynchronise()?;
         for (i, chunk) in out.chunks_mut(MAX_DATA).enumerate() {
             let addr = (offset + i * MAX_DATA) as u32;
             let len = chunk.len() as u16;
@@ -309,7 +324,9 @@ impl<T: Transport> Machine for LinkMachine<T> {
         // A valid program can fault only by swapping in weights nobody loaded; the timing model
         // says which instruction, as the golden machines do.
         let expected = crate::timing::program_cycles(&self.config, program).err();
-        match (self.run_linked(program), expected) {
+        let result = self.run_linked(program);
+        self.resync = result.is_err();
+        match (result, expected) {
             (Ok(stats), None) => Ok(stats),
             (Err(LinkFault::Fault(FaultCode::NoWeightsLoaded)), Some((index, kind))) => {
                 Err(MachineError::Exec { index, kind })

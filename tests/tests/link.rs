@@ -116,18 +116,36 @@ fn corrupted_and_lost_frames_are_retried_and_the_result_stays_exact() {
 }
 
 #[test]
-fn a_lost_answer_to_an_upload_is_reported_not_guessed() {
+fn a_lost_answer_to_an_upload_before_run_is_recovered() {
     let config = ArrayConfig::new(4, 4, Dtype::Int8);
     let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 5, k: 5, n: 5 });
-    // 0: write A, 1: write B, 2: reset, 3: status, 4: the first upload's answer is lost.
-    let mut link = linked(config, dram, vec![Fault::None, Fault::None, Fault::None, Fault::None, Fault::TruncateResponse]);
+    // 0: write A, 1: write B, 2: reset, 3: status, 4: the first upload's answer is lost. Nothing
+    // has run yet, so the client resets (emptying the FIFO) and uploads again.
+    let faults = vec![Fault::None, Fault::None, Fault::None, Fault::None, Fault::TruncateResponse];
+    let mut link = linked(config, dram, faults);
+    let mut reference = golden(GoldenKind::Cycle, config, dram).unwrap();
+    let (want, _) = run_gemm(reference.as_mut(), &plan, &a, &b).unwrap();
+    let (got, _) = run_gemm(&mut link, &plan, &a, &b).unwrap();
+    assert_bit_identical("recovered upload", &want, &got, 5);
+    assert_eq!(link.retries, 1);
+}
+
+#[test]
+fn a_lost_answer_to_an_upload_while_running_is_reported_not_guessed() {
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 300, k: 40, n: 70 });
+    // 47 packets of A and 11 of B (0..=57), reset (58), status (59), four uploads fill the
+    // FIFO (60..=63), run (64), a status poll (65), then an upload while running (66).
+    let mut faults = vec![Fault::None; 66];
+    faults.push(Fault::TruncateResponse);
+    let mut link = linked(config, dram, faults);
     let err = run_gemm(&mut link, &plan, &a, &b).unwrap_err();
     assert_eq!(err, MachineError::Link(LinkFault::Unknown { command: "write_instructions" }), "{err}");
     // The device resynchronises: the next run on the same link is exact.
     let mut reference = golden(GoldenKind::Cycle, config, dram).unwrap();
     let (want, _) = run_gemm(reference.as_mut(), &plan, &a, &b).unwrap();
     let (got, _) = run_gemm(&mut link, &plan, &a, &b).unwrap();
-    assert_bit_identical("after resync", &want, &got, 5);
+    assert_bit_identical("after resync", &want, &got, 70);
 }
 
 #[test]
