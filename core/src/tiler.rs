@@ -24,6 +24,7 @@
 use crate::config::{ArrayConfig, ConfigError, Dataflow};
 use crate::isa::{Instruction, VectorOp};
 use crate::numerics::Requant;
+use crate::timing::load_row_cycles;
 
 /// Largest value of a 24-bit stride field.
 const MAX_STRIDE: u32 = (1 << 24) - 1;
@@ -547,7 +548,8 @@ impl GemmPlan {
     /// and `G = ceil(KT / g)` groups:
     ///
     /// ```text
-    /// NT * ( K + KT*mb              loads: every B row and A chunk row, one per cycle
+    /// NT * ( K + KT*mb              loads: every B row and A chunk row, one per cycle (a
+    ///                               strided gather row costs one per element instead)
     ///        + G*(R + D)            per group: the exposed first weight load, the last matmul
     ///        + (KT - G)*max(D, R+1) other matmuls, each weight load hidden behind the last one
     ///        + E(mb) )              epilogue: one cycle per row of each of its instructions
@@ -563,30 +565,47 @@ impl GemmPlan {
     /// [`cycles`](Self::cycles) without the `Halt`: what [`emit_body`](Self::emit_body) costs
     /// when it starts with every unit idle.
     pub fn body_cycles(&self) -> u64 {
-        let GemmShape { k, n, .. } = self.shape;
+        let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
-        let (k, nt) = (k as u64, ceil_div(n as u64, c));
-        let per_block = |mb: u64| -> u64 {
+        let k = k as u64;
+        let (a, b) = (self.layout.a, self.layout.b);
+        // Cycles to load one row of `len` elements from a view whose elements are `stride` apart.
+        let row = |len: u64, stride: u32| load_row_cycles(len as u16, stride);
+        // One output block of `mb` rows and `nj` columns, from its first load to its epilogue.
+        let block = |mb: u64, nj: u64| -> u64 {
             let (epilogue, _) = self.epilogue.cost(mb);
             match self.config.dataflow {
                 Dataflow::WeightStationary => {
                     let kt = ceil_div(k, r);
                     let groups = ceil_div(kt, self.group as u64);
                     let d = mb + r + c - 1;
-                    k + kt * mb + groups * (r + d) + (kt - groups) * d.max(r + 1) + epilogue
+                    // A chunk rows are k-tile wide: R, and the remainder for the last one.
+                    let (full, rest) = (k / r, k % r);
+                    let a_rows = mb
+                        * (full * row(r, a.col_stride)
+                            + if rest > 0 { row(rest, a.col_stride) } else { 0 });
+                    let b_rows = k * row(nj, b.col_stride);
+                    b_rows + a_rows + groups * (r + d) + (kt - groups) * d.max(r + 1) + epilogue
                 }
                 Dataflow::OutputStationary => {
                     let kc = ceil_div(k, self.k_chunk as u64);
-                    3 * k + kc * (r + c - 2 + mb) + epilogue
+                    // A^T rows gather `mb` elements down a column of A; B rows are rows of B.
+                    k * (row(mb, a.row_stride) + row(nj, b.col_stride) + 1)
+                        + kc * (r + c - 2 + mb)
+                        + epilogue
                 }
             }
         };
-        let step = self.mb as u64;
-        let m = self.shape.m as u64;
-        let (full, rest) = (m / step, m % step);
-        let mut total = full * nt * per_block(step);
-        if rest > 0 {
-            total += nt * per_block(rest);
+        let split = |extent: u64, step: u64| {
+            [(extent / step, step), (u64::from(extent % step > 0), extent % step)]
+        };
+        let mut total = 0;
+        for (m_count, mb) in split(m as u64, self.mb as u64) {
+            for (n_count, nj) in split(n as u64, c) {
+                if m_count > 0 && n_count > 0 {
+                    total += m_count * n_count * block(mb, nj);
+                }
+            }
         }
         total
     }

@@ -7,12 +7,25 @@ use crate::config::ArrayConfig;
 use crate::isa::Instruction;
 use crate::machine::ExecErrorKind;
 
+/// Cycles `Load` spends on one row: one when its elements are contiguous in DRAM (or it has a
+/// single element, or repeats one), else one per element. A contiguous row is one wide read of
+/// byte-banked DRAM; a strided gather (a transposed operand) touches arbitrary banks.
+pub const fn load_row_cycles(len: u16, elem_stride: u32) -> u64 {
+    if elem_stride <= 1 || len == 1 {
+        1
+    } else {
+        len as u64
+    }
+}
+
 /// Cycles each unit stays busy for one instruction.
 pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
     let (r, c) = (config.rows as u64, config.cols as u64);
     match *ins {
-        Instruction::Load { rows, .. }
-        | Instruction::Store { rows, .. }
+        Instruction::Load { rows, len, elem_stride, .. } => {
+            rows as u64 * load_row_cycles(len, elem_stride)
+        }
+        Instruction::Store { rows, .. }
         | Instruction::Vector { rows, .. }
         | Instruction::CastBf16 { rows, .. }
         | Instruction::Requantize { rows, .. }

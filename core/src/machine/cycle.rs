@@ -6,8 +6,9 @@
 //! its units are free at the start of that cycle; the unit does its first cycle of work in the
 //! dispatch cycle. Three units:
 //!
-//! * the **sequencer** runs `Load`, `Store`, `Vector`, `CastBf16`, `Requantize` one row per
-//!   cycle (`rows` cycles) and `Sync` (1 cycle). It dispatches only when all three units are
+//! * the **sequencer** runs `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`,
+//!   `StoreSpad` one row per cycle (`rows` cycles; a strided `Load` gather takes `len` cycles
+//!   per row, see `timing::load_row_cycles`) and `Sync` (1 cycle). It dispatches only when all three units are
 //!   idle, and nothing dispatches while it is busy.
 //! * the **weight loader** runs `LoadWeights`: R cycles shifting tile rows down the shadow
 //!   registers, bottom row first. It dispatches when the sequencer and the loader are idle, so
@@ -41,8 +42,11 @@ use crate::numerics::Arith;
 
 struct SeqOp {
     ins: Instruction,
-    row: usize,
+    /// Cycles spent so far, and in all.
+    tau: usize,
     len: usize,
+    /// Cycles per row (`Load` gathers take one per element).
+    per_row: usize,
 }
 
 struct WeightLoad {
@@ -324,7 +328,14 @@ impl<A: Arith> Machine for CycleMachine<A> {
                         }
                         _ => {
                             if idle {
-                                seq = Some(SeqOp { ins, row: 0, len: seq_rows(&ins).max(1) });
+                                let per_row = match ins {
+                                    Instruction::Load { len, elem_stride, .. } => {
+                                        crate::timing::load_row_cycles(len, elem_stride) as usize
+                                    }
+                                    _ => 1,
+                                };
+                                let len = seq_rows(&ins).max(1) * per_row;
+                                seq = Some(SeqOp { ins, tau: 0, len, per_row });
                                 go = true;
                             }
                         }
@@ -337,11 +348,12 @@ impl<A: Arith> Machine for CycleMachine<A> {
             }
             // Every unit does one cycle of work.
             if let Some(op) = seq.as_mut() {
-                if !matches!(op.ins, Instruction::Sync) {
-                    self.mem.row_step::<A>(&op.ins, op.row);
+                // A row's effect lands in the last of its cycles.
+                op.tau += 1;
+                if op.tau % op.per_row == 0 && !matches!(op.ins, Instruction::Sync) {
+                    self.mem.row_step::<A>(&op.ins, op.tau / op.per_row - 1);
                 }
-                op.row += 1;
-                if op.row == op.len {
+                if op.tau == op.len {
                     seq = None;
                 }
             }
