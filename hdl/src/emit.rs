@@ -1,0 +1,291 @@
+//! Verilog for one [`ArrayConfig`]: generation, module de-duplication, and the manifest.
+//!
+//! rust-hdl writes one module per instance (`top$pes$17$mac$bf16$0$add`, ...), so an R x C array
+//! repeats every PE body R x C times. [`dedup_modules`] merges modules whose bodies are identical
+//! up to their names, deepest first (children are merged before the parents that instantiate
+//! them), and gives each survivor a readable name from its path; the top becomes
+//! [`TOP_MODULE`].
+
+use std::collections::{BTreeMap, HashMap};
+
+use rust_hdl::prelude::*;
+use serde::Serialize;
+use systole_core::{ArrayConfig, ConfigError, Dataflow};
+
+use crate::array::{ArrayOs, ArrayWs};
+
+/// Name of the emitted top module.
+pub const TOP_MODULE: &str = "systole_top";
+/// Most PEs `emit` builds: rust-hdl holds every instance in memory before de-duplication.
+pub const MAX_EMIT_PES: u64 = 64 * 64;
+
+/// Why a config cannot be emitted.
+#[derive(Debug, thiserror::Error)]
+pub enum EmitError {
+    #[error("invalid config: {0}")]
+    Config(ConfigError),
+    #[error("{rows} x {cols} = {pes} PEs: emission is limited to {MAX_EMIT_PES} PEs")]
+    TooLarge { rows: u16, cols: u16, pes: u64 },
+    #[error("generated Verilog has no module `{0}`")]
+    Malformed(String),
+}
+
+/// One port of the top module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Port {
+    pub name: String,
+    pub direction: &'static str,
+    pub bits: usize,
+}
+
+/// What `emit` produced.
+#[derive(Clone, Debug)]
+pub struct Emitted {
+    pub verilog: String,
+    pub ports: Vec<Port>,
+    /// Modules after de-duplication.
+    pub modules: usize,
+    /// Modules rust-hdl generated (one per instance).
+    pub instances: usize,
+}
+
+/// The array datapath of `config` as Verilog with top module [`TOP_MODULE`].
+pub fn emit(config: &ArrayConfig) -> Result<Emitted, EmitError> {
+    config.validate().map_err(EmitError::Config)?;
+    if config.pe_count() > MAX_EMIT_PES {
+        return Err(EmitError::TooLarge {
+            rows: config.rows,
+            cols: config.cols,
+            pes: config.pe_count(),
+        });
+    }
+    let raw = match config.dataflow {
+        Dataflow::WeightStationary => {
+            let mut top = ArrayWs::new(config);
+            top.connect_all();
+            generate_verilog(&top)
+        }
+        Dataflow::OutputStationary => {
+            let mut top = ArrayOs::new(config);
+            top.connect_all();
+            generate_verilog(&top)
+        }
+    };
+    let instances = split_modules(&raw).len();
+    let verilog = c_identifier_ports(&dedup_modules(&raw, "top", TOP_MODULE)?);
+    let modules = split_modules(&verilog).len();
+    let ports = top_ports(&verilog);
+    Ok(Emitted { verilog, ports, modules, instances })
+}
+
+/// `(name, text)` of every module, in order.
+fn split_modules(verilog: &str) -> Vec<(String, String)> {
+    let mut out = vec![];
+    let mut current: Option<(String, String)> = None;
+    for line in verilog.lines() {
+        if let Some(rest) = line.strip_prefix("module ") {
+            let name = rest.split('(').next().unwrap_or("").trim().to_string();
+            current = Some((name, String::new()));
+        }
+        if let Some((_, text)) = current.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+        if line.starts_with("endmodule") {
+            if let Some(m) = current.take() {
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
+/// The module type instantiated on this line (`    <type> <instance>(`), if any.
+fn instance_type(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    if !line.starts_with("    ") || !t.ends_with('(') {
+        return None;
+    }
+    let mut words = t.split_whitespace();
+    let ty = words.next()?;
+    let inst = words.next()?;
+    (words.next().is_none() && inst.ends_with('(') && !ty.starts_with('.')).then_some(ty)
+}
+
+/// A module's text with its own name and its children's names replaced (by `rename`).
+fn canonical(name: &str, text: &str, rename: &HashMap<String, String>, as_name: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if let Some(ty) = instance_type(line) {
+            if let Some(new) = rename.get(ty) {
+                out.push_str(&line.replacen(ty, new, 1));
+                out.push('\n');
+                continue;
+            }
+        }
+        if line.starts_with("module ") || line.starts_with("endmodule") {
+            out.push_str(&line.replacen(name, as_name, 1));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A readable module name from an instance path: `top$pes$3$mac$bf16$0$add` -> `pes_mac_bf16_add`.
+fn readable(path: &str) -> String {
+    let parts: Vec<&str> =
+        path.split('$').skip(1).filter(|p| !p.chars().all(|c| c.is_ascii_digit())).collect();
+    if parts.is_empty() {
+        "module".into()
+    } else {
+        parts.join("_")
+    }
+}
+
+/// Merges modules whose bodies are identical up to their names; renames `top` to `new_top`.
+pub fn dedup_modules(verilog: &str, top: &str, new_top: &str) -> Result<String, EmitError> {
+    let modules = split_modules(verilog);
+    if !modules.iter().any(|(n, _)| n == top) {
+        return Err(EmitError::Malformed(top.into()));
+    }
+    let depth = |n: &str| n.matches('$').count();
+    let mut order: Vec<usize> = (0..modules.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(depth(&modules[i].0)));
+    let mut rename: HashMap<String, String> = HashMap::new();
+    let mut by_body: HashMap<String, String> = HashMap::new();
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kept: Vec<(usize, String)> = vec![];
+    for i in order {
+        let (name, text) = &modules[i];
+        let body = canonical(name, text, &rename, "@");
+        if let Some(rep) = by_body.get(&body) {
+            rename.insert(name.clone(), rep.clone());
+            continue;
+        }
+        let new_name = if name == top {
+            new_top.to_string()
+        } else {
+            let base = format!("{new_top}_{}", readable(name));
+            let n = used.entry(base.clone()).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                base
+            } else {
+                format!("{base}_{n}")
+            }
+        };
+        by_body.insert(body, new_name.clone());
+        rename.insert(name.clone(), new_name.clone());
+        kept.push((i, new_name));
+    }
+    // Parents first, as rust-hdl writes them.
+    kept.sort_by_key(|(i, _)| *i);
+    let mut out = String::new();
+    for (i, new_name) in kept {
+        let (name, text) = &modules[i];
+        out.push('\n');
+        out.push_str(&canonical(name, text, &rename, &new_name));
+    }
+    Ok(out)
+}
+
+/// Renames the top's ports `left$3` -> `left_3`, so that every port is a C identifier (the
+/// Verilated model exposes them to C++). Only the top module's text changes; tokens are matched
+/// whole, so `left$1` never touches `left$10`.
+fn c_identifier_ports(verilog: &str) -> String {
+    let modules = split_modules(verilog);
+    let Some((_, top_text)) = modules.iter().find(|(n, _)| n == TOP_MODULE) else {
+        return verilog.to_string();
+    };
+    let ports: std::collections::HashSet<String> = top_ports_of(top_text)
+        .into_iter()
+        .filter(|p| p.name.contains('$'))
+        .map(|p| p.name)
+        .collect();
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let mut renamed = String::with_capacity(top_text.len());
+    let mut token = String::new();
+    for ch in top_text.chars().chain(std::iter::once('\n')) {
+        if is_ident(ch) {
+            token.push(ch);
+            continue;
+        }
+        if ports.contains(&token) {
+            renamed.push_str(&token.replace('$', "_"));
+        } else {
+            renamed.push_str(&token);
+        }
+        token.clear();
+        renamed.push(ch);
+    }
+    renamed.pop();
+    verilog.replacen(top_text.as_str(), &renamed, 1)
+}
+
+/// The ports of the top module, from its declarations.
+fn top_ports(verilog: &str) -> Vec<Port> {
+    match split_modules(verilog).into_iter().find(|(n, _)| n == TOP_MODULE) {
+        Some((_, text)) => top_ports_of(&text),
+        None => vec![],
+    }
+}
+
+fn top_ports_of(text: &str) -> Vec<Port> {
+    let mut ports = vec![];
+    for line in text.lines() {
+        let t = line.trim();
+        let direction = if t.starts_with("input ") {
+            "input"
+        } else if t.starts_with("output ") {
+            "output"
+        } else {
+            continue;
+        };
+        let name = t.trim_end_matches(';').split_whitespace().last().unwrap_or("").to_string();
+        let bits = match (t.find('['), t.find(':')) {
+            (Some(a), Some(b)) if a < b => t[a + 1..b].trim().parse::<usize>().map_or(1, |h| h + 1),
+            _ => 1,
+        };
+        ports.push(Port { name, direction, bits });
+    }
+    ports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use systole_core::Dtype;
+
+    #[test]
+    fn dedup_keeps_one_body_per_kind() {
+        let cfg = ArrayConfig::new(3, 3, Dtype::Bf16);
+        let e = emit(&cfg).unwrap();
+        assert!(e.instances > 9 * 8, "{} instances", e.instances);
+        assert!(e.modules < 20, "{} modules after de-duplication", e.modules);
+        assert!(e.verilog.contains("module systole_top("));
+        assert!(!e.verilog.contains("module top"));
+        // Every instantiated type is defined.
+        let defined: Vec<String> = split_modules(&e.verilog).into_iter().map(|m| m.0).collect();
+        for line in e.verilog.lines() {
+            if let Some(ty) = instance_type(line) {
+                assert!(defined.iter().any(|d| d == ty), "undefined module {ty}");
+            }
+        }
+        yosys_validate("dedup", &e.verilog.replace("systole_top(", "top(")).unwrap();
+        assert_eq!(e.ports.iter().filter(|p| p.name.starts_with("left")).count(), 3);
+        assert!(e
+            .ports
+            .iter()
+            .any(|p| p.name == "out_2" && p.bits == 32 && p.direction == "output"));
+    }
+
+    #[test]
+    fn unbuildable_configs_are_refused() {
+        let bad = ArrayConfig::new(0, 4, Dtype::Int8);
+        assert!(matches!(emit(&bad), Err(EmitError::Config(_))));
+        let big = ArrayConfig::new(128, 128, Dtype::Int8);
+        assert!(matches!(emit(&big), Err(EmitError::TooLarge { .. })));
+    }
+}

@@ -1,0 +1,231 @@
+//! The emitted hardware as the open tools see it: every config of docs/HARDWARE.md's table is
+//! linted by Verilator (`-Wall`, every warning either fixed or one of the explained kinds below)
+//! and synthesised by Yosys. These tests need `verilator` and `yosys` on the PATH (scripts/check
+//! installs them) and fail, naming the missing tool, without them.
+
+use std::path::Path;
+use std::process::Command;
+
+use systole_core::{ArrayConfig, Dataflow, Dtype};
+use systole_hdl::{emit, TOP_MODULE};
+
+/// The configs docs/HARDWARE.md reports.
+const SIDES: [u16; 4] = [2, 4, 8, 16];
+
+fn tool(name: &str) -> Command {
+    let found = Command::new(name).arg("-V").output().is_ok();
+    assert!(
+        found,
+        "`{name}` is not installed: run `apt-get install -y verilator yosys` (scripts/check does)"
+    );
+    Command::new(name)
+}
+
+fn write_top(config: &ArrayConfig, dir: &Path) -> std::path::PathBuf {
+    let e = emit(config).unwrap_or_else(|err| panic!("{config:?}: {err}"));
+    let path = dir.join(format!("{TOP_MODULE}.v"));
+    std::fs::write(&path, e.verilog).expect("write Verilog");
+    path
+}
+
+/// Whether one Verilator warning is of a kind docs/HARDWARE.md explains:
+/// * UNUSEDSIGNAL on a PE output at the array's edge (`a_out`/`first_out` of the last column,
+///   `w_out`/`b_out` of the bottom row): the mesh has no neighbour there;
+/// * UNUSEDSIGNAL on `clock` of a zero-depth delay line (skew line 0, de-skew line C - 1);
+/// * UNUSEDSIGNAL on bits of `prod`/`mant` (the INT8 product's sign copies above bit 15, the
+///   bf16 product's empty top half, the f32 significand's hidden bit) and of `a`/`b` (an INT8
+///   operand is the low byte of a 16-bit element bus).
+fn explained(warning: &str) -> bool {
+    let Some(rest) = warning.strip_prefix("%Warning-UNUSEDSIGNAL:") else {
+        return false;
+    };
+    let name = rest.split("used: ").nth(1).unwrap_or("").trim();
+    let edge = ["a_out'", "w_out'", "b_out'", "first_out'"];
+    (rest.contains("Signal is not used: 'pes$") && edge.iter().any(|e| name.ends_with(e)))
+        || name == "'clock'"
+        || (rest.contains("Bits of signal are not used")
+            && ["'prod'", "'mant'", "'a'", "'b'"].iter().any(|s| name.starts_with(s)))
+}
+
+fn lint(config: &ArrayConfig) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let top = write_top(config, dir.path());
+    let out = tool("verilator")
+        .args([
+            "--lint-only",
+            "-Wall",
+            "-Wno-WIDTH",
+            "-Wno-DECLFILENAME",
+            "--top-module",
+            TOP_MODULE,
+        ])
+        .arg(&top)
+        .output()
+        .expect("run verilator");
+    let text = String::from_utf8_lossy(&out.stderr);
+    let unexplained: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("%Warning") || l.starts_with("%Error"))
+        .filter(|l| !explained(l) && !l.starts_with("%Error: Exiting due to"))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "{config:?}: unexplained Verilator output:\n{}",
+        unexplained.join("\n")
+    );
+}
+
+/// Yosys `synth` statistics of the whole top: (cells, flip-flops, memory bits), the command
+/// docs/HARDWARE.md's table was made with.
+fn synth(config: &ArrayConfig) -> (u64, u64, u64) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let top = write_top(config, dir.path());
+    let stat = dir.path().join("stat.txt");
+    let script = format!(
+        "read_verilog {}; synth -top {TOP_MODULE}; tee -q -o {} stat",
+        top.display(),
+        stat.display()
+    );
+    let out = tool("yosys").args(["-q", "-p", &script]).output().expect("run yosys");
+    assert!(
+        out.status.success(),
+        "{config:?}: yosys synth failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = std::fs::read_to_string(&stat).expect("yosys stat output");
+    // Synthesis keeps the (de-duplicated) hierarchy, which keeps 16 x 16 BF16 to seconds; the
+    // totals are in the "design hierarchy" section at the end.
+    let text = all.rsplit("=== design hierarchy ===").next().unwrap_or(&all);
+    let field = |key: &str| -> u64 {
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix(key))
+            .filter_map(|v| v.trim().parse().ok())
+            .next_back()
+            .unwrap_or(0)
+    };
+    let dffs: u64 = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("$_DFF") || l.trim_start().starts_with("$_SDFF"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    (field("Number of cells:"), dffs, field("Number of memory bits:"))
+}
+
+fn configs() -> Vec<ArrayConfig> {
+    let mut v = vec![];
+    for side in SIDES {
+        for dtype in [Dtype::Int8, Dtype::Bf16] {
+            v.push(ArrayConfig::new(side, side, dtype));
+        }
+    }
+    for dtype in [Dtype::Int8, Dtype::Bf16] {
+        v.push(ArrayConfig::new(4, 4, dtype).with_dataflow(Dataflow::OutputStationary));
+    }
+    v
+}
+
+#[test]
+fn whole_top_lints_clean_in_verilator() {
+    for config in configs() {
+        lint(&config);
+    }
+}
+
+#[test]
+fn whole_top_synthesises_in_yosys() {
+    for config in configs() {
+        let (cells, dffs, _mem) = synth(&config);
+        // Every PE keeps at least its partial-sum register (Yosys merges the sign copies of a top-row
+        // INT8 sum and drops the last column's pass-through registers, so no exact count).
+        assert!(dffs >= config.pe_count() * 16, "{config:?}: only {dffs} flip-flops");
+        assert!(cells > dffs, "{config:?}: {cells} cells");
+        eprintln!(
+            "{}x{} {} {}: {cells} cells, {dffs} flip-flops",
+            config.rows,
+            config.cols,
+            config.dtype.name(),
+            config.dataflow.short_name()
+        );
+    }
+}
+
+/// The emitted Verilog itself, Verilated: a weight load and a swapping matmul driven with
+/// core's timing, every output row compared with core's summation order in the cycle the
+/// accumulators take it.
+fn verilated(config: &ArrayConfig) -> (systole_sim::Model, systole_hdl::Emitted) {
+    let e = emit(config).unwrap_or_else(|err| panic!("{config:?}: {err}"));
+    let ports: Vec<systole_sim::Port> = e
+        .ports
+        .iter()
+        .map(|p| match p.direction {
+            "input" => systole_sim::Port::input(&p.name, p.bits as u32),
+            _ => systole_sim::Port::output(&p.name, p.bits as u32),
+        })
+        .collect();
+    let model = systole_sim::build_model(&e.verilog, TOP_MODULE, &ports, &Default::default())
+        .unwrap_or_else(|err| panic!("{config:?}: verilating failed: {err}"));
+    (model, e)
+}
+
+fn lcg(seed: &mut u64) -> u64 {
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed >> 33
+}
+
+fn dot<A: systole_core::Arith>(a: &[u16], w: &[Vec<u16>], j: usize) -> u32 {
+    let mut s = A::zero();
+    for (i, &x) in a.iter().enumerate() {
+        s = A::mac(s, A::operand(A::elem_from_bits(x)), A::operand(A::elem_from_bits(w[i][j])));
+    }
+    A::acc_to_bits(s)
+}
+
+#[test]
+fn verilated_ws_array_matches_core_cycle_for_cycle() {
+    for config in [ArrayConfig::new(3, 4, Dtype::Int8), ArrayConfig::new(4, 2, Dtype::Bf16)] {
+        let (r, c) = (config.rows as usize, config.cols as usize);
+        let (mut m, _) = verilated(&config);
+        let mut seed = 42;
+        let mut elem = |s: &mut u64| match config.dtype {
+            Dtype::Int8 => lcg(s) as u16 & 0xFF,
+            Dtype::Bf16 => (0x3E80 + lcg(s) as u16 % 0x200) | (lcg(s) as u16 & 0x8000),
+        };
+        let w: Vec<Vec<u16>> = (0..r).map(|_| (0..c).map(|_| elem(&mut seed)).collect()).collect();
+        let rows = 5;
+        let a: Vec<Vec<u16>> =
+            (0..rows).map(|_| (0..r).map(|_| elem(&mut seed)).collect()).collect();
+        let port = |m: &systole_sim::Model, name: String| m.port(&name).expect("port");
+        // Weight loader: R cycles, bottom tile row first.
+        let shift = port(&m, "shift".into());
+        let swap = port(&m, "swap".into());
+        m.set_u64(shift, 1).unwrap();
+        for t in 0..r {
+            for j in 0..c {
+                let p = port(&m, format!("w_top_{j}"));
+                m.set_u64(p, w[r - 1 - t][j] as u64).unwrap();
+            }
+            m.tick(1);
+        }
+        m.set_u64(shift, 0).unwrap();
+        for tau in 0..rows + r + c - 1 {
+            m.set_u64(swap, (tau == 0) as u64).unwrap();
+            for i in 0..r {
+                let p = port(&m, format!("left_{i}"));
+                m.set_u64(p, if tau < rows { a[tau][i] as u64 } else { 0 }).unwrap();
+            }
+            m.eval();
+            if let Some(row) = tau.checked_sub(r + c - 1) {
+                for j in 0..c {
+                    let got = m.get_u64(port(&m, format!("out_{j}"))).unwrap() as u32;
+                    let want = match config.dtype {
+                        Dtype::Int8 => dot::<systole_core::Int8>(&a[row], &w, j),
+                        Dtype::Bf16 => dot::<systole_core::BF16>(&a[row], &w, j),
+                    };
+                    assert_eq!(got, want, "{config:?}: row {row} col {j} in cycle {tau}");
+                }
+            }
+            m.tick(1);
+        }
+    }
+}
