@@ -190,7 +190,9 @@ pub fn region_from_code(code: u8) -> Option<Region> {
 /// The status register as `ReadStatus` returns it.
 ///
 /// Bytes: flags (bit 0 busy, bit 1 done, bit 2 error), fault code (0 or a [`FaultCode`]), FIFO
-/// free slots (2, LE), cycles (8, LE: from the first dispatch through `Halt`, inclusive).
+/// free slots (2, LE), cycles (8, LE: from the first dispatch through `Halt`, inclusive, not counting cycles the
+/// machine spent frozen because its instruction FIFO ran dry: so they equal the golden model's
+/// count however slowly the host feeds the FIFO).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Status {
