@@ -186,6 +186,16 @@ impl<T: Transport> LinkMachine<T> {
         Status::from_bytes(&buf).map_err(LinkFault::Protocol)
     }
 
+    /// What the device is; `clock_mhz` is the host's knowledge of its clock.
+    pub fn identify(&mut self, clock_mhz: f64) -> Result<crate::protocol::Identity, LinkFault> {
+        let mut buf = [0u8; crate::protocol::IDENTITY_BYTES];
+        let n = self.call(&Request::Identify, &mut buf)?;
+        if n != buf.len() {
+            return Err(LinkFault::Protocol(ProtocolError::Field));
+        }
+        crate::protocol::Identity::from_bytes(&buf, clock_mhz).map_err(LinkFault::Protocol)
+    }
+
     /// Empties the instruction FIFO and clears the status; memories keep their contents.
     pub fn reset(&mut self) -> Result<(), LinkFault> {
         self.call(&Request::Reset, &mut []).map(|_| ())
@@ -270,6 +280,7 @@ fn command_name(req: &Request<'_>) -> &'static str {
         Request::ReadStatus => "read_status",
         Request::Run => "run",
         Request::Reset => "reset",
+        Request::Identify => "identify",
     }
 }
 
@@ -365,8 +376,8 @@ pub mod emulator {
     use crate::isa::{decode, Instruction, Word};
     use crate::machine::{Machine, MachineError};
     use crate::protocol::{
-        encode_response, parse_error_code, parse_request, ErrorCode, FaultCode, Request, Response,
-        Status,
+        encode_response, parse_error_code, parse_request, ErrorCode, FaultCode, Identity, Request,
+        Response, Status,
     };
 
     /// Instruction words the emulated FIFO holds.
@@ -480,6 +491,17 @@ pub mod emulator {
                     self.running = false;
                     self.status = Self::idle();
                     Ok(0)
+                }
+                Request::Identify => {
+                    let id = Identity {
+                        isa_version: crate::isa::ISA_VERSION,
+                        config: *self.machine.config(),
+                        dram_bytes: self.machine.region_size(crate::machine::Region::Dram) as u32,
+                        fifo_depth: FIFO_DEPTH as u16,
+                    };
+                    let b = id.to_bytes();
+                    payload[..b.len()].copy_from_slice(&b);
+                    Ok(b.len())
                 }
             }
         }

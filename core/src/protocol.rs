@@ -30,12 +30,29 @@
 //! | 4 | `ReadStatus` | none | [`Status`], [`STATUS_BYTES`] bytes |
 //! | 5 | `Run` | none | none |
 //! | 6 | `Reset` | none | none |
+//! | 7 | `Identify` | none | [`Identity`], [`IDENTITY_BYTES`] bytes |
 //!
 //! Instruction words go into the controller's FIFO; `Run` starts dispatching them (the cycle
 //! counter restarts at the first dispatch) until `Halt`, which raises `done`. `Reset` empties the
 //! FIFO and clears the status; memories keep their contents. Memory commands are refused with
 //! [`ErrorCode::Busy`] while a program runs. Spad addresses must be aligned to the element size
 //! and accumulator addresses to 4 bytes, lengths likewise ([`ErrorCode::Misaligned`]).
+//! `Identify` says what the accelerator is (ISA version, array, memories), so a host or a
+//! firmware refuses to drive an accelerator built for another config.
+//!
+//! # Over a UART
+//!
+//! 8N1 at the baud rate in the manifest. The host sends a request frame; the device answers each
+//! request frame with exactly one response frame. A receiver discards bytes until a sync byte.
+//!
+//! # Over SPI
+//!
+//! Mode 0 (CPOL = 0, CPHA = 0), MSB first, chip select active low. The host sends a request
+//! frame in one transaction (MISO carries [`SPI_IDLE`] meanwhile). It then reads the response by
+//! polling: each poll clocks out [`SPI_FILLER`] bytes and reads MISO, where the device sends
+//! [`SPI_IDLE`] until its response is ready, then [`RESPONSE_SYNC`] and the rest of the frame,
+//! one byte per byte clocked, continuing across as many transactions as the host uses. The
+//! host gives up after a bounded number of polls.
 
 use crate::machine::Region;
 
@@ -57,6 +74,12 @@ pub const MAX_PAYLOAD: usize = 5 + MAX_DATA;
 pub const MAX_FRAME: usize = HEADER_BYTES + MAX_PAYLOAD + CRC_BYTES;
 /// Bytes of an encoded [`Status`].
 pub const STATUS_BYTES: usize = 12;
+/// Bytes of an encoded [`Identity`].
+pub const IDENTITY_BYTES: usize = 24;
+/// What the device drives on MISO when it has nothing to send.
+pub const SPI_IDLE: u8 = 0xFF;
+/// What the host drives on MOSI while it reads.
+pub const SPI_FILLER: u8 = 0x00;
 
 /// What a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,16 +92,18 @@ pub enum Command {
     ReadStatus = 4,
     Run = 5,
     Reset = 6,
+    Identify = 7,
 }
 
 impl Command {
-    pub const ALL: [Command; 6] = [
+    pub const ALL: [Command; 7] = [
         Command::WriteInstructions,
         Command::WriteMemory,
         Command::ReadMemory,
         Command::ReadStatus,
         Command::Run,
         Command::Reset,
+        Command::Identify,
     ];
 
     pub fn from_code(code: u8) -> Option<Command> {
@@ -234,6 +259,68 @@ impl Status {
     }
 }
 
+/// What the accelerator is, as `Identify` returns it: everything a host needs to drive it.
+///
+/// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16),
+/// dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
+/// depth (2), reserved (2, zero).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Identity {
+    pub isa_version: u16,
+    pub config: crate::config::ArrayConfig,
+    pub dram_bytes: u32,
+    pub fifo_depth: u16,
+}
+
+impl Identity {
+    pub fn to_bytes(&self) -> [u8; IDENTITY_BYTES] {
+        use crate::config::{Dataflow, Dtype};
+        let c = &self.config;
+        let mut b = [0u8; IDENTITY_BYTES];
+        b[0..2].copy_from_slice(&self.isa_version.to_le_bytes());
+        b[2..4].copy_from_slice(&c.rows.to_le_bytes());
+        b[4..6].copy_from_slice(&c.cols.to_le_bytes());
+        b[6] = (c.dtype == Dtype::Bf16) as u8;
+        b[7] = (c.dataflow == Dataflow::OutputStationary) as u8;
+        b[8..12].copy_from_slice(&c.spad_depth.to_le_bytes());
+        b[12..16].copy_from_slice(&c.acc_depth.to_le_bytes());
+        b[16..20].copy_from_slice(&self.dram_bytes.to_le_bytes());
+        b[20..22].copy_from_slice(&self.fifo_depth.to_le_bytes());
+        b
+    }
+
+    /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
+    pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
+        use crate::config::{ArrayConfig, Dataflow, Dtype};
+        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] != 0 || b[23] != 0 {
+            return Err(ProtocolError::Field);
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let config = ArrayConfig {
+            rows: u16_at(2),
+            cols: u16_at(4),
+            dtype: if b[6] == 1 { Dtype::Bf16 } else { Dtype::Int8 },
+            dataflow: if b[7] == 1 {
+                Dataflow::OutputStationary
+            } else {
+                Dataflow::WeightStationary
+            },
+            spad_depth: u32_at(8),
+            acc_depth: u32_at(12),
+            clock_mhz,
+        };
+        config.validate().map_err(|_| ProtocolError::Field)?;
+        Ok(Identity {
+            isa_version: u16_at(0),
+            config,
+            dram_bytes: u32_at(16),
+            fifo_depth: u16_at(20),
+        })
+    }
+}
+
 /// One request, borrowing its data from the frame (or the caller).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -253,6 +340,7 @@ pub enum Request<'a> {
     ReadStatus,
     Run,
     Reset,
+    Identify,
 }
 
 impl Request<'_> {
@@ -264,6 +352,7 @@ impl Request<'_> {
             Request::ReadStatus => Command::ReadStatus,
             Request::Run => Command::Run,
             Request::Reset => Command::Reset,
+            Request::Identify => Command::Identify,
         }
     }
 }
@@ -421,7 +510,9 @@ pub fn encode_request(req: &Request<'_>, out: &mut [u8]) -> Result<usize, Protoc
             let head = [region_code(region)];
             frame(REQUEST_SYNC, cmd, &[&head, &addr.to_le_bytes(), &len.to_le_bytes()], out)
         }
-        Request::ReadStatus | Request::Run | Request::Reset => frame(REQUEST_SYNC, cmd, &[], out),
+        Request::ReadStatus | Request::Run | Request::Reset | Request::Identify => {
+            frame(REQUEST_SYNC, cmd, &[], out)
+        }
     }
 }
 
@@ -463,13 +554,14 @@ pub fn parse_request(bytes: &[u8]) -> Result<Request<'_>, ProtocolError> {
             };
             Ok(Request::ReadMemory { region, addr: addr(payload), len })
         }
-        Command::ReadStatus | Command::Run | Command::Reset => {
+        Command::ReadStatus | Command::Run | Command::Reset | Command::Identify => {
             if !payload.is_empty() {
                 return refuse(ErrorCode::Length);
             }
             Ok(match cmd {
                 Command::ReadStatus => Request::ReadStatus,
                 Command::Run => Request::Run,
+                Command::Identify => Request::Identify,
                 _ => Request::Reset,
             })
         }
@@ -511,7 +603,7 @@ pub fn parse_response(bytes: &[u8]) -> Result<Response<'_>, ProtocolError> {
 mod tests {
     use super::*;
 
-    fn requests<'a>(words: &'a [u8], data: &'a [u8]) -> [Request<'a>; 8] {
+    fn requests<'a>(words: &'a [u8], data: &'a [u8]) -> [Request<'a>; 9] {
         [
             Request::WriteInstructions(&words[..16]),
             Request::WriteInstructions(words),
@@ -521,6 +613,7 @@ mod tests {
             Request::ReadStatus,
             Request::Run,
             Request::Reset,
+            Request::Identify,
         ]
     }
 

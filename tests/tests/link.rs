@@ -169,3 +169,13 @@ fn out_of_range_host_accesses_are_refused_locally() {
     let err = link.write(systole_core::Region::Dram, 60, &[0; 8]).unwrap_err();
     assert!(matches!(err, MachineError::OutOfRange { size: 64, .. }), "{err}");
 }
+
+#[test]
+fn identify_reports_the_config_the_device_was_built_for() {
+    let config = ArrayConfig::new(8, 4, Dtype::Bf16);
+    let mut link = linked(config, 4096, vec![]);
+    let id = link.identify(config.clock_mhz).unwrap();
+    assert_eq!(id.config, config);
+    assert_eq!((id.isa_version, id.dram_bytes), (systole_core::isa::ISA_VERSION, 4096));
+    assert!(id.fifo_depth >= 16);
+}
