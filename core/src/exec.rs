@@ -14,7 +14,6 @@ use core::marker::PhantomData;
 
 use crate::config::ArrayConfig;
 use crate::graph::{Graph, Op, Sgd, TensorKind};
-use crate::numerics::bf16::cast_to_bf16;
 use crate::numerics::{Arith, Bf16, BF16};
 use crate::params::Params;
 use crate::{reference, tiler};
@@ -142,11 +141,7 @@ fn wr(x: f32) -> f32 {
     f32::from_bits(BF16::acc_to_bits(x))
 }
 
-/// The bf16 a stored f32 word becomes when cast for the array: `CastBf16`'s rule. The host uses
-/// it too when it writes inputs, gradients and initial weight copies.
-pub fn to_operand(x: f32) -> Bf16 {
-    cast_to_bf16(rd(x))
-}
+pub use crate::numerics::bf16::to_operand;
 
 impl Numerics for Accel {
     type T = f32;

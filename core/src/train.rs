@@ -11,6 +11,7 @@ use crate::compile::{compile_inference, compile_training, CompileError, Compiled
 use crate::exec::{softmax_cross_entropy, to_operand, BatchOutcome, Executor, Plain};
 use crate::graph::Graph;
 use crate::machine::{Machine, MachineError, Region, Stats};
+use crate::numerics::int8::quantize;
 use crate::numerics::Requant;
 use crate::params::Params;
 use crate::timing;
@@ -74,13 +75,22 @@ impl core::ops::AddAssign for Work {
     }
 }
 
+/// 32-bit words as DRAM holds them (little-endian).
+pub fn word_bytes(words: impl Iterator<Item = u32>) -> Vec<u8> {
+    words.flat_map(u32::to_le_bytes).collect()
+}
+
+/// f32 values as the bf16 elements the array multiplies ([`to_operand`], little-endian).
+pub fn bf16_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|&x| to_operand(x).0.to_le_bytes()).collect()
+}
+
 fn write_words(
     m: &mut dyn Machine,
     addr: u32,
     words: impl Iterator<Item = u32>,
 ) -> Result<(), MachineError> {
-    let bytes: Vec<u8> = words.flat_map(u32::to_le_bytes).collect();
-    m.write(Region::Dram, addr as usize, &bytes)
+    m.write(Region::Dram, addr as usize, &word_bytes(words))
 }
 
 fn read_words(m: &mut dyn Machine, addr: u32, n: usize) -> Result<Vec<u32>, MachineError> {
@@ -90,8 +100,7 @@ fn read_words(m: &mut dyn Machine, addr: u32, n: usize) -> Result<Vec<u32>, Mach
 }
 
 fn write_bf16(m: &mut dyn Machine, addr: u32, values: &[f32]) -> Result<(), MachineError> {
-    let bytes: Vec<u8> = values.iter().flat_map(|&x| to_operand(x).0.to_le_bytes()).collect();
-    m.write(Region::Dram, addr as usize, &bytes)
+    m.write(Region::Dram, addr as usize, &bf16_bytes(values))
 }
 
 /// Runs a program; cycles from the machine when it counts them, else from the timing model
@@ -273,8 +282,35 @@ impl Int8Plan {
         Ok(Int8Plan { input_scales, weight_scales, requant })
     }
 
-    fn quantize(x: f32, scale: f32, limit: f32) -> i8 {
-        libm::roundf(x / scale).clamp(-limit - 1.0, limit) as i8
+    /// Layer `layer`'s weights as the INT8 array multiplies them: i8 in the weight scale,
+    /// row-major `fan_in x fan_out`.
+    pub fn weight_bytes(&self, layer: usize, params: &Params) -> Vec<u8> {
+        let scale = self.weight_scales[layer];
+        params.layers[layer].weight.iter().map(|&v| quantize(v, scale) as u8).collect()
+    }
+
+    /// Layer `layer`'s biases as i32 words in its accumulator scale `input_scale *
+    /// weight_scale` (rounded half away from zero, saturated).
+    pub fn bias_words(&self, layer: usize, params: &Params) -> Vec<u32> {
+        let scale = self.input_scales[layer] as f64 * self.weight_scales[layer] as f64;
+        params.layers[layer]
+            .bias
+            .iter()
+            .map(|&v| libm::round(v as f64 / scale).clamp(i32::MIN as f64, i32::MAX as f64) as i32)
+            .map(|q| q as u32)
+            .collect()
+    }
+
+    /// What one logits accumulator (i32) is worth: the last layer's `input_scale *
+    /// weight_scale`, so `real = scale * word`.
+    pub fn logits_scale(&self) -> f32 {
+        let last = self.input_scales.len() - 1;
+        self.input_scales[last] * self.weight_scales[last]
+    }
+
+    /// The model's input quantized for the INT8 array (`input_scales[0]`).
+    pub fn input_bytes(&self, x: &[f32]) -> Vec<u8> {
+        x.iter().map(|&v| quantize(v, self.input_scales[0]) as u8).collect()
     }
 }
 
@@ -297,8 +333,9 @@ pub struct Int8Inference {
 }
 
 impl Int8Inference {
-    /// Quantizes `params` with `plan` and writes them: weights as i8 (clamped to +-127), biases
-    /// as i32 in the accumulator scale `input_scale * weight_scale`.
+    /// Quantizes `params` with `plan` and writes them: weights as i8
+    /// ([`Int8Plan::weight_bytes`]), biases as i32 in the accumulator scale
+    /// ([`Int8Plan::bias_words`]).
     pub fn new(
         machine: Box<dyn Machine>,
         graph: Graph,
@@ -313,18 +350,10 @@ impl Int8Inference {
         }
         let m = t.machine.as_mut();
         for (l, &(w, b)) in t.graph.params.iter().enumerate() {
-            let (sx, sw) = (t.plan.input_scales[l], t.plan.weight_scales[l]);
-            let q: Vec<u8> = params.layers[l]
-                .weight
-                .iter()
-                .map(|&v| Int8Plan::quantize(v, sw, 127.0) as u8)
-                .collect();
+            let q = t.plan.weight_bytes(l, params);
             m.write(Region::Dram, step.buffers[w as usize].elems.unwrap_or(0) as usize, &q)?;
-            let bias = params.layers[l].bias.iter().map(|&v| {
-                libm::round(v as f64 / (sx as f64 * sw as f64))
-                    .clamp(i32::MIN as f64, i32::MAX as f64) as i32 as u32
-            });
-            write_words(m, step.buffers[b as usize].words.unwrap_or(0), bias)?;
+            let bias = t.plan.bias_words(l, params);
+            write_words(m, step.buffers[b as usize].words.unwrap_or(0), bias.into_iter())?;
         }
         Ok(t)
     }
@@ -361,15 +390,13 @@ impl Int8Inference {
         let step = &self.steps[i];
         let m = self.machine.as_mut();
         let g = &self.graph;
-        let sx = self.plan.input_scales[0];
-        let q: Vec<u8> = x.iter().map(|&v| Int8Plan::quantize(v, sx, 127.0) as u8).collect();
+        let q = self.plan.input_bytes(x);
         m.write(Region::Dram, step.buffers[g.input as usize].elems.unwrap_or(0) as usize, &q)?;
         let cycles = run(m, &step.forward, step.forward_cycles)?;
         let classes = g.spec.classes as usize;
         let words =
             read_words(m, step.buffers[g.logits as usize].words.unwrap_or(0), rows * classes)?;
-        let last = self.plan.input_scales.len() - 1;
-        let scale = self.plan.input_scales[last] * self.plan.weight_scales[last];
+        let scale = self.plan.logits_scale();
         let logits = words.into_iter().map(|w| w as i32 as f32 * scale).collect();
         Ok((logits, Work { cycles, macs: step.macs() }))
     }

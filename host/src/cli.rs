@@ -8,6 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use systole_core::machine::GoldenKind;
 use systole_core::{ArrayConfig, Dataflow, Dtype};
 
+use crate::dataset::Source;
+
 /// The array the host picks when no flag says otherwise; the depths and the clock are the
 /// core's own defaults, read from [`ArrayConfig::new`] rather than written here again.
 const DEFAULT_ARRAY: ArrayConfig = ArrayConfig::new(16, 16, Dtype::Int8);
@@ -22,8 +24,42 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Train an MLP classifier on the accelerator (BF16) beside an f32 CPU reference.
+    Train(TrainArgs),
+    /// Reload a model saved by `train --save` and report its test accuracy.
+    Predict(PredictArgs),
     /// C = A x B on a golden machine, from and to NumPy .npy files.
     Gemm(GemmArgs),
+    /// The accelerator against the CPU and a CUDA GPU on the same GEMMs and training step.
+    Bench(crate::bench::BenchArgs),
+    /// The hardware: emit Verilog for an array config.
+    #[command(subcommand)]
+    Hdl(HdlCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HdlCommand {
+    /// Write DIR/systole_top.v (top module `systole_top`) and DIR/manifest.json.
+    Emit(EmitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EmitArgs {
+    /// PE rows (R).
+    #[arg(long, default_value_t = DEFAULT_ARRAY.rows)]
+    pub rows: u16,
+    /// PE columns (C).
+    #[arg(long, default_value_t = DEFAULT_ARRAY.cols)]
+    pub cols: u16,
+    /// Datapath.
+    #[arg(long, value_enum)]
+    pub dtype: DtypeArg,
+    /// ws: weight-stationary; os: output-stationary.
+    #[arg(long, value_enum, default_value_t = DataflowArg::Ws)]
+    pub dataflow: DataflowArg,
+    /// Output directory (created if missing).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -49,6 +85,89 @@ pub struct GemmArgs {
     /// Also write the run's statistics (cycles, utilization, ...) as JSON.
     #[arg(long, value_name = "stats.json")]
     pub stats: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// `digits` (built in: 8x8 handwritten digits, 1797 rows) or a CSV file: features, then an
+    /// integer label 0-255 in the last column; an optional header row.
+    #[arg(long, default_value = "digits", value_name = "digits|PATH.csv", value_parser = Source::parse)]
+    pub dataset: Source,
+    /// Hidden layer widths, input side first (at most 7 layers).
+    #[arg(long, value_delimiter = ',', default_value = "64", value_name = "W[,W...]")]
+    pub hidden: Vec<u32>,
+    /// bf16: train on the accelerator (and the f32 reference beside it); int8: the same, then
+    /// quantize and run INT8 inference; f32: train only the f32 CPU reference.
+    #[arg(long, value_enum, default_value_t = TrainDtype::Bf16)]
+    pub dtype: TrainDtype,
+    /// Which golden machine trains.
+    #[arg(long, value_enum, default_value_t = MachineArg::Functional)]
+    pub machine: MachineArg,
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    /// Passes over the training split.
+    #[arg(long, default_value_t = 30)]
+    pub epochs: u32,
+    /// Rows per SGD step (the last batch of an epoch may be smaller).
+    #[arg(long, default_value_t = 32)]
+    pub batch: u32,
+    /// SGD learning rate.
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
+    pub lr: f32,
+    /// SGD momentum, 0 <= m < 1 (0: plain SGD).
+    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true)]
+    pub momentum: f32,
+    /// L2 penalty added to every gradient: g + wd * p.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub weight_decay: f32,
+    /// Seeds the split, the shuffles and the initial weights.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the whole run (config, per-epoch figures, per-op cycles, accuracies) as JSON.
+    #[arg(long, value_name = "run.json")]
+    pub json: Option<PathBuf>,
+    /// Save the trained f32 weights (PyTorch nn.Linear layout) and the run's facts.
+    #[arg(long, value_name = "model.safetensors")]
+    pub save: Option<PathBuf>,
+    /// accel: a golden machine (--dtype bf16|int8); gpu: a CUDA GPU, beside the f32 CPU
+    /// reference (--dtype f32|bf16: the precision of its matrix products).
+    #[arg(long, value_enum, default_value_t = crate::gpu::train::Device::Accel)]
+    pub device: crate::gpu::train::Device,
+    /// Train the accelerator (bf16) and the GPU (f32; the f32 CPU reference when there is no
+    /// GPU) from the same weights on the same batches, and print both curves side by side.
+    #[arg(long)]
+    pub compare: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// A model written by `systole train --save`.
+    #[arg(long, value_name = "model.safetensors")]
+    pub model: PathBuf,
+    /// The data set to split (with the model's seed) and predict the test side of.
+    #[arg(long, default_value = "digits", value_name = "digits|PATH.csv", value_parser = Source::parse)]
+    pub dataset: Source,
+    /// Write the accuracy and every test row's prediction as JSON.
+    #[arg(long, value_name = "out.json")]
+    pub json: Option<PathBuf>,
+}
+
+/// What `train` trains in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TrainDtype {
+    Bf16,
+    Int8,
+    F32,
+}
+
+impl TrainDtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainDtype::Bf16 => "bf16",
+            TrainDtype::Int8 => "int8",
+            TrainDtype::F32 => "f32",
+        }
+    }
 }
 
 /// The accelerator instance: what [`ArrayConfig`] holds, less the dtype.

@@ -1,10 +1,19 @@
 //! `systole`: the host's command line. Each subcommand lives in its own module; this file only
 //! parses and dispatches, and turns any error into one line on stderr and exit status 2.
 
+mod bench;
 mod cli;
+mod dataset;
 mod gemm;
+mod gpu;
+mod hdl;
+mod model;
 mod npy;
+mod predict;
+mod progress;
+mod report;
 mod staged;
+mod train;
 
 use std::process::ExitCode;
 
@@ -15,7 +24,11 @@ use crate::cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
+        Command::Train(args) => train::run(args),
+        Command::Predict(args) => predict::run(args),
         Command::Gemm(args) => gemm::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Hdl(cli::HdlCommand::Emit(args)) => hdl::emit(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

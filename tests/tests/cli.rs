@@ -1,82 +1,21 @@
 //! The `systole` binary, end to end: real `.npy` files in a temporary directory, results checked
 //! against loops written here and the core's reference, errors checked for their one line.
 //!
-//! Cargo builds a package's binaries only for that package's own tests, so these tests find
-//! `systole` beside their own executable (`target/<profile>/`) and refuse to run a missing or
-//! stale one: run `cargo build -p systole-host` (same profile) first.
+//! They run the binary `systole_tests::systole_binary` finds: run `cargo build -p systole-host`
+//! (same profile) first.
 
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
-use std::time::SystemTime;
+use std::process::Output;
 
 use npyz::{Order, WriterBuilder};
 use serde_json::Value;
 use systole_core::reference;
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, BF16};
-use systole_tests::{assert_bit_identical, SplitMix};
-
-// ---------------------------------------------------------------------------------------------
-// Finding and running the binary.
-
-/// `target/<profile>/systole`, checked once to exist and to be newer than the sources it is
-/// built from.
-fn systole_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("path of the test executable");
-        // target/<profile>/deps/systole-<hash> -> target/<profile>/systole
-        let dir =
-            exe.parent().and_then(Path::parent).expect("test executable in target/<profile>/deps");
-        let binary = dir.join(format!("systole{}", std::env::consts::EXE_SUFFIX));
-        let built = fs::metadata(&binary).and_then(|m| m.modified()).unwrap_or_else(|_| {
-            panic!(
-                "{} not found: run `cargo build -p systole-host` (same profile) before these tests",
-                binary.display()
-            )
-        });
-        if let Some(newer) = newest_source().filter(|(t, _)| *t > built) {
-            panic!(
-                "{} is older than {}: run `cargo build -p systole-host` before these tests",
-                binary.display(),
-                newer.1.display()
-            );
-        }
-        binary
-    })
-}
-
-/// The most recently modified source the binary is built from.
-fn newest_source() -> Option<(SystemTime, PathBuf)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let mut newest = None;
-    for dir in ["host/src", "core/src"] {
-        newest_in(&root.join(dir), &mut newest);
-    }
-    newest_in(&root.join("host/Cargo.toml"), &mut newest);
-    newest
-}
-
-fn newest_in(path: &Path, newest: &mut Option<(SystemTime, PathBuf)>) {
-    let Ok(meta) = fs::metadata(path) else { return };
-    if meta.is_dir() {
-        for entry in fs::read_dir(path).into_iter().flatten().flatten() {
-            newest_in(&entry.path(), newest);
-        }
-    } else if let Ok(t) = meta.modified() {
-        if newest.as_ref().is_none_or(|(n, _)| t > *n) {
-            *newest = Some((t, path.to_path_buf()));
-        }
-    }
-}
-
-fn systole<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
-    Command::new(systole_binary()).args(args).output().expect("spawn systole")
-}
+use systole_tests::{assert_bit_identical, assert_fails_naming, systole, SplitMix};
 
 #[track_caller]
 fn assert_success(out: &Output) {
@@ -86,19 +25,6 @@ fn assert_success(out: &Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.lines().count(), 1, "one summary line expected: {stdout}");
     assert!(stdout.contains("cycles") && stdout.contains("utilization"), "summary: {stdout}");
-}
-
-/// Exit status 2, stdout empty, exactly one `error: ` line on stderr that contains every needle.
-#[track_caller]
-fn assert_fails_naming(out: &Output, needles: &[&str]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "exit status; stderr: {stderr}");
-    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(stderr.lines().count(), 1, "exactly one line on stderr: {stderr:?}");
-    assert!(stderr.starts_with("error: "), "{stderr:?}");
-    for needle in needles {
-        assert!(stderr.contains(needle), "stderr should name {needle:?}: {stderr:?}");
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 //! One integration binary, one module per topic.
 
+mod boundaries;
 mod cli;
+mod cli_train;
+mod gpu;
 mod hardware;
 mod isa;
 mod link;

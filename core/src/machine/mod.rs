@@ -12,7 +12,7 @@
 //! if any instruction is invalid.
 
 mod program;
-pub use program::{validate_program, ProgramError, ProgramErrorKind};
+pub use program::{check_instruction, validate_program, ProgramError, ProgramErrorKind};
 
 #[cfg(feature = "alloc")]
 mod memories;

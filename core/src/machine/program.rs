@@ -78,6 +78,16 @@ pub fn validate_program(
     Ok(())
 }
 
+/// The checks of [`validate_program`] on one instruction, for programs held as encoded words
+/// (a model blob) rather than in a slice of [`Instruction`]s.
+pub fn check_instruction(
+    config: &ArrayConfig,
+    ins: &Instruction,
+    dram_bytes: usize,
+) -> Result<(), ProgramErrorKind> {
+    check(config, ins, dram_bytes as u64)
+}
+
 fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramErrorKind> {
     ins.check().map_err(ProgramErrorKind::Encoding)?;
     let opcode = ins.opcode();

@@ -105,6 +105,14 @@ pub fn cast_to_bf16(x: f32) -> Bf16 {
     Bf16::from_f32(f32::from_bits(f32_to_mem(x)))
 }
 
+/// The bf16 a stored f32 word becomes when cast for the array: read through the datapath
+/// (subnormals as `+0`), then `CastBf16`'s rule. Hosts and firmware use it when they write
+/// inputs, gradients and weight copies, so what they write equals what the array would cast.
+#[inline]
+pub fn to_operand(x: f32) -> Bf16 {
+    cast_to_bf16(ftz(x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,6 +102,14 @@ impl Requant {
     }
 }
 
+/// Symmetric per-tensor quantization (zero point 0) of a real value: `round(x / scale)`, halves
+/// away from zero, saturated to i8 (NaN gives 0). The host quantizes weights and the host or the
+/// firmware quantizes inputs with it, so every side writes the same bytes.
+#[inline]
+pub fn quantize(x: f32, scale: f32) -> i8 {
+    libm::roundf(x / scale).clamp(i8::MIN as f32, i8::MAX as f32) as i8
+}
+
 fn libm_round(x: f64) -> f64 {
     // Round half away from zero without std (x is positive here).
     let t = x as i64 as f64;

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The digits MLP step and the GEMMs of `systole bench`, in PyTorch, as an outside anchor for the
+GPU figures. Prints one JSON object on stdout.
+
+Same shapes, batch sizes and SGD settings as the bench (64-64-10, lr 0.05, momentum 0.9,
+softmax cross-entropy with mean reduction); PyTorch's own nn.Linear initialisation (the values do
+not change the timing). A step is zero_grad, forward, loss, backward, optimizer.step, in eager
+mode: what the Systole GPU step, captured once as a CUDA graph, is compared with.
+
+Timing: warm-up runs, then the median of many, each between two CUDA events (on a GPU) or by
+perf_counter (on the CPU). FP32 matmuls run with TF32 disabled, so they are true FP32 like
+cuBLAS sgemm in the bench; BF16 matmuls take bf16 operands (torch.matmul returns bf16).
+
+    python3 bench/pytorch_mlp.py --batches 64,1024 --sizes 1024,8192
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+
+def timed(fn, warmup, reps, device):
+    for _ in range(warmup):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return statistics.median(times)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def mlp_step(batch, device, warmup, reps):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)
+    ).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.rand(batch, 64, device=device)
+    y = torch.randint(0, 10, (batch,), device=device)
+    first = {}
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        if "loss" not in first:
+            first["loss"] = loss.item()
+
+    ms = timed(step, warmup, reps, device)
+    return {"batch": batch, "ms": ms, "reps": reps, "warmup": warmup, "first_loss": first["loss"]}
+
+
+def matmul(m, k, n, dtype, device, warmup, reps):
+    a = torch.rand(m, k, device=device, dtype=torch.float32) * 2 - 1
+    b = torch.rand(k, n, device=device, dtype=torch.float32) * 2 - 1
+    a, b = a.to(dtype), b.to(dtype)
+    ms = timed(lambda: torch.matmul(a, b), warmup, reps, device)
+    return {"m": m, "k": k, "n": n, "dtype": str(dtype).replace("torch.", ""), "ms": ms, "reps": reps}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batches", default="64,1024")
+    p.add_argument("--sizes", default="1024,8192")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = p.parse_args()
+    device = torch.device(args.device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    out = {"torch": torch.__version__, "device": name, "mlp": [], "matmul": []}
+    for batch in [int(b) for b in args.batches.split(",") if b]:
+        out["mlp"].append(mlp_step(batch, device, warmup=20, reps=200))
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if device.type != "cuda":
+        sizes = [s for s in sizes if s <= 1024]  # the CPU would take minutes
+    for s in sizes:
+        for shape in [(s, s, s)] + ([(64, s, s)] if s > 64 else []):
+            for dtype in [torch.float32, torch.bfloat16]:
+                reps = 10 if shape[0] * shape[1] * shape[2] > 2**36 else 50
+                out["matmul"].append(matmul(*shape, dtype, device, warmup=5, reps=reps))
+    json.dump(out, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,745 @@
+//! `systole bench`: the accelerator against a CPU and a CUDA GPU on the same work.
+//!
+//! Two suites: GEMMs (square `N x N x N` and skinny `64 x N x N`, N from 64 to 8192) and one
+//! training step of the digits MLP (64-64-10) at a few batch sizes. For each workload, one row
+//! per machine:
+//!
+//! * **accelerator (model)**: the exact cycle count at the config's clock (and at `--fmax-mhz`):
+//!   [`GemmPlan::cycles`] or the compiled step's cycles, which equal the cycle machine's count
+//!   (tested in core; where the cycle machine runs here, checked again);
+//! * **functional / cycle machine**: the simulators' own wall-clock speed, up to sizes they
+//!   finish in about a second; results checked exactly against `core::reference` first;
+//! * **cpu**: a plain f32 loop (GEMM) or the f32 reference executor (training), one thread;
+//! * **gpu fp32 / bf16**: cuBLAS, and the CUDA-graph training step, or "unavailable";
+//! * **projected**: the same work on a TPU-class 128 x 128 array at 940 MHz, from the closed
+//!   form, labelled as a projection;
+//! * **pytorch** (with `--pytorch`): `bench/pytorch_mlp.py`'s figures on the same shapes.
+//!
+//! Every result is checked before it is timed. Outputs: an aligned table, `--json`, and
+//! `--plot` (an SVG of throughput against size and a roofline), each written whole or not at
+//! all.
+
+mod gemm;
+mod plot;
+mod pytorch;
+mod train;
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use systole_core::isa::Instruction;
+use systole_core::{ArrayConfig, Dtype};
+
+use crate::cli::{ArrayArgs, DtypeArg};
+use crate::gpu::device::Gpu;
+use crate::gpu::{GpuAvailability, GpuError};
+use crate::staged::StagedFile;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Which workloads: GEMMs, the MLP training step, or both.
+    #[arg(long, value_enum, default_value_t = Suite::All)]
+    pub suite: Suite,
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    /// The accelerator's datapath for the GEMM suite (training always runs in bf16).
+    #[arg(long, value_enum, default_value_t = DtypeArg::Bf16)]
+    pub dtype: DtypeArg,
+    /// A board's achieved clock (nextpnr's fmax): adds accelerator rows at that clock.
+    #[arg(long, value_name = "MHZ")]
+    pub fmax_mhz: Option<f64>,
+    /// GEMM sizes N: square N x N x N and skinny 64 x N x N shapes.
+    #[arg(long, value_delimiter = ',', default_value = "64,128,256,512,1024,2048,4096,8192")]
+    pub sizes: Vec<u32>,
+    /// Batch sizes of the training-step suite.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024")]
+    pub batches: Vec<u32>,
+    /// Also run bench/pytorch_mlp.py (needs `python3 -c 'import torch'` to work).
+    #[arg(long)]
+    pub pytorch: bool,
+    /// Write every row as JSON.
+    #[arg(long, value_name = "bench.json")]
+    pub json: Option<PathBuf>,
+    /// Draw throughput against size and a roofline as SVG.
+    #[arg(long, value_name = "bench.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Suite {
+    Gemm,
+    Train,
+    All,
+}
+
+/// The TPU-class array the projection rows describe.
+pub const PROJECTED: (u16, u16, f64) = (128, 128, 940.0);
+
+/// What a row's figure is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Exact cycles of the modelled hardware at a clock.
+    Model,
+    /// Wall-clock speed of a simulator on this machine.
+    Simulator,
+    /// Wall-clock (or CUDA-event) time of real hardware.
+    Measured,
+    /// The closed form on a configuration nobody built.
+    Projected,
+    /// The machine is not here (no GPU, no PyTorch).
+    Unavailable,
+    /// Too big for this machine in the bench's time budget.
+    Skipped,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Model => "model",
+            Kind::Simulator => "simulator",
+            Kind::Measured => "measured",
+            Kind::Projected => "projected",
+            Kind::Unavailable => "unavailable",
+            Kind::Skipped => "skipped",
+        }
+    }
+}
+
+/// One machine on one workload.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub suite: &'static str,
+    /// `256x256x256`, or `mlp 64-64-10 batch 64`.
+    pub workload: String,
+    /// GEMM shape (m, k, n); batch size for training.
+    pub m: Option<u32>,
+    pub k: Option<u32>,
+    pub n: Option<u32>,
+    pub batch: Option<u32>,
+    pub machine: String,
+    pub kind: Kind,
+    pub dtype: String,
+    pub macs: u64,
+    pub seconds: Option<f64>,
+    pub macs_per_s: Option<f64>,
+    pub peak_macs_per_s: Option<f64>,
+    pub fraction_of_peak: Option<f64>,
+    pub cycles: Option<u64>,
+    /// Bytes moved: the accelerator's DRAM traffic, or every operand once for CPU and GPU.
+    pub bytes: Option<u64>,
+    pub macs_per_byte: Option<f64>,
+    /// How the result was checked before it was timed.
+    pub check: String,
+    pub note: String,
+}
+
+impl Row {
+    fn new(
+        suite: &'static str,
+        workload: &str,
+        machine: impl Into<String>,
+        kind: Kind,
+        dtype: &str,
+        macs: u64,
+    ) -> Row {
+        Row {
+            suite,
+            workload: workload.to_string(),
+            m: None,
+            k: None,
+            n: None,
+            batch: None,
+            machine: machine.into(),
+            kind,
+            dtype: dtype.to_string(),
+            macs,
+            seconds: None,
+            macs_per_s: None,
+            peak_macs_per_s: None,
+            fraction_of_peak: None,
+            cycles: None,
+            bytes: None,
+            macs_per_byte: None,
+            check: String::new(),
+            note: String::new(),
+        }
+    }
+
+    /// Sets the time and what follows from it.
+    fn timed(mut self, seconds: f64, peak: Option<f64>) -> Row {
+        self.seconds = Some(seconds);
+        let rate = self.macs as f64 / seconds;
+        self.macs_per_s = Some(rate);
+        self.peak_macs_per_s = peak;
+        self.fraction_of_peak = peak.map(|p| rate / p);
+        self
+    }
+
+    fn moved(mut self, bytes: u64) -> Row {
+        self.bytes = Some(bytes);
+        self.macs_per_byte = Some(self.macs as f64 / bytes.max(1) as f64);
+        self
+    }
+
+    fn checked(mut self, check: impl Into<String>) -> Row {
+        self.check = check.into();
+        self
+    }
+
+    fn noted(mut self, note: impl Into<String>) -> Row {
+        self.note = note.into();
+        self
+    }
+}
+
+/// The CPU's peak for the fraction-of-peak column: an assumption, stated.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuPeak {
+    pub model: String,
+    pub mhz: f64,
+    pub mhz_source: &'static str,
+    pub macs_per_cycle: u32,
+    pub threads: u32,
+    pub peak_macs_per_s: f64,
+    pub assumption: &'static str,
+}
+
+impl CpuPeak {
+    fn of_this_machine() -> CpuPeak {
+        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |name: &str| {
+            info.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        };
+        let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
+        let (mhz, mhz_source) = match field("cpu MHz").and_then(|v| v.parse::<f64>().ok()) {
+            Some(mhz) if mhz > 0.0 => (mhz, "/proc/cpuinfo"),
+            _ => (3000.0, "assumed (no /proc/cpuinfo)"),
+        };
+        // The binary is built for the x86-64 baseline (SSE2, 4 f32 lanes, no FMA), so a
+        // multiply-add is a multiply and an add. AMD Zen cores issue two vector multiplies and
+        // two vector adds per cycle; most others two vector operations of either kind.
+        let (macs_per_cycle, assumption) = if model.contains("AMD") {
+            (
+                8,
+                "one thread; 8 f32 multiply-adds per cycle: two 4-wide SSE multiplies and two \
+                 4-wide adds per cycle (AMD Zen's four FP pipes), SSE2 being the x86-64 baseline \
+                 this binary is built for",
+            )
+        } else {
+            (
+                4,
+                "one thread; 4 f32 multiply-adds per cycle: two 4-wide SSE operations per cycle, \
+                 SSE2 being the x86-64 baseline this binary is built for",
+            )
+        };
+        CpuPeak {
+            model,
+            mhz,
+            mhz_source,
+            macs_per_cycle,
+            threads: 1,
+            peak_macs_per_s: mhz * 1e6 * macs_per_cycle as f64,
+            assumption,
+        }
+    }
+}
+
+/// Datasheet figures of known GPUs: dense FP32 and BF16 multiply-accumulates per second (half
+/// the FLOP/s) and memory bandwidth in bytes per second.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct GpuPeak {
+    pub fp32_macs_per_s: f64,
+    pub bf16_macs_per_s: f64,
+    pub bytes_per_s: f64,
+    pub source: &'static str,
+}
+
+pub fn gpu_peak(name: &str) -> Option<GpuPeak> {
+    let table: [(&str, f64, f64, f64, &str); 4] = [
+        ("H100 PCIe", 51.2e12, 756.0e12, 2.0e12, "NVIDIA H100 PCIe datasheet"),
+        ("H100", 66.9e12, 989.4e12, 3.35e12, "NVIDIA H100 SXM datasheet"),
+        ("H200", 66.9e12, 989.4e12, 4.8e12, "NVIDIA H200 SXM datasheet"),
+        ("A100", 19.5e12, 312.0e12, 2.0e12, "NVIDIA A100 80GB SXM datasheet"),
+    ];
+    table.iter().find(|(key, ..)| name.contains(key)).map(|&(_, fp32, bf16, bw, source)| GpuPeak {
+        fp32_macs_per_s: fp32 / 2.0,
+        bf16_macs_per_s: bf16 / 2.0,
+        bytes_per_s: bw,
+        source,
+    })
+}
+
+/// Whether there is a GPU, as the JSON says it.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuReport {
+    pub available: bool,
+    pub device: Option<String>,
+    pub libraries: Option<String>,
+    pub reason: Option<String>,
+    pub peak: Option<GpuPeak>,
+}
+
+/// Everything a suite needs.
+pub struct Bench {
+    pub config: ArrayConfig,
+    pub fmax_mhz: Option<f64>,
+    pub projected: ArrayConfig,
+    pub cpu: CpuPeak,
+    pub gpu: Option<Gpu>,
+    pub gpu_report: GpuReport,
+}
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub command: String,
+    pub host: String,
+    pub config: ConfigReport,
+    pub cpu_peak: CpuPeak,
+    pub gpu: GpuReport,
+    pub pytorch: pytorch::PytorchReport,
+    pub seconds: f64,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConfigReport {
+    pub rows: u16,
+    pub cols: u16,
+    pub dtype: &'static str,
+    pub dataflow: &'static str,
+    pub spad_depth: u32,
+    pub acc_depth: u32,
+    pub clock_mhz: f64,
+    pub fmax_mhz: Option<f64>,
+    pub peak_macs_per_s: f64,
+    /// DRAM bandwidth of the model: one scratchpad row per cycle.
+    pub dram_bytes_per_s: f64,
+    pub projected: String,
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let config = args.array.config(Dtype::from(args.dtype));
+    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    if let Some(f) = args.fmax_mhz {
+        ArrayConfig { clock_mhz: f, ..config }
+            .validate()
+            .map_err(|e| anyhow!("--fmax-mhz: {e}"))?;
+    }
+    if args.sizes.is_empty() || args.sizes.iter().any(|&s| s == 0 || s > 65536) {
+        bail!("--sizes: every size must be 1 to 65536");
+    }
+    if args.batches.is_empty() || args.batches.iter().any(|&b| b == 0 || b > 65535) {
+        bail!("--batches: every batch size must be 1 to 65535");
+    }
+    // Create the outputs first, so an unwritable path fails before minutes of work.
+    let mut json_file = args.json.as_deref().map(stage).transpose()?;
+    let mut plot_file = args.plot.as_deref().map(stage).transpose()?;
+
+    let (projected_rows, projected_cols, projected_mhz) = PROJECTED;
+    let projected = ArrayConfig {
+        rows: projected_rows,
+        cols: projected_cols,
+        clock_mhz: projected_mhz,
+        ..ArrayConfig::new(projected_rows, projected_cols, config.dtype)
+    };
+    let (gpu, gpu_report) = open_gpu();
+    match &gpu_report {
+        GpuReport { available: true, device: Some(d), .. } => println!("GPU: {d}"),
+        GpuReport { reason: Some(r), .. } => println!("GPU rows unavailable: {r}"),
+        _ => {}
+    }
+    let bench = Bench {
+        config,
+        fmax_mhz: args.fmax_mhz,
+        projected,
+        cpu: CpuPeak::of_this_machine(),
+        gpu,
+        gpu_report,
+    };
+    println!(
+        "accelerator: {}x{} {} {} array at {} MHz (peak {}MAC/s); projection: {}x{} at {} MHz\nCPU: {} \
+         at {:.0} MHz, peak assumed {}MAC/s ({})",
+        config.rows,
+        config.cols,
+        config.dataflow.short_name(),
+        config.dtype.name(),
+        config.clock_mhz,
+        si(peak_of(&config)),
+        projected_rows,
+        projected_cols,
+        projected_mhz,
+        bench.cpu.model,
+        bench.cpu.mhz,
+        si(bench.cpu.peak_macs_per_s),
+        bench.cpu.assumption
+    );
+
+    let mut rows = Vec::new();
+    if matches!(args.suite, Suite::Gemm | Suite::All) {
+        gemm::suite(&bench, &args.sizes, &mut rows)?;
+    }
+    if matches!(args.suite, Suite::Train | Suite::All) {
+        train::suite(&bench, &args.batches, &mut rows)?;
+    }
+    let pytorch = if args.pytorch {
+        pytorch::run(args, &mut rows)
+    } else {
+        pytorch::PytorchReport::not_asked()
+    };
+
+    println!("{}", table(&rows));
+    println!(
+        "MAC/s: multiply-accumulates per second; % peak: of that machine's peak (accelerator: \
+         rows x cols x clock; CPU: the assumption above; GPU: datasheet dense peak); MAC/B: \
+         MACs per byte moved (accelerator: its DRAM loads and stores; CPU, GPU: every operand once)."
+    );
+
+    let report = Report {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        host: host_line(),
+        config: ConfigReport {
+            rows: config.rows,
+            cols: config.cols,
+            dtype: config.dtype.name(),
+            dataflow: config.dataflow.short_name(),
+            spad_depth: config.spad_depth,
+            acc_depth: config.acc_depth,
+            clock_mhz: config.clock_mhz,
+            fmax_mhz: args.fmax_mhz,
+            peak_macs_per_s: peak_of(&config),
+            dram_bytes_per_s: dram_bandwidth(&config),
+            projected: format!("{projected_rows}x{projected_cols} at {projected_mhz} MHz"),
+        },
+        cpu_peak: bench.cpu.clone(),
+        gpu: bench.gpu_report.clone(),
+        pytorch,
+        seconds: started.elapsed().as_secs_f64(),
+        rows,
+    };
+    if let (Some(file), Some(path)) = (json_file.as_mut(), args.json.as_deref()) {
+        let mut out = std::io::BufWriter::new(file.file());
+        serde_json::to_writer_pretty(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let (Some(file), Some(path)) = (plot_file.as_mut(), args.plot.as_deref()) {
+        let svg =
+            plot::svg(&report, &bench).map_err(|e| anyhow!("drawing {}: {e}", path.display()))?;
+        file.file()
+            .write_all(svg.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    for (file, path) in [(json_file, &args.json), (plot_file, &args.plot)] {
+        if let (Some(file), Some(path)) = (file, path) {
+            file.commit().with_context(|| format!("cannot write {}", path.display()))?;
+            println!("wrote {}", path.display());
+        }
+    }
+    println!("done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn open_gpu() -> (Option<Gpu>, GpuReport) {
+    match GpuAvailability::probe() {
+        GpuAvailability::Unavailable { reason } => (
+            None,
+            GpuReport {
+                available: false,
+                device: None,
+                libraries: None,
+                reason: Some(reason),
+                peak: None,
+            },
+        ),
+        GpuAvailability::Available { device, libraries } => match Gpu::open() {
+            Ok(gpu) => {
+                let peak = gpu_peak(&device);
+                (
+                    Some(gpu),
+                    GpuReport {
+                        available: true,
+                        device: Some(device),
+                        libraries: Some(libraries),
+                        reason: None,
+                        peak,
+                    },
+                )
+            }
+            Err(e) => (
+                None,
+                GpuReport {
+                    available: false,
+                    device: Some(device),
+                    libraries: Some(libraries),
+                    reason: Some(e.to_string()),
+                    peak: None,
+                },
+            ),
+        },
+    }
+}
+
+fn stage(path: &Path) -> anyhow::Result<StagedFile> {
+    StagedFile::beside(path).with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// `accelerator 16x16 ws @ 100 MHz`.
+pub fn accel_label(config: &ArrayConfig) -> String {
+    format!(
+        "accelerator {}x{} {} @ {} MHz",
+        config.rows,
+        config.cols,
+        config.dataflow.short_name(),
+        config.clock_mhz
+    )
+}
+
+/// `rows * cols * clock`.
+pub fn peak_of(config: &ArrayConfig) -> f64 {
+    config.pe_count() as f64 * config.clock_mhz * 1e6
+}
+
+/// The model's DRAM bandwidth: `Load` moves one scratchpad row, `max(R, C)` elements, per
+/// cycle (docs/PERFORMANCE_MODEL.md).
+pub fn dram_bandwidth(config: &ArrayConfig) -> f64 {
+    (config.spad_width() * config.dtype.elem_bytes()) as f64 * config.clock_mhz * 1e6
+}
+
+/// Bytes a program moves between DRAM and the on-chip memories.
+pub fn dram_traffic(
+    config: &ArrayConfig,
+    program: impl FnOnce(&mut dyn FnMut(Instruction)),
+) -> u64 {
+    let es = config.dtype.elem_bytes() as u64;
+    let mut bytes = 0u64;
+    program(&mut |ins| {
+        bytes += match ins {
+            Instruction::Load { rows, len, .. } | Instruction::StoreSpad { rows, len, .. } => {
+                rows as u64 * len as u64 * es
+            }
+            Instruction::Store { rows, len, .. } | Instruction::LoadAcc { rows, len, .. } => {
+                rows as u64 * len as u64 * 4
+            }
+            _ => 0,
+        }
+    });
+    bytes
+}
+
+/// Runs `f` until `budget` has passed (at least once, at most `max` times) and returns the
+/// median seconds per run.
+pub fn time_runs(
+    budget: Duration,
+    max: usize,
+    mut f: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < max.max(1) && (times.is_empty() || start.elapsed() < budget) {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok(times[times.len() / 2])
+}
+
+/// A GPU row that could not run: unavailable, with the reason.
+pub fn gpu_unavailable(bench: &Bench, mut row: Row) -> Row {
+    row.kind = Kind::Unavailable;
+    row.check = "-".into();
+    row.note = match &bench.gpu_report.device {
+        Some(device) => format!("{device} failed to open (see the GPU line above)"),
+        None => "no CUDA GPU (see the GPU line above)".into(),
+    };
+    row
+}
+
+/// A GPU error in the middle of a bench is fatal: the figures would be incomplete.
+pub fn gpu_failed(what: &str, e: GpuError) -> anyhow::Error {
+    anyhow!("{what}: {e}")
+}
+
+/// `3.36 G`, `940 M`, `12.0 k`.
+pub fn si(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    for (scale, unit) in [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")] {
+        if x.abs() >= scale {
+            let v = x / scale;
+            return if v >= 100.0 {
+                format!("{v:.0} {unit}")
+            } else if v >= 10.0 {
+                format!("{v:.1} {unit}")
+            } else {
+                format!("{v:.2} {unit}")
+            };
+        }
+    }
+    format!("{x:.3} ")
+}
+
+/// `5.00 ms`, `326 us`, `1.25 s`.
+pub fn duration(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.2} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else if seconds >= 1e-6 {
+        format!("{:.2} us", seconds * 1e6)
+    } else {
+        format!("{:.0} ns", seconds * 1e9)
+    }
+}
+
+/// The aligned terminal table, one block per workload.
+pub fn table(rows: &[Row]) -> String {
+    let header = [
+        "workload", "machine", "dtype", "kind", "time", "MAC/s", "% peak", "MAC/B", "check", "note",
+    ];
+    let cells: Vec<[String; 10]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.workload.clone(),
+                r.machine.clone(),
+                r.dtype.clone(),
+                r.kind.name().to_string(),
+                r.seconds.map(duration).unwrap_or_else(|| "-".into()),
+                r.macs_per_s.map(|x| si(x).trim_end().to_string()).unwrap_or_else(|| "-".into()),
+                r.fraction_of_peak
+                    .map(|f| format!("{:.1}", 100.0 * f))
+                    .unwrap_or_else(|| "-".into()),
+                r.macs_per_byte.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
+                if r.check.is_empty() { "-".into() } else { r.check.clone() },
+                r.note.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    // The note is last and free-running.
+    widths[9] = 0;
+    let right = [false, false, false, false, true, true, true, true, false, false];
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if right[i] {
+                s += &" ".repeat(pad);
+                s += c;
+            } else {
+                s += c;
+                s += &" ".repeat(pad);
+            }
+            s += "  ";
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", line(&header.map(String::from)));
+    let mut last = None;
+    for (row, c) in rows.iter().zip(&cells) {
+        if last.is_some() && last != Some(&row.workload) {
+            out.push('\n');
+        }
+        last = Some(&row.workload);
+        let _ = writeln!(out, "{}", line(c));
+    }
+    out
+}
+
+/// The machine the bench ran on, for the report.
+fn host_line() -> String {
+    let cpu = CpuPeak::of_this_machine().model;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    format!("{cpu}, {threads} logical CPUs, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// `|got - want| <= tol + eps * sum |a_i b_i|`, the GEMM check for machines that round
+/// differently from the reference (CPU f32 loop, GPU): f32 rounding of a length-k dot product
+/// stays well inside `1e-5` of the sum of the magnitudes of its products.
+pub fn close(got: f64, want: f64, magnitude: f64) -> bool {
+    (got - want).abs() <= 1e-6 + 1e-5 * magnitude
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_print_with_three_figures() {
+        assert_eq!(si(3.36e9), "3.36 G");
+        assert_eq!(si(940e6), "940 M");
+        assert_eq!(si(12.04e3), "12.0 k");
+        assert_eq!(si(0.5), "0.500 ");
+        assert_eq!(duration(5.0e-3), "5.00 ms");
+        assert_eq!(duration(326e-6), "326.00 us");
+        assert_eq!(duration(1.25), "1.25 s");
+    }
+
+    #[test]
+    fn gpu_peaks_from_the_device_name() {
+        let h100 = gpu_peak("NVIDIA H100 80GB HBM3").unwrap();
+        assert_eq!(h100.bf16_macs_per_s, 989.4e12 / 2.0);
+        assert_eq!(gpu_peak("NVIDIA H100 PCIe").unwrap().source, "NVIDIA H100 PCIe datasheet");
+        assert!(gpu_peak("NVIDIA H200").is_some());
+        assert!(gpu_peak("GeForce GTX 1080").is_none());
+    }
+
+    #[test]
+    fn the_table_is_aligned() {
+        let rows = vec![
+            Row::new("gemm", "64x64x64", "accelerator", Kind::Model, "bf16", 262144)
+                .timed(1e-4, Some(1e10)),
+            Row::new("gemm", "64x64x64", "gpu fp32", Kind::Unavailable, "f32", 262144)
+                .noted("no GPU"),
+            Row::new("gemm", "128x128x128", "accelerator", Kind::Model, "bf16", 1 << 21)
+                .timed(1e-3, None),
+        ];
+        let t = table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 5, "{t}"); // header, two rows, a blank line, one row
+        let col = |l: &str| l.find("model").or_else(|| l.find("unavailable")).unwrap();
+        assert_eq!(col(lines[1]), col(lines[2]));
+        assert!(lines[1].contains("2.62 G") && lines[1].contains("26.2"), "{t}");
+        assert!(lines[3].is_empty());
+    }
+
+    #[test]
+    fn timing_runs_at_least_once_and_stops_at_the_budget() {
+        let mut n = 0;
+        let t = time_runs(Duration::ZERO, 10, || {
+            n += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 1);
+        assert!(t >= 0.0);
+        let mut n = 0;
+        time_runs(Duration::from_secs(60), 3, || {
+            n += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 3);
+    }
+}

@@ -1,0 +1,438 @@
+//! The GEMM suite: each shape on every machine, checked, then timed.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use systole_core::machine::{golden, run_gemm, GoldenKind};
+use systole_core::params::SplitMix64;
+use systole_core::reference;
+use systole_core::tiler::{k_chunk, GemmLayout, GemmPlan, GemmShape};
+use systole_core::{ArrayConfig, Bf16, Dtype, Int8, BF16};
+
+use super::{
+    close, dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, Kind, Row,
+};
+use crate::gpu::gemm::DeviceGemm;
+use crate::gpu::plan::Precision;
+
+/// Largest GEMM (in MACs) each simulator and the CPU loop run: about a second each on one
+/// core of the development machine (docs/PERF.md), so the default bench stays under a minute.
+pub const FUNCTIONAL_MAX_MACS: u64 = 1 << 30;
+pub const CYCLE_MAX_MACS: u64 = 1 << 24;
+pub const CPU_MAX_MACS: u64 = 1 << 30;
+/// Outputs checked exactly (all of them) up to this many MACs; above, a sample.
+const FULL_CHECK_MACS: u64 = 1 << 24;
+/// Sampled outputs per check.
+const SAMPLES: usize = 256;
+/// Wall-clock budget per timed row.
+const BUDGET: Duration = Duration::from_millis(700);
+
+/// The shapes of `sizes`: every `N x N x N`, then every skinny `64 x N x N` (N > 64).
+pub fn shapes(sizes: &[u32]) -> Vec<(&'static str, GemmShape)> {
+    let mut out: Vec<(&'static str, GemmShape)> =
+        sizes.iter().map(|&s| ("square", GemmShape { m: s, k: s, n: s })).collect();
+    out.extend(
+        sizes.iter().filter(|&&s| s > 64).map(|&s| ("skinny", GemmShape { m: 64, k: s, n: s })),
+    );
+    out
+}
+
+fn workload(shape: &GemmShape) -> String {
+    format!("{}x{}x{}", shape.m, shape.k, shape.n)
+}
+
+fn row(shape: &GemmShape, machine: impl Into<String>, kind: Kind, dtype: &str) -> Row {
+    let mut r = Row::new("gemm", &workload(shape), machine, kind, dtype, shape.macs());
+    (r.m, r.k, r.n) = (Some(shape.m), Some(shape.k), Some(shape.n));
+    r
+}
+
+/// Operands: A and B as f32 in [-1, 1), and as the accelerator's elements (bf16 rounded, or
+/// int8 from the same draws scaled to [-127, 127]).
+struct Operands {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    /// Raw little-endian elements for the machines.
+    a_elems: Vec<u8>,
+    b_elems: Vec<u8>,
+}
+
+fn operands(shape: &GemmShape, dtype: Dtype, seed: u64) -> Operands {
+    let mut rng = SplitMix64(seed);
+    let mut draw =
+        |n: usize| -> Vec<f32> { (0..n).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect() };
+    let (m, k, n) = (shape.m as usize, shape.k as usize, shape.n as usize);
+    let (a, b) = (draw(m * k), draw(k * n));
+    let elems = |v: &[f32]| -> Vec<u8> {
+        match dtype {
+            Dtype::Bf16 => v.iter().flat_map(|&x| Bf16::from_f32(x).0.to_le_bytes()).collect(),
+            Dtype::Int8 => v.iter().map(|&x| (x * 127.0).round() as i8 as u8).collect(),
+        }
+    };
+    Operands { a_elems: elems(&a), b_elems: elems(&b), a, b }
+}
+
+/// Output positions to check: every one for small products, else corners plus a sample.
+fn positions(shape: &GemmShape, seed: u64) -> Vec<(usize, usize)> {
+    let (m, n) = (shape.m as usize, shape.n as usize);
+    if shape.macs() <= FULL_CHECK_MACS {
+        return (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+    }
+    let mut rng = SplitMix64(seed ^ 0xC0FFEE);
+    let mut out = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+    out.extend((0..SAMPLES).map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize)));
+    out
+}
+
+/// The accelerator's exact output at each position: `core::reference::gemm` on row `i` of A
+/// and column `j` of B, summed in the array's order (every output is independent, so this
+/// equals the full product's element bit for bit).
+fn reference_words(
+    config: &ArrayConfig,
+    shape: &GemmShape,
+    ops: &Operands,
+    at: &[(usize, usize)],
+) -> Vec<u32> {
+    let (k, n) = (shape.k as usize, shape.n as usize);
+    let chunk = k_chunk(config, shape.k) as usize;
+    match config.dtype {
+        Dtype::Bf16 => {
+            let a: Vec<Bf16> = ops
+                .a_elems
+                .chunks_exact(2)
+                .map(|b| Bf16(u16::from_le_bytes([b[0], b[1]])))
+                .collect();
+            let b: Vec<Bf16> = ops
+                .b_elems
+                .chunks_exact(2)
+                .map(|b| Bf16(u16::from_le_bytes([b[0], b[1]])))
+                .collect();
+            at.iter()
+                .map(|&(i, j)| {
+                    let col: Vec<Bf16> = (0..k).map(|l| b[l * n + j]).collect();
+                    reference::gemm::<BF16>(&a[i * k..(i + 1) * k], &col, 1, k, 1, chunk)[0]
+                })
+                .collect()
+        }
+        Dtype::Int8 => {
+            let a: Vec<i8> = ops.a_elems.iter().map(|&x| x as i8).collect();
+            let b: Vec<i8> = ops.b_elems.iter().map(|&x| x as i8).collect();
+            at.iter()
+                .map(|&(i, j)| {
+                    let col: Vec<i8> = (0..k).map(|l| b[l * n + j]).collect();
+                    reference::gemm::<Int8>(&a[i * k..(i + 1) * k], &col, 1, k, 1, chunk)[0]
+                })
+                .collect()
+        }
+    }
+}
+
+/// The f64 product at each position, and the sum of its products' magnitudes (for the
+/// tolerance), from f32 operands.
+fn f64_reference(
+    a: &[f32],
+    b: &[f32],
+    shape: &GemmShape,
+    at: &[(usize, usize)],
+) -> Vec<(f64, f64)> {
+    let (k, n) = (shape.k as usize, shape.n as usize);
+    at.iter()
+        .map(|&(i, j)| {
+            (0..k).fold((0.0, 0.0), |(s, mag), l| {
+                let p = a[i * k + l] as f64 * b[l * n + j] as f64;
+                (s + p, mag + p.abs())
+            })
+        })
+        .collect()
+}
+
+/// Checks `c` (row-major f32) against the f64 reference; returns the check's description.
+fn check_close(
+    what: &str,
+    c: &[f32],
+    shape: &GemmShape,
+    a: &[f32],
+    b: &[f32],
+    at: &[(usize, usize)],
+) -> anyhow::Result<String> {
+    let n = shape.n as usize;
+    let want = f64_reference(a, b, shape, at);
+    let mut worst = 0.0f64;
+    for (&(i, j), &(w, mag)) in at.iter().zip(&want) {
+        let got = c[i * n + j] as f64;
+        if !close(got, w, mag) {
+            bail!("{what} {}: C[{i}][{j}] = {got}, the f64 reference gives {w}", workload(shape));
+        }
+        worst = worst.max((got - w).abs() / mag.max(1e-30));
+    }
+    Ok(format!("{} outputs within 1e-5 (worst {:.1e})", at.len(), worst))
+}
+
+/// The plan of `shape` on `config`, and the DRAM it needs.
+fn plan_of(config: &ArrayConfig, shape: GemmShape) -> anyhow::Result<(GemmPlan, usize)> {
+    let (layout, dram) =
+        GemmLayout::packed(config, &shape).map_err(|e| anyhow!("{}: {e}", workload(&shape)))?;
+    let plan =
+        GemmPlan::new(config, shape, layout).map_err(|e| anyhow!("{}: {e}", workload(&shape)))?;
+    Ok((plan, dram))
+}
+
+/// A model row: exact cycles at the config's clock.
+fn model_row(config: &ArrayConfig, plan: &GemmPlan, kind: Kind, check: &str) -> Row {
+    let cycles = plan.cycles();
+    let bytes = dram_traffic(config, |sink| plan.emit(&mut |i| sink(i)));
+    let mut r = row(&plan.shape, super::accel_label(config), kind, config.dtype.name())
+        .timed(cycles as f64 / (config.clock_mhz * 1e6), Some(peak_of(config)))
+        .moved(bytes)
+        .checked(check);
+    r.cycles = Some(cycles);
+    r
+}
+
+pub fn suite(bench: &Bench, sizes: &[u32], rows: &mut Vec<Row>) -> anyhow::Result<()> {
+    let config = bench.config;
+    let dtype = config.dtype.name();
+    for (i, (family, shape)) in shapes(sizes).into_iter().enumerate() {
+        let macs = shape.macs();
+        let (plan, dram) = plan_of(&config, shape)?;
+        let ops_needed = macs <= FUNCTIONAL_MAX_MACS || macs <= CPU_MAX_MACS || bench.gpu.is_some();
+        let ops = ops_needed.then(|| operands(&shape, config.dtype, 1 + i as u64));
+        let at = positions(&shape, i as u64);
+
+        // The cycle machine first: where it runs, the model row's cycles are checked against it.
+        let mut cycle_row = None;
+        if macs <= CYCLE_MAX_MACS {
+            let ops = ops.as_ref().expect("operands");
+            let want = reference_words(&config, &shape, ops, &at);
+            let mut machine =
+                golden(GoldenKind::Cycle, config, dram).map_err(|e| anyhow!("{e}"))?;
+            let (c, stats) = run_gemm(machine.as_mut(), &plan, &ops.a_elems, &ops.b_elems)
+                .map_err(|e| anyhow!("cycle machine: {e}"))?;
+            check_exact("cycle machine", &shape, &c, &want, &at)?;
+            if stats.cycles != Some(plan.cycles()) {
+                bail!(
+                    "cycle machine {}: {:?} cycles, the closed form says {}",
+                    workload(&shape),
+                    stats.cycles,
+                    plan.cycles()
+                );
+            }
+            let seconds = time_runs(BUDGET, 5, || {
+                run_gemm(machine.as_mut(), &plan, &ops.a_elems, &ops.b_elems)
+                    .map(|_| ())
+                    .map_err(|e| anyhow!("{e}"))
+            })?;
+            let pe_rate = config.pe_count() as f64 * plan.cycles() as f64 / seconds;
+            cycle_row = Some(
+                row(&shape, "cycle machine (wall clock)", Kind::Simulator, dtype)
+                    .timed(seconds, None)
+                    .checked(format!("{} exact; cycles = closed form", count(&at, &shape)))
+                    .noted(format!("{} PE-cycles/s simulated", super::si(pe_rate).trim_end())),
+            );
+        }
+        let model_check =
+            if cycle_row.is_some() { "cycles = cycle machine" } else { "closed form" };
+        rows.push(model_row(&config, &plan, Kind::Model, model_check).noted(family));
+        if let Some(f) = bench.fmax_mhz {
+            let at_fmax = ArrayConfig { clock_mhz: f, ..config };
+            rows.push(
+                model_row(&at_fmax, &plan, Kind::Model, model_check).noted("at the board's fmax"),
+            );
+        }
+
+        // The functional machine.
+        if macs <= FUNCTIONAL_MAX_MACS {
+            let ops = ops.as_ref().expect("operands");
+            let want = reference_words(&config, &shape, ops, &at);
+            let mut machine =
+                golden(GoldenKind::Functional, config, dram).map_err(|e| anyhow!("{e}"))?;
+            let (c, _) = run_gemm(machine.as_mut(), &plan, &ops.a_elems, &ops.b_elems)
+                .map_err(|e| anyhow!("functional machine: {e}"))?;
+            check_exact("functional machine", &shape, &c, &want, &at)?;
+            let seconds = time_runs(BUDGET, 5, || {
+                run_gemm(machine.as_mut(), &plan, &ops.a_elems, &ops.b_elems)
+                    .map(|_| ())
+                    .map_err(|e| anyhow!("{e}"))
+            })?;
+            rows.push(
+                row(&shape, "functional machine (wall clock)", Kind::Simulator, dtype)
+                    .timed(seconds, None)
+                    .checked(format!("{} exact", count(&at, &shape))),
+            );
+        } else {
+            rows.push(skipped(
+                &shape,
+                "functional machine (wall clock)",
+                dtype,
+                FUNCTIONAL_MAX_MACS,
+            ));
+        }
+        rows.push(cycle_row.unwrap_or_else(|| {
+            skipped(&shape, "cycle machine (wall clock)", dtype, CYCLE_MAX_MACS)
+        }));
+
+        // The CPU: a plain f32 loop.
+        let cpu_label = "cpu f32 loop (1 thread)";
+        if macs <= CPU_MAX_MACS {
+            let ops = ops.as_ref().expect("operands");
+            let (m, k, n) = (shape.m as usize, shape.k as usize, shape.n as usize);
+            let c = cpu_gemm(&ops.a, &ops.b, m, k, n);
+            let check = check_close("cpu f32 loop", &c, &shape, &ops.a, &ops.b, &at)?;
+            let seconds = time_runs(BUDGET, 5, || {
+                std::hint::black_box(cpu_gemm(&ops.a, &ops.b, m, k, n));
+                Ok(())
+            })?;
+            rows.push(
+                row(&shape, cpu_label, Kind::Measured, "f32")
+                    .timed(seconds, Some(bench.cpu.peak_macs_per_s))
+                    .moved(4 * (m * k + k * n + m * n) as u64)
+                    .checked(check),
+            );
+        } else {
+            rows.push(skipped(&shape, cpu_label, "f32", CPU_MAX_MACS));
+        }
+
+        // The GPU.
+        for (precision, label, dt) in [
+            (Precision::F32, "gpu cuBLAS sgemm", "f32"),
+            (Precision::Bf16, "gpu cuBLAS gemm", "bf16"),
+        ] {
+            let r = row(&shape, label, Kind::Measured, dt);
+            let Some(gpu) = bench.gpu.as_ref() else {
+                rows.push(gpu_unavailable(bench, r));
+                continue;
+            };
+            let ops = ops.as_ref().expect("operands");
+            let dims = (shape.m as usize, shape.k as usize, shape.n as usize);
+            let g = DeviceGemm::new(gpu, dims, &ops.a, &ops.b, precision)
+                .map_err(|e| gpu_failed(label, e))?;
+            let c = g.run().map_err(|e| gpu_failed(label, e))?;
+            // BF16 is checked against the f64 product of the bf16-rounded operands.
+            let round =
+                |v: &[f32]| -> Vec<f32> { v.iter().map(|&x| Bf16::from_f32(x).to_f32()).collect() };
+            let check = match precision {
+                Precision::F32 => check_close(label, &c, &shape, &ops.a, &ops.b, &at)?,
+                Precision::Bf16 => {
+                    check_close(label, &c, &shape, &round(&ops.a), &round(&ops.b), &at)?
+                }
+            };
+            let reps = if macs > 1 << 36 { 10 } else { 50 };
+            let ms = g.time_ms(5, reps).map_err(|e| gpu_failed(label, e))?;
+            let peak = bench.gpu_report.peak.map(|p| match precision {
+                Precision::F32 => p.fp32_macs_per_s,
+                Precision::Bf16 => p.bf16_macs_per_s,
+            });
+            let es = if precision == Precision::F32 { 4 } else { 2 };
+            let (m, k, n) = dims;
+            rows.push(
+                r.timed(ms / 1e3, peak)
+                    .moved((es * (m * k + k * n) + 4 * m * n) as u64)
+                    .checked(check)
+                    .noted(format!("median of {reps} after 5 warm-up, CUDA events")),
+            );
+        }
+
+        // The projection.
+        let projected = bench.projected;
+        let (pplan, _) = plan_of(&projected, shape)?;
+        let mut p = model_row(&projected, &pplan, Kind::Projected, "closed form");
+        p.machine = format!(
+            "projected {}x{} @ {} MHz",
+            projected.rows, projected.cols, projected.clock_mhz
+        );
+        rows.push(p.noted("TPU-class array, closed-form model"));
+    }
+    Ok(())
+}
+
+fn count(at: &[(usize, usize)], shape: &GemmShape) -> String {
+    if at.len() as u64 == shape.m as u64 * shape.n as u64 {
+        format!("all {} outputs", at.len())
+    } else {
+        format!("{} sampled outputs", at.len())
+    }
+}
+
+fn check_exact(
+    machine: &str,
+    shape: &GemmShape,
+    c: &[u32],
+    want: &[u32],
+    at: &[(usize, usize)],
+) -> anyhow::Result<()> {
+    let n = shape.n as usize;
+    for (&(i, j), &w) in at.iter().zip(want) {
+        if c[i * n + j] != w {
+            bail!(
+                "{machine} {}: C[{i}][{j}] = {:#010x}, core::reference::gemm gives {w:#010x}",
+                workload(shape),
+                c[i * n + j]
+            );
+        }
+    }
+    Ok(())
+}
+
+fn skipped(shape: &GemmShape, machine: &str, dtype: &str, limit: u64) -> Row {
+    row(shape, machine, Kind::Skipped, dtype)
+        .checked("-")
+        .noted(format!("more than {} MACs: too slow here", super::si(limit as f64).trim_end()))
+}
+
+/// `C = A B` in f32, row-major, i-k-j order so the inner loop runs along rows of B and C and
+/// vectorises; one thread. The CPU baseline.
+pub fn cpu_gemm(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        let row = &mut c[i * n..(i + 1) * n];
+        for l in 0..k {
+            let x = a[i * k + l];
+            let b_row = &b[l * n..(l + 1) * n];
+            for (cj, bj) in row.iter_mut().zip(b_row) {
+                *cj += x * bj;
+            }
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_squares_then_skinny() {
+        let s = shapes(&[64, 256]);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[2], ("skinny", GemmShape { m: 64, k: 256, n: 256 }));
+    }
+
+    #[test]
+    fn cpu_loop_and_sampled_checks_agree_with_f64() {
+        let shape = GemmShape { m: 9, k: 13, n: 7 };
+        let ops = operands(&shape, Dtype::Bf16, 3);
+        let c = cpu_gemm(&ops.a, &ops.b, 9, 13, 7);
+        let at = positions(&shape, 0);
+        assert_eq!(at.len(), 63);
+        assert!(check_close("cpu", &c, &shape, &ops.a, &ops.b, &at).is_ok());
+        let mut wrong = c.clone();
+        wrong[8 * 7 + 6] += 1e-3;
+        assert!(check_close("cpu", &wrong, &shape, &ops.a, &ops.b, &at).is_err());
+    }
+
+    #[test]
+    fn sampled_reference_words_equal_the_full_reference() {
+        for dtype in [Dtype::Bf16, Dtype::Int8] {
+            let config = ArrayConfig::new(4, 4, dtype);
+            let shape = GemmShape { m: 6, k: 11, n: 5 };
+            let ops = operands(&shape, dtype, 9);
+            let at = positions(&shape, 0);
+            let sampled = reference_words(&config, &shape, &ops, &at);
+            let (plan, dram) = plan_of(&config, shape).unwrap();
+            let mut m = golden(GoldenKind::Functional, config, dram).unwrap();
+            let (c, _) = run_gemm(m.as_mut(), &plan, &ops.a_elems, &ops.b_elems).unwrap();
+            assert_eq!(sampled, c, "{dtype:?}");
+            assert!(check_exact("f", &shape, &c, &sampled, &at).is_ok());
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The training-step suite: one SGD step of the digits MLP (64-64-10, momentum 0.9) at each
+//! batch size, on every machine, each checked against the reference executor before it is
+//! timed.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use systole_core::compile::{compile_training, CompiledStep};
+use systole_core::exec::{Accel, Executor, Plain};
+use systole_core::graph::{Graph, MlpSpec, Sgd};
+use systole_core::machine::{golden, GoldenKind};
+use systole_core::params::{Params, SplitMix64};
+use systole_core::train::AccelTrainer;
+use systole_core::{ArrayConfig, Dtype};
+
+use super::{dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, Kind, Row};
+use crate::gpu::plan::StepPlan;
+use crate::gpu::train::GpuTrainer;
+use crate::gpu::twin::TwinTrainer;
+use crate::gpu::GpuDtype;
+
+/// The digits MLP: 8x8 pixels in, one hidden layer of 64, ten classes.
+pub const WIDTHS: [u32; 3] = [64, 64, 10];
+pub const SGD: Sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
+const BUDGET: Duration = Duration::from_millis(700);
+/// Batches above this are not stepped on the cycle machine (seconds per step).
+const CYCLE_MAX_BATCH: u32 = 1024;
+
+pub fn graph() -> Graph {
+    let spec = MlpSpec {
+        inputs: WIDTHS[0],
+        hidden: WIDTHS[1..2].iter().copied().collect(),
+        classes: WIDTHS[2],
+    };
+    Graph::training(&spec, SGD).expect("the digits MLP is a valid graph")
+}
+
+fn workload(batch: u32) -> String {
+    format!("mlp 64-64-10 step, batch {batch}")
+}
+
+fn row(batch: u32, machine: impl Into<String>, kind: Kind, dtype: &str, macs: u64) -> Row {
+    let mut r = Row::new("train", &workload(batch), machine, kind, dtype, macs);
+    r.batch = Some(batch);
+    r
+}
+
+/// A batch of `rows` digits-shaped samples: pixels in [0, 1), labels 0 to 9.
+fn batch(rows: usize, seed: u64) -> (Vec<f32>, Vec<u16>) {
+    let mut rng = SplitMix64(seed);
+    let x = (0..rows * 64).map(|_| rng.next_f64() as f32).collect();
+    let y = (0..rows).map(|_| rng.below(10) as u16).collect();
+    (x, y)
+}
+
+fn model_row(
+    config: &ArrayConfig,
+    step: &CompiledStep,
+    batch: u32,
+    kind: Kind,
+    check: &str,
+) -> Row {
+    let bytes = dram_traffic(config, |sink| {
+        step.forward.iter().chain(&step.backward).for_each(|&i| sink(i));
+    });
+    let mut r = row(batch, super::accel_label(config), kind, "bf16", step.macs())
+        .timed(step.cycles() as f64 / (config.clock_mhz * 1e6), Some(peak_of(config)))
+        .moved(bytes)
+        .checked(check);
+    r.cycles = Some(step.cycles());
+    r
+}
+
+pub fn suite(bench: &Bench, batches: &[u32], rows: &mut Vec<Row>) -> anyhow::Result<()> {
+    // Training is BF16 mixed precision on the accelerator whatever the GEMM suite's dtype.
+    let config = ArrayConfig { dtype: Dtype::Bf16, ..bench.config };
+    let graph = graph();
+    let params = Params::init(&graph.spec, 0);
+    for (i, &b) in batches.iter().enumerate() {
+        let (x, y) = batch(b as usize, 100 + i as u64);
+        let step = compile_training(&graph, &config, b).map_err(|e| anyhow!("batch {b}: {e}"))?;
+        let plan =
+            StepPlan::training(&graph, b as usize, GpuDtype::F32).map_err(|e| anyhow!("{e}"))?;
+        let macs = plan.macs();
+
+        // The accelerator's reference executor gives the exact outcome the machines must match.
+        let mut accel_ref = Executor::new(graph.clone(), Accel { config }, &params);
+        let want = accel_ref.step(&x, &y);
+        let dram = AccelTrainer::dram_needed(&graph, &config, b, b).map_err(|e| anyhow!("{e}"))?;
+        let mut machine_rows = Vec::new();
+        let mut cycles_checked = false;
+        for (kind, label) in [
+            (GoldenKind::Functional, "functional machine (wall clock)"),
+            (GoldenKind::Cycle, "cycle machine (wall clock)"),
+        ] {
+            if kind == GoldenKind::Cycle && b > CYCLE_MAX_BATCH {
+                machine_rows.push(
+                    row(b, label, Kind::Skipped, "bf16", macs)
+                        .checked("-")
+                        .noted("batch too large for the cycle machine here"),
+                );
+                continue;
+            }
+            let machine = golden(kind, config, dram).map_err(|e| anyhow!("{e}"))?;
+            let mut t = AccelTrainer::new(machine, graph.clone(), &params)
+                .map_err(|e| anyhow!("{label}: {e}"))?;
+            let (got, work) = t.step(&x, &y).map_err(|e| anyhow!("{label}: {e}"))?;
+            if got != want || t.params().map_err(|e| anyhow!("{e}"))? != accel_ref.params() {
+                bail!("{label}, batch {b}: the step differs from the reference executor (accelerator numerics)");
+            }
+            if work.cycles != step.cycles() {
+                bail!(
+                    "{label}, batch {b}: {} cycles, the compiled step says {}",
+                    work.cycles,
+                    step.cycles()
+                );
+            }
+            cycles_checked |= kind == GoldenKind::Cycle;
+            let seconds =
+                time_runs(BUDGET, 20, || t.step(&x, &y).map(|_| ()).map_err(|e| anyhow!("{e}")))?;
+            machine_rows.push(
+                row(b, label, Kind::Simulator, "bf16", step.macs())
+                    .timed(seconds, None)
+                    .checked("bit-exact with the reference executor"),
+            );
+        }
+        let model_check = if cycles_checked { "cycles = cycle machine" } else { "timing model" };
+        rows.push(model_row(&config, &step, b, Kind::Model, model_check));
+        if let Some(f) = bench.fmax_mhz {
+            rows.push(
+                model_row(
+                    &ArrayConfig { clock_mhz: f, ..config },
+                    &step,
+                    b,
+                    Kind::Model,
+                    model_check,
+                )
+                .noted("at the board's fmax"),
+            );
+        }
+        rows.append(&mut machine_rows);
+
+        // The CPU: the f32 reference executor, and the CPU twin of the GPU's step.
+        let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
+        let want_f32 = reference.step(&x, &y);
+        let stepped = reference.params();
+        let seconds = time_runs(BUDGET, 50, || {
+            std::hint::black_box(reference.step(&x, &y));
+            Ok(())
+        })?;
+        rows.push(
+            row(b, "cpu f32 reference executor (1 thread)", Kind::Measured, "f32", macs)
+                .timed(seconds, Some(bench.cpu.peak_macs_per_s))
+                .moved(plan.bytes())
+                .checked("is the reference"),
+        );
+        let mut twin = TwinTrainer::new(&graph, &params, GpuDtype::F32);
+        let got = twin.step(&x, &y).map_err(|e| anyhow!("{e}"))?;
+        let check = loss_check("cpu twin", got.loss, want_f32.loss, 1e-5)?;
+        params_check("cpu twin", &twin.params(), &stepped, 1e-5)?;
+        let seconds =
+            time_runs(BUDGET, 50, || twin.step(&x, &y).map(|_| ()).map_err(|e| anyhow!("{e}")))?;
+        rows.push(
+            row(b, "cpu twin of the gpu step (1 thread)", Kind::Measured, "f32", macs)
+                .timed(seconds, Some(bench.cpu.peak_macs_per_s))
+                .moved(plan.bytes())
+                .checked(check),
+        );
+
+        // The GPU: the whole step as one CUDA graph.
+        for (dtype, label, tol) in [
+            (GpuDtype::F32, "gpu step, one CUDA graph", 1e-4),
+            (GpuDtype::Bf16, "gpu step, one CUDA graph", 2e-2),
+        ] {
+            let r = row(b, label, Kind::Measured, dtype.name(), macs);
+            if bench.gpu.is_none() {
+                rows.push(gpu_unavailable(bench, r));
+                continue;
+            }
+            let mut gpu =
+                GpuTrainer::new(&graph, &params, dtype).map_err(|e| gpu_failed(label, e))?;
+            let got = gpu.step(&x, &y).map_err(|e| gpu_failed(label, e))?;
+            let check = loss_check(label, got.loss, want_f32.loss, tol)?;
+            params_check(
+                label,
+                &gpu.params().map_err(|e| gpu_failed(label, e))?,
+                &stepped,
+                tol as f32,
+            )?;
+            let (warmup, reps) = (20, 200);
+            let (ms, how) =
+                gpu.time_step(&x, &y, warmup, reps).map_err(|e| gpu_failed(label, e))?;
+            let bytes =
+                StepPlan::training(&graph, b as usize, dtype).map_err(|e| anyhow!("{e}"))?.bytes();
+            rows.push(
+                r.timed(ms / 1e3, None)
+                    .moved(bytes)
+                    .checked(check)
+                    .noted(format!("median of {reps} {how} after {warmup}, CUDA events")),
+            );
+        }
+
+        // The projection.
+        let projected = ArrayConfig { dtype: Dtype::Bf16, ..bench.projected };
+        let pstep = compile_training(&graph, &projected, b)
+            .map_err(|e| anyhow!("projected, batch {b}: {e}"))?;
+        let mut p = model_row(&projected, &pstep, b, Kind::Projected, "timing model");
+        p.machine = format!(
+            "projected {}x{} @ {} MHz",
+            projected.rows, projected.cols, projected.clock_mhz
+        );
+        rows.push(p.noted("TPU-class array, timing model"));
+    }
+    Ok(())
+}
+
+/// The first step's loss against the f32 reference's, relatively.
+fn loss_check(what: &str, got: f64, want: f64, tol: f64) -> anyhow::Result<String> {
+    let rel = (got - want).abs() / want.abs().max(1e-30);
+    if rel.is_nan() || rel > tol {
+        bail!("{what}: first-step loss {got} vs the f32 reference's {want} (relative {rel:.1e} > {tol:.0e})");
+    }
+    Ok(format!("loss within {tol:.0e} of the f32 reference ({rel:.1e})"))
+}
+
+/// The parameters after the first step against the f32 reference's: `|got - want| <= tol (1 +
+/// |want|)` for every weight and bias.
+fn params_check(what: &str, got: &Params, want: &Params, tol: f32) -> anyhow::Result<()> {
+    for (l, (g, w)) in got.layers.iter().zip(&want.layers).enumerate() {
+        let pairs = g.weight.iter().zip(&w.weight).chain(g.bias.iter().zip(&w.bias));
+        for (i, (&a, &b)) in pairs.enumerate() {
+            let diff = (a - b).abs();
+            if diff.is_nan() || diff > tol * (1.0 + b.abs()) {
+                bail!("{what}: layer {l} parameter {i} is {a} after one step, the f32 reference's is {b}");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loss_check_accepts_rounding_and_refuses_more() {
+        assert!(loss_check("x", 2.50001, 2.5, 1e-5).is_ok());
+        assert!(loss_check("x", 2.4, 2.3, 1e-2).is_err());
+        assert!(loss_check("x", f64::NAN, 2.3, 1e-2).is_err());
+    }
+
+    #[test]
+    fn the_parameter_check_names_the_first_difference() {
+        let g = graph();
+        let p = Params::init(&g.spec, 1);
+        assert!(params_check("x", &p, &p, 0.0).is_ok());
+        let mut q = p.clone();
+        q.layers[1].bias[3] += 0.5;
+        let e = params_check("x", &q, &p, 1e-3).unwrap_err().to_string();
+        assert!(e.contains("layer 1 parameter 643"), "{e}");
+    }
+}

@@ -1,0 +1,420 @@
+//! Classification data sets for `systole train` and `systole predict`: the built-in digits, or a
+//! user CSV in the same layout; their validation, the deterministic stratified train/test split
+//! and the feature scaling.
+//!
+//! **Layout**: one sample a row, the features (numbers) first and the class label last. The first
+//! row is a header of column names when any of its cells is not a number (so `p0,...,label`
+//! works, and so does a file without a header). Labels are integers 0 to 255 (`3` and `3.0` both
+//! read as 3); the model has `max label + 1` classes, and at least two distinct labels must occur.
+//!
+//! **Split** (deterministic for a seed): each class's rows, in file order, are shuffled with
+//! [`SplitMix64`] and the first `round(0.8 n)` go to training, the rest to test; both sides then
+//! keep file order. **Scaling**: every feature is divided by one number, the largest absolute
+//! feature value in the training split (16 for digits, whose pixels are 0 to 16), so the inputs
+//! lie in [-1, 1] whatever the units. The scale is saved with a model, so `predict` feeds it the
+//! same inputs.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+use systole_core::params::SplitMix64;
+
+/// The digits CSV (data/digits.csv; data/README.md has its provenance), compiled in so that
+/// `--dataset digits` works from any directory.
+pub const DIGITS_CSV: &str = include_str!("../../data/digits.csv");
+
+/// Largest label: labels travel as `u16` on the host side, and 256 classes is a generous bound.
+pub const MAX_LABEL: u32 = 255;
+
+/// Seeds the split's shuffles: `SplitMix64(seed ^ SPLIT_STREAM)`, a stream of its own so the
+/// split does not reuse the numbers `Params::init(spec, seed)` draws its weights from.
+const SPLIT_STREAM: u64 = 0x5350_4c49_5453_5452; // "SPLITSTR"
+
+/// Where samples come from: `--dataset digits` or `--dataset PATH.csv`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Digits,
+    Csv(PathBuf),
+}
+
+impl Source {
+    /// `digits` is the built-in set; anything else is a path.
+    pub fn parse(s: &str) -> Result<Source, String> {
+        match s {
+            "" => Err("the data set must be `digits` or a path to a .csv file".into()),
+            "digits" => Ok(Source::Digits),
+            path => Ok(Source::Csv(PathBuf::from(path))),
+        }
+    }
+
+    /// `digits`, or the path as given.
+    pub fn name(&self) -> String {
+        match self {
+            Source::Digits => "digits".into(),
+            Source::Csv(path) => path.display().to_string(),
+        }
+    }
+
+    pub fn load(&self) -> Result<Dataset, DatasetError> {
+        match self {
+            Source::Digits => Dataset::from_csv(DIGITS_CSV.as_bytes(), "digits (built in)"),
+            Source::Csv(path) => {
+                let file = File::open(path)
+                    .map_err(|source| DatasetError::Io { path: path.clone(), source })?;
+                Dataset::from_csv(io::BufReader::new(file), &path.display().to_string())
+            }
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// A CSV column, 1-based, with its header name when the file has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub number: usize,
+    pub name: Option<String>,
+}
+
+impl fmt::Display for Column {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "column {} ({name})", self.number),
+            None => write!(f, "column {}", self.number),
+        }
+    }
+}
+
+/// Why a data set cannot be used. Each names the file, and the line and column where there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("cannot read {}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{file}: {message}")]
+    Csv { file: String, message: String },
+    #[error("{file}: empty: no data rows")]
+    Empty { file: String },
+    #[error(
+        "{file}: line {line} has {found} column(s): a row needs at least one feature and a label"
+    )]
+    NoFeatures { file: String, line: u64, found: usize },
+    #[error("{file}: line {line} has {found} columns, expected {expected} (as line {first_line})")]
+    Ragged { file: String, line: u64, found: usize, expected: usize, first_line: u64 },
+    #[error("{file}: line {line}, {column}: {value:?} is not a number")]
+    NotNumber { file: String, line: u64, column: Column, value: String },
+    #[error("{file}: line {line}, {column}: {value} is not a finite 32-bit float")]
+    NotFinite { file: String, line: u64, column: Column, value: String },
+    #[error(
+        "{file}: line {line}, {column}: label {value} is not an integer from 0 to {MAX_LABEL}"
+    )]
+    Label { file: String, line: u64, column: Column, value: String },
+    #[error("{file}: every row has label {label}: a classifier needs at least 2 classes")]
+    OneClass { file: String, label: u16 },
+    #[error(
+        "{file}: {rows} rows are too few to split 80/20 by class: that gives {train} training \
+         and {test} test rows, and both need at least one"
+    )]
+    TooFewRows { file: String, rows: usize, train: usize, test: usize },
+    #[error("{file}: has {found} features but the model takes {expected}")]
+    Features { file: String, found: usize, expected: usize },
+    #[error("{file}: has label {label} but the model has only {classes} classes")]
+    Classes { file: String, label: u16, classes: u32 },
+}
+
+/// Samples as read: features unscaled, one row each, labels below `classes`.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    /// What error messages call it: the path, or `digits (built in)`.
+    pub file: String,
+    pub features: usize,
+    pub classes: u32,
+    /// `labels.len() x features`, row-major.
+    pub x: Vec<f32>,
+    pub labels: Vec<u16>,
+}
+
+impl Dataset {
+    /// Parses and validates a CSV (`file` names it in errors).
+    pub fn from_csv(reader: impl Read, file: &str) -> Result<Dataset, DatasetError> {
+        let csv_error =
+            |e: csv::Error| DatasetError::Csv { file: file.into(), message: e.to_string() };
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(reader);
+        let mut header: Option<Vec<String>> = None;
+        let mut width: Option<(usize, u64)> = None;
+        let mut x = Vec::new();
+        let mut labels = Vec::new();
+        let mut record = csv::ByteRecord::new();
+        while reader.read_byte_record(&mut record).map_err(csv_error)? {
+            let line = record.position().map_or(0, |p| p.line());
+            let cells: Vec<&str> =
+                record.iter().map(|c| std::str::from_utf8(c).unwrap_or("\u{fffd}")).collect();
+            let first = width.is_none() && header.is_none();
+            if first && cells.iter().any(|c| c.parse::<f64>().is_err()) {
+                if cells.len() < 2 {
+                    return Err(DatasetError::NoFeatures {
+                        file: file.into(),
+                        line,
+                        found: cells.len(),
+                    });
+                }
+                header = Some(cells.iter().map(|c| c.to_string()).collect());
+                width = Some((cells.len(), line));
+                continue;
+            }
+            let (expected, first_line) = *width.get_or_insert((cells.len(), line));
+            if cells.len() < 2 {
+                return Err(DatasetError::NoFeatures {
+                    file: file.into(),
+                    line,
+                    found: cells.len(),
+                });
+            }
+            if cells.len() != expected {
+                return Err(DatasetError::Ragged {
+                    file: file.into(),
+                    line,
+                    found: cells.len(),
+                    expected,
+                    first_line,
+                });
+            }
+            let column =
+                |i: usize| Column { number: i + 1, name: header.as_ref().map(|h| h[i].clone()) };
+            let (label, features) = cells.split_last().expect("at least two cells");
+            for (i, cell) in features.iter().enumerate() {
+                let value = cell.parse::<f32>().map_err(|_| DatasetError::NotNumber {
+                    file: file.into(),
+                    line,
+                    column: column(i),
+                    value: cell.to_string(),
+                })?;
+                if !value.is_finite() {
+                    return Err(DatasetError::NotFinite {
+                        file: file.into(),
+                        line,
+                        column: column(i),
+                        value: cell.to_string(),
+                    });
+                }
+                x.push(value);
+            }
+            let i = features.len();
+            let value = label.parse::<f64>().map_err(|_| DatasetError::NotNumber {
+                file: file.into(),
+                line,
+                column: column(i),
+                value: label.to_string(),
+            })?;
+            if !(value.fract() == 0.0 && (0.0..=MAX_LABEL as f64).contains(&value)) {
+                return Err(DatasetError::Label {
+                    file: file.into(),
+                    line,
+                    column: column(i),
+                    value: label.to_string(),
+                });
+            }
+            labels.push(value as u16);
+        }
+        let Some((width, _)) = width.filter(|_| !labels.is_empty()) else {
+            return Err(DatasetError::Empty { file: file.into() });
+        };
+        let max = *labels.iter().max().expect("non-empty");
+        if labels.iter().all(|&l| l == max) {
+            return Err(DatasetError::OneClass { file: file.into(), label: max });
+        }
+        Ok(Dataset { file: file.into(), features: width - 1, classes: max as u32 + 1, x, labels })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The data rows (0-based, file order) of the training and test sides for `seed`.
+    pub fn split_indices(&self, seed: u64) -> Result<(Vec<usize>, Vec<usize>), DatasetError> {
+        let mut rng = SplitMix64(seed ^ SPLIT_STREAM);
+        let (mut train, mut test) = (Vec::new(), Vec::new());
+        for class in 0..self.classes as u16 {
+            let mut rows: Vec<usize> =
+                (0..self.rows()).filter(|&i| self.labels[i] == class).collect();
+            rng.shuffle(&mut rows);
+            // round(0.8 n), in integers (0.8 n is never exactly half-way).
+            let n_train = (8 * rows.len() + 5) / 10;
+            train.extend_from_slice(&rows[..n_train]);
+            test.extend_from_slice(&rows[n_train..]);
+        }
+        if train.is_empty() || test.is_empty() {
+            return Err(DatasetError::TooFewRows {
+                file: self.file.clone(),
+                rows: self.rows(),
+                train: train.len(),
+                test: test.len(),
+            });
+        }
+        train.sort_unstable();
+        test.sort_unstable();
+        Ok((train, test))
+    }
+
+    /// The 80/20 split for `seed`, scaled by the training side's largest absolute feature.
+    pub fn split(&self, seed: u64) -> Result<Split, DatasetError> {
+        let (train, test) = self.split_indices(seed)?;
+        let max = train.iter().flat_map(|&i| self.row(i)).fold(0.0f32, |m, &v| m.max(v.abs()));
+        let scale = if max > 0.0 { max } else { 1.0 };
+        Ok(Split {
+            feature_scale: scale,
+            train: self.take(&train, scale),
+            test: self.take(&test, scale),
+        })
+    }
+
+    /// The split for `seed` with a given scale (a saved model's), after checking the data fits a
+    /// model of `inputs` features and `classes` classes.
+    pub fn split_for_model(
+        &self,
+        seed: u64,
+        scale: f32,
+        inputs: usize,
+        classes: u32,
+    ) -> Result<Split, DatasetError> {
+        if self.features != inputs {
+            return Err(DatasetError::Features {
+                file: self.file.clone(),
+                found: self.features,
+                expected: inputs,
+            });
+        }
+        if self.classes > classes {
+            return Err(DatasetError::Classes {
+                file: self.file.clone(),
+                label: self.classes as u16 - 1,
+                classes,
+            });
+        }
+        let (train, test) = self.split_indices(seed)?;
+        Ok(Split {
+            feature_scale: scale,
+            train: self.take(&train, scale),
+            test: self.take(&test, scale),
+        })
+    }
+
+    fn row(&self, i: usize) -> &[f32] {
+        &self.x[i * self.features..(i + 1) * self.features]
+    }
+
+    fn take(&self, rows: &[usize], scale: f32) -> Samples {
+        Samples {
+            features: self.features,
+            x: rows.iter().flat_map(|&i| self.row(i)).map(|&v| v / scale).collect(),
+            labels: rows.iter().map(|&i| self.labels[i]).collect(),
+            rows: rows.to_vec(),
+        }
+    }
+}
+
+/// One side of a split, scaled, ready to feed a model.
+#[derive(Clone, Debug)]
+pub struct Samples {
+    pub features: usize,
+    /// `len() x features`, row-major, already divided by the split's scale.
+    pub x: Vec<f32>,
+    pub labels: Vec<u16>,
+    /// Each sample's data row in the file (0-based, header not counted).
+    pub rows: Vec<usize>,
+}
+
+impl Samples {
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The first `n` samples' features.
+    pub fn head(&self, n: usize) -> &[f32] {
+        &self.x[..n.min(self.len()) * self.features]
+    }
+}
+
+/// A deterministic train/test split and the scale both sides were divided by.
+#[derive(Clone, Debug)]
+pub struct Split {
+    pub feature_scale: f32,
+    pub train: Samples,
+    pub test: Samples,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Dataset, DatasetError> {
+        Dataset::from_csv(text.as_bytes(), "t.csv")
+    }
+
+    #[test]
+    fn digits_are_1797_rows_of_64_features_and_10_classes() {
+        let d = Source::Digits.load().unwrap();
+        assert_eq!((d.rows(), d.features, d.classes), (1797, 64, 10));
+        let split = d.split(0).unwrap();
+        assert_eq!(split.feature_scale, 16.0);
+        assert_eq!(split.train.len() + split.test.len(), 1797);
+        // Per class round(0.8 n): 1438 training rows in all.
+        assert_eq!((split.train.len(), split.test.len()), (1438, 359));
+        assert!(split.train.x.iter().all(|v| (0.0..=1.0).contains(v)));
+    }
+
+    #[test]
+    fn split_is_stratified_and_deterministic() {
+        let d = Source::Digits.load().unwrap();
+        let (a, b) = (d.split_indices(7).unwrap(), d.split_indices(7).unwrap());
+        assert_eq!(a, b);
+        assert_ne!(a, d.split_indices(8).unwrap());
+        for class in 0..10u16 {
+            let n = d.labels.iter().filter(|&&l| l == class).count();
+            let n_train = a.0.iter().filter(|&&i| d.labels[i] == class).count();
+            assert_eq!(n_train, (8 * n + 5) / 10);
+        }
+    }
+
+    #[test]
+    fn header_is_optional() {
+        let with = parse("a,b,label\n1,2,0\n3,4,1\n").unwrap();
+        let without = parse("1,2,0\n3,4,1\n").unwrap();
+        assert_eq!((with.x, with.labels), (without.x, without.labels));
+        assert_eq!(parse("1,2,0.0\n3,4,1\n").unwrap().labels, [0, 1]);
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let e = |t: &str| parse(t).unwrap_err().to_string();
+        assert_eq!(
+            e("a,b,label\n1,2,0\n3,4\n"),
+            "t.csv: line 3 has 2 columns, expected 3 (as line 1)"
+        );
+        assert_eq!(e("a,b,label\n1,x,0\n"), "t.csv: line 2, column 2 (b): \"x\" is not a number");
+        assert_eq!(
+            e("1,2,0\n1,inf,1\n"),
+            "t.csv: line 2, column 2: inf is not a finite 32-bit float"
+        );
+        assert_eq!(
+            e("1,2,0\n1,2,256\n"),
+            "t.csv: line 2, column 3: label 256 is not an integer from 0 to 255"
+        );
+        assert!(e("1,2,0\n1,2,1.5\n").contains("label 1.5"));
+        assert!(e("1,2,0\n1,2,-1\n").contains("label -1"));
+        assert_eq!(e(""), "t.csv: empty: no data rows");
+        assert_eq!(e("a,b,label\n"), "t.csv: empty: no data rows");
+        assert!(e("1,2,3\n4,5,3\n").contains("at least 2 classes"));
+        let split = parse("1,2,0\n1,2,1\n").unwrap().split(0).unwrap_err().to_string();
+        assert!(split.contains("too few"), "{split}");
+    }
+}

@@ -1,0 +1,131 @@
+//! `systole hdl emit`: the Verilog of one array config and its manifest.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+use systole_core::isa::ISA_VERSION;
+use systole_core::{ArrayConfig, Dtype};
+use systole_hdl::{emit as emit_verilog, Port, TOP_MODULE};
+
+use crate::cli::EmitArgs;
+use crate::staged::StagedFile;
+
+/// What `manifest.json` holds: enough for a simulator or a board flow to use the Verilog without
+/// reading it.
+#[derive(Serialize)]
+struct Manifest<'a> {
+    top: &'static str,
+    verilog: &'static str,
+    isa_version: u16,
+    config: ConfigJson,
+    /// Blocks the emitted top contains.
+    blocks: &'a [&'static str],
+    ports: &'a [Port],
+    /// Memories inside the top, in bits (none yet: the array datapath has only registers).
+    memory_bits: u64,
+    modules: usize,
+    instances: usize,
+    timing: Timing,
+}
+
+#[derive(Serialize)]
+struct ConfigJson {
+    rows: u16,
+    cols: u16,
+    dtype: &'static str,
+    dataflow: &'static str,
+    spad_width: usize,
+    spad_depth: u32,
+    acc_depth: u32,
+    clock_mhz: f64,
+}
+
+/// Cycle counts of the array ops, as core's cycle machine defines them.
+#[derive(Serialize)]
+struct Timing {
+    load_weights: String,
+    matmul: String,
+    out_row_m_at: String,
+}
+
+pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
+    let config = ArrayConfig::new(args.rows, args.cols, Dtype::from(args.dtype))
+        .with_dataflow(args.dataflow.into());
+    let emitted = emit_verilog(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (r, c) = (config.rows, config.cols);
+    let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
+    let manifest = Manifest {
+        top: TOP_MODULE,
+        verilog: "systole_top.v",
+        isa_version: ISA_VERSION,
+        config: ConfigJson {
+            rows: r,
+            cols: c,
+            dtype: config.dtype.name(),
+            dataflow: config.dataflow.short_name(),
+            spad_width: config.spad_width(),
+            spad_depth: config.spad_depth,
+            acc_depth: config.acc_depth,
+            clock_mhz: config.clock_mhz,
+        },
+        blocks: if ws {
+            &["pe_ws", "mac", "input_skew", "output_deskew", "shadow_weights"]
+        } else {
+            &["pe_os", "mac", "input_skew_a", "input_skew_b"]
+        },
+        ports: &emitted.ports,
+        memory_bits: 0,
+        modules: emitted.modules,
+        instances: emitted.instances,
+        timing: if ws {
+            Timing {
+                load_weights: format!("{r}"),
+                matmul: format!("rows + {}", r + c - 1),
+                out_row_m_at: format!("m + {}", r + c - 1),
+            }
+        } else {
+            Timing {
+                load_weights: "n/a".into(),
+                matmul: format!("k + {} + rows", r + c - 2),
+                out_row_m_at: format!("k + {} + m", r + c - 2),
+            }
+        },
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let v_path = args.out.join("systole_top.v");
+    let m_path = args.out.join("manifest.json");
+    // Both files are staged before either is committed: a failure leaves neither half-written.
+    let mut v_file = stage(&v_path)?;
+    let mut m_file = stage(&m_path)?;
+    v_file
+        .file()
+        .write_all(emitted.verilog.as_bytes())
+        .with_context(|| format!("writing {}", v_path.display()))?;
+    let json = serde_json::to_string_pretty(&manifest)?;
+    m_file
+        .file()
+        .write_all(json.as_bytes())
+        .and_then(|()| m_file.file().write_all(b"\n"))
+        .with_context(|| format!("writing {}", m_path.display()))?;
+    v_file.commit().with_context(|| format!("writing {}", v_path.display()))?;
+    m_file.commit().with_context(|| format!("writing {}", m_path.display()))?;
+    println!(
+        "{} {}x{} {} {}: {} modules ({} instances) -> {}",
+        TOP_MODULE,
+        r,
+        c,
+        config.dtype.name(),
+        config.dataflow.short_name(),
+        emitted.modules,
+        emitted.instances,
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn stage(path: &Path) -> anyhow::Result<StagedFile> {
+    StagedFile::beside(path).with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,224 @@
+//! Trained MLPs as `.safetensors` files, readable by PyTorch's `safetensors.torch.load_file`.
+//!
+//! Layer `l` is two f32 tensors in `nn.Linear`'s convention: `layers.{l}.weight`, shape
+//! `[fan_out, fan_in]` (the transpose of the core's `fan_in x fan_out` row-major weights), and
+//! `layers.{l}.bias`, shape `[fan_out]`. The header's metadata (strings, as the format requires)
+//! says how to use them: `format` ([`FORMAT`]), `widths` (`64,64,10`: inputs, hidden...,
+//! classes), `feature_scale` (what every input feature is divided by), `seed` (of the train/test
+//! split), `dataset`, `dtype` (how it was trained), and the test accuracies of the run.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use systole_core::exec::transpose;
+use systole_core::exec::{argmax, Executor, Plain};
+use systole_core::graph::{Graph, MlpSpec, MAX_LAYERS, MAX_WIDTH};
+use systole_core::params::{LayerParams, Params};
+
+use crate::dataset::Samples;
+
+/// The `format` metadata value of a Systole MLP file.
+pub const FORMAT: &str = "systole-mlp";
+
+/// A model and what its file says about it.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub spec: MlpSpec,
+    pub params: Params,
+    /// How it was trained: `bf16`, `int8` (trained in BF16) or `f32`.
+    pub dtype: String,
+    /// The seed of the train/test split (and of the run).
+    pub seed: u64,
+    pub feature_scale: f32,
+    pub dataset: String,
+    /// Test accuracies of the training run, by their JSON names.
+    pub accuracies: Vec<(String, f64)>,
+}
+
+/// Why a model file cannot be used. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("cannot read {}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: not a valid safetensors file ({reason})", path.display())]
+    Format { path: PathBuf, reason: String },
+    #[error("{}: metadata `{key}`: {problem}", path.display())]
+    Metadata { path: PathBuf, key: &'static str, problem: String },
+    #[error("{}: tensor `{name}`: {problem}", path.display())]
+    Tensor { path: PathBuf, name: String, problem: String },
+}
+
+/// The spec of widths `inputs, hidden..., classes`, or why it is not one.
+pub fn spec_of(widths: &[u32]) -> Result<MlpSpec, String> {
+    if widths.len() < 2 || widths.len() > MAX_LAYERS + 1 {
+        return Err(format!(
+            "{} widths: an MLP has 2 to {} (inputs, hidden..., classes)",
+            widths.len(),
+            MAX_LAYERS + 1
+        ));
+    }
+    if let Some(w) = widths.iter().find(|&&w| w == 0 || w > MAX_WIDTH) {
+        return Err(format!("width {w}: every width must be 1 to {MAX_WIDTH}"));
+    }
+    Ok(MlpSpec {
+        inputs: widths[0],
+        hidden: widths[1..widths.len() - 1].iter().copied().collect(),
+        classes: widths[widths.len() - 1],
+    })
+}
+
+impl Model {
+    /// The file's bytes.
+    pub fn to_safetensors(&self) -> Result<Vec<u8>, safetensors::SafeTensorError> {
+        let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+        for (l, layer) in self.params.layers.iter().enumerate() {
+            let (fan_in, fan_out) = (layer.fan_in as usize, layer.fan_out as usize);
+            let weight = transpose(&layer.weight, fan_in, fan_out);
+            tensors.push((format!("layers.{l}.weight"), vec![fan_out, fan_in], le_bytes(&weight)));
+            tensors.push((format!("layers.{l}.bias"), vec![fan_out], le_bytes(&layer.bias)));
+        }
+        let views = tensors
+            .iter()
+            .map(|(name, shape, data)| {
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), data)
+                    .map(|view| (name.clone(), view))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let widths: Vec<String> = self.spec.widths().map(|w| w.to_string()).collect();
+        let mut metadata = HashMap::from([
+            ("format".to_string(), FORMAT.to_string()),
+            ("widths".to_string(), widths.join(",")),
+            ("dtype".to_string(), self.dtype.clone()),
+            ("seed".to_string(), self.seed.to_string()),
+            // Display of an f32 is the shortest string that parses back to the same bits.
+            ("feature_scale".to_string(), self.feature_scale.to_string()),
+            ("dataset".to_string(), self.dataset.clone()),
+        ]);
+        for (name, value) in &self.accuracies {
+            metadata.insert(name.clone(), value.to_string());
+        }
+        safetensors::serialize(views, Some(metadata))
+    }
+
+    /// Reads and validates a model file: metadata, tensor names, dtypes and shapes.
+    pub fn load(path: &Path) -> Result<Model, ModelError> {
+        let bytes =
+            std::fs::read(path).map_err(|source| ModelError::Io { path: path.into(), source })?;
+        let format = |e: safetensors::SafeTensorError| ModelError::Format {
+            path: path.into(),
+            reason: e.to_string(),
+        };
+        let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).map_err(format)?;
+        let file = safetensors::SafeTensors::deserialize(&bytes).map_err(format)?;
+        let empty = HashMap::new();
+        let metadata = header.metadata().as_ref().unwrap_or(&empty);
+        let meta_error =
+            |key, problem: String| ModelError::Metadata { path: path.into(), key, problem };
+        let get =
+            |key: &'static str| metadata.get(key).ok_or_else(|| meta_error(key, "missing".into()));
+        let declared = get("format")?;
+        if declared != FORMAT {
+            return Err(meta_error("format", format!("{declared:?}, expected {FORMAT:?}")));
+        }
+        let widths = get("widths")?;
+        let spec = widths
+            .split(',')
+            .map(|w| {
+                w.trim().parse::<u32>().map_err(|_| format!("{widths:?} is not a list of widths"))
+            })
+            .collect::<Result<Vec<u32>, String>>()
+            .and_then(|w| spec_of(&w))
+            .map_err(|problem| meta_error("widths", problem))?;
+        let seed = get("seed")?;
+        let seed = seed
+            .parse::<u64>()
+            .map_err(|_| meta_error("seed", format!("{seed:?} is not a seed")))?;
+        let feature_scale = get("feature_scale")?
+            .parse::<f32>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .ok_or_else(|| meta_error("feature_scale", "must be a number > 0".into()))?;
+
+        let tensor_error = |name: &str, problem: String| ModelError::Tensor {
+            path: path.into(),
+            name: name.into(),
+            problem,
+        };
+        let read = |name: &str, shape: &[usize]| -> Result<Vec<f32>, ModelError> {
+            let view = file.tensor(name).map_err(|_| tensor_error(name, "missing".into()))?;
+            if view.dtype() != safetensors::Dtype::F32 {
+                return Err(tensor_error(name, format!("dtype {:?}, expected F32", view.dtype())));
+            }
+            if view.shape() != shape {
+                return Err(tensor_error(
+                    name,
+                    format!("shape {:?}, expected {shape:?}", view.shape()),
+                ));
+            }
+            Ok(view
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect())
+        };
+        let mut params = Params::zeros(&spec);
+        let mut expected = Vec::new();
+        for (l, layer) in params.layers.iter_mut().enumerate() {
+            let LayerParams { fan_in, fan_out, .. } = *layer;
+            let (fan_in, fan_out) = (fan_in as usize, fan_out as usize);
+            let (w, b) = (format!("layers.{l}.weight"), format!("layers.{l}.bias"));
+            layer.weight = transpose(&read(&w, &[fan_out, fan_in])?, fan_out, fan_in);
+            layer.bias = read(&b, &[fan_out])?;
+            expected.extend([w, b]);
+        }
+        let mut names = file.names();
+        names.sort_unstable();
+        if let Some(extra) = names.iter().find(|n| !expected.iter().any(|e| e == *n)) {
+            return Err(tensor_error(
+                extra,
+                format!(
+                    "not part of a {widths} MLP (expected layers.0 to layers.{})",
+                    spec.layers() - 1
+                ),
+            ));
+        }
+        let accuracies = [
+            "test_accuracy_f32",
+            "test_accuracy_bf16",
+            "test_accuracy_int8",
+            "reference_test_accuracy_f32",
+        ]
+        .iter()
+        .filter_map(|&k| Some((k.to_string(), metadata.get(k)?.parse().ok()?)))
+        .collect();
+        Ok(Model {
+            spec,
+            params,
+            dtype: metadata.get("dtype").cloned().unwrap_or_default(),
+            seed,
+            feature_scale,
+            dataset: metadata.get("dataset").cloned().unwrap_or_default(),
+            accuracies,
+        })
+    }
+}
+
+fn le_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The classes the f32 CPU reference forward pass predicts for `samples`: the oracle both
+/// `train` (for `test_accuracy_f32`) and `predict` use, so a reload predicts the same.
+pub fn f32_predictions(spec: &MlpSpec, params: &Params, samples: &Samples) -> Vec<u16> {
+    let graph = Graph::mlp(spec).expect("a spec that trained is a valid graph");
+    let mut ex = Executor::new(graph, Plain::<f32>::new(), params);
+    let classes = spec.classes as usize;
+    let logits = ex.logits(&samples.x, samples.len());
+    logits.chunks_exact(classes).map(|row| argmax(row) as u16).collect()
+}
+
+/// The fraction of `predicted` equal to `labels`.
+pub fn accuracy(predicted: &[u16], labels: &[u16]) -> f64 {
+    let correct = predicted.iter().zip(labels).filter(|(p, l)| p == l).count();
+    correct as f64 / labels.len().max(1) as f64
+}

@@ -1,0 +1,552 @@
+//! `systole train`: an MLP classifier trained on a golden machine in BF16 mixed precision, with
+//! the f32 CPU reference trained beside it from the same seed, split, initial weights and
+//! batches, so every epoch says how far the accelerator's numerics move the loss.
+//!
+//! Per run: the data set is split and scaled once ([`crate::dataset`]); the step programs are
+//! compiled once per batch size (the full size and the epoch's last, smaller batch) and cached
+//! by [`AccelTrainer`]; each step only gathers its rows into reused buffers. With `--dtype int8`
+//! the trained model is then quantized (per-tensor scales calibrated on up to
+//! [`CALIBRATION_ROWS`] training rows) and run on an INT8 machine of the same shape.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context};
+use systole_core::compile::Int8Plan;
+use systole_core::exec::{argmax, BatchOutcome, Executor, Plain};
+use systole_core::graph::{Graph, MlpSpec, Sgd, MAX_LAYERS, MAX_WIDTH};
+use systole_core::machine::{golden, GoldenKind};
+use systole_core::params::{Params, SplitMix64};
+use systole_core::train::{AccelTrainer, Int8Inference, TrainError, Work};
+use systole_core::{ArrayConfig, Dtype};
+
+use crate::cli::{TrainArgs, TrainDtype};
+use crate::dataset::{Samples, Split};
+use crate::model::{self, accuracy, f32_predictions, Model};
+use crate::progress::EpochProgress;
+use crate::report::{self, DatasetReport, EpochReport, RunConfig, RunReport, StepReport, Totals};
+use crate::staged::StagedFile;
+
+/// Rows per accelerator inference pass when evaluating (a bound on the evaluation's DRAM).
+pub const EVAL_ROWS: usize = 512;
+/// Training rows INT8 calibration runs through the f32 model.
+pub const CALIBRATION_ROWS: usize = 512;
+/// Seeds the per-epoch shuffles: `SplitMix64(seed ^ SHUFFLE_STREAM)`, apart from the split's
+/// stream and from the weights' (`Params::init(spec, seed)`).
+const SHUFFLE_STREAM: u64 = 0x5348_5546_464c_4553; // "SHUFFLES"
+
+pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let sgd = check_flags(args)?;
+    let data = args.dataset.load()?;
+    let split = data.split(args.seed)?;
+    let mut widths = vec![data.features as u32];
+    widths.extend(&args.hidden);
+    widths.push(data.classes);
+    let spec = model::spec_of(&widths).map_err(|e| anyhow!("model {}: {e}", dashed(&widths)))?;
+    let graph = Graph::training(&spec, sgd).map_err(|e| anyhow!("model: {e}"))?;
+    if args.device == crate::gpu::train::Device::Gpu || args.compare {
+        // The GPU path (host/src/gpu/train.rs) trains on this run's split and batch order.
+        let mut order = Batches::new(
+            split.train.len(),
+            (args.batch as usize).min(split.train.len()),
+            args.seed,
+        );
+        let mut batches = |_epoch: u32| {
+            order.next_epoch();
+            (0..order.count())
+                .map(|b| {
+                    let (x, y) = order.gather(b, &split.train);
+                    (x.to_vec(), y.to_vec())
+                })
+                .collect()
+        };
+        return crate::gpu::train::run(args, &graph, &split.test, &mut batches);
+    }
+    let accel = match args.dtype {
+        TrainDtype::F32 => None,
+        TrainDtype::Bf16 | TrainDtype::Int8 => {
+            let config = args.array.config(Dtype::Bf16);
+            config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+            Some(config)
+        }
+    };
+
+    // Create the outputs before training, so an unwritable path fails fast.
+    let mut json_file = args.json.as_deref().map(stage).transpose()?;
+    let mut model_file = args.save.as_deref().map(stage).transpose()?;
+
+    println!(
+        "{}: {} rows ({} train, {} test), {} features divided by {}, {} classes",
+        args.dataset,
+        data.rows(),
+        split.train.len(),
+        split.test.len(),
+        data.features,
+        split.feature_scale,
+        data.classes
+    );
+    let on = match accel {
+        Some(c) => format!(
+            "bf16 on the {} machine, {}x{} {} array",
+            machine_name(args),
+            c.rows,
+            c.cols,
+            c.dataflow.short_name()
+        ),
+        None => "f32 on the CPU reference".into(),
+    };
+    println!(
+        "model {} ({} parameters), {on}; batch {}, lr {}, momentum {}, weight decay {}, seed {}",
+        dashed(&widths),
+        spec.parameter_count(),
+        args.batch,
+        args.lr,
+        args.momentum,
+        args.weight_decay,
+        args.seed
+    );
+
+    let training = Training { args, split: &split, spec: &spec, graph: &graph };
+    let outcome = match accel {
+        Some(config) => training.on_accelerator(config)?,
+        None => training.reference_only()?,
+    };
+
+    let config = RunConfig {
+        dataset: DatasetReport {
+            name: args.dataset.name(),
+            rows: data.rows(),
+            features: data.features,
+            classes: data.classes,
+            train_rows: split.train.len(),
+            test_rows: split.test.len(),
+            feature_scale: split.feature_scale,
+        },
+        widths: widths.clone(),
+        hidden: args.hidden.clone(),
+        parameters: spec.parameter_count(),
+        dtype: args.dtype.name(),
+        machine: accel.map(|_| machine_name(args)),
+        array: accel.as_ref().map(Into::into),
+        epochs: args.epochs,
+        batch: args.batch,
+        lr: args.lr,
+        momentum: args.momentum,
+        weight_decay: args.weight_decay,
+        seed: args.seed,
+    };
+    let Outcome { epochs, params, accel: accel_outcome, .. } = outcome;
+    let report = RunReport {
+        config,
+        epochs,
+        step: accel_outcome.as_ref().map(|a| StepReport::new(&a.step)),
+        test_accuracy_bf16: accel_outcome.as_ref().map(|a| a.test_accuracy_bf16),
+        totals: accel_outcome.as_ref().map(|a| a.totals.clone()),
+        test_accuracy_f32: outcome.test_accuracy_f32,
+        test_accuracy_int8: outcome.test_accuracy_int8,
+        reference_test_accuracy_f32: outcome.reference_test_accuracy_f32,
+    };
+
+    let mut summary = format!("test accuracy: f32 {}", pct(report.test_accuracy_f32));
+    if let Some(a) = report.test_accuracy_bf16 {
+        summary += &format!(", bf16 (accelerator) {}", pct(a));
+    }
+    if let Some(a) = report.test_accuracy_int8 {
+        summary += &format!(", int8 (accelerator) {}", pct(a));
+    }
+    if accel.is_some() {
+        summary += &format!(", f32 reference {}", pct(report.reference_test_accuracy_f32));
+    }
+    println!("{summary}");
+    if let (Some(step), Some(totals), Some(a)) = (&report.step, &report.totals, &accel_outcome) {
+        println!("{}", report::step_table(step, &a.step.config, a.per_epoch, totals));
+    }
+
+    if let (Some(file), Some(path)) = (json_file.as_mut(), args.json.as_deref()) {
+        write_json(file, &report).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let (Some(file), Some(path)) = (model_file.as_mut(), args.save.as_deref()) {
+        let model = Model {
+            spec: spec.clone(),
+            params,
+            dtype: args.dtype.name().into(),
+            seed: args.seed,
+            feature_scale: split.feature_scale,
+            dataset: args.dataset.name(),
+            accuracies: [
+                ("test_accuracy_f32", Some(report.test_accuracy_f32)),
+                ("test_accuracy_bf16", report.test_accuracy_bf16),
+                ("test_accuracy_int8", report.test_accuracy_int8),
+                ("reference_test_accuracy_f32", Some(report.reference_test_accuracy_f32)),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?)))
+            .collect(),
+        };
+        let bytes = model.to_safetensors().map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        std::io::Write::write_all(file.file(), &bytes)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    for (file, path) in [(json_file, &args.json), (model_file, &args.save)] {
+        if let (Some(file), Some(path)) = (file, path) {
+            commit(file, path)?;
+            println!("wrote {}", path.display());
+        }
+    }
+    println!("done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The flags `clap` cannot check alone; returns the optimizer they describe.
+fn check_flags(args: &TrainArgs) -> anyhow::Result<Sgd> {
+    let hidden = args.hidden.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    if args.hidden.is_empty() || args.hidden.len() >= MAX_LAYERS {
+        bail!("--hidden {hidden}: give 1 to {} hidden layer widths", MAX_LAYERS - 1);
+    }
+    if args.hidden.iter().any(|&w| w == 0 || w > MAX_WIDTH) {
+        bail!("--hidden {hidden}: every hidden layer needs a width of 1 to {MAX_WIDTH}");
+    }
+    if args.epochs == 0 {
+        bail!("--epochs 0: train for at least 1 epoch");
+    }
+    if !(1..=u16::MAX as u32).contains(&args.batch) {
+        bail!("--batch {}: the batch size must be 1 to {}", args.batch, u16::MAX);
+    }
+    if !(args.lr.is_finite() && args.lr > 0.0) {
+        bail!("--lr {}: the learning rate must be a finite number > 0", args.lr);
+    }
+    if !(args.momentum.is_finite() && (0.0..1.0).contains(&args.momentum)) {
+        bail!("--momentum {}: the momentum must be at least 0 and below 1", args.momentum);
+    }
+    if !(args.weight_decay.is_finite() && args.weight_decay >= 0.0) {
+        bail!(
+            "--weight-decay {}: the weight decay must be a finite number >= 0",
+            args.weight_decay
+        );
+    }
+    Ok(Sgd { lr: args.lr, momentum: args.momentum, weight_decay: args.weight_decay })
+}
+
+fn machine_name(args: &TrainArgs) -> &'static str {
+    match GoldenKind::from(args.machine) {
+        GoldenKind::Functional => "functional",
+        GoldenKind::Cycle => "cycle",
+    }
+}
+
+/// `64-64-10`.
+fn dashed(widths: &[u32]) -> String {
+    widths.iter().map(u32::to_string).collect::<Vec<_>>().join("-")
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", 100.0 * x)
+}
+
+/// One run's fixed inputs.
+struct Training<'a> {
+    args: &'a TrainArgs,
+    split: &'a Split,
+    spec: &'a MlpSpec,
+    graph: &'a Graph,
+}
+
+/// What a run produced.
+struct Outcome {
+    epochs: Vec<EpochReport>,
+    /// The trained f32 weights (saved by `--save`).
+    params: Params,
+    test_accuracy_f32: f64,
+    test_accuracy_int8: Option<f64>,
+    reference_test_accuracy_f32: f64,
+    accel: Option<AccelOutcome>,
+}
+
+struct AccelOutcome {
+    step: systole_core::compile::CompiledStep,
+    /// Steps and cycles of one epoch.
+    per_epoch: (usize, u64),
+    totals: Totals,
+    test_accuracy_bf16: f64,
+}
+
+/// Sums of a model's step outcomes over an epoch.
+#[derive(Default)]
+struct EpochSums {
+    loss: f64,
+    correct: u64,
+    samples: u64,
+}
+
+impl EpochSums {
+    fn add(&mut self, o: BatchOutcome, rows: usize) {
+        self.loss += o.loss * rows as f64;
+        self.correct += o.correct as u64;
+        self.samples += rows as u64;
+    }
+    fn loss(&self) -> f64 {
+        self.loss / self.samples as f64
+    }
+    fn accuracy(&self) -> f64 {
+        self.correct as f64 / self.samples as f64
+    }
+}
+
+/// The training rows' order for each epoch, and each batch gathered into reused buffers.
+struct Batches {
+    order: Vec<usize>,
+    rng: SplitMix64,
+    size: usize,
+    x: Vec<f32>,
+    labels: Vec<u16>,
+}
+
+impl Batches {
+    fn new(rows: usize, size: usize, seed: u64) -> Batches {
+        Batches {
+            order: (0..rows).collect(),
+            rng: SplitMix64(seed ^ SHUFFLE_STREAM),
+            size,
+            x: Vec::new(),
+            labels: Vec::new(),
+        }
+    }
+
+    /// Shuffles the order for the next epoch.
+    fn next_epoch(&mut self) {
+        self.rng.shuffle(&mut self.order);
+    }
+
+    /// Batches per epoch: all full but the last.
+    fn count(&self) -> usize {
+        self.order.len().div_ceil(self.size)
+    }
+
+    /// Batch `b` of the current epoch.
+    fn gather(&mut self, b: usize, samples: &Samples) -> (&[f32], &[u16]) {
+        let rows = &self.order[b * self.size..((b + 1) * self.size).min(self.order.len())];
+        let d = samples.features;
+        self.x.clear();
+        self.labels.clear();
+        for &i in rows {
+            self.x.extend_from_slice(&samples.x[i * d..(i + 1) * d]);
+            self.labels.push(samples.labels[i]);
+        }
+        (&self.x, &self.labels)
+    }
+}
+
+impl Training<'_> {
+    fn batch(&self) -> usize {
+        (self.args.batch as usize).min(self.split.train.len())
+    }
+
+    fn reference(&self) -> Executor<Plain<f32>> {
+        let params = Params::init(self.spec, self.args.seed);
+        Executor::new(self.graph.clone(), Plain::<f32>::new(), &params)
+    }
+
+    /// With `--dtype f32`: the reference alone.
+    fn reference_only(&self) -> anyhow::Result<Outcome> {
+        let (args, train, test) = (self.args, &self.split.train, &self.split.test);
+        let mut reference = self.reference();
+        let mut batches = Batches::new(train.len(), self.batch(), args.seed);
+        let mut epochs = Vec::new();
+        for epoch in 1..=args.epochs {
+            batches.next_epoch();
+            let progress = EpochProgress::start(epoch, args.epochs, batches.count());
+            let mut sums = EpochSums::default();
+            for b in 0..batches.count() {
+                let (x, y) = batches.gather(b, train);
+                let outcome = reference.step(x, y);
+                check_finite(outcome.loss, "the f32 reference's", epoch, args.lr)?;
+                sums.add(outcome, y.len());
+                progress.step();
+            }
+            let report = EpochReport {
+                epoch,
+                loss: sums.loss(),
+                train_accuracy: sums.accuracy(),
+                test_accuracy: reference_accuracy(&mut reference, test),
+                reference_loss: None,
+                loss_gap: None,
+                reference_train_accuracy: None,
+                reference_test_accuracy: None,
+                cycles: None,
+                macs: None,
+                utilization: None,
+            };
+            progress.finish(&report.line(args.epochs));
+            epochs.push(report);
+        }
+        let params = reference.params();
+        let acc = accuracy(&f32_predictions(self.spec, &params, test), &test.labels);
+        Ok(Outcome {
+            epochs,
+            params,
+            test_accuracy_f32: acc,
+            test_accuracy_int8: None,
+            reference_test_accuracy_f32: acc,
+            accel: None,
+        })
+    }
+
+    /// BF16 on the accelerator, the f32 reference beside it; then INT8 with `--dtype int8`.
+    fn on_accelerator(&self, config: ArrayConfig) -> anyhow::Result<Outcome> {
+        let (args, train, test) = (self.args, &self.split.train, &self.split.test);
+        let kind = GoldenKind::from(args.machine);
+        let batch = self.batch();
+        let eval_rows = test.len().min(EVAL_ROWS);
+        let dram = AccelTrainer::dram_needed(self.graph, &config, batch as u32, eval_rows as u32)
+            .map_err(|e| anyhow!("cannot train on this array: {e}"))?;
+        let machine = golden(kind, config, dram).map_err(|e| anyhow!("array config: {e}"))?;
+        let params = Params::init(self.spec, args.seed);
+        let mut accel =
+            AccelTrainer::new(machine, self.graph.clone(), &params).map_err(accel_error)?;
+        let mut reference = self.reference();
+        let mut batches = Batches::new(train.len(), batch, args.seed);
+        let mut epochs = Vec::new();
+        let mut total = Work::default();
+        let mut per_epoch = 0;
+        for epoch in 1..=args.epochs {
+            batches.next_epoch();
+            let progress = EpochProgress::start(epoch, args.epochs, batches.count());
+            let (mut sums, mut ref_sums, mut work) =
+                (EpochSums::default(), EpochSums::default(), Work::default());
+            for b in 0..batches.count() {
+                let (x, y) = batches.gather(b, train);
+                let (outcome, step_work) = accel.step(x, y).map_err(accel_error)?;
+                check_finite(outcome.loss, "the accelerator's", epoch, args.lr)?;
+                let reference_outcome = reference.step(x, y);
+                check_finite(reference_outcome.loss, "the f32 reference's", epoch, args.lr)?;
+                sums.add(outcome, y.len());
+                ref_sums.add(reference_outcome, y.len());
+                work += step_work;
+                progress.step();
+            }
+            let predicted = accel_predictions(&mut accel, test)?;
+            let (loss, reference_loss) = (sums.loss(), ref_sums.loss());
+            let report = EpochReport {
+                epoch,
+                loss,
+                train_accuracy: sums.accuracy(),
+                test_accuracy: accuracy(&predicted, &test.labels),
+                reference_loss: Some(reference_loss),
+                loss_gap: Some((loss - reference_loss) / reference_loss),
+                reference_train_accuracy: Some(ref_sums.accuracy()),
+                reference_test_accuracy: Some(reference_accuracy(&mut reference, test)),
+                cycles: Some(work.cycles),
+                macs: Some(work.macs),
+                utilization: Some(report::utilization(&config, work)),
+            };
+            progress.finish(&report.line(args.epochs));
+            epochs.push(report);
+            total += work;
+            per_epoch = work.cycles;
+        }
+        let test_accuracy_bf16 = epochs.last().map_or(0.0, |e| e.test_accuracy);
+        let params = accel.params().map_err(accel_error)?;
+        let test_accuracy_f32 = accuracy(&f32_predictions(self.spec, &params, test), &test.labels);
+        let reference_params = reference.params();
+        let reference_test_accuracy_f32 =
+            accuracy(&f32_predictions(self.spec, &reference_params, test), &test.labels);
+        let test_accuracy_int8 = match args.dtype {
+            TrainDtype::Int8 => Some(self.int8_accuracy(config, &params)?),
+            _ => None,
+        };
+        let step = accel.compiled(batch as u32).map_err(accel_error)?.clone();
+        let steps = batches.count();
+        Ok(Outcome {
+            epochs,
+            params,
+            test_accuracy_f32,
+            test_accuracy_int8,
+            reference_test_accuracy_f32,
+            accel: Some(AccelOutcome {
+                step,
+                per_epoch: (steps, per_epoch),
+                totals: Totals::new(&config, steps as u64 * args.epochs as u64, total),
+                test_accuracy_bf16,
+            }),
+        })
+    }
+
+    /// Post-training quantization of `params` and INT8 inference of the test split on an INT8
+    /// machine of the training array's shape.
+    fn int8_accuracy(&self, bf16: ArrayConfig, params: &Params) -> anyhow::Result<f64> {
+        let (train, test) = (&self.split.train, &self.split.test);
+        let rows = train.len().min(CALIBRATION_ROWS);
+        let plan = Int8Plan::calibrate(self.graph, params, train.head(rows), rows)
+            .map_err(|e| anyhow!("int8 quantization: {e}"))?;
+        let config = ArrayConfig { dtype: Dtype::Int8, ..bf16 };
+        let eval_rows = test.len().min(EVAL_ROWS);
+        let dram = Int8Inference::dram_needed(self.graph, &config, &plan, eval_rows as u32)
+            .map_err(|e| anyhow!("int8 inference: {e}"))?;
+        let machine = golden(GoldenKind::from(self.args.machine), config, dram)
+            .map_err(|e| anyhow!("array config: {e}"))?;
+        let mut int8 = Int8Inference::new(machine, self.graph.clone(), params, plan)
+            .map_err(|e| anyhow!("int8 inference: {e}"))?;
+        let classes = self.spec.classes as usize;
+        let mut predicted = Vec::with_capacity(test.len());
+        for (x, rows) in chunks(test) {
+            let (logits, _) = int8.logits(x, rows).map_err(|e| anyhow!("int8 inference: {e}"))?;
+            predicted.extend(logits.chunks_exact(classes).map(|r| argmax(r) as u16));
+        }
+        Ok(accuracy(&predicted, &test.labels))
+    }
+}
+
+/// The samples in passes of at most [`EVAL_ROWS`] rows: `(features, rows)`.
+fn chunks(samples: &Samples) -> impl Iterator<Item = (&[f32], usize)> {
+    samples.x.chunks(EVAL_ROWS * samples.features).map(|x| (x, x.len() / samples.features))
+}
+
+/// The accelerator's BF16 forward pass over `samples`: the predicted classes.
+fn accel_predictions(accel: &mut AccelTrainer, samples: &Samples) -> anyhow::Result<Vec<u16>> {
+    let classes = accel.graph.spec.classes as usize;
+    let mut predicted = Vec::with_capacity(samples.len());
+    for (x, rows) in chunks(samples) {
+        let (logits, _) = accel.logits(x, rows).map_err(accel_error)?;
+        predicted.extend(logits.chunks_exact(classes).map(|r| argmax(r) as u16));
+    }
+    Ok(predicted)
+}
+
+/// The reference's test accuracy now (a forward pass; its training state is untouched).
+fn reference_accuracy(reference: &mut Executor<Plain<f32>>, samples: &Samples) -> f64 {
+    let classes = reference.graph.spec.classes as usize;
+    let logits = reference.logits(&samples.x, samples.len());
+    let predicted: Vec<u16> = logits.chunks_exact(classes).map(|r| argmax(r) as u16).collect();
+    accuracy(&predicted, &samples.labels)
+}
+
+fn check_finite(loss: f64, whose: &str, epoch: u32, lr: f32) -> anyhow::Result<()> {
+    if !loss.is_finite() {
+        bail!(
+            "epoch {epoch}: {whose} training loss became {loss}: training diverged; try a lower \
+             --lr (now {lr})"
+        );
+    }
+    Ok(())
+}
+
+fn accel_error(e: TrainError) -> anyhow::Error {
+    anyhow!("accelerator: {e}")
+}
+
+fn stage(path: &Path) -> anyhow::Result<StagedFile> {
+    StagedFile::beside(path).with_context(|| format!("cannot create {}", path.display()))
+}
+
+fn commit(file: StagedFile, path: &Path) -> anyhow::Result<()> {
+    file.commit().with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn write_json(file: &mut StagedFile, report: &RunReport) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(file.file());
+    serde_json::to_writer_pretty(&mut out, report)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}

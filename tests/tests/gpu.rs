@@ -1,0 +1,293 @@
+//! `systole bench` and the GPU paths of `systole train`, end to end.
+//!
+//! Where there is no CUDA GPU (this project's CI), the tests of GPU *execution* print one loud
+//! `SKIPPED: no CUDA GPU (...)` line, with what was searched, and pass; everything else (the
+//! bench's rows, cycles, checks, JSON and SVG, the one-line refusal of `--device gpu`, the
+//! `--compare` fallback to the CPU) always runs. The CPU twins of the GPU kernels are tested in
+//! the host crate (`cargo test -p systole-host gpu::`), which always runs them.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+use systole_core::compile::compile_training;
+use systole_core::graph::{Graph, MlpSpec, Sgd};
+use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
+use systole_core::{ArrayConfig, Dtype};
+use systole_tests::{assert_fails_naming, systole};
+
+#[track_caller]
+fn assert_ok(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "systole failed ({:?}): {stderr}", out.status);
+    String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
+}
+
+/// `systole bench ARGS --json DIR/bench.json`, parsed.
+fn bench_json(dir: &Path, args: &[&str]) -> (Value, String) {
+    let json = dir.join("bench.json");
+    let mut all = vec!["bench"];
+    all.extend(args);
+    all.extend(["--json", json.to_str().unwrap()]);
+    let stdout = assert_ok(&systole(&all));
+    let text = fs::read_to_string(&json).expect("bench.json written");
+    (serde_json::from_str(&text).expect("valid JSON"), stdout)
+}
+
+fn rows<'v>(report: &'v Value, workload: &str) -> Vec<&'v Value> {
+    report["rows"].as_array().expect("rows").iter().filter(|r| r["workload"] == workload).collect()
+}
+
+fn machine<'v>(rows: &[&'v Value], prefix: &str, dtype: &str) -> &'v Value {
+    rows.iter()
+        .find(|r| r["machine"].as_str().unwrap().starts_with(prefix) && r["dtype"] == dtype)
+        .unwrap_or_else(|| panic!("no {prefix} ({dtype}) row in {rows:#?}"))
+}
+
+/// Whether the bench found a GPU; prints the loud skip line when not.
+fn gpu_present(report: &Value, what: &str) -> bool {
+    if report["gpu"]["available"] == true {
+        return true;
+    }
+    let reason = report["gpu"]["reason"].as_str().expect("a reason when there is no GPU");
+    assert!(reason.contains("searched") || reason.contains("device"), "{reason}");
+    println!("SKIPPED: no CUDA GPU ({reason}): {what} not run");
+    false
+}
+
+#[test]
+fn bench_gemm_suite_writes_rows_json_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("bench.svg");
+    let args = [
+        "--suite",
+        "gemm",
+        "--sizes",
+        "64,128",
+        "--rows",
+        "8",
+        "--cols",
+        "8",
+        "--clock-mhz",
+        "200",
+        "--plot",
+    ];
+    let mut all = args.to_vec();
+    all.push(svg.to_str().unwrap());
+    let (report, stdout) = bench_json(dir.path(), &all);
+
+    // Squares 64 and 128, skinny 64x128x128: seven machines each.
+    let all_rows = report["rows"].as_array().unwrap();
+    assert_eq!(all_rows.len(), 3 * 7, "{stdout}");
+    assert!(all_rows.iter().all(|r| r["suite"] == "gemm"));
+    let config = ArrayConfig { clock_mhz: 200.0, ..ArrayConfig::new(8, 8, Dtype::Bf16) };
+    for (m, k, n) in [(64, 64, 64), (128, 128, 128), (64, 128, 128)] {
+        let shape = GemmShape { m, k, n };
+        let (layout, _) = GemmLayout::packed(&config, &shape).unwrap();
+        let cycles = GemmPlan::new(&config, shape, layout).unwrap().cycles();
+        let rs = rows(&report, &format!("{m}x{k}x{n}"));
+        assert_eq!(rs.len(), 7);
+        let model = machine(&rs, "accelerator 8x8 ws @ 200 MHz", "bf16");
+        assert_eq!(model["kind"], "model");
+        assert_eq!(model["cycles"].as_u64(), Some(cycles), "closed-form cycles");
+        assert_eq!(
+            model["check"], "cycles = cycle machine",
+            "small shapes are checked on the cycle machine"
+        );
+        let seconds = model["seconds"].as_f64().unwrap();
+        assert!((seconds - cycles as f64 / 200e6).abs() < 1e-12);
+        let macs = shape.macs() as f64;
+        let utilization = macs / (64.0 * cycles as f64);
+        assert!((model["fraction_of_peak"].as_f64().unwrap() - utilization).abs() < 1e-9);
+        assert!(model["macs_per_byte"].as_f64().unwrap() > 0.0);
+        for sim in ["functional machine", "cycle machine"] {
+            let r = machine(&rs, sim, "bf16");
+            assert_eq!(r["kind"], "simulator");
+            assert!(r["check"].as_str().unwrap().contains("exact"), "{r}");
+            assert!(r["macs_per_s"].as_f64().unwrap() > 0.0);
+        }
+        let cpu = machine(&rs, "cpu f32 loop", "f32");
+        assert_eq!(cpu["kind"], "measured");
+        assert!(cpu["check"].as_str().unwrap().contains("within 1e-5"));
+        assert!(cpu["fraction_of_peak"].as_f64().unwrap() > 0.0);
+        let projected = machine(&rs, "projected 128x128 @ 940 MHz", "bf16");
+        assert_eq!(projected["kind"], "projected");
+        for (prefix, dtype) in [("gpu cuBLAS sgemm", "f32"), ("gpu cuBLAS gemm", "bf16")] {
+            let g = machine(&rs, prefix, dtype);
+            if report["gpu"]["available"] == true {
+                assert_eq!(g["kind"], "measured");
+                assert!(g["check"].as_str().unwrap().contains("within"), "{g}");
+            } else {
+                assert_eq!(g["kind"], "unavailable");
+                assert!(g["seconds"].is_null());
+            }
+        }
+    }
+    assert_eq!(report["config"]["peak_macs_per_s"].as_f64(), Some(64.0 * 200e6));
+    assert!(report["cpu_peak"]["assumption"].as_str().unwrap().contains("one thread"));
+    // The table names every machine, aligned in one block per workload.
+    assert!(stdout.contains("64x128x128") && stdout.contains("projected"), "{stdout}");
+
+    let svg = fs::read_to_string(&svg).expect("SVG written");
+    assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
+    assert!(svg.trim_end().ends_with("</svg>"));
+    for text in ["throughput", "Roofline", "cpu f32 loop", "roof of accelerator 8x8"] {
+        assert!(svg.contains(text), "the SVG should mention {text:?}");
+    }
+    assert!(svg.contains("<polyline") || svg.contains("<path"), "no lines drawn");
+    // Only the two outputs, nothing left behind.
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["bench.json", "bench.svg"]);
+}
+
+#[test]
+fn bench_train_suite_checks_every_machine_against_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let (report, stdout) = bench_json(dir.path(), &["--suite", "train", "--batches", "8,20"]);
+    let spec = MlpSpec { inputs: 64, hidden: [64].iter().copied().collect(), classes: 10 };
+    let graph = Graph::training(&spec, Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 }).unwrap();
+    let config = ArrayConfig::new(16, 16, Dtype::Bf16);
+    for batch in [8u32, 20] {
+        let step = compile_training(&graph, &config, batch).unwrap();
+        let rs = rows(&report, &format!("mlp 64-64-10 step, batch {batch}"));
+        assert_eq!(rs.len(), 8, "{stdout}");
+        let model = machine(&rs, "accelerator 16x16", "bf16");
+        assert_eq!(model["cycles"].as_u64(), Some(step.cycles()));
+        assert_eq!(model["macs"].as_u64(), Some(step.macs()));
+        assert_eq!(model["check"], "cycles = cycle machine");
+        for sim in ["functional machine", "cycle machine"] {
+            assert_eq!(machine(&rs, sim, "bf16")["check"], "bit-exact with the reference executor");
+        }
+        let twin = machine(&rs, "cpu twin of the gpu step", "f32");
+        assert!(twin["check"].as_str().unwrap().starts_with("loss within 1e-5"), "{twin}");
+        assert_eq!(
+            twin["macs"].as_u64(),
+            Some(step.macs()),
+            "the GPU plan does the compiled step's MACs"
+        );
+        for dtype in ["f32", "bf16"] {
+            let g = machine(&rs, "gpu step, one CUDA graph", dtype);
+            let want = if report["gpu"]["available"] == true { "measured" } else { "unavailable" };
+            assert_eq!(g["kind"], want);
+        }
+        assert_eq!(machine(&rs, "projected 128x128", "bf16")["kind"], "projected");
+    }
+}
+
+#[test]
+fn gpu_rows_are_measured_and_checked_when_there_is_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let (report, _) = bench_json(dir.path(), &["--sizes", "64,256", "--batches", "64"]);
+    if !gpu_present(&report, "GEMMs and the training step on the GPU") {
+        return;
+    }
+    for r in report["rows"].as_array().unwrap() {
+        let name = r["machine"].as_str().unwrap();
+        if name.starts_with("gpu") {
+            assert_eq!(r["kind"], "measured", "{r}");
+            assert!(r["seconds"].as_f64().unwrap() > 0.0);
+            assert!(r["check"].as_str().unwrap().contains("within"), "{r}");
+        }
+    }
+}
+
+#[test]
+fn bench_refuses_bad_flags_in_one_line() {
+    assert_fails_naming(&systole(["bench", "--sizes", "0"]), &["--sizes"]);
+    assert_fails_naming(&systole(["bench", "--batches", "70000"]), &["--batches"]);
+    assert_fails_naming(&systole(["bench", "--rows", "0"]), &["rows"]);
+    assert_fails_naming(&systole(["bench", "--fmax-mhz", "0"]), &["--fmax-mhz"]);
+}
+
+#[test]
+fn bench_pytorch_rows_or_a_loud_skip() {
+    let dir = tempfile::tempdir().unwrap();
+    let (report, stdout) =
+        bench_json(dir.path(), &["--suite", "train", "--batches", "8", "--pytorch"]);
+    assert_eq!(report["pytorch"]["asked"], true);
+    if report["pytorch"]["ran"] == true {
+        let rs = rows(&report, "mlp 64-64-10 step, batch 8");
+        assert!(
+            rs.iter().any(|r| r["machine"].as_str().unwrap().starts_with("pytorch")),
+            "{rs:#?}"
+        );
+    } else {
+        let reason = report["pytorch"]["reason"].as_str().unwrap();
+        assert!(stdout.contains(&format!("SKIPPED: PyTorch rows: {reason}")), "{stdout}");
+        println!("SKIPPED: PyTorch rows ({reason})");
+    }
+}
+
+#[test]
+fn train_on_the_gpu_or_one_line_saying_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = systole([
+        "train",
+        "--device",
+        "gpu",
+        "--dtype",
+        "f32",
+        "--epochs",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    if out.status.success() {
+        // A GPU: its f32 curve against the f32 CPU reference's.
+        let report: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(report["mode"], "gpu");
+        assert!(report["max_loss_gap"].as_f64().unwrap() < 1e-3, "{report}");
+        return;
+    }
+    assert_fails_naming(&out, &["GPU unavailable", "searched"]);
+    assert!(!json.exists(), "no half-written output");
+    let reason = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    println!("SKIPPED: no CUDA GPU ({reason}): training on the GPU not run");
+}
+
+#[test]
+fn train_on_the_gpu_refuses_int8_before_looking_for_a_gpu() {
+    assert_fails_naming(
+        &systole(["train", "--device", "gpu", "--dtype", "int8"]),
+        &["--device gpu", "int8"],
+    );
+}
+
+#[test]
+fn compare_trains_the_accelerator_beside_the_gpu_or_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("compare.json");
+    let out = systole(["train", "--compare", "--epochs", "4", "--json", json.to_str().unwrap()]);
+    let stdout = assert_ok(&out);
+    let report: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["mode"], "compare");
+    let curves = report["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 2);
+    assert!(curves[0]["machine"].as_str().unwrap().starts_with("accelerator bf16"));
+    let other = curves[1]["machine"].as_str().unwrap();
+    if other == "cpu f32 reference" {
+        assert!(
+            stdout.contains("no GPU, comparing with the f32 CPU reference instead"),
+            "{stdout}"
+        );
+    } else {
+        assert!(other.starts_with("gpu f32"), "{other}");
+    }
+    for c in curves {
+        let points = c["points"].as_array().unwrap();
+        assert_eq!(points.len(), 4);
+        let first = points[0]["loss"].as_f64().unwrap();
+        let last = points[3]["loss"].as_f64().unwrap();
+        assert!(last < first / 2.0, "{c}");
+        assert!(points[3]["test_accuracy"].as_f64().unwrap() > 0.9, "{c}");
+    }
+    // The target: the accelerator's BF16 curve within 2% of the f32 curve per epoch.
+    assert!(report["max_loss_gap"].as_f64().unwrap() < 0.02, "{report}");
+    assert!(stdout.contains("loss gap"), "{stdout}");
+}
