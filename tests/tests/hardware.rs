@@ -187,7 +187,7 @@ fn verilated_ws_array_matches_core_cycle_for_cycle() {
         let (r, c) = (config.rows as usize, config.cols as usize);
         let (mut m, _) = verilated(&config);
         let mut seed = 42;
-        let mut elem = |s: &mut u64| match config.dtype {
+        let elem = |s: &mut u64| match config.dtype {
             Dtype::Int8 => lcg(s) as u16 & 0xFF,
             Dtype::Bf16 => (0x3E80 + lcg(s) as u16 % 0x200) | (lcg(s) as u16 & 0x8000),
         };
@@ -200,10 +200,10 @@ fn verilated_ws_array_matches_core_cycle_for_cycle() {
         let shift = port(&m, "shift".into());
         let swap = port(&m, "swap".into());
         m.set_u64(shift, 1).unwrap();
-        for t in 0..r {
-            for j in 0..c {
+        for tile_row in w.iter().rev() {
+            for (j, &wj) in tile_row.iter().enumerate() {
                 let p = port(&m, format!("w_top_{j}"));
-                m.set_u64(p, w[r - 1 - t][j] as u64).unwrap();
+                m.set_u64(p, wj as u64).unwrap();
             }
             m.tick(1);
         }
@@ -212,7 +212,8 @@ fn verilated_ws_array_matches_core_cycle_for_cycle() {
             m.set_u64(swap, (tau == 0) as u64).unwrap();
             for i in 0..r {
                 let p = port(&m, format!("left_{i}"));
-                m.set_u64(p, if tau < rows { a[tau][i] as u64 } else { 0 }).unwrap();
+                let value = a.get(tau).map_or(0, |row| row[i] as u64);
+                m.set_u64(p, value).unwrap();
             }
             m.eval();
             if let Some(row) = tau.checked_sub(r + c - 1) {
