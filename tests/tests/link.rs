@@ -43,7 +43,11 @@ impl Transport for Faulty {
         }
         if fault == Fault::ResetDevice {
             let mut reset = [0u8; 16];
-            let n = systole_core::protocol::encode_request(&systole_core::protocol::Request::Reset, &mut reset).unwrap();
+            let n = systole_core::protocol::encode_request(
+                &systole_core::protocol::Request::Reset,
+                &mut reset,
+            )
+            .unwrap();
             self.device.serve(&reset[..n]);
             self.reset_seen = true;
         }
@@ -140,7 +144,11 @@ fn a_lost_answer_to_an_upload_while_running_is_reported_not_guessed() {
     faults.push(Fault::TruncateResponse);
     let mut link = linked(config, dram, faults);
     let err = run_gemm(&mut link, &plan, &a, &b).unwrap_err();
-    assert_eq!(err, MachineError::Link(LinkFault::Unknown { command: "write_instructions" }), "{err}");
+    assert_eq!(
+        err,
+        MachineError::Link(LinkFault::Unknown { command: "write_instructions" }),
+        "{err}"
+    );
     // The device resynchronises: the next run on the same link is exact.
     let mut reference = golden(GoldenKind::Cycle, config, dram).unwrap();
     let (want, _) = run_gemm(reference.as_mut(), &plan, &a, &b).unwrap();
@@ -157,7 +165,10 @@ fn a_reset_in_the_middle_of_a_run_is_an_error() {
     let mut link = linked(config, dram, faults);
     let err = run_gemm(&mut link, &plan, &a, &b).unwrap_err();
     assert!(
-        matches!(err, MachineError::Link(LinkFault::Reset) | MachineError::Link(LinkFault::Refused(_))),
+        matches!(
+            err,
+            MachineError::Link(LinkFault::Reset) | MachineError::Link(LinkFault::Refused(_))
+        ),
         "{err}"
     );
 }
