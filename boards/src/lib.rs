@@ -17,6 +17,7 @@ pub mod pack;
 pub mod report;
 pub mod serial;
 pub mod tool;
+pub mod wrapper;
 pub mod yosys;
 
 pub use board::{Board, Family};

@@ -35,6 +35,47 @@ pub enum Command {
     /// The hardware: emit Verilog for an array config.
     #[command(subcommand)]
     Hdl(HdlCommand),
+    /// FPGA dev boards: list them, build a bitstream, program a board.
+    #[command(subcommand)]
+    Board(BoardCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BoardCommand {
+    /// The supported boards and their default arrays.
+    List,
+    /// Build DIR/systole.bin (iCE40) or DIR/systole.bit (ECP5) and DIR/report.json.
+    Build(BoardBuildArgs),
+    /// Load DIR's bitstream onto a connected board (iceprog or openFPGALoader).
+    Program(BoardProgramArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BoardBuildArgs {
+    /// icebreaker, alchitry-cu, ulx3s or ulx3s-25f.
+    pub board: String,
+    /// PE rows (default: the board's).
+    #[arg(long)]
+    pub rows: Option<u16>,
+    /// PE columns (default: the board's).
+    #[arg(long)]
+    pub cols: Option<u16>,
+    /// Datapath (default: the board's).
+    #[arg(long, value_enum)]
+    pub dtype: Option<DtypeArg>,
+    /// Clock the design must meet; another frequency than the board's oscillator adds a PLL.
+    #[arg(long)]
+    pub clock_mhz: Option<f64>,
+    /// Output directory.
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BoardProgramArgs {
+    pub board: String,
+    /// The directory `board build` wrote.
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

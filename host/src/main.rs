@@ -2,6 +2,7 @@
 //! parses and dispatches, and turns any error into one line on stderr and exit status 2.
 
 mod bench;
+mod board;
 mod cli;
 mod dataset;
 mod gemm;
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
         Command::Gemm(args) => gemm::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Hdl(cli::HdlCommand::Emit(args)) => hdl::emit(args),
+        Command::Board(cli::BoardCommand::List) => board::list(),
+        Command::Board(cli::BoardCommand::Build(args)) => board::build(args),
+        Command::Board(cli::BoardCommand::Program(args)) => board::program(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
