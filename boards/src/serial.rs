@@ -4,7 +4,9 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use systole_core::link::emulator::Emulator;
 use systole_core::link::{ByteStream, Framed, LinkMachine, TransportError};
+use systole_core::protocol::{frame_len, HEADER_BYTES};
 use systole_core::ArrayConfig;
 
 /// The default baud rate of the boards' UART host interface.
@@ -61,41 +63,40 @@ pub fn board_machine(
     Ok(LinkMachine::new(Framed { stream }, config, dram_bytes))
 }
 
+/// The device end of a serial link played by a golden machine: reads request frames byte by
+/// byte, serves them with `device`, writes the responses, until the host closes its end. For
+/// tests and demonstrations without a board; `lossy` lists response frames (counted from 1) that
+/// lose their middle byte, like a noisy cable.
+pub fn serve<P: Read + Write>(mut port: P, device: &mut Emulator, lossy: &[usize]) {
+    let mut frames = 0;
+    loop {
+        let mut head = [0u8; HEADER_BYTES];
+        if port.read_exact(&mut head).is_err() {
+            return;
+        }
+        let len = u16::from_le_bytes([head[2], head[3]]) as usize;
+        let mut frame = head.to_vec();
+        frame.resize(frame_len(len), 0);
+        if port.read_exact(&mut frame[HEADER_BYTES..]).is_err() {
+            return;
+        }
+        let mut response = device.serve(&frame);
+        frames += 1;
+        if lossy.contains(&frames) {
+            response.remove(response.len() / 2);
+        }
+        if port.write_all(&response).is_err() {
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use systole_core::link::emulator::Emulator;
     use systole_core::machine::{golden, run_gemm, GoldenKind};
-    use systole_core::protocol::{frame_len, HEADER_BYTES};
     use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
     use systole_core::Dtype;
-
-    /// The device end of a pseudo-terminal: reads request frames byte by byte, serves them
-    /// with the emulator, writes the responses; loses one byte of the responses numbered in
-    /// `lossy`, like a noisy cable.
-    fn serve(mut port: serialport::TTYPort, mut device: Emulator, lossy: &[usize]) {
-        let mut frames = 0;
-        loop {
-            let mut head = [0u8; HEADER_BYTES];
-            if port.read_exact(&mut head).is_err() {
-                return; // the host closed its end
-            }
-            let len = u16::from_le_bytes([head[2], head[3]]) as usize;
-            let mut frame = head.to_vec();
-            frame.resize(frame_len(len), 0);
-            if port.read_exact(&mut frame[HEADER_BYTES..]).is_err() {
-                return;
-            }
-            let mut response = device.serve(&frame);
-            frames += 1;
-            if lossy.contains(&frames) {
-                response.remove(response.len() / 2);
-            }
-            if port.write_all(&response).is_err() {
-                return;
-            }
-        }
-    }
 
     #[test]
     fn a_gemm_over_a_pseudo_terminal_equals_the_cycle_machine() {
@@ -112,8 +113,8 @@ mod tests {
         for lossy in [&[][..], &[2, 6, 9, 14][..]] {
             let (host, device) = serialport::TTYPort::pair().expect("a pseudo-terminal pair");
             let server = std::thread::spawn(move || {
-                let emulator = Emulator::new(golden(GoldenKind::Cycle, config, dram).unwrap());
-                serve(device, emulator, lossy)
+                let mut emulator = Emulator::new(golden(GoldenKind::Cycle, config, dram).unwrap());
+                serve(device, &mut emulator, lossy)
             });
             let mut host = host;
             serialport::SerialPort::set_timeout(&mut host, Duration::from_millis(200)).unwrap();

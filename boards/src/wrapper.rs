@@ -33,15 +33,21 @@ pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
     match board.family {
         Family::Ice40 => {
             // The boards' clock pins feed the PLL pads directly: SB_PLL40_PAD.
-            ICEPLL.run(dir, &["-q", "-p", "-m", "-n", "systole_pll", "-i", &fin, "-o", &fout, "-f", "pll.v"])?;
+            ICEPLL.run(
+                dir,
+                &["-q", "-p", "-m", "-n", "systole_pll", "-i", &fin, "-o", &fout, "-f", "pll.v"],
+            )?;
         }
         Family::Ecp5 => {
-            ECPPLL.run(dir, &["-n", "systole_pll_raw", "-i", &fin, "-o", &fout, "-f", "pll_raw.v"])?;
+            ECPPLL
+                .run(dir, &["-n", "systole_pll_raw", "-i", &fin, "-o", &fout, "-f", "pll_raw.v"])?;
             // ecppll names its ports clkin/clkout0; give it the iCE40 module's shape.
-            let raw = std::fs::read_to_string(dir.join("pll_raw.v")).map_err(ToolError::io(dir.join("pll_raw.v")))?;
+            let raw = std::fs::read_to_string(dir.join("pll_raw.v"))
+                .map_err(ToolError::io(dir.join("pll_raw.v")))?;
             let shim = "module systole_pll(input clock_in, output clock_out, output locked);\n  \
                         systole_pll_raw raw(.clkin(clock_in), .clkout0(clock_out), .locked(locked));\nendmodule\n";
-            std::fs::write(dir.join("pll.v"), raw + shim).map_err(ToolError::io(dir.join("pll.v")))?;
+            std::fs::write(dir.join("pll.v"), raw + shim)
+                .map_err(ToolError::io(dir.join("pll.v")))?;
         }
     }
     Ok("pll.v".into())
@@ -59,7 +65,8 @@ pub fn wrapper(board: &Board, ports: &[TopPort], pll: bool) -> Result<String, To
     }
     if !(has("uart_rx") && has("uart_tx")) && !has("spi_sck") {
         return Err(ToolError::Report(
-            "systole_top has no host interface (uart_rx/uart_tx or spi_*): nothing could drive it".into(),
+            "systole_top has no host interface (uart_rx/uart_tx or spi_*): nothing could drive it"
+                .into(),
         ));
     }
     let (reset_pin, active_low) = match board.name {
@@ -73,7 +80,10 @@ pub fn wrapper(board: &Board, ports: &[TopPort], pll: bool) -> Result<String, To
     let _ = writeln!(v, "  input wire {},", board.clock_port);
     let _ = writeln!(v, "  input wire {reset_pin},");
     let _ = writeln!(v, "  input wire uart_rx, output wire uart_tx,");
-    let _ = writeln!(v, "  input wire spi_cs_n, input wire spi_sck, input wire spi_mosi, output wire spi_miso,");
+    let _ = writeln!(
+        v,
+        "  input wire spi_cs_n, input wire spi_sck, input wire spi_mosi, output wire spi_miso,"
+    );
     if leds_vector {
         let _ = writeln!(v, "  output wire [7:0] led");
     } else {
@@ -82,12 +92,19 @@ pub fn wrapper(board: &Board, ports: &[TopPort], pll: bool) -> Result<String, To
     let _ = writeln!(v, ");");
     if pll {
         let _ = writeln!(v, "  wire clock, locked;");
-        let _ = writeln!(v, "  systole_pll pll(.clock_in({}), .clock_out(clock), .locked(locked));", board.clock_port);
+        let _ = writeln!(
+            v,
+            "  systole_pll pll(.clock_in({}), .clock_out(clock), .locked(locked));",
+            board.clock_port
+        );
     } else {
         let _ = writeln!(v, "  wire clock = {};\n  wire locked = 1'b1;", board.clock_port);
     }
     let button = if active_low { format!("~{reset_pin}") } else { reset_pin.to_string() };
-    let _ = writeln!(v, "  // Reset held for 16 cycles after power-up, PLL lock, or while the button is pressed.");
+    let _ = writeln!(
+        v,
+        "  // Reset held for 16 cycles after power-up, PLL lock, or while the button is pressed."
+    );
     let _ = writeln!(v, "  reg [4:0] por = 5'd0;");
     let _ = writeln!(v, "  always @(posedge clock) por <= (!locked || {button}) ? 5'd0 : (por[4] ? por : por + 5'd1);");
     let _ = writeln!(v, "  wire reset = !por[4];");
@@ -115,7 +132,10 @@ pub fn wrapper(board: &Board, ports: &[TopPort], pll: bool) -> Result<String, To
     if leds_vector {
         let _ = writeln!(v, "  assign led = {{5'd0, status_error, status_done, status_busy}};");
     } else {
-        let _ = writeln!(v, "  assign led_red_n = ~status_error;\n  assign led_green_n = ~status_done;");
+        let _ = writeln!(
+            v,
+            "  assign led_red_n = ~status_error;\n  assign led_green_n = ~status_done;"
+        );
     }
     let _ = writeln!(v, "endmodule");
     Ok(v)
@@ -134,7 +154,8 @@ mod tests {
     fn a_top_without_host_interface_is_refused() {
         let err = wrapper(&ICEBREAKER, &ports(&["clock", "reset"]), false).unwrap_err();
         assert!(err.to_string().contains("no host interface"), "{err}");
-        let err = wrapper(&ICEBREAKER, &ports(&["reset", "uart_rx", "uart_tx"]), false).unwrap_err();
+        let err =
+            wrapper(&ICEBREAKER, &ports(&["reset", "uart_rx", "uart_tx"]), false).unwrap_err();
         assert!(err.to_string().contains("`clock`"), "{err}");
     }
 
@@ -149,16 +170,22 @@ mod tests {
         for board in [ICEBREAKER, ULX3S_85F] {
             let dir = tempfile::tempdir().unwrap();
             let pll_file = pll(&board, board.clock_mhz * 2.0, dir.path()).unwrap();
-            let w = wrapper(&board, &ports(&["clock", "reset", "uart_rx", "uart_tx", "busy"]), true).unwrap();
+            let w =
+                wrapper(&board, &ports(&["clock", "reset", "uart_rx", "uart_tx", "busy"]), true)
+                    .unwrap();
             let design = crate::flow::Design {
                 sources: vec![
                     ("systole_top.v".into(), top.into()),
                     ("board_top.v".into(), w),
-                    (pll_file.clone(), std::fs::read_to_string(dir.path().join(&pll_file)).unwrap()),
+                    (
+                        pll_file.clone(),
+                        std::fs::read_to_string(dir.path().join(&pll_file)).unwrap(),
+                    ),
                 ],
                 top: "board_top".into(),
             };
-            let report = crate::flow::build(&board, &design, board.clock_mhz * 2.0, dir.path()).unwrap();
+            let report =
+                crate::flow::build(&board, &design, board.clock_mhz * 2.0, dir.path()).unwrap();
             assert!(report.timing_met, "{report:?}");
         }
     }

@@ -28,7 +28,10 @@ pub fn list() -> anyhow::Result<()> {
             systole_boards::Family::Ecp5 => "ECP5",
         };
         let array = format!("{}x{} {}", b.default_rows, b.default_cols, b.default_dtype.name());
-        println!("{:<12} {:<8} {:<12} {:>4} MHz  {}", b.name, family, array, b.default_mhz, b.title);
+        println!(
+            "{:<12} {:<8} {:<12} {:>4} MHz  {}",
+            b.name, family, array, b.default_mhz, b.title
+        );
     }
     Ok(())
 }
@@ -53,20 +56,25 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         .iter()
         .map(|p| TopPort { name: p.name.clone(), input: p.direction == "input", bits: p.bits })
         .collect();
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
     let use_pll = (config.clock_mhz - b.clock_mhz).abs() > 1e-9;
     let top = wrapper::wrapper(&b, &ports, use_pll)?;
-    let mut sources = vec![
-        ("systole_top.v".to_string(), emitted.verilog),
-        ("board_top.v".to_string(), top),
-    ];
+    let mut sources =
+        vec![("systole_top.v".to_string(), emitted.verilog), ("board_top.v".to_string(), top)];
     if use_pll {
         let file = wrapper::pll(&b, config.clock_mhz, &args.out)?;
         let text = std::fs::read_to_string(args.out.join(&file))?;
         sources.push((file, text));
     }
     let design = Design { sources, top: "board_top".into() };
-    eprintln!("building {} for {} at {} MHz in {}", describe(&config), b.name, config.clock_mhz, args.out.display());
+    eprintln!(
+        "building {} for {} at {} MHz in {}",
+        describe(&config),
+        b.name,
+        config.clock_mhz,
+        args.out.display()
+    );
     match flow::build(&b, &design, config.clock_mhz, &args.out) {
         Ok(r) => {
             println!(
@@ -103,10 +111,20 @@ pub fn program(args: &BoardProgramArgs) -> anyhow::Result<()> {
     let b = board(&args.board)?;
     let bitstream: PathBuf = args.dir.join(b.bitstream_name());
     if !bitstream.is_file() {
-        bail!("{} not found: run `systole board build {} -o {}` first", bitstream.display(), b.name, args.dir.display());
+        bail!(
+            "{} not found: run `systole board build {} -o {}` first",
+            bitstream.display(),
+            b.name,
+            args.dir.display()
+        );
     }
-    let (tool, rest) = b.programmer.split_first().ok_or_else(|| anyhow!("no programmer for {}", b.name))?;
-    let package = if *tool == "iceprog" { "Debian's package `fpga-icestorm`" } else { "Debian's package `openfpgaloader`" };
+    let (tool, rest) =
+        b.programmer.split_first().ok_or_else(|| anyhow!("no programmer for {}", b.name))?;
+    let package = if *tool == "iceprog" {
+        "Debian's package `fpga-icestorm`"
+    } else {
+        "Debian's package `openfpgaloader`"
+    };
     let status = Command::new(tool)
         .args(rest)
         .arg(&bitstream)

@@ -115,9 +115,11 @@ pub struct GemmArgs {
     /// float32 accumulators).
     #[arg(long, value_enum)]
     pub dtype: DtypeArg,
-    /// Which golden machine runs the program.
+    /// Which machine runs the program.
     #[arg(long, value_enum, default_value_t = MachineArg::Functional)]
     pub machine: MachineArg,
+    #[command(flatten)]
+    pub link: LinkArgs,
     #[command(flatten)]
     pub array: ArrayArgs,
     /// Where C (M x N accumulators: int32, or float32 for bf16) is written.
@@ -285,15 +287,30 @@ pub enum MachineArg {
     Functional,
     /// Cycle-accurate; cycles counted.
     Cycle,
+    /// An FPGA board running the accelerator, over USB serial (--port).
+    Board,
 }
 
-impl From<MachineArg> for GoldenKind {
-    fn from(m: MachineArg) -> GoldenKind {
-        match m {
-            MachineArg::Functional => GoldenKind::Functional,
-            MachineArg::Cycle => GoldenKind::Cycle,
+impl MachineArg {
+    /// The golden machine this names, if it names one.
+    pub fn golden(self) -> Option<GoldenKind> {
+        match self {
+            MachineArg::Functional => Some(GoldenKind::Functional),
+            MachineArg::Cycle => Some(GoldenKind::Cycle),
+            MachineArg::Board => None,
         }
     }
+}
+
+/// Where `--machine board` is.
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// The board's serial port, e.g. /dev/ttyUSB1 (with --machine board).
+    #[arg(long, value_name = "PATH")]
+    pub port: Option<String>,
+    /// Baud rate of the board's UART.
+    #[arg(long, default_value_t = systole_boards::serial::DEFAULT_BAUD)]
+    pub baud: u32,
 }
 
 #[cfg(test)]

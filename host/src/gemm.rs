@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
-use systole_core::machine::{golden, run_gemm, GoldenKind};
+use systole_core::machine::run_gemm;
 use systole_core::tiler::{scalesim_cycles, GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype, Stats};
 
@@ -26,7 +26,7 @@ pub fn run(args: &GemmArgs) -> anyhow::Result<()> {
     let mut c_file = stage(&args.out)?;
     let mut stats_file = args.stats.as_deref().map(stage).transpose()?;
 
-    let run = run_on(args.machine.into(), &plan, dram_bytes, &a, &b)?;
+    let run = run_on(args, &plan, dram_bytes, &a, &b)?;
     let report = GemmReport::new(&plan, &run);
 
     let mut out = BufWriter::new(c_file.file());
@@ -81,14 +81,13 @@ struct GemmRun {
 
 /// Runs the plan on a fresh golden machine of `kind` with `dram_bytes` of DRAM.
 fn run_on(
-    kind: GoldenKind,
+    args: &GemmArgs,
     plan: &GemmPlan,
     dram_bytes: usize,
     a: &Matrix,
     b: &Matrix,
 ) -> anyhow::Result<GemmRun> {
-    let mut machine =
-        golden(kind, plan.config, dram_bytes).map_err(|e| anyhow!("array config: {e}"))?;
+    let mut machine = crate::machines::open(args.machine, &args.link, plan.config, dram_bytes)?;
     let name = machine.name();
     let (c, stats) = run_gemm(machine.as_mut(), plan, &a.elems, &b.elems)
         .map_err(|e| anyhow!("{name} machine: {e}"))?;
@@ -146,9 +145,10 @@ struct GemmReport {
 impl GemmReport {
     fn new(plan: &GemmPlan, run: &GemmRun) -> GemmReport {
         let (config, stats) = (&plan.config, &run.stats);
-        let (cycles, cycles_source) = match stats.cycles {
-            Some(c) => (c, "cycle machine"),
-            None => (plan.cycles(), CLOSED_FORM),
+        let (cycles, cycles_source) = match (stats.cycles, run.machine) {
+            (Some(c), "cycle") => (c, "cycle machine"),
+            (Some(c), _) => (c, "the accelerator's cycle counter"),
+            (None, _) => (plan.cycles(), CLOSED_FORM),
         };
         GemmReport {
             machine: run.machine,

@@ -8,6 +8,7 @@ mod dataset;
 mod gemm;
 mod gpu;
 mod hdl;
+mod machines;
 mod model;
 mod npy;
 mod predict;

@@ -229,10 +229,18 @@ fn check_flags(args: &TrainArgs) -> anyhow::Result<Sgd> {
 }
 
 fn machine_name(args: &TrainArgs) -> &'static str {
-    match GoldenKind::from(args.machine) {
-        GoldenKind::Functional => "functional",
-        GoldenKind::Cycle => "cycle",
+    match args.machine.golden() {
+        Some(GoldenKind::Functional) => "functional",
+        Some(GoldenKind::Cycle) => "cycle",
+        None => "board",
     }
+}
+
+/// The golden machine `--machine` names; training on a board is not wired up yet.
+fn golden_kind(args: &TrainArgs) -> anyhow::Result<GoldenKind> {
+    args.machine.golden().ok_or_else(|| {
+        anyhow!("--machine board: training on a board is not supported yet (systole gemm is)")
+    })
 }
 
 /// `64-64-10`.
@@ -395,7 +403,7 @@ impl Training<'_> {
     /// BF16 on the accelerator, the f32 reference beside it; then INT8 with `--dtype int8`.
     fn on_accelerator(&self, config: ArrayConfig) -> anyhow::Result<Outcome> {
         let (args, train, test) = (self.args, &self.split.train, &self.split.test);
-        let kind = GoldenKind::from(args.machine);
+        let kind = golden_kind(args)?;
         let batch = self.batch();
         let eval_rows = test.len().min(EVAL_ROWS);
         let dram = AccelTrainer::dram_needed(self.graph, &config, batch as u32, eval_rows as u32)
@@ -483,7 +491,7 @@ impl Training<'_> {
         let eval_rows = test.len().min(EVAL_ROWS);
         let dram = Int8Inference::dram_needed(self.graph, &config, &plan, eval_rows as u32)
             .map_err(|e| anyhow!("int8 inference: {e}"))?;
-        let machine = golden(GoldenKind::from(self.args.machine), config, dram)
+        let machine = golden(golden_kind(self.args)?, config, dram)
             .map_err(|e| anyhow!("array config: {e}"))?;
         let mut int8 = Int8Inference::new(machine, self.graph.clone(), params, plan)
             .map_err(|e| anyhow!("int8 inference: {e}"))?;

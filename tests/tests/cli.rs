@@ -524,3 +524,54 @@ fn successful_run_replaces_existing_output() {
     assert_eq!(read_npy::<i32>(&s.path("C.npy")).2, vec![8; 6]);
     assert_eq!(s.listing(), ["A.npy", "B.npy", "C.npy"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// --machine board: a board emulated on the far end of a pseudo-terminal.
+
+/// Serves the host protocol on the device end of a pseudo-terminal with a golden cycle machine
+/// built for `config`, until the host closes its end; returns the host end's path.
+fn emulated_board(config: ArrayConfig, dram: usize) -> (String, std::thread::JoinHandle<()>) {
+    use serialport::SerialPort;
+    // The master end plays the board; the CLI opens the slave end by its /dev/pts path.
+    let (device, slave) = serialport::TTYPort::pair().expect("a pseudo-terminal pair");
+    let path = slave.name().expect("the pty's slave end has a name");
+    let server = std::thread::spawn(move || {
+        let _keep_open = slave; // keeps the pty alive between the CLI's opens
+        let machine =
+            systole_core::machine::golden(systole_core::machine::GoldenKind::Cycle, config, dram)
+                .unwrap();
+        let mut emulator = systole_core::link::emulator::Emulator::new(machine);
+        systole_boards::serial::serve(device, &mut emulator, &[]);
+    });
+    (path, server)
+}
+
+#[test]
+fn gemm_on_a_board_over_serial_equals_the_cycle_machine() {
+    let config = ArrayConfig::new(16, 16, Dtype::Int8);
+    let s = valid_inputs(Dtype::Int8);
+    let (path, _server) = emulated_board(config, 1 << 16);
+    let out = gemm_in(
+        &s,
+        "int8",
+        &["--machine", "board", "--port", &path, "--stats", s.path("s.json").to_str().unwrap()],
+    );
+    assert_success(&out);
+    let (_, shape, c) = read_npy::<i32>(&s.path("C.npy"));
+    assert_eq!(shape, [3, 2]);
+    assert_eq!(c, vec![8; 6]);
+    let stats: Value = serde_json::from_reader(File::open(s.path("s.json")).unwrap()).unwrap();
+    let plan = plan_for(&config, GemmShape { m: 3, k: 4, n: 2 });
+    assert_eq!(stats["cycles"], plan.cycles(), "the cycle counter read back");
+    assert_eq!(stats["cycles_source"], "the accelerator's cycle counter");
+}
+
+#[test]
+fn a_board_built_for_another_array_is_refused() {
+    let s = valid_inputs(Dtype::Int8);
+    let (path, _server) = emulated_board(ArrayConfig::new(4, 4, Dtype::Int8), 1 << 16);
+    let out = gemm_in(&s, "int8", &["--machine", "board", "--port", &path]);
+    assert_fails_naming(&out, &["has array 4x4", "needs 16x16"]);
+    let out = gemm_in(&s, "int8", &["--machine", "board"]);
+    assert_fails_naming(&out, &["--port"]);
+}

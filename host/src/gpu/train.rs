@@ -507,7 +507,10 @@ pub fn run(
         let eval = (test.len().clamp(1, EVAL_ROWS)) as u32;
         let dram = AccelTrainer::dram_needed(graph, &config, batch, eval)
             .map_err(|e| anyhow!("cannot train on this array: {e}"))?;
-        let kind = GoldenKind::from(args.machine);
+        let kind = args
+            .machine
+            .golden()
+            .ok_or_else(|| anyhow!("--compare needs a golden machine (functional or cycle)"))?;
         let machine = golden(kind, config, dram).map_err(|e| anyhow!("array config: {e}"))?;
         let trainer = AccelTrainer::new(machine, graph.clone(), &params)
             .map_err(|e| anyhow!("accelerator: {e}"))?;

@@ -1,0 +1,53 @@
+//! The machine a command runs on: a golden machine, or a board over its serial port.
+
+use anyhow::{anyhow, bail};
+use systole_boards::serial::SerialStream;
+use systole_core::link::{Framed, LinkMachine};
+use systole_core::machine::golden;
+use systole_core::{ArrayConfig, Machine};
+
+use crate::cli::{LinkArgs, MachineArg};
+
+/// Opens `choice` for `config` with at least `dram` bytes of DRAM. A board must identify as an
+/// accelerator of exactly this config, with enough DRAM, or it is refused with the difference.
+pub fn open(
+    choice: MachineArg,
+    link: &LinkArgs,
+    config: ArrayConfig,
+    dram: usize,
+) -> anyhow::Result<Box<dyn Machine>> {
+    if let Some(kind) = choice.golden() {
+        return golden(kind, config, dram).map_err(|e| anyhow!("array config: {e}"));
+    }
+    let port = link.port.as_deref().ok_or_else(|| anyhow!("--machine board needs --port PATH"))?;
+    let stream = SerialStream::open(port, link.baud, std::time::Duration::from_millis(500))
+        .map_err(|e| anyhow!("cannot open {port}: {e}"))?;
+    let mut board = LinkMachine::new(Framed { stream }, config, dram);
+    let id = board
+        .identify(config.clock_mhz)
+        .map_err(|e| anyhow!("{port}: no accelerator answers ({e})"))?;
+    let got = id.config;
+    let differs = |what: &str, want: String, have: String| -> anyhow::Result<()> {
+        if want != have {
+            bail!("{port}: the board's accelerator has {what} {have}, this run needs {want}; rebuild the bitstream or change the flags");
+        }
+        Ok(())
+    };
+    differs("ISA version", systole_core::isa::ISA_VERSION.to_string(), id.isa_version.to_string())?;
+    differs(
+        "array",
+        format!("{}x{}", config.rows, config.cols),
+        format!("{}x{}", got.rows, got.cols),
+    )?;
+    differs("dtype", config.dtype.name().into(), got.dtype.name().into())?;
+    differs("dataflow", config.dataflow.short_name().into(), got.dataflow.short_name().into())?;
+    differs("scratchpad depth", config.spad_depth.to_string(), got.spad_depth.to_string())?;
+    differs("accumulator depth", config.acc_depth.to_string(), got.acc_depth.to_string())?;
+    if (id.dram_bytes as usize) < dram {
+        bail!(
+            "{port}: this run needs {dram} bytes of DRAM, the board's accelerator has {}",
+            id.dram_bytes
+        );
+    }
+    Ok(Box::new(LinkMachine::new(board.transport, config, id.dram_bytes as usize)))
+}
