@@ -63,7 +63,9 @@ pub fn wrapper(board: &Board, ports: &[TopPort], pll: bool) -> Result<String, To
             )));
         }
     }
-    if !(has("uart_rx") && has("uart_tx")) && !has("spi_sck") {
+    let uart = has("uart_rx") && has("uart_tx");
+    let spi = has("spi_sck");
+    if !uart && !spi {
         return Err(ToolError::Report(
             "systole_top has no host interface (uart_rx/uart_tx or spi_*): nothing could drive it"
                 .into(),
