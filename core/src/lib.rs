@@ -10,6 +10,7 @@
 //! * [`isa`]: the instruction set and its 128-bit encoding.
 //! * [`machine`]: the [`Machine`] trait, the functional and the cycle-accurate machines.
 //! * [`protocol`]: the host link's packets (SPI and UART), their checksum and codes.
+//! * [`blob`]: model blobs, a compiled inference pass with its weights for firmware to run.
 //! * [`tiler`]: `C = A x B` of any shape into a program, and its closed-form cycle count.
 //! * [`reference`]: naive loops that sum in the array's order, the tests' oracle.
 //!
@@ -18,6 +19,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod blob;
 #[cfg(feature = "alloc")]
 pub mod compile;
 pub mod config;
