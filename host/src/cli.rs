@@ -38,6 +38,36 @@ pub enum Command {
     /// FPGA dev boards: list them, build a bitstream, program a board.
     #[command(subcommand)]
     Board(BoardCommand),
+    /// Firmware support: compile a trained model into the blob a microcontroller runs.
+    #[command(subcommand)]
+    Firmware(FirmwareCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FirmwareCommand {
+    /// Write a model blob: program, weights image and scales for one array config.
+    Blob(BlobArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BlobArgs {
+    /// A model written by `systole train --save`.
+    #[arg(long, value_name = "model.safetensors")]
+    pub model: PathBuf,
+    /// int8 (calibrated on the model's training split) or bf16.
+    #[arg(long, value_enum, default_value_t = DtypeArg::Int8)]
+    pub dtype: DtypeArg,
+    /// The data set the model was trained on (for INT8 calibration).
+    #[arg(long, default_value = "digits", value_name = "digits|PATH.csv", value_parser = Source::parse)]
+    pub dataset: Source,
+    /// Samples per inference.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u16,
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    /// Where the blob is written.
+    #[arg(short = 'o', long = "out", value_name = "model.blob")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,7 @@ mod bench;
 mod board;
 mod cli;
 mod dataset;
+mod firmware;
 mod gemm;
 mod gpu;
 mod hdl;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         Command::Gemm(args) => gemm::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Hdl(cli::HdlCommand::Emit(args)) => hdl::emit(args),
+        Command::Firmware(cli::FirmwareCommand::Blob(args)) => firmware::blob(args),
         Command::Board(cli::BoardCommand::List) => board::list(),
         Command::Board(cli::BoardCommand::Build(args)) => board::build(args),
         Command::Board(cli::BoardCommand::Program(args)) => board::program(args),

@@ -575,3 +575,51 @@ fn a_board_built_for_another_array_is_refused() {
     let out = gemm_in(&s, "int8", &["--machine", "board"]);
     assert_fails_naming(&out, &["--port"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// systole firmware blob
+
+#[test]
+fn firmware_blob_from_a_saved_model_parses_for_its_array() {
+    let s = Scratch::new();
+    let model = s.path("m.safetensors");
+    let trained =
+        systole(["train", "--epochs", "1", "--hidden", "16", "--save", model.to_str().unwrap()]);
+    assert!(trained.status.success(), "{}", String::from_utf8_lossy(&trained.stderr));
+    for (dtype, want) in [("int8", Dtype::Int8), ("bf16", Dtype::Bf16)] {
+        let blob = s.path(&format!("m-{dtype}.blob"));
+        let out = systole([
+            "firmware",
+            "blob",
+            "--model",
+            model.to_str().unwrap(),
+            "--dtype",
+            dtype,
+            "--rows",
+            "4",
+            "--cols",
+            "8",
+            "-o",
+            blob.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("inference of a 64-16-10 MLP"));
+        let bytes = fs::read(&blob).unwrap();
+        let parsed = systole_core::blob::Blob::parse(&bytes).expect("the written blob parses");
+        let c = parsed.config();
+        assert_eq!((c.rows, c.cols, c.dtype), (4, 8, want));
+        assert_eq!(parsed.input_len(), 64, "one digit of 64 pixels");
+        assert_eq!(parsed.logits_len(), 10);
+        assert!(parsed.program_words() > 0);
+    }
+    let out = systole([
+        "firmware",
+        "blob",
+        "--model",
+        s.path("missing.safetensors").to_str().unwrap(),
+        "-o",
+        s.path("x.blob").to_str().unwrap(),
+    ]);
+    assert_fails_naming(&out, &["missing.safetensors"]);
+    assert!(!s.path("x.blob").exists(), "no blob from a failed run");
+}
