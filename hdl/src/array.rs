@@ -27,10 +27,11 @@ use systole_core::{ArrayConfig, Dtype};
 
 use crate::pe::{PeOs, PeWs};
 
-/// `depth` registers in a row; depth 0 is a wire.
+/// `depth` registers in a row, shifting while `enable`; depth 0 is a wire.
 #[derive(LogicBlock)]
 pub struct Delay<T: Synth> {
     pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
     pub d_in: Signal<In, T>,
     pub d_out: Signal<Out, T>,
     regs: Vec<DFF<T>>,
@@ -40,6 +41,7 @@ impl<T: Synth> Delay<T> {
     pub fn new(depth: usize) -> Self {
         Delay {
             clock: Default::default(),
+            enable: Default::default(),
             d_in: Default::default(),
             d_out: Default::default(),
             regs: (0..depth).map(|_| DFF::default()).collect(),
@@ -53,11 +55,16 @@ impl<T: Synth> Logic for Delay<T> {
         self.d_out.next = self.d_in.val();
         for s in 0..self.regs.len() {
             self.regs[s].clock.next = self.clock.val();
-            self.regs[s].d.next = self.d_in.val();
+            self.regs[s].d.next = self.regs[s].q.val();
+            if self.enable.val() {
+                self.regs[s].d.next = self.d_in.val();
+            }
             self.d_out.next = self.regs[s].q.val();
         }
-        for s in 1..self.regs.len() {
-            self.regs[s].d.next = self.regs[s - 1].q.val();
+        if self.enable.val() {
+            for s in 1..self.regs.len() {
+                self.regs[s].d.next = self.regs[s - 1].q.val();
+            }
         }
     }
 }
@@ -91,6 +98,8 @@ fn vec_port<D: Direction, T: Synth>(n: usize) -> Vec<Signal<D, T>> {
 #[derive(LogicBlock)]
 pub struct ArrayWs {
     pub clock: Signal<In, Clock>,
+    /// Clock enable of every register (off while the machine is frozen).
+    pub enable: Signal<In, Bit>,
     /// Element `i` of the row entering in this cycle (before the skew).
     pub left: Vec<Signal<In, Bits<16>>>,
     /// The row entering the shadow registers' top row while `shift`.
@@ -109,6 +118,7 @@ impl ArrayWs {
         let (r, c) = (config.rows as usize, config.cols as usize);
         ArrayWs {
             clock: Default::default(),
+            enable: Default::default(),
             left: vec_port(r),
             w_top: vec_port(c),
             shift: Default::default(),
@@ -126,12 +136,14 @@ impl Logic for ArrayWs {
         let (r, c) = (self.left.len(), self.out.len());
         for i in 0..r {
             self.skew[i].clock.next = self.clock.val();
+            self.skew[i].enable.next = self.enable.val();
             self.skew[i].d_in.next = self.left[i].val();
         }
         for i in 0..r {
             for j in 0..c {
                 let k = i * c + j;
                 self.pes[k].clock.next = self.clock.val();
+                self.pes[k].enable.next = self.enable.val();
                 self.pes[k].shift.next = self.shift.val();
                 self.pes[k].swap.next = self.swap.val();
                 self.pes[k].a_in.next =
@@ -144,6 +156,7 @@ impl Logic for ArrayWs {
         }
         for j in 0..c {
             self.deskew[j].clock.next = self.clock.val();
+            self.deskew[j].enable.next = self.enable.val();
             self.deskew[j].d_in.next = self.pes[(r - 1) * c + j].p_out.val();
             self.out[j].next = self.deskew[j].d_out.val();
         }
@@ -152,10 +165,12 @@ impl Logic for ArrayWs {
     fn connect(&mut self) {
         for s in &mut self.skew {
             s.clock.connect();
+            s.enable.connect();
             s.d_in.connect();
         }
         for p in &mut self.pes {
             p.clock.connect();
+            p.enable.connect();
             p.shift.connect();
             p.swap.connect();
             p.a_in.connect();
@@ -164,6 +179,7 @@ impl Logic for ArrayWs {
         }
         for (d, o) in self.deskew.iter_mut().zip(&mut self.out) {
             d.clock.connect();
+            d.enable.connect();
             d.d_in.connect();
             o.connect();
         }
@@ -174,12 +190,14 @@ impl Logic for ArrayWs {
         let mut code = vec![];
         for i in 0..r {
             code.push(wire(format!("skew${i}$clock"), "clock".into()));
+            code.push(wire(format!("skew${i}$enable"), "enable".into()));
             code.push(wire(format!("skew${i}$d_in"), format!("left${i}")));
         }
         for i in 0..r {
             for j in 0..c {
                 let k = i * c + j;
                 code.push(wire(format!("pes${k}$clock"), "clock".into()));
+                code.push(wire(format!("pes${k}$enable"), "enable".into()));
                 code.push(wire(format!("pes${k}$shift"), "shift".into()));
                 code.push(wire(format!("pes${k}$swap"), "swap".into()));
                 code.push(if j == 0 {
@@ -201,6 +219,7 @@ impl Logic for ArrayWs {
         }
         for j in 0..c {
             code.push(wire(format!("deskew${j}$clock"), "clock".into()));
+            code.push(wire(format!("deskew${j}$enable"), "enable".into()));
             code.push(wire(format!("deskew${j}$d_in"), format!("pes${}$p_out", (r - 1) * c + j)));
             code.push(wire(format!("out${j}"), format!("deskew${j}$d_out")));
         }
@@ -212,6 +231,8 @@ impl Logic for ArrayWs {
 #[derive(LogicBlock)]
 pub struct ArrayOs {
     pub clock: Signal<In, Clock>,
+    /// Clock enable of every register (off while the machine is frozen).
+    pub enable: Signal<In, Bit>,
     /// `A^T` row of this cycle: element `i` enters PE row `i` (before the skew).
     pub left: Vec<Signal<In, Bits<16>>>,
     /// `B` row of this cycle: element `j` enters PE column `j` (before the skew).
@@ -233,6 +254,7 @@ impl ArrayOs {
         let (r, c) = (config.rows as usize, config.cols as usize);
         ArrayOs {
             clock: Default::default(),
+            enable: Default::default(),
             left: vec_port(r),
             top: vec_port(c),
             first: Default::default(),
@@ -251,18 +273,22 @@ impl Logic for ArrayOs {
         let (r, c) = (self.left.len(), self.out.len());
         for i in 0..r {
             self.skew_a[i].clock.next = self.clock.val();
+            self.skew_a[i].enable.next = self.enable.val();
             self.skew_a[i].d_in.next = self.left[i].val();
             self.skew_first[i].clock.next = self.clock.val();
+            self.skew_first[i].enable.next = self.enable.val();
             self.skew_first[i].d_in.next = self.first.val();
         }
         for j in 0..c {
             self.skew_b[j].clock.next = self.clock.val();
+            self.skew_b[j].enable.next = self.enable.val();
             self.skew_b[j].d_in.next = self.top[j].val();
         }
         for i in 0..r {
             for j in 0..c {
                 let k = i * c + j;
                 self.pes[k].clock.next = self.clock.val();
+                self.pes[k].enable.next = self.enable.val();
                 self.pes[k].drain.next = self.drain.val();
                 if j == 0 {
                     self.pes[k].a_in.next = self.skew_a[i].d_out.val();
@@ -285,18 +311,22 @@ impl Logic for ArrayOs {
     fn connect(&mut self) {
         for s in self.skew_a.iter_mut() {
             s.clock.connect();
+            s.enable.connect();
             s.d_in.connect();
         }
         for s in self.skew_first.iter_mut() {
             s.clock.connect();
+            s.enable.connect();
             s.d_in.connect();
         }
         for s in self.skew_b.iter_mut() {
             s.clock.connect();
+            s.enable.connect();
             s.d_in.connect();
         }
         for p in &mut self.pes {
             p.clock.connect();
+            p.enable.connect();
             p.drain.connect();
             p.a_in.connect();
             p.first_in.connect();
@@ -313,18 +343,22 @@ impl Logic for ArrayOs {
         let mut code = vec![];
         for i in 0..r {
             code.push(wire(format!("skew_a${i}$clock"), "clock".into()));
+            code.push(wire(format!("skew_a${i}$enable"), "enable".into()));
             code.push(wire(format!("skew_a${i}$d_in"), format!("left${i}")));
             code.push(wire(format!("skew_first${i}$clock"), "clock".into()));
+            code.push(wire(format!("skew_first${i}$enable"), "enable".into()));
             code.push(wire(format!("skew_first${i}$d_in"), "first".into()));
         }
         for j in 0..c {
             code.push(wire(format!("skew_b${j}$clock"), "clock".into()));
+            code.push(wire(format!("skew_b${j}$enable"), "enable".into()));
             code.push(wire(format!("skew_b${j}$d_in"), format!("top${j}")));
         }
         for i in 0..r {
             for j in 0..c {
                 let k = i * c + j;
                 code.push(wire(format!("pes${k}$clock"), "clock".into()));
+                code.push(wire(format!("pes${k}$enable"), "enable".into()));
                 code.push(wire(format!("pes${k}$drain"), "drain".into()));
                 if j == 0 {
                     code.push(wire(format!("pes${k}$a_in"), format!("skew_a${i}$d_out")));
@@ -355,6 +389,120 @@ impl Logic for ArrayOs {
     }
 }
 
+/// The array of a config's dataflow behind one set of ports: `top` is the weight-stationary
+/// array's `w_top` (shadow weights) or the output-stationary array's `top` (B rows); `shift` and
+/// `swap` are used by the first, `first` and `drain` by the second. The wiring is written by
+/// hand, as the mesh's is: `hdl_gen` cannot index a port of an element of a `Vec` of blocks.
+#[derive(LogicBlock)]
+pub struct Array {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub left: Vec<Signal<In, Bits<16>>>,
+    pub top: Vec<Signal<In, Bits<16>>>,
+    pub shift: Signal<In, Bit>,
+    pub swap: Signal<In, Bit>,
+    pub first: Signal<In, Bit>,
+    pub drain: Signal<In, Bit>,
+    pub out: Vec<Signal<Out, Bits<32>>>,
+    ws: Vec<ArrayWs>,
+    os: Vec<ArrayOs>,
+}
+
+impl Array {
+    pub fn new(config: &ArrayConfig) -> Array {
+        let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
+        Array {
+            clock: Default::default(),
+            enable: Default::default(),
+            left: vec_port(config.rows as usize),
+            top: vec_port(config.cols as usize),
+            shift: Default::default(),
+            swap: Default::default(),
+            first: Default::default(),
+            drain: Default::default(),
+            out: vec_port(config.cols as usize),
+            ws: if ws { vec![ArrayWs::new(config)] } else { vec![] },
+            os: if ws { vec![] } else { vec![ArrayOs::new(config)] },
+        }
+    }
+}
+
+impl Logic for Array {
+    fn update(&mut self) {
+        for a in &mut self.ws {
+            a.clock.next = self.clock.val();
+            a.enable.next = self.enable.val();
+            a.shift.next = self.shift.val();
+            a.swap.next = self.swap.val();
+            for (l, s) in a.left.iter_mut().zip(&self.left) {
+                l.next = s.val();
+            }
+            for (t, s) in a.w_top.iter_mut().zip(&self.top) {
+                t.next = s.val();
+            }
+            for (o, s) in self.out.iter_mut().zip(&a.out) {
+                o.next = s.val();
+            }
+        }
+        for a in &mut self.os {
+            a.clock.next = self.clock.val();
+            a.enable.next = self.enable.val();
+            a.first.next = self.first.val();
+            a.drain.next = self.drain.val();
+            for (l, s) in a.left.iter_mut().zip(&self.left) {
+                l.next = s.val();
+            }
+            for (t, s) in a.top.iter_mut().zip(&self.top) {
+                t.next = s.val();
+            }
+            for (o, s) in self.out.iter_mut().zip(&a.out) {
+                o.next = s.val();
+            }
+        }
+    }
+
+    fn connect(&mut self) {
+        for a in &mut self.ws {
+            a.clock.connect();
+            a.enable.connect();
+            a.shift.connect();
+            a.swap.connect();
+            a.left.iter_mut().for_each(|s| s.connect());
+            a.w_top.iter_mut().for_each(|s| s.connect());
+        }
+        for a in &mut self.os {
+            a.clock.connect();
+            a.enable.connect();
+            a.first.connect();
+            a.drain.connect();
+            a.left.iter_mut().for_each(|s| s.connect());
+            a.top.iter_mut().for_each(|s| s.connect());
+        }
+        self.out.iter_mut().for_each(|s| s.connect());
+    }
+
+    fn hdl(&self) -> Verilog {
+        let (r, c) = (self.left.len(), self.out.len());
+        let mut code = vec![];
+        let (name, top, controls) = if self.ws.is_empty() {
+            ("os$0", "top", ["first", "drain"])
+        } else {
+            ("ws$0", "w_top", ["shift", "swap"])
+        };
+        for port in ["clock", "enable"].iter().chain(controls.iter()) {
+            code.push(wire(format!("{name}${port}"), port.to_string()));
+        }
+        for i in 0..r {
+            code.push(wire(format!("{name}$left${i}"), format!("left${i}")));
+        }
+        for j in 0..c {
+            code.push(wire(format!("{name}${top}${j}"), format!("top${j}")));
+            code.push(wire(format!("out${j}"), format!("{name}$out${j}")));
+        }
+        Verilog::Combinatorial(code)
+    }
+}
+
 /// Bits of one scratchpad element of `dtype` on the 16-bit operand buses (INT8: low byte).
 pub fn elem_bits(dtype: Dtype) -> usize {
     dtype.elem_bytes() * 8
@@ -376,6 +524,7 @@ mod tests {
         let (r, c) = (cfg.rows as usize, cfg.cols as usize);
         let mut arr = ArrayWs::new(cfg);
         arr.connect_all();
+        arr.enable.next = true;
         // Weight loader: R cycles, bottom row first.
         arr.shift.next = true;
         for t in 0..r {
@@ -456,6 +605,7 @@ mod tests {
         let b: Vec<Vec<u16>> = (0..k).map(|_| (0..c).map(|_| elem(&mut seed)).collect()).collect();
         let mut arr = ArrayOs::new(&cfg);
         arr.connect_all();
+        arr.enable.next = true;
         // Stale values from an earlier op must not leak into the sums.
         for i in 0..r {
             set(&mut arr.left[i], 0x7F80);

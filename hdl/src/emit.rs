@@ -1,4 +1,5 @@
-//! Verilog for one [`ArrayConfig`]: generation, module de-duplication, and the manifest.
+//! Verilog for one [`TopConfig`] (the whole machine) or one [`ArrayConfig`] (the array
+//! datapath alone): generation, module de-duplication, and what the manifest records.
 //!
 //! rust-hdl writes one module per instance (`top$pes$17$mac$bf16$0$add`, ...), so an R x C array
 //! repeats every PE body R x C times. [`dedup_modules`] merges modules whose bodies are identical
@@ -13,9 +14,12 @@ use serde::Serialize;
 use systole_core::{ArrayConfig, ConfigError, Dataflow};
 
 use crate::array::{ArrayOs, ArrayWs};
+use crate::top::{SystoleTop, TopConfig};
 
 /// Name of the emitted top module.
 pub const TOP_MODULE: &str = "systole_top";
+/// Name of the top module [`emit_array`] writes.
+pub const ARRAY_MODULE: &str = "systole_array";
 /// Most PEs `emit` builds: rust-hdl holds every instance in memory before de-duplication.
 pub const MAX_EMIT_PES: u64 = 64 * 64;
 
@@ -28,6 +32,33 @@ pub enum EmitError {
     TooLarge { rows: u16, cols: u16, pes: u64 },
     #[error("generated Verilog has no module `{0}`")]
     Malformed(String),
+    #[error(
+        "dram_bytes = {0}: the DRAM holds 1 to 2^32 - 1 bytes (Identify reports it in 32 bits)"
+    )]
+    Dram(usize),
+    #[error("fifo_depth = {0}: the instruction FIFO holds 1 to 65,535 words")]
+    Fifo(usize),
+    #[error("uart_divisor = {0}: the UART needs at least 4 clock cycles per bit")]
+    Uart(u16),
+}
+
+/// One memory inside the emitted top, for the manifest and the cost table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemoryInfo {
+    pub name: &'static str,
+    /// Words of one copy and their bits (a row, for the row memories).
+    pub words: u64,
+    pub word_bits: u64,
+    /// Identical copies (one per read port).
+    pub copies: u64,
+    /// Block RAM lanes per copy (a row memory is one RAM per element).
+    pub lanes: u64,
+}
+
+impl MemoryInfo {
+    pub fn bits(&self) -> u64 {
+        self.words * self.word_bits * self.copies
+    }
 }
 
 /// One port of the top module.
@@ -47,10 +78,11 @@ pub struct Emitted {
     pub modules: usize,
     /// Modules rust-hdl generated (one per instance).
     pub instances: usize,
+    /// The memories (none for the array alone).
+    pub memories: Vec<MemoryInfo>,
 }
 
-/// The array datapath of `config` as Verilog with top module [`TOP_MODULE`].
-pub fn emit(config: &ArrayConfig) -> Result<Emitted, EmitError> {
+fn check_array(config: &ArrayConfig) -> Result<(), EmitError> {
     config.validate().map_err(EmitError::Config)?;
     if config.pe_count() > MAX_EMIT_PES {
         return Err(EmitError::TooLarge {
@@ -59,6 +91,84 @@ pub fn emit(config: &ArrayConfig) -> Result<Emitted, EmitError> {
             pes: config.pe_count(),
         });
     }
+    Ok(())
+}
+
+/// Checks a machine config: the array's, and the sizes the hardware adds.
+pub fn check(top: &TopConfig) -> Result<(), EmitError> {
+    check_array(&top.array)?;
+    if top.dram_bytes == 0 || top.dram_bytes as u64 > u32::MAX as u64 {
+        return Err(EmitError::Dram(top.dram_bytes));
+    }
+    if top.fifo_depth == 0 || top.fifo_depth > 65535 {
+        return Err(EmitError::Fifo(top.fifo_depth));
+    }
+    if top.uart_divisor < 4 {
+        return Err(EmitError::Uart(top.uart_divisor));
+    }
+    Ok(())
+}
+
+/// The memories of a machine config.
+pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
+    let a = &top.array;
+    let banks = top.dram_banks() as u64;
+    vec![
+        MemoryInfo {
+            name: "scratchpad",
+            words: a.spad_depth as u64,
+            word_bits: a.spad_width() as u64 * 8 * a.dtype.elem_bytes() as u64,
+            copies: 2,
+            lanes: a.spad_width() as u64,
+        },
+        MemoryInfo {
+            name: "accumulators",
+            words: a.acc_depth as u64,
+            word_bits: a.cols as u64 * 32,
+            copies: 2,
+            lanes: a.cols as u64,
+        },
+        MemoryInfo {
+            name: "dram",
+            words: (top.dram_bytes as u64).div_ceil(banks),
+            word_bits: banks * 8,
+            copies: 1,
+            lanes: banks,
+        },
+        MemoryInfo {
+            name: "instruction_fifo",
+            words: top.fifo_depth as u64,
+            word_bits: 128,
+            copies: 1,
+            lanes: 1,
+        },
+        MemoryInfo {
+            name: "request_buffer",
+            words: systole_core::protocol::MAX_PAYLOAD.next_power_of_two() as u64,
+            word_bits: 8,
+            copies: 1,
+            lanes: 1,
+        },
+    ]
+}
+
+/// The whole machine of `top` as Verilog with top module [`TOP_MODULE`].
+pub fn emit(top: &TopConfig) -> Result<Emitted, EmitError> {
+    check(top)?;
+    let mut machine = SystoleTop::new(top);
+    machine.connect_all();
+    let raw = generate_verilog(&machine);
+    drop(machine);
+    let mut e = finish(&raw, TOP_MODULE)?;
+    e.memories = memories(top);
+    Ok(e)
+}
+
+/// The array datapath of `config` alone, with top module [`ARRAY_MODULE`]: its ports are the
+/// skewed array's edges (`left_i`, `w_top_j` / `top_j`, `shift`, `swap` or `first`, `drain`,
+/// `enable`, `out_j`), for driving the array directly in co-simulation.
+pub fn emit_array(config: &ArrayConfig) -> Result<Emitted, EmitError> {
+    check_array(config)?;
     let raw = match config.dataflow {
         Dataflow::WeightStationary => {
             let mut top = ArrayWs::new(config);
@@ -71,11 +181,15 @@ pub fn emit(config: &ArrayConfig) -> Result<Emitted, EmitError> {
             generate_verilog(&top)
         }
     };
-    let instances = split_modules(&raw).len();
-    let verilog = c_identifier_ports(&dedup_modules(&raw, "top", TOP_MODULE)?);
+    finish(&raw, ARRAY_MODULE)
+}
+
+fn finish(raw: &str, top: &str) -> Result<Emitted, EmitError> {
+    let instances = split_modules(raw).len();
+    let verilog = c_identifier_ports(&dedup_modules(raw, "top", top)?, top);
     let modules = split_modules(&verilog).len();
-    let ports = top_ports(&verilog);
-    Ok(Emitted { verilog, ports, modules, instances })
+    let ports = top_ports(&verilog, top);
+    Ok(Emitted { verilog, ports, modules, instances, memories: vec![] })
 }
 
 /// `(name, text)` of every module, in order.
@@ -194,9 +308,9 @@ pub fn dedup_modules(verilog: &str, top: &str, new_top: &str) -> Result<String, 
 /// Renames the top's ports `left$3` -> `left_3`, so that every port is a C identifier (the
 /// Verilated model exposes them to C++). Only the top module's text changes; tokens are matched
 /// whole, so `left$1` never touches `left$10`.
-fn c_identifier_ports(verilog: &str) -> String {
+fn c_identifier_ports(verilog: &str, top: &str) -> String {
     let modules = split_modules(verilog);
-    let Some((_, top_text)) = modules.iter().find(|(n, _)| n == TOP_MODULE) else {
+    let Some((_, top_text)) = modules.iter().find(|(n, _)| n == top) else {
         return verilog.to_string();
     };
     let ports: std::collections::HashSet<String> = top_ports_of(top_text)
@@ -225,8 +339,8 @@ fn c_identifier_ports(verilog: &str) -> String {
 }
 
 /// The ports of the top module, from its declarations.
-fn top_ports(verilog: &str) -> Vec<Port> {
-    match split_modules(verilog).into_iter().find(|(n, _)| n == TOP_MODULE) {
+fn top_ports(verilog: &str, top: &str) -> Vec<Port> {
+    match split_modules(verilog).into_iter().find(|(n, _)| n == top) {
         Some((_, text)) => top_ports_of(&text),
         None => vec![],
     }
@@ -261,10 +375,10 @@ mod tests {
     #[test]
     fn dedup_keeps_one_body_per_kind() {
         let cfg = ArrayConfig::new(3, 3, Dtype::Bf16);
-        let e = emit(&cfg).unwrap();
+        let e = emit_array(&cfg).unwrap();
         assert!(e.instances > 9 * 8, "{} instances", e.instances);
         assert!(e.modules < 20, "{} modules after de-duplication", e.modules);
-        assert!(e.verilog.contains("module systole_top("));
+        assert!(e.verilog.contains("module systole_array("));
         assert!(!e.verilog.contains("module top"));
         // Every instantiated type is defined.
         let defined: Vec<String> = split_modules(&e.verilog).into_iter().map(|m| m.0).collect();
@@ -273,7 +387,7 @@ mod tests {
                 assert!(defined.iter().any(|d| d == ty), "undefined module {ty}");
             }
         }
-        yosys_validate("dedup", &e.verilog.replace("systole_top(", "top(")).unwrap();
+        yosys_validate("dedup", &e.verilog.replace("systole_array(", "top(")).unwrap();
         assert_eq!(e.ports.iter().filter(|p| p.name.starts_with("left")).count(), 3);
         assert!(e
             .ports
@@ -283,9 +397,33 @@ mod tests {
 
     #[test]
     fn unbuildable_configs_are_refused() {
-        let bad = ArrayConfig::new(0, 4, Dtype::Int8);
+        let bad = TopConfig::new(ArrayConfig::new(0, 4, Dtype::Int8));
         assert!(matches!(emit(&bad), Err(EmitError::Config(_))));
         let big = ArrayConfig::new(128, 128, Dtype::Int8);
-        assert!(matches!(emit(&big), Err(EmitError::TooLarge { .. })));
+        assert!(matches!(emit_array(&big), Err(EmitError::TooLarge { .. })));
+        let ok = TopConfig::new(ArrayConfig::new(2, 2, Dtype::Int8));
+        assert!(matches!(check(&TopConfig { dram_bytes: 0, ..ok }), Err(EmitError::Dram(0))));
+        assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
+        assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
+    }
+
+    #[test]
+    fn the_machine_has_its_pins_and_memories() {
+        let array =
+            ArrayConfig { spad_depth: 32, acc_depth: 8, ..ArrayConfig::new(2, 2, Dtype::Int8) };
+        let top = TopConfig { dram_bytes: 512, ..TopConfig::new(array) };
+        let e = emit(&top).unwrap();
+        let names: Vec<&str> = e.ports.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "clock", "reset", "uart_rx", "uart_tx", "spi_sck", "spi_cs_n", "spi_mosi",
+                "spi_miso", "busy", "done", "error"
+            ]
+        );
+        assert!(e.modules * 3 < e.instances, "{} of {}", e.modules, e.instances);
+        let spad = &e.memories[0];
+        assert_eq!((spad.words, spad.word_bits, spad.copies), (32, 16, 2), "two INT8 lanes");
+        assert_eq!(e.memories[2].word_bits, 64, "8 DRAM banks of one byte");
     }
 }

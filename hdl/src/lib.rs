@@ -9,18 +9,33 @@
 //! * [`float`]: the BF16 multiplier, the f32 adder and multiplier, from `Bits`.
 //! * [`pe`]: the INT8 and BF16 multiply-accumulate units and the processing elements.
 //! * [`array`]: the R x C mesh with input skew and output de-skew, weight- and output-stationary.
-//! * [`emit`]: Verilog for an `ArrayConfig` (modules de-duplicated) and its port list.
+//! * [`mem`]: block-RAM lanes (write-first), row memories, the byte-banked DRAM.
+//! * [`vector`]: the accumulator lanes (every vector op, the array's writes), cast, requantize.
+//! * [`decode`]: the instruction decoder generated from core's layout tables, the program checks.
+//! * [`controller`]: the instruction FIFO, the sequencer, weight loader and array unit, the
+//!   dispatcher (one cycle ahead; freezing on an empty FIFO; cycle counter and faults).
+//! * [`link`]: the host interface: CRC, UART, SPI slave, packet engine.
+//! * [`top`]: `systole_top`, the whole machine, and [`TopConfig`], what it is built for.
+//! * [`emit`]: Verilog for a [`TopConfig`] or an array alone (modules de-duplicated), its ports
+//!   and memories.
 #![forbid(unsafe_code)]
 // Hardware loops index several parallel port vectors (and PEs) by one lane number, the only loop
 // form rust-hdl's `hdl_gen` translates; iterators would hide that correspondence.
 #![allow(clippy::needless_range_loop)]
 
 pub mod array;
+pub mod controller;
+pub mod decode;
 pub mod emit;
 pub mod float;
+pub mod link;
+pub mod mem;
 pub mod pe;
+pub mod top;
+pub mod vector;
 
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use emit::{emit, EmitError, Emitted, Port, TOP_MODULE};
+pub use emit::{emit, emit_array, EmitError, Emitted, MemoryInfo, Port, ARRAY_MODULE, TOP_MODULE};
+pub use top::TopConfig;

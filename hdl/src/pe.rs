@@ -125,9 +125,11 @@ impl Logic for Mac {
 /// is the upper neighbour's `p`, or zero on the top row), where `w` is the active weight, or the
 /// shadow weight in the cycle a matmul swaps it in (`swap`), when the active one takes it too.
 /// With `shift`, the shadow takes `w_in` (the upper neighbour's shadow, or the loader's row).
+/// Nothing changes in a cycle without `enable` (the machine is frozen, docs/HARDWARE.md).
 #[derive(LogicBlock)]
 pub struct PeWs {
     pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
     pub a_in: Signal<In, Bits<16>>,
     pub p_in: Signal<In, Bits<32>>,
     pub w_in: Signal<In, Bits<16>>,
@@ -147,6 +149,7 @@ impl PeWs {
     pub fn new(dtype: Dtype) -> PeWs {
         PeWs {
             clock: Default::default(),
+            enable: Default::default(),
             a_in: Default::default(),
             p_in: Default::default(),
             w_in: Default::default(),
@@ -172,14 +175,18 @@ impl Logic for PeWs {
         self.mac.b.next = self.active.q.val();
         if self.swap.val() {
             self.mac.b.next = self.shadow.q.val();
-            self.active.d.next = self.shadow.q.val();
-        }
-        if self.shift.val() {
-            self.shadow.d.next = self.w_in.val();
         }
         self.mac.acc.next = self.p_in.val();
-        self.a.d.next = self.a_in.val();
-        self.p.d.next = self.mac.y.val();
+        if self.enable.val() {
+            if self.swap.val() {
+                self.active.d.next = self.shadow.q.val();
+            }
+            if self.shift.val() {
+                self.shadow.d.next = self.w_in.val();
+            }
+            self.a.d.next = self.a_in.val();
+            self.p.d.next = self.mac.y.val();
+        }
         self.a_out.next = self.a.q.val();
         self.p_out.next = self.p.q.val();
         self.w_out.next = self.shadow.q.val();
@@ -190,10 +197,12 @@ impl Logic for PeWs {
 ///
 /// Each cycle: `a` takes `a_in`, `b` takes `b_in`, `first` takes `first_in` (set with the A
 /// element of k = 0), and the sum takes `(first_in ? 0 : sum) + a_in * b_in`. While `drain`,
-/// the sum takes `p_below` instead: the array shifts its results up a row per cycle.
+/// the sum takes `p_below` instead: the array shifts its results up a row per cycle. Nothing
+/// changes in a cycle without `enable`.
 #[derive(LogicBlock)]
 pub struct PeOs {
     pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
     pub a_in: Signal<In, Bits<16>>,
     pub b_in: Signal<In, Bits<16>>,
     pub first_in: Signal<In, Bit>,
@@ -214,6 +223,7 @@ impl PeOs {
     pub fn new(dtype: Dtype) -> PeOs {
         PeOs {
             clock: Default::default(),
+            enable: Default::default(),
             a_in: Default::default(),
             b_in: Default::default(),
             first_in: Default::default(),
@@ -242,12 +252,14 @@ impl Logic for PeOs {
         if self.first_in.val() {
             self.mac.acc.next = 0.into();
         }
-        self.a.d.next = self.a_in.val();
-        self.b.d.next = self.b_in.val();
-        self.first.d.next = self.first_in.val();
-        self.p.d.next = self.mac.y.val();
-        if self.drain.val() {
-            self.p.d.next = self.p_below.val();
+        if self.enable.val() {
+            self.a.d.next = self.a_in.val();
+            self.b.d.next = self.b_in.val();
+            self.first.d.next = self.first_in.val();
+            self.p.d.next = self.mac.y.val();
+            if self.drain.val() {
+                self.p.d.next = self.p_below.val();
+            }
         }
         self.a_out.next = self.a.q.val();
         self.b_out.next = self.b.q.val();
@@ -348,6 +360,7 @@ mod tests {
     fn ws_pe_swaps_its_shadow_in() {
         let mut pe = PeWs::new(Dtype::Int8);
         pe.connect_all();
+        pe.enable.next = true;
         pe.w_in.next = 3u64.into();
         pe.shift.next = true;
         tick(&mut pe, |p| &mut p.clock);
@@ -365,12 +378,24 @@ mod tests {
         assert_eq!(pe.p_out.val().to_u32(), 94);
         assert_eq!(pe.a_out.val().to_u32(), 0xFE);
         assert_eq!(pe.w_out.val().to_u32(), 3);
+        // Frozen: no register moves, whatever the inputs say.
+        pe.enable.next = false;
+        pe.shift.next = true;
+        pe.swap.next = true;
+        pe.w_in.next = 9u64.into();
+        pe.a_in.next = 1u64.into();
+        tick(&mut pe, |p| &mut p.clock);
+        assert_eq!(
+            (pe.p_out.val().to_u32(), pe.a_out.val().to_u32(), pe.w_out.val().to_u32()),
+            (94, 0xFE, 3)
+        );
     }
 
     #[test]
     fn os_pe_accumulates_then_drains() {
         let mut pe = PeOs::new(Dtype::Int8);
         pe.connect_all();
+        pe.enable.next = true;
         pe.p_below.next = 77u64.into();
         for (k, (a, b)) in [(2u64, 3u64), (4, 5), (0xFF, 6)].into_iter().enumerate() {
             pe.a_in.next = a.into();
@@ -379,6 +404,10 @@ mod tests {
             tick(&mut pe, |p| &mut p.clock);
         }
         assert_eq!(pe.p_out.val().to_u32(), 2 * 3 + 4 * 5 - 6);
+        pe.enable.next = false;
+        tick(&mut pe, |p| &mut p.clock);
+        assert_eq!(pe.p_out.val().to_u32(), 2 * 3 + 4 * 5 - 6, "frozen");
+        pe.enable.next = true;
         pe.drain.next = true;
         tick(&mut pe, |p| &mut p.clock);
         assert_eq!(pe.p_out.val().to_u32(), 77);

@@ -50,7 +50,8 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     }
     config.clock_mhz = args.clock_mhz.unwrap_or(b.default_mhz);
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-    let emitted = systole_hdl::emit(&config).map_err(|e| anyhow!("{e}"))?;
+    let emitted =
+        systole_hdl::emit(&systole_hdl::TopConfig::new(config)).map_err(|e| anyhow!("{e}"))?;
     let ports: Vec<TopPort> = emitted
         .ports
         .iter()

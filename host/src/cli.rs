@@ -128,6 +128,24 @@ pub struct EmitArgs {
     /// ws: weight-stationary; os: output-stationary.
     #[arg(long, value_enum, default_value_t = DataflowArg::Ws)]
     pub dataflow: DataflowArg,
+    /// Scratchpad rows.
+    #[arg(long, default_value_t = DEFAULT_ARRAY.spad_depth)]
+    pub spad_depth: u32,
+    /// Accumulator rows.
+    #[arg(long, default_value_t = DEFAULT_ARRAY.acc_depth)]
+    pub acc_depth: u32,
+    /// The clock the design is built for (sets the default UART divisor).
+    #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz)]
+    pub clock_mhz: f64,
+    /// DRAM bytes (on-chip memory the host link writes).
+    #[arg(long, default_value_t = systole_hdl::top::DEFAULT_DRAM_BYTES)]
+    pub dram_bytes: usize,
+    /// Instruction FIFO depth, in words.
+    #[arg(long, default_value_t = systole_hdl::top::DEFAULT_FIFO_DEPTH)]
+    pub fifo_depth: usize,
+    /// System clock cycles per UART bit (default: 115200 baud at --clock-mhz).
+    #[arg(long)]
+    pub uart_divisor: Option<u16>,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,

@@ -1,4 +1,4 @@
-//! `systole hdl emit`: the Verilog of one array config and its manifest.
+//! `systole hdl emit`: the Verilog of one accelerator config and its manifest.
 
 use std::io::Write;
 use std::path::Path;
@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde::Serialize;
 use systole_core::isa::ISA_VERSION;
 use systole_core::{ArrayConfig, Dtype};
-use systole_hdl::{emit as emit_verilog, Port, TOP_MODULE};
+use systole_hdl::{emit as emit_verilog, MemoryInfo, Port, TopConfig, TOP_MODULE};
 
 use crate::cli::EmitArgs;
 use crate::staged::StagedFile;
@@ -23,11 +23,25 @@ struct Manifest<'a> {
     /// Blocks the emitted top contains.
     blocks: &'a [&'static str],
     ports: &'a [Port],
-    /// Memories inside the top, in bits (none yet: the array datapath has only registers).
+    /// Memories inside the top (block RAM), and their bits in all.
+    memories: &'a [MemoryInfo],
     memory_bits: u64,
+    /// The host link: UART and SPI, core's packet protocol.
+    link: Link,
     modules: usize,
     instances: usize,
     timing: Timing,
+}
+
+#[derive(Serialize)]
+struct Link {
+    uart_divisor: u16,
+    uart_baud: f64,
+    uart_frame: &'static str,
+    spi_mode: u8,
+    /// Fastest SPI clock, as a fraction of the system clock.
+    spi_max_sck_mhz: f64,
+    fifo_depth: usize,
 }
 
 #[derive(Serialize)]
@@ -40,6 +54,8 @@ struct ConfigJson {
     spad_depth: u32,
     acc_depth: u32,
     clock_mhz: f64,
+    dram_bytes: usize,
+    dram_banks: usize,
 }
 
 /// Cycle counts of the array ops, as core's cycle machine defines them.
@@ -51,9 +67,20 @@ struct Timing {
 }
 
 pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
-    let config = ArrayConfig::new(args.rows, args.cols, Dtype::from(args.dtype))
-        .with_dataflow(args.dataflow.into());
-    let emitted = emit_verilog(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = ArrayConfig {
+        spad_depth: args.spad_depth,
+        acc_depth: args.acc_depth,
+        clock_mhz: args.clock_mhz,
+        ..ArrayConfig::new(args.rows, args.cols, Dtype::from(args.dtype))
+    }
+    .with_dataflow(args.dataflow.into());
+    let mut top = TopConfig::new(config);
+    top.dram_bytes = args.dram_bytes;
+    top.fifo_depth = args.fifo_depth;
+    if let Some(divisor) = args.uart_divisor {
+        top.uart_divisor = divisor;
+    }
+    let emitted = emit_verilog(&top).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (r, c) = (config.rows, config.cols);
     let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
     let manifest = Manifest {
@@ -69,14 +96,54 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,
             clock_mhz: config.clock_mhz,
+            dram_bytes: top.dram_bytes,
+            dram_banks: top.dram_banks(),
         },
         blocks: if ws {
-            &["pe_ws", "mac", "input_skew", "output_deskew", "shadow_weights"]
+            &[
+                "pe_ws",
+                "mac",
+                "input_skew",
+                "output_deskew",
+                "shadow_weights",
+                "scratchpad",
+                "accumulators",
+                "dram",
+                "vector_unit",
+                "controller",
+                "instruction_fifo",
+                "uart",
+                "spi_slave",
+                "packet_engine",
+            ]
         } else {
-            &["pe_os", "mac", "input_skew_a", "input_skew_b"]
+            &[
+                "pe_os",
+                "mac",
+                "input_skew_a",
+                "input_skew_b",
+                "scratchpad",
+                "accumulators",
+                "dram",
+                "vector_unit",
+                "controller",
+                "instruction_fifo",
+                "uart",
+                "spi_slave",
+                "packet_engine",
+            ]
         },
         ports: &emitted.ports,
-        memory_bits: 0,
+        memories: &emitted.memories,
+        memory_bits: emitted.memories.iter().map(MemoryInfo::bits).sum(),
+        link: Link {
+            uart_divisor: top.uart_divisor,
+            uart_baud: top.baud(),
+            uart_frame: "8N1",
+            spi_mode: 0,
+            spi_max_sck_mhz: config.clock_mhz / 8.0,
+            fifo_depth: top.fifo_depth,
+        },
         modules: emitted.modules,
         instances: emitted.instances,
         timing: if ws {

@@ -8,12 +8,16 @@
 //! * [`toolchain`]: finding Verilator and a C++ compiler, with errors that carry their output.
 //! * [`build`]: verilate, compile, cache.
 //! * [`model`]: a loaded model: set inputs, read outputs, tick the clock, dump a VCD.
+//! * [`rtl`]: the whole accelerator through its pins: its UART and SPI links as byte streams, so
+//!   `core::link::LinkMachine` drives the RTL as it drives a board.
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod build;
 pub mod model;
+pub mod rtl;
 pub mod toolchain;
 
 pub use build::{build_model, BuildOptions, Port, PortDir};
 pub use model::Model;
+pub use rtl::{RtlTop, SpiLink, UartLink};
 pub use toolchain::SimError;

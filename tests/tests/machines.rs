@@ -144,7 +144,11 @@ proptest! {
 }
 
 /// A random valid program for `cfg`: every instruction kind the config allows, ranges in bounds.
-fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Instruction> {
+pub(crate) fn random_program(
+    cfg: &ArrayConfig,
+    dram: usize,
+    rng: &mut SplitMix,
+) -> Vec<Instruction> {
     let (r, c, w) = (cfg.rows as u64, cfg.cols as u64, cfg.spad_width() as u64);
     let (spad, acc) = (cfg.spad_depth as u64, cfg.acc_depth as u64);
     let es = cfg.dtype.elem_bytes() as u64;

@@ -3,6 +3,7 @@
 mod boundaries;
 mod cli;
 mod cli_train;
+mod cosim;
 mod gpu;
 mod hardware;
 mod isa;

@@ -1,0 +1,902 @@
+//! The instruction decoder, generated from core's ISA tables, and the checks core's
+//! `validate_program` makes of each instruction.
+//!
+//! [`Decoder`] is combinational: a 128-bit word in, one flag per opcode and per vector op, every
+//! field, and an encoding fault code out. Its bit slices, field ranges, reserved bits and
+//! unused-field rules are *generated* from `Opcode::layout()`, `Opcode::used_bits()` and
+//! `VectorOp`'s `uses_src` / `uses_imm` when the Verilog is emitted (and walked by the same
+//! table in its Rust model), so a change to the ISA in core changes the hardware with it; only
+//! the set of field *names* is declared here, and a field core adds that this file does not
+//! know fails every test.
+//!
+//! [`Checker`] takes the decoded fields and the config (as constants) and gives the fault code
+//! of the first check core's `validate_program` would fail: dataflow, dtype, widths against the
+//! array, and every memory range, DRAM included (a 2-D strided extent, whose products are built
+//! from 16 x 16 multiplies).
+
+use rust_hdl::prelude::*;
+use systole_core::isa::{Opcode, VectorOp, WORD_BITS};
+use systole_core::protocol::FaultCode;
+use systole_core::{ArrayConfig, Dataflow, Dtype};
+
+/// The decoded form of one instruction word.
+#[derive(LogicBlock, Default)]
+pub struct Decoder {
+    pub word: Signal<In, Bits<128>>,
+    /// 0, or the encoding's [`FaultCode`] (opcode, field range, unused field, reserved bits).
+    pub fault: Signal<Out, Bits<4>>,
+    pub load: Signal<Out, Bit>,
+    pub store: Signal<Out, Bit>,
+    pub load_weights: Signal<Out, Bit>,
+    pub matmul: Signal<Out, Bit>,
+    pub matmul_os: Signal<Out, Bit>,
+    pub vector: Signal<Out, Bit>,
+    pub cast_bf16: Signal<Out, Bit>,
+    pub requantize: Signal<Out, Bit>,
+    pub sync: Signal<Out, Bit>,
+    pub halt: Signal<Out, Bit>,
+    pub load_acc: Signal<Out, Bit>,
+    pub store_spad: Signal<Out, Bit>,
+    pub bias_add: Signal<Out, Bit>,
+    pub relu: Signal<Out, Bit>,
+    pub relu_grad: Signal<Out, Bit>,
+    pub scale: Signal<Out, Bit>,
+    pub axpy: Signal<Out, Bit>,
+    pub spad_row: Signal<Out, Bits<16>>,
+    pub acc_row: Signal<Out, Bits<16>>,
+    pub a_row: Signal<Out, Bits<16>>,
+    pub b_row: Signal<Out, Bits<16>>,
+    pub dst: Signal<Out, Bits<16>>,
+    pub src: Signal<Out, Bits<16>>,
+    pub dram_addr: Signal<Out, Bits<32>>,
+    pub rows: Signal<Out, Bits<16>>,
+    pub len: Signal<Out, Bits<16>>,
+    pub row_stride: Signal<Out, Bits<32>>,
+    pub elem_stride: Signal<Out, Bits<32>>,
+    pub k: Signal<Out, Bits<16>>,
+    pub cols: Signal<Out, Bits<16>>,
+    pub swap: Signal<Out, Bit>,
+    pub accumulate: Signal<Out, Bit>,
+    pub op: Signal<Out, Bits<4>>,
+    pub imm: Signal<Out, Bits<32>>,
+    pub multiplier: Signal<Out, Bits<32>>,
+    pub shift: Signal<Out, Bits<5>>,
+    pub zero_point: Signal<Out, Bits<8>>,
+}
+
+/// Output names for opcode flags and vector-op flags: core's own names.
+fn opcode_flag(op: Opcode) -> &'static str {
+    op.name()
+}
+
+impl Decoder {
+    fn set_flag(&mut self, name: &str, v: bool) {
+        let s = match name {
+            "load" => &mut self.load,
+            "store" => &mut self.store,
+            "load_weights" => &mut self.load_weights,
+            "matmul" => &mut self.matmul,
+            "matmul_os" => &mut self.matmul_os,
+            "vector" => &mut self.vector,
+            "cast_bf16" => &mut self.cast_bf16,
+            "requantize" => &mut self.requantize,
+            "sync" => &mut self.sync,
+            "halt" => &mut self.halt,
+            "load_acc" => &mut self.load_acc,
+            "store_spad" => &mut self.store_spad,
+            "bias_add" => &mut self.bias_add,
+            "relu" => &mut self.relu,
+            "relu_grad" => &mut self.relu_grad,
+            "scale" => &mut self.scale,
+            "axpy" => &mut self.axpy,
+            other => panic!("the decoder has no flag for `{other}`: add one"),
+        };
+        s.next = v;
+    }
+
+    fn set_field(&mut self, name: &str, v: u64) {
+        match name {
+            "spad_row" => self.spad_row.next = v.into(),
+            "acc_row" => self.acc_row.next = v.into(),
+            "a_row" => self.a_row.next = v.into(),
+            "b_row" => self.b_row.next = v.into(),
+            "dst" => self.dst.next = v.into(),
+            "src" => self.src.next = v.into(),
+            "dram_addr" => self.dram_addr.next = v.into(),
+            "rows" => self.rows.next = v.into(),
+            "len" => self.len.next = v.into(),
+            "row_stride" => self.row_stride.next = v.into(),
+            "elem_stride" => self.elem_stride.next = v.into(),
+            "k" => self.k.next = v.into(),
+            "cols" => self.cols.next = v.into(),
+            "swap" => self.swap.next = v != 0,
+            "accumulate" => self.accumulate.next = v != 0,
+            "op" => self.op.next = v.into(),
+            "imm" => self.imm.next = v.into(),
+            "multiplier" => self.multiplier.next = v.into(),
+            "shift" => self.shift.next = v.into(),
+            "zero_point" => self.zero_point.next = v.into(),
+            other => panic!("the decoder has no output for field `{other}`: add one"),
+        }
+    }
+
+    /// Every field name any layout uses.
+    fn field_names() -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = vec![];
+        for op in Opcode::ALL {
+            for f in op.layout() {
+                if !names.contains(&f.name) {
+                    names.push(f.name);
+                }
+            }
+        }
+        names
+    }
+}
+
+const OPCODE_BITS: usize = 5;
+
+/// Where a vector op's unused fields sit: (field name, vector ops that must leave it zero).
+fn unused_rules() -> Vec<(&'static str, Vec<VectorOp>)> {
+    let all =
+        [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy];
+    vec![
+        ("src", all.iter().copied().filter(|v| !v.uses_src()).collect()),
+        ("imm", all.iter().copied().filter(|v| !v.uses_imm()).collect()),
+    ]
+}
+
+fn vector_ops() -> [VectorOp; 5] {
+    [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy]
+}
+
+impl Logic for Decoder {
+    /// The Rust model: the same walk of the layout tables as the generated Verilog.
+    fn update(&mut self) {
+        let word = self.word.val().to_u128();
+        let bits = |at: usize, n: usize| -> u64 { (word >> at) as u64 & mask(n) };
+        for name in Decoder::field_names() {
+            self.set_field(name, 0);
+        }
+        for op in Opcode::ALL {
+            self.set_flag(opcode_flag(op), false);
+        }
+        for v in vector_ops() {
+            self.set_flag(v.name(), false);
+        }
+        let code = bits(0, OPCODE_BITS);
+        let Some(op) = Opcode::from_code(code) else {
+            self.fault.next = (FaultCode::Opcode as u64).into();
+            return;
+        };
+        self.set_flag(opcode_flag(op), true);
+        let mut fault = 0u64;
+        let mut at = OPCODE_BITS;
+        let mut values = vec![];
+        for f in op.layout() {
+            let v = bits(at, f.bits);
+            self.set_field(f.name, v);
+            if (v < f.min || v > f.max) && fault == 0 {
+                fault = FaultCode::Field as u64;
+            }
+            values.push((f.name, v));
+            at += f.bits;
+        }
+        if op == Opcode::Vector {
+            let code = values.iter().find(|(n, _)| *n == "op").map_or(0, |x| x.1);
+            for v in vector_ops() {
+                if v.code() as u64 == code {
+                    self.set_flag(v.name(), true);
+                }
+            }
+            if fault == 0 {
+                for (field, ops) in unused_rules() {
+                    let value = values.iter().find(|(n, _)| *n == field).map_or(0, |x| x.1);
+                    if value != 0 && ops.iter().any(|v| v.code() as u64 == code) {
+                        fault = FaultCode::UnusedField as u64;
+                        break;
+                    }
+                }
+            }
+        }
+        let used = op.used_bits();
+        if used < WORD_BITS {
+            let mut reserved = false;
+            let mut a = used;
+            while a < WORD_BITS {
+                let n = (WORD_BITS - a).min(64);
+                reserved |= bits(a, n) != 0;
+                a += n;
+            }
+            if reserved {
+                fault = FaultCode::Reserved as u64;
+            }
+        }
+        self.fault.next = fault.into();
+    }
+
+    fn connect(&mut self) {
+        self.fault.connect();
+        self.load.connect();
+        self.store.connect();
+        self.load_weights.connect();
+        self.matmul.connect();
+        self.matmul_os.connect();
+        self.vector.connect();
+        self.cast_bf16.connect();
+        self.requantize.connect();
+        self.sync.connect();
+        self.halt.connect();
+        self.load_acc.connect();
+        self.store_spad.connect();
+        self.bias_add.connect();
+        self.relu.connect();
+        self.relu_grad.connect();
+        self.scale.connect();
+        self.axpy.connect();
+        self.spad_row.connect();
+        self.acc_row.connect();
+        self.a_row.connect();
+        self.b_row.connect();
+        self.dst.connect();
+        self.src.connect();
+        self.dram_addr.connect();
+        self.rows.connect();
+        self.len.connect();
+        self.row_stride.connect();
+        self.elem_stride.connect();
+        self.k.connect();
+        self.cols.connect();
+        self.swap.connect();
+        self.accumulate.connect();
+        self.op.connect();
+        self.imm.connect();
+        self.multiplier.connect();
+        self.shift.connect();
+        self.zero_point.connect();
+    }
+
+    /// One `case` arm per opcode, its slices and checks written out from the layout table.
+    fn hdl(&self) -> Verilog {
+        let mut v = String::from("always @(*) begin\n");
+        for name in Decoder::field_names() {
+            v.push_str(&format!("   {name} = 0;\n"));
+        }
+        for op in Opcode::ALL {
+            v.push_str(&format!("   {} = 0;\n", opcode_flag(op)));
+        }
+        for op in vector_ops() {
+            v.push_str(&format!("   {} = 0;\n", op.name()));
+        }
+        v.push_str(&format!("   fault = {};\n", FaultCode::Opcode as u8));
+        v.push_str(&format!("   case (word[{}:0])\n", OPCODE_BITS - 1));
+        for op in Opcode::ALL {
+            v.push_str(&format!("   {OPCODE_BITS}'d{}: begin // {}\n", op as u8, op.name()));
+            v.push_str(&format!("      {} = 1;\n      fault = 0;\n", opcode_flag(op)));
+            let mut at = OPCODE_BITS;
+            let mut range = vec![];
+            for f in op.layout() {
+                let slice = format!("word[{}:{}]", at + f.bits - 1, at);
+                v.push_str(&format!("      {} = {slice};\n", f.name));
+                let mut bad = vec![];
+                if f.min > 0 {
+                    bad.push(format!("{slice} < {}'d{}", f.bits, f.min));
+                }
+                if f.max < mask(f.bits) {
+                    bad.push(format!("{slice} > {}'d{}", f.bits, f.max));
+                }
+                range.extend(bad);
+                at += f.bits;
+            }
+            if op == Opcode::Vector {
+                let opfield = slice_of(op, "op");
+                for vop in vector_ops() {
+                    v.push_str(&format!(
+                        "      {} = ({opfield} == {}'d{});\n",
+                        vop.name(),
+                        field_bits(op, "op"),
+                        vop.code()
+                    ));
+                }
+                for (field, ops) in unused_rules() {
+                    let tests: Vec<String> = ops
+                        .iter()
+                        .map(|vop| format!("{opfield} == {}'d{}", field_bits(op, "op"), vop.code()))
+                        .collect();
+                    if !tests.is_empty() {
+                        v.push_str(&format!(
+                            "      if (({}) && {} != 0) fault = {};\n",
+                            tests.join(" || "),
+                            slice_of(op, field),
+                            FaultCode::UnusedField as u8
+                        ));
+                    }
+                }
+            }
+            if !range.is_empty() {
+                v.push_str(&format!(
+                    "      if ({}) fault = {};\n",
+                    range.join(" || "),
+                    FaultCode::Field as u8
+                ));
+            }
+            let used = op.used_bits();
+            if used < WORD_BITS {
+                v.push_str(&format!(
+                    "      if (word[{}:{used}] != 0) fault = {};\n",
+                    WORD_BITS - 1,
+                    FaultCode::Reserved as u8
+                ));
+            }
+            v.push_str("   end\n");
+        }
+        v.push_str("   default: ;\n   endcase\nend\n");
+        Verilog::Custom(v)
+    }
+}
+
+fn mask(bits: usize) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Bit offset and width of a field in an opcode's layout.
+fn field_at(op: Opcode, name: &str) -> (usize, usize) {
+    let mut at = OPCODE_BITS;
+    for f in op.layout() {
+        if f.name == name {
+            return (at, f.bits);
+        }
+        at += f.bits;
+    }
+    panic!("{} has no field {name}", op.name())
+}
+
+fn field_bits(op: Opcode, name: &str) -> usize {
+    field_at(op, name).1
+}
+
+fn slice_of(op: Opcode, name: &str) -> String {
+    let (at, bits) = field_at(op, name);
+    format!("word[{}:{at}]", at + bits - 1)
+}
+
+/// A constant of any width (rust-hdl emits it as a `localparam`).
+pub(crate) fn constant<const N: usize>(v: u64) -> Constant<Bits<N>> {
+    Constant::new(v.into())
+}
+
+/// Fault code of the first check `validate_program` would fail for a decoded instruction (0 if
+/// none), for one config and DRAM size.
+#[derive(LogicBlock)]
+pub struct Checker {
+    pub load: Signal<In, Bit>,
+    pub store: Signal<In, Bit>,
+    pub load_weights: Signal<In, Bit>,
+    pub matmul: Signal<In, Bit>,
+    pub matmul_os: Signal<In, Bit>,
+    pub vector: Signal<In, Bit>,
+    pub cast_bf16: Signal<In, Bit>,
+    pub requantize: Signal<In, Bit>,
+    pub load_acc: Signal<In, Bit>,
+    pub store_spad: Signal<In, Bit>,
+    pub bias_add: Signal<In, Bit>,
+    pub relu_grad: Signal<In, Bit>,
+    pub axpy: Signal<In, Bit>,
+    pub spad_row: Signal<In, Bits<16>>,
+    pub acc_row: Signal<In, Bits<16>>,
+    pub a_row: Signal<In, Bits<16>>,
+    pub b_row: Signal<In, Bits<16>>,
+    pub dst: Signal<In, Bits<16>>,
+    pub src: Signal<In, Bits<16>>,
+    pub dram_addr: Signal<In, Bits<32>>,
+    pub rows: Signal<In, Bits<16>>,
+    pub len: Signal<In, Bits<16>>,
+    pub row_stride: Signal<In, Bits<32>>,
+    pub elem_stride: Signal<In, Bits<32>>,
+    pub k: Signal<In, Bits<16>>,
+    pub cols: Signal<In, Bits<16>>,
+    pub fault: Signal<Out, Bits<4>>,
+    spad_depth: Constant<Bits<17>>,
+    acc_depth: Constant<Bits<17>>,
+    width: Constant<Bits<16>>,
+    array_rows: Constant<Bits<16>>,
+    array_cols: Constant<Bits<16>>,
+    dram_bytes: Constant<Bits<48>>,
+    /// log2 of the scratchpad element's bytes (0 for INT8, 1 for BF16).
+    elem_shift: Constant<Bits<2>>,
+    weight_stationary: Constant<Bit>,
+    bf16: Constant<Bit>,
+    code_dataflow: Constant<Bits<4>>,
+    code_dtype: Constant<Bits<4>>,
+    code_too_wide: Constant<Bits<4>>,
+    code_range: Constant<Bits<4>>,
+    /// `(rows - 1) * row_stride + (len - 1) * stride` in elements, and the DRAM end in bytes.
+    rows_m1: Signal<Local, Bits<16>>,
+    len_m1: Signal<Local, Bits<16>>,
+    stride: Signal<Local, Bits<32>>,
+    span: Signal<Local, Bits<48>>,
+    /// Bytes per element of the access (1, 2 or 4) as a shift.
+    shift_bytes: Signal<Local, Bits<2>>,
+    dram_end: Signal<Local, Bits<48>>,
+    dram_access: Signal<Local, Bit>,
+    dram_bad: Signal<Local, Bit>,
+    wrong_dataflow: Signal<Local, Bit>,
+    wrong_dtype: Signal<Local, Bit>,
+    too_wide: Signal<Local, Bit>,
+    out_of_range: Signal<Local, Bit>,
+}
+
+impl Checker {
+    pub fn new(config: &ArrayConfig, dram_bytes: u64) -> Checker {
+        Checker {
+            load: Default::default(),
+            store: Default::default(),
+            load_weights: Default::default(),
+            matmul: Default::default(),
+            matmul_os: Default::default(),
+            vector: Default::default(),
+            cast_bf16: Default::default(),
+            requantize: Default::default(),
+            load_acc: Default::default(),
+            store_spad: Default::default(),
+            bias_add: Default::default(),
+            relu_grad: Default::default(),
+            axpy: Default::default(),
+            spad_row: Default::default(),
+            acc_row: Default::default(),
+            a_row: Default::default(),
+            b_row: Default::default(),
+            dst: Default::default(),
+            src: Default::default(),
+            dram_addr: Default::default(),
+            rows: Default::default(),
+            len: Default::default(),
+            row_stride: Default::default(),
+            elem_stride: Default::default(),
+            k: Default::default(),
+            cols: Default::default(),
+            fault: Default::default(),
+            spad_depth: constant(config.spad_depth as u64),
+            acc_depth: constant(config.acc_depth as u64),
+            width: constant(config.spad_width() as u64),
+            array_rows: constant(config.rows as u64),
+            array_cols: constant(config.cols as u64),
+            dram_bytes: constant(dram_bytes),
+            elem_shift: constant((config.dtype == Dtype::Bf16) as u64),
+            weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
+            bf16: Constant::new(config.dtype == Dtype::Bf16),
+            code_dataflow: constant(FaultCode::Dataflow as u64),
+            code_dtype: constant(FaultCode::Dtype as u64),
+            code_too_wide: constant(FaultCode::TooWide as u64),
+            code_range: constant(FaultCode::Range as u64),
+            rows_m1: Default::default(),
+            len_m1: Default::default(),
+            stride: Default::default(),
+            span: Default::default(),
+            shift_bytes: Default::default(),
+            dram_end: Default::default(),
+            dram_access: Default::default(),
+            dram_bad: Default::default(),
+            wrong_dataflow: Default::default(),
+            wrong_dtype: Default::default(),
+            too_wide: Default::default(),
+            out_of_range: Default::default(),
+        }
+    }
+}
+
+impl Logic for Checker {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // DRAM extent of Load, Store, LoadAcc, StoreSpad: the last byte touched, plus one.
+        self.rows_m1.next = self.rows.val() - 1;
+        self.len_m1.next = self.len.val() - 1;
+        self.stride.next = 1.into();
+        if self.load.val() {
+            self.stride.next = self.elem_stride.val();
+        }
+        self.span.next =
+            bit_cast::<48, 32>(self.rows_m1.val() * self.row_stride.val().get_bits::<16>(0))
+                + (bit_cast::<48, 32>(
+                    self.rows_m1.val() * self.row_stride.val().get_bits::<16>(16),
+                ) << 16)
+                + bit_cast::<48, 32>(self.len_m1.val() * self.stride.val().get_bits::<16>(0))
+                + (bit_cast::<48, 32>(self.len_m1.val() * self.stride.val().get_bits::<16>(16))
+                    << 16);
+        self.shift_bytes.next = self.elem_shift.val();
+        if self.store.val() || self.load_acc.val() {
+            self.shift_bytes.next = 2.into();
+        }
+        self.dram_end.next = bit_cast::<48, 32>(self.dram_addr.val())
+            + ((self.span.val() + 1) << self.shift_bytes.val());
+        self.dram_access.next =
+            self.load.val() || self.store.val() || self.load_acc.val() || self.store_spad.val();
+        self.dram_bad.next =
+            self.dram_access.val() && (self.dram_end.val() > self.dram_bytes.val());
+
+        self.wrong_dataflow.next = ((self.load_weights.val() || self.matmul.val())
+            && !self.weight_stationary.val())
+            || (self.matmul_os.val() && self.weight_stationary.val());
+        self.wrong_dtype.next = (self.cast_bf16.val() && !self.bf16.val())
+            || (self.requantize.val() && self.bf16.val());
+        self.too_wide.next = ((self.load.val() || self.store_spad.val())
+            && self.len.val() > self.width.val())
+            || ((self.store.val() || self.load_acc.val())
+                && self.len.val() > self.array_cols.val())
+            || ((self.load_weights.val() || self.matmul_os.val())
+                && (self.rows.val() > self.array_rows.val()
+                    || self.cols.val() > self.array_cols.val()));
+
+        self.out_of_range.next = self.dram_bad.val();
+        // Scratchpad ranges.
+        if (self.load.val()
+            || self.load_weights.val()
+            || self.cast_bf16.val()
+            || self.requantize.val()
+            || self.store_spad.val())
+            && (bit_cast::<17, 16>(self.spad_row.val()) + bit_cast::<17, 16>(self.rows.val())
+                > self.spad_depth.val())
+        {
+            self.out_of_range.next = true;
+        }
+        if (self.matmul.val()
+            && (bit_cast::<17, 16>(self.a_row.val()) + bit_cast::<17, 16>(self.rows.val())
+                > self.spad_depth.val()))
+            || (self.matmul_os.val()
+                && ((bit_cast::<17, 16>(self.a_row.val()) + bit_cast::<17, 16>(self.k.val())
+                    > self.spad_depth.val())
+                    || (bit_cast::<17, 16>(self.b_row.val()) + bit_cast::<17, 16>(self.k.val())
+                        > self.spad_depth.val())))
+        {
+            self.out_of_range.next = true;
+        }
+        // Accumulator ranges.
+        if (self.store.val()
+            || self.matmul.val()
+            || self.matmul_os.val()
+            || self.cast_bf16.val()
+            || self.requantize.val()
+            || self.load_acc.val())
+            && (bit_cast::<17, 16>(self.acc_row.val()) + bit_cast::<17, 16>(self.rows.val())
+                > self.acc_depth.val())
+        {
+            self.out_of_range.next = true;
+        }
+        if self.vector.val()
+            && ((bit_cast::<17, 16>(self.dst.val()) + bit_cast::<17, 16>(self.rows.val())
+                > self.acc_depth.val())
+                || (self.bias_add.val()
+                    && (bit_cast::<17, 16>(self.src.val()) + 1 > self.acc_depth.val()))
+                || ((self.relu_grad.val() || self.axpy.val())
+                    && (bit_cast::<17, 16>(self.src.val()) + bit_cast::<17, 16>(self.rows.val())
+                        > self.acc_depth.val())))
+        {
+            self.out_of_range.next = true;
+        }
+
+        self.fault.next = 0.into();
+        if self.out_of_range.val() {
+            self.fault.next = self.code_range.val();
+        }
+        if self.too_wide.val() {
+            self.fault.next = self.code_too_wide.val();
+        }
+        if self.wrong_dtype.val() {
+            self.fault.next = self.code_dtype.val();
+        }
+        if self.wrong_dataflow.val() {
+            self.fault.next = self.code_dataflow.val();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{settle, verilog_of, yosys_eval};
+    use systole_core::isa::{decode, encode, DecodeError, Instruction, Word};
+    use systole_core::machine::{validate_program, ProgramErrorKind};
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed >> 11
+    }
+
+    fn fault_of(e: DecodeError) -> u64 {
+        (match e {
+            DecodeError::Opcode { .. } => FaultCode::Opcode,
+            DecodeError::Field { .. } => FaultCode::Field,
+            DecodeError::UnusedField { .. } => FaultCode::UnusedField,
+            DecodeError::Reserved { .. } => FaultCode::Reserved,
+        }) as u64
+    }
+
+    /// Words near valid encodings: random field values (often in range), opcodes 0..=15, and
+    /// now and then a reserved bit.
+    fn words(n: usize) -> Vec<u128> {
+        let mut seed = 99;
+        let mut out = vec![0u128, u128::MAX];
+        for _ in 0..n {
+            let code = lcg(&mut seed) % 16;
+            let mut w = code as u128;
+            let mut at = OPCODE_BITS;
+            if let Some(op) = Opcode::from_code(code) {
+                for f in op.layout() {
+                    let v = match lcg(&mut seed) % 4 {
+                        0 => lcg(&mut seed) & mask(f.bits),
+                        1 => f.min,
+                        2 => f.max,
+                        _ => f.min + lcg(&mut seed) % 3,
+                    } & mask(f.bits);
+                    w |= (v as u128) << at;
+                    at += f.bits;
+                }
+            }
+            if lcg(&mut seed) % 5 == 0 {
+                w |= 1u128 << (lcg(&mut seed) % 128);
+            }
+            out.push(w);
+        }
+        out
+    }
+
+    fn decoded(word: u128) -> Decoder {
+        let mut d = Decoder::default();
+        d.connect_all();
+        d.word.next = word.to_bits();
+        settle(&mut d);
+        d
+    }
+
+    #[test]
+    fn decoder_model_matches_core() {
+        for w in words(3000) {
+            let d = decoded(w);
+            match decode(Word(w)) {
+                Err(e) => assert_eq!(d.fault.val().index() as u64, fault_of(e), "{w:#x}: {e}"),
+                Ok(ins) => {
+                    assert_eq!(d.fault.val().index(), 0, "{w:#x} is {ins:?}");
+                    let op = ins.opcode();
+                    let mut at = OPCODE_BITS;
+                    let mut d2 = Decoder::default();
+                    for f in op.layout() {
+                        d2.set_field(f.name, ((w >> at) as u64) & mask(f.bits));
+                        at += f.bits;
+                    }
+                    assert_eq!(d.rows.val(), d2.rows.next, "{ins:?}");
+                    assert_eq!(d.dram_addr.val(), d2.dram_addr.next, "{ins:?}");
+                    assert_eq!(d.multiplier.val(), d2.multiplier.next, "{ins:?}");
+                    let flag = |d: &Decoder| -> Vec<bool> {
+                        vec![d.load.val(), d.matmul.val(), d.halt.val(), d.vector.val()]
+                    };
+                    let want = vec![
+                        op == Opcode::Load,
+                        op == Opcode::Matmul,
+                        op == Opcode::Halt,
+                        op == Opcode::Vector,
+                    ];
+                    assert_eq!(flag(&d), want, "{ins:?}");
+                }
+            }
+        }
+    }
+
+    /// The generated Verilog, evaluated by Yosys, gives core's fault code and fields.
+    #[test]
+    fn decoder_verilog_matches_core() {
+        let sample: Vec<u128> = words(120);
+        let v = verilog_of(Decoder::default());
+        // Yosys `eval -set` reads plain numbers as 32 bits: the word goes in as four words.
+        let v = v.replace("module top(", "module top_inner(");
+        let wrapper =
+            "module top(input wire [31:0] w0, input wire [31:0] w1, input wire [31:0] w2, \
+                       input wire [31:0] w3, output wire [3:0] fault, output wire [15:0] rows, \
+                       output wire [31:0] dram_addr);\n\
+                       top_inner inner(.word({w3, w2, w1, w0}), .fault(fault), .rows(rows), \
+                       .dram_addr(dram_addr));\nendmodule\n";
+        let v = format!("{v}\n{wrapper}");
+        let vectors: Vec<Vec<(&str, u64)>> = sample
+            .iter()
+            .map(|&w| {
+                let part = |i: u32| (w >> (32 * i)) as u32 as u64;
+                vec![("w0", part(0)), ("w1", part(1)), ("w2", part(2)), ("w3", part(3))]
+            })
+            .collect();
+        let faults = yosys_eval(&v, &vectors, "fault");
+        let rows = yosys_eval(&v, &vectors, "rows");
+        let dram = yosys_eval(&v, &vectors, "dram_addr");
+        for (i, &w) in sample.iter().enumerate() {
+            let d = decoded(w);
+            assert_eq!(faults[i], d.fault.val().index() as u64, "{w:#x}");
+            assert_eq!(rows[i], d.rows.val().index() as u64, "{w:#x}");
+            assert_eq!(dram[i], d.dram_addr.val().index() as u64, "{w:#x}");
+        }
+    }
+
+    fn checked(config: &ArrayConfig, dram: u64, ins: &Instruction) -> u64 {
+        let d = decoded(encode(ins).unwrap().0);
+        let mut c = Checker::new(config, dram);
+        c.connect_all();
+        macro_rules! wire {
+            ($($f:ident),*) => { $(c.$f.next = d.$f.val();)* };
+        }
+        wire!(
+            load,
+            store,
+            load_weights,
+            matmul,
+            matmul_os,
+            vector,
+            cast_bf16,
+            requantize,
+            load_acc,
+            store_spad,
+            bias_add,
+            relu_grad,
+            axpy,
+            spad_row,
+            acc_row,
+            a_row,
+            b_row,
+            dst,
+            src,
+            dram_addr,
+            rows,
+            len,
+            row_stride,
+            elem_stride,
+            k,
+            cols
+        );
+        settle(&mut c);
+        c.fault.val().index() as u64
+    }
+
+    fn core_fault(config: &ArrayConfig, dram: u64, ins: &Instruction) -> u64 {
+        match validate_program(config, &[*ins, Instruction::Halt], dram as usize) {
+            Ok(()) => 0,
+            Err(e) => {
+                (match e.kind {
+                    ProgramErrorKind::Dataflow { .. } => FaultCode::Dataflow,
+                    ProgramErrorKind::Dtype { .. } => FaultCode::Dtype,
+                    ProgramErrorKind::TooWide { .. } => FaultCode::TooWide,
+                    ProgramErrorKind::Range { .. } => FaultCode::Range,
+                    other => panic!("{other:?}"),
+                }) as u64
+            }
+        }
+    }
+
+    /// Random valid encodings, many near the edges of the memories and the array.
+    #[test]
+    fn checker_matches_core() {
+        let mut seed = 5;
+        let configs = [
+            (ArrayConfig::new(4, 3, Dtype::Int8), 1000u64),
+            (
+                ArrayConfig { spad_depth: 40, acc_depth: 9, ..ArrayConfig::new(3, 5, Dtype::Bf16) }
+                    .with_dataflow(Dataflow::OutputStationary),
+                5000,
+            ),
+        ];
+        for (config, dram) in configs {
+            let mut checked_any = [0usize; 9];
+            for w in words(4000) {
+                let Ok(ins) = decode(Word(w)) else { continue };
+                // Small values so that the ranges are often just in or just out.
+                let ins = shrink(ins, &mut seed);
+                let want = core_fault(&config, dram, &ins);
+                checked_any[want as usize] += 1;
+                assert_eq!(checked(&config, dram, &ins), want, "{ins:?} on {config:?}");
+            }
+            assert!(checked_any[0] > 50 && checked_any[8] > 50, "{checked_any:?}");
+        }
+    }
+
+    /// The instruction with its fields scaled down to around the test configs' sizes.
+    fn shrink(ins: Instruction, seed: &mut u64) -> Instruction {
+        let mut r = |m: u64| (lcg(seed) % m) as u16;
+        match ins {
+            Instruction::Load { len, .. } => Instruction::Load {
+                spad_row: r(45),
+                dram_addr: r(1100) as u32,
+                rows: r(12) + 1,
+                len: len % 7 + 1,
+                row_stride: r(120) as u32,
+                elem_stride: r(40) as u32,
+            },
+            Instruction::Store { len, .. } => Instruction::Store {
+                acc_row: r(12),
+                dram_addr: r(1100) as u32,
+                rows: r(6) + 1,
+                len: len % 6 + 1,
+                row_stride: r(200) as u32,
+            },
+            Instruction::LoadAcc { len, .. } => Instruction::LoadAcc {
+                acc_row: r(12),
+                dram_addr: r(5100) as u32,
+                rows: r(6) + 1,
+                len: len % 6 + 1,
+                row_stride: r(900) as u32,
+            },
+            Instruction::StoreSpad { len, .. } => Instruction::StoreSpad {
+                spad_row: r(45),
+                dram_addr: r(5100) as u32,
+                rows: r(12) + 1,
+                len: len % 7 + 1,
+                row_stride: r(900) as u32,
+            },
+            Instruction::LoadWeights { .. } => {
+                Instruction::LoadWeights { spad_row: r(45), rows: r(6) + 1, cols: r(7) + 1 }
+            }
+            Instruction::Matmul { swap, accumulate, .. } => Instruction::Matmul {
+                a_row: r(45),
+                acc_row: r(12),
+                rows: r(12) + 1,
+                swap,
+                accumulate,
+            },
+            Instruction::MatmulOs { accumulate, .. } => Instruction::MatmulOs {
+                a_row: r(45),
+                b_row: r(45),
+                k: r(20) + 1,
+                acc_row: r(12),
+                rows: r(6) + 1,
+                cols: r(7) + 1,
+                accumulate,
+            },
+            Instruction::Vector { op, imm, .. } => Instruction::Vector {
+                op,
+                dst: r(12),
+                src: if op.uses_src() { r(12) } else { 0 },
+                rows: r(10) + 1,
+                imm,
+            },
+            Instruction::CastBf16 { .. } => {
+                Instruction::CastBf16 { acc_row: r(12), spad_row: r(45), rows: r(10) + 1 }
+            }
+            Instruction::Requantize { requant, .. } => Instruction::Requantize {
+                acc_row: r(12),
+                spad_row: r(45),
+                rows: r(10) + 1,
+                requant,
+            },
+            other => other,
+        }
+    }
+
+    #[test]
+    fn huge_strides_reach_past_32_bits() {
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+        let ins = Instruction::Load {
+            spad_row: 0,
+            dram_addr: 0xFFFF_FF00,
+            rows: 0xFFFF,
+            len: 4,
+            row_stride: 0xFF_FFFF,
+            elem_stride: 0xFF_FFFF,
+        };
+        assert_eq!(checked(&config, u32::MAX as u64, &ins), FaultCode::Range as u64);
+        let small = Instruction::Load {
+            spad_row: 0,
+            dram_addr: 0xFFFF_FFFE,
+            rows: 1,
+            len: 1,
+            row_stride: 0xFF_FFFF,
+            elem_stride: 0xFF_FFFF,
+        };
+        assert_eq!(checked(&config, 1 << 32, &small), 0);
+        assert_eq!(checked(&config, (1 << 32) - 1, &small), FaultCode::Range as u64);
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        yosys_validate("decoder", &verilog_of(Decoder::default())).unwrap();
+        let config = ArrayConfig::new(4, 4, Dtype::Int8);
+        yosys_validate("checker", &verilog_of(Checker::new(&config, 4096))).unwrap();
+    }
+}

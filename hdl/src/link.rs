@@ -1,0 +1,1245 @@
+//! The host interface: core's packet protocol (core/src/protocol.rs) over a UART and an SPI
+//! slave, sharing one frame parser, CRC engine and request executor ([`PacketEngine`]).
+//!
+//! The engine buffers a whole request (payload up to `MAX_PAYLOAD` bytes in block RAM, the CRC
+//! computed as bytes arrive), checks it in core's order (checksum, length, command, fields, then
+//! busy, range, alignment, FIFO room) and only then executes it; a bad request is answered with
+//! its error code and never executed. Its answers are those of `core::link::emulator::Emulator`
+//! (docs/HARDWARE.md lists the two places where a real FIFO differs).
+//!
+//! * [`UartRx`] / [`UartTx`]: 8N1, `divisor` clock cycles per bit, LSB first.
+//! * [`SpiSlave`]: mode 0 (SCK idles low, MOSI sampled on the rising edge, MISO changes after the
+//!   falling edge), MSB first, its pins synchronised to the system clock, so SCK must stay at or
+//!   below an eighth of it. Core's framing rules (core/src/protocol.rs, "Over SPI"): a request
+//!   in one transaction (raising CS part-way abandons it), MISO `SPI_IDLE` until the response is
+//!   ready, then the response one byte per byte clocked, across as many transactions as the
+//!   master likes. A request sync byte on MOSI while a response is still pending abandons that
+//!   response and starts the new request (the master gave up on the old one).
+
+use rust_hdl::prelude::*;
+use systole_core::isa::ISA_VERSION;
+use systole_core::protocol::{
+    Command, ErrorCode, Identity, IDENTITY_BYTES, MAX_DATA, MAX_PAYLOAD, MAX_WORDS, REQUEST_SYNC,
+    RESPONSE_SYNC, SPI_IDLE,
+};
+use systole_core::{ArrayConfig, Dtype};
+
+use crate::decode::constant;
+use crate::mem::Ram;
+
+/// One byte into CRC-16/CCITT-FALSE (`core::protocol::crc16_update`).
+#[derive(LogicBlock)]
+pub struct Crc16Step {
+    pub crc: Signal<In, Bits<16>>,
+    pub data: Signal<In, Bits<8>>,
+    pub out: Signal<Out, Bits<16>>,
+    steps: Vec<Signal<Local, Bits<16>>>,
+}
+
+impl Default for Crc16Step {
+    fn default() -> Self {
+        Crc16Step {
+            crc: Default::default(),
+            data: Default::default(),
+            out: Default::default(),
+            steps: (0..9).map(|_| Default::default()).collect(),
+        }
+    }
+}
+
+impl Logic for Crc16Step {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.steps[0].next = self.crc.val() ^ (bit_cast::<16, 8>(self.data.val()) << 8);
+        for i in 0..8 {
+            if self.steps[i].val().get_bit(15) {
+                self.steps[i + 1].next = (self.steps[i].val() << 1) ^ 0x1021;
+            } else {
+                self.steps[i + 1].next = self.steps[i].val() << 1;
+            }
+        }
+        self.out.next = self.steps[8].val();
+    }
+}
+
+/// UART receiver, 8N1: `valid` pulses for one cycle with each byte whose stop bit is high.
+#[derive(LogicBlock)]
+pub struct UartRx {
+    pub clock: Signal<In, Clock>,
+    pub rx: Signal<In, Bit>,
+    pub data: Signal<Out, Bits<8>>,
+    pub valid: Signal<Out, Bit>,
+    sync1: DFF<Bit>,
+    sync2: DFF<Bit>,
+    state: DFF<Bits<2>>,
+    count: DFF<Bits<16>>,
+    bit_index: DFF<Bits<4>>,
+    shift: DFF<Bits<8>>,
+    out: DFF<Bits<8>>,
+    strobe: DFF<Bit>,
+    divisor_m1: Constant<Bits<16>>,
+    half_m1: Constant<Bits<16>>,
+}
+
+impl UartRx {
+    pub fn new(divisor: u16) -> UartRx {
+        assert!(divisor >= 4, "a UART divisor below 4 cannot find the middle of a bit");
+        UartRx {
+            clock: Default::default(),
+            rx: Default::default(),
+            data: Default::default(),
+            valid: Default::default(),
+            sync1: Default::default(),
+            sync2: Default::default(),
+            state: Default::default(),
+            count: Default::default(),
+            bit_index: Default::default(),
+            shift: Default::default(),
+            out: Default::default(),
+            strobe: Default::default(),
+            divisor_m1: constant(divisor as u64 - 1),
+            half_m1: constant(divisor as u64 / 2 - 1),
+        }
+    }
+}
+
+impl Logic for UartRx {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, sync1, sync2, state, count, bit_index, shift, out, strobe);
+        self.sync1.d.next = self.rx.val();
+        self.sync2.d.next = self.sync1.q.val();
+        self.strobe.d.next = false;
+        self.count.d.next = self.count.q.val() - 1;
+        // States: 0 idle, 1 start bit, 2 data bits, 3 stop bit.
+        if self.state.q.val() == 0 {
+            self.count.d.next = self.half_m1.val();
+            if !self.sync2.q.val() {
+                self.state.d.next = 1.into();
+            }
+        } else if !self.count.q.val().any() {
+            self.count.d.next = self.divisor_m1.val();
+            if self.state.q.val() == 1 {
+                // The middle of the start bit: still low, or it was a glitch.
+                self.state.d.next = 2.into();
+                self.bit_index.d.next = 0.into();
+                if self.sync2.q.val() {
+                    self.state.d.next = 0.into();
+                }
+            } else if self.state.q.val() == 2 {
+                self.shift.d.next =
+                    (self.shift.q.val() >> 1) | (bit_cast::<8, 1>(self.sync2.q.val().into()) << 7);
+                self.bit_index.d.next = self.bit_index.q.val() + 1;
+                if self.bit_index.q.val() == 7 {
+                    self.state.d.next = 3.into();
+                }
+            } else {
+                self.state.d.next = 0.into();
+                if self.sync2.q.val() {
+                    self.out.d.next = self.shift.q.val();
+                    self.strobe.d.next = true;
+                }
+            }
+        }
+        self.data.next = self.out.q.val();
+        self.valid.next = self.strobe.q.val();
+    }
+}
+
+/// UART transmitter, 8N1: takes `data` when `valid` and idle (`take` pulses), sends start bit,
+/// eight data bits LSB first, stop bit; `tx` idles high.
+#[derive(LogicBlock)]
+pub struct UartTx {
+    pub clock: Signal<In, Clock>,
+    pub data: Signal<In, Bits<8>>,
+    pub valid: Signal<In, Bit>,
+    pub take: Signal<Out, Bit>,
+    pub tx: Signal<Out, Bit>,
+    shift: DFF<Bits<10>>,
+    bits_left: DFF<Bits<4>>,
+    count: DFF<Bits<16>>,
+    divisor_m1: Constant<Bits<16>>,
+}
+
+impl UartTx {
+    pub fn new(divisor: u16) -> UartTx {
+        assert!(divisor >= 4, "UART divisor {divisor}");
+        UartTx {
+            clock: Default::default(),
+            data: Default::default(),
+            valid: Default::default(),
+            take: Default::default(),
+            tx: Default::default(),
+            shift: Default::default(),
+            bits_left: Default::default(),
+            count: Default::default(),
+            divisor_m1: constant(divisor as u64 - 1),
+        }
+    }
+}
+
+impl Logic for UartTx {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, shift, bits_left, count);
+        self.take.next = false;
+        self.tx.next = true;
+        if self.bits_left.q.val().any() {
+            self.tx.next = self.shift.q.val().get_bit(0);
+            self.count.d.next = self.count.q.val() - 1;
+            if !self.count.q.val().any() {
+                self.count.d.next = self.divisor_m1.val();
+                self.shift.d.next = self.shift.q.val() >> 1;
+                self.bits_left.d.next = self.bits_left.q.val() - 1;
+            }
+        } else if self.valid.val() {
+            self.take.next = true;
+            // Stop bit, data, start bit; sent from bit 0 up.
+            self.shift.d.next = (bit_cast::<10, 8>(self.data.val()) << 1) | 0x200;
+            self.bits_left.d.next = 10.into();
+            self.count.d.next = self.divisor_m1.val();
+        }
+    }
+}
+
+/// SPI slave, mode 0, MSB first. `rx_valid` pulses with each received byte while selected; at
+/// selection and after each byte the next MISO byte is loaded: `tx_byte` if `tx_valid`, else
+/// `SPI_IDLE`. A loaded `tx_byte` is taken (`take` pulses) only when its first bit is clocked,
+/// so a byte loaded as the master ends its transaction is offered again in the next one.
+/// `deselect` pulses when CS rises.
+#[derive(LogicBlock)]
+pub struct SpiSlave {
+    pub clock: Signal<In, Clock>,
+    pub sck: Signal<In, Bit>,
+    pub cs_n: Signal<In, Bit>,
+    pub mosi: Signal<In, Bit>,
+    pub miso: Signal<Out, Bit>,
+    pub rx_byte: Signal<Out, Bits<8>>,
+    pub rx_valid: Signal<Out, Bit>,
+    pub tx_byte: Signal<In, Bits<8>>,
+    pub tx_valid: Signal<In, Bit>,
+    pub take: Signal<Out, Bit>,
+    pub deselect: Signal<Out, Bit>,
+    sck1: DFF<Bit>,
+    sck2: DFF<Bit>,
+    sck3: DFF<Bit>,
+    cs1: DFF<Bit>,
+    cs2: DFF<Bit>,
+    cs3: DFF<Bit>,
+    mosi1: DFF<Bit>,
+    mosi2: DFF<Bit>,
+    bit_index: DFF<Bits<3>>,
+    rx_shift: DFF<Bits<8>>,
+    tx_shift: DFF<Bits<8>>,
+    out: DFF<Bits<8>>,
+    strobe: DFF<Bit>,
+    /// `tx_shift` holds a byte of the response, not yet committed.
+    offered: DFF<Bit>,
+    idle: Constant<Bits<8>>,
+    load: Signal<Local, Bit>,
+}
+
+impl Default for SpiSlave {
+    fn default() -> Self {
+        SpiSlave {
+            clock: Default::default(),
+            sck: Default::default(),
+            cs_n: Default::default(),
+            mosi: Default::default(),
+            miso: Default::default(),
+            rx_byte: Default::default(),
+            rx_valid: Default::default(),
+            tx_byte: Default::default(),
+            tx_valid: Default::default(),
+            take: Default::default(),
+            deselect: Default::default(),
+            sck1: Default::default(),
+            sck2: Default::default(),
+            sck3: Default::default(),
+            cs1: Default::default(),
+            cs2: Default::default(),
+            cs3: Default::default(),
+            mosi1: Default::default(),
+            mosi2: Default::default(),
+            bit_index: Default::default(),
+            rx_shift: Default::default(),
+            tx_shift: Default::default(),
+            out: Default::default(),
+            strobe: Default::default(),
+            offered: Default::default(),
+            idle: constant(SPI_IDLE as u64),
+            load: Default::default(),
+        }
+    }
+}
+
+impl Logic for SpiSlave {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, sck1, sck2, sck3, cs1, cs2, cs3, mosi1, mosi2, bit_index, rx_shift,
+            tx_shift, out, strobe, offered
+        );
+        self.sck1.d.next = self.sck.val();
+        self.sck2.d.next = self.sck1.q.val();
+        self.sck3.d.next = self.sck2.q.val();
+        // CS_n idles high: the synchronisers start deselected.
+        self.cs1.d.next = self.cs_n.val();
+        self.cs2.d.next = self.cs1.q.val();
+        self.cs3.d.next = self.cs2.q.val();
+        self.mosi1.d.next = self.mosi.val();
+        self.mosi2.d.next = self.mosi1.q.val();
+        self.strobe.d.next = false;
+        self.load.next = false;
+        self.take.next = false;
+        self.deselect.next = self.cs2.q.val() && !self.cs3.q.val();
+        if self.cs3.q.val() && !self.cs2.q.val() {
+            self.bit_index.d.next = 0.into();
+            self.load.next = true;
+        } else if !self.cs2.q.val() {
+            if self.sck2.q.val() && !self.sck3.q.val() {
+                if !self.bit_index.q.val().any() {
+                    // The loaded byte's first bit goes out: it is committed now.
+                    self.take.next = self.offered.q.val();
+                    self.offered.d.next = false;
+                }
+                self.rx_shift.d.next =
+                    (self.rx_shift.q.val() << 1) | bit_cast::<8, 1>(self.mosi2.q.val().into());
+                self.bit_index.d.next = self.bit_index.q.val() + 1;
+                if self.bit_index.q.val() == 7 {
+                    self.out.d.next =
+                        (self.rx_shift.q.val() << 1) | bit_cast::<8, 1>(self.mosi2.q.val().into());
+                    self.strobe.d.next = true;
+                }
+            }
+            if !self.sck2.q.val() && self.sck3.q.val() {
+                if self.bit_index.q.val().any() {
+                    self.tx_shift.d.next = self.tx_shift.q.val() << 1;
+                } else {
+                    self.load.next = true;
+                }
+            }
+        }
+        if self.load.val() {
+            self.tx_shift.d.next = self.idle.val();
+            self.offered.d.next = self.tx_valid.val();
+            if self.tx_valid.val() {
+                self.tx_shift.d.next = self.tx_byte.val();
+            }
+        }
+        self.miso.next = self.tx_shift.q.val().get_bit(7);
+        self.rx_byte.next = self.out.q.val();
+        self.rx_valid.next = self.strobe.q.val();
+    }
+}
+
+/// The engine's states.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum LinkState {
+    Hunt,
+    Kind,
+    LenLo,
+    LenHi,
+    Payload,
+    CrcHi,
+    CrcLo,
+    Execute,
+    Divide,
+    PushRead,
+    PushByte,
+    WriteRead,
+    WriteByte,
+    RespNext,
+    RespMemWait,
+    RespMemLatch,
+    RespSend,
+}
+
+/// Where a response's payload comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum Payload {
+    Empty,
+    /// Bytes of `snapshot`: the status register, or the identity.
+    Snapshot,
+    Memory,
+}
+
+/// Memory sizes and shapes the engine checks host accesses against.
+#[derive(Clone, Copy, Debug)]
+pub struct HostMap {
+    pub dram_bytes: u64,
+    pub spad_bytes: u64,
+    pub acc_bytes: u64,
+    /// Elements per scratchpad row, and their bytes.
+    pub spad_lanes: u64,
+    pub spad_elem_bytes: u64,
+    /// Words per accumulator row.
+    pub acc_lanes: u64,
+    /// Cycles of silence after which a partly received UART frame is dropped.
+    pub uart_patience: u64,
+    /// The `Identify` payload.
+    pub identity: [u8; IDENTITY_BYTES],
+}
+
+impl HostMap {
+    /// The map of `config` with `dram_bytes` of DRAM (below 2^32), a FIFO of `fifo_depth` words
+    /// and a UART of `uart_divisor`: a frame that pauses for 1,024 byte times is dropped.
+    pub fn new(
+        config: &ArrayConfig,
+        dram_bytes: u64,
+        fifo_depth: u16,
+        uart_divisor: u16,
+    ) -> HostMap {
+        let identity = Identity {
+            isa_version: ISA_VERSION,
+            config: *config,
+            dram_bytes: dram_bytes as u32,
+            fifo_depth,
+        };
+        let es = config.dtype.elem_bytes() as u64;
+        HostMap {
+            dram_bytes,
+            spad_bytes: config.spad_depth as u64 * config.spad_width() as u64 * es,
+            acc_bytes: config.acc_depth as u64 * config.cols as u64 * 4,
+            spad_lanes: config.spad_width() as u64,
+            spad_elem_bytes: es,
+            acc_lanes: config.cols as u64,
+            uart_patience: uart_divisor as u64 * 10 * 1024,
+            identity: identity.to_bytes(),
+        }
+    }
+}
+
+/// Bytes as one little-endian value (byte 0 in bits 7..0).
+fn little_endian<const N: usize>(bytes: &[u8]) -> Bits<N> {
+    let mut v = Bits::<N>::default();
+    for &b in bytes.iter().rev() {
+        v = (v << 8u64) | bit_cast::<N, 8>((b as u64).into());
+    }
+    v
+}
+
+/// Requests in, responses out, memory and FIFO accesses and the `Run` / `Reset` strobes.
+#[derive(LogicBlock)]
+pub struct PacketEngine {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub rx_byte: Signal<In, Bits<8>>,
+    pub rx_valid: Signal<In, Bit>,
+    /// The byte came from the SPI slave (else the UART).
+    pub rx_spi: Signal<In, Bit>,
+    pub spi_deselect: Signal<In, Bit>,
+    pub tx_byte: Signal<Out, Bits<8>>,
+    pub tx_valid_uart: Signal<Out, Bit>,
+    pub tx_valid_spi: Signal<Out, Bit>,
+    pub tx_take: Signal<In, Bit>,
+    // The machine's status.
+    pub running: Signal<In, Bit>,
+    pub done: Signal<In, Bit>,
+    pub fault: Signal<In, Bits<4>>,
+    pub fifo_free: Signal<In, Bits<16>>,
+    pub cycles: Signal<In, Bits<64>>,
+    pub fifo_push: Signal<Out, Bit>,
+    pub fifo_word: Signal<Out, Bits<128>>,
+    pub run: Signal<Out, Bit>,
+    pub machine_reset: Signal<Out, Bit>,
+    // The host port of the memories (used only while no program runs).
+    /// 0 DRAM, 1 scratchpad, 2 accumulators.
+    pub host_region: Signal<Out, Bits<2>>,
+    pub host_row: Signal<Out, Bits<16>>,
+    pub host_lane: Signal<Out, Bits<16>>,
+    pub host_addr: Signal<Out, Bits<32>>,
+    pub host_elem: Signal<Out, Bits<16>>,
+    pub host_word: Signal<Out, Bits<32>>,
+    pub host_byte: Signal<Out, Bits<8>>,
+    pub host_write: Signal<Out, Bit>,
+    /// The addressed element / word / byte, a cycle after its address.
+    pub spad_elem: Signal<In, Bits<16>>,
+    pub acc_word: Signal<In, Bits<32>>,
+    pub dram_byte: Signal<In, Bits<8>>,
+    buffer: Ram<8, 16>,
+    rx_crc: Crc16Step,
+    tx_crc: Crc16Step,
+    state: DFF<LinkState>,
+    from_spi: DFF<Bit>,
+    crc: DFF<Bits<16>>,
+    got_crc: DFF<Bits<16>>,
+    kind: DFF<Bits<8>>,
+    len: DFF<Bits<16>>,
+    count: DFF<Bits<16>>,
+    region: DFF<Bits<8>>,
+    addr: DFF<Bits<32>>,
+    read_len: DFF<Bits<16>>,
+    code: DFF<Bits<8>>,
+    payload: DFF<Payload>,
+    payload_len: DFF<Bits<16>>,
+    snapshot: DFF<Bits<192>>,
+    index: DFF<Bits<16>>,
+    tx_data: DFF<Bits<8>>,
+    tx_crc_q: DFF<Bits<16>>,
+    assembly: DFF<Bits<128>>,
+    row: DFF<Bits<16>>,
+    lane: DFF<Bits<16>>,
+    offset: DFF<Bits<2>>,
+    remainder: DFF<Bits<16>>,
+    dividend: DFF<Bits<32>>,
+    steps: DFF<Bits<6>>,
+    silence: DFF<Bits<32>>,
+    /// Cycles a UART frame may pause before the engine gives it up and hunts again.
+    patience: Constant<Bits<32>>,
+    dram_bytes: Constant<Bits<40>>,
+    spad_bytes: Constant<Bits<40>>,
+    acc_bytes: Constant<Bits<40>>,
+    spad_row_bytes: Constant<Bits<16>>,
+    acc_row_bytes: Constant<Bits<16>>,
+    spad_last_lane: Constant<Bits<16>>,
+    acc_last_lane: Constant<Bits<16>>,
+    bf16: Constant<Bit>,
+    max_payload: Constant<Bits<16>>,
+    max_data: Constant<Bits<16>>,
+    max_words_bytes: Constant<Bits<16>>,
+    request_sync: Constant<Bits<8>>,
+    response_sync: Constant<Bits<8>>,
+    cmd_write_instructions: Constant<Bits<8>>,
+    cmd_write_memory: Constant<Bits<8>>,
+    cmd_read_memory: Constant<Bits<8>>,
+    cmd_read_status: Constant<Bits<8>>,
+    cmd_run: Constant<Bits<8>>,
+    cmd_reset: Constant<Bits<8>>,
+    cmd_identify: Constant<Bits<8>>,
+    identity: Constant<Bits<192>>,
+    err_checksum: Constant<Bits<8>>,
+    err_command: Constant<Bits<8>>,
+    err_length: Constant<Bits<8>>,
+    err_region: Constant<Bits<8>>,
+    err_out_of_range: Constant<Bits<8>>,
+    err_busy: Constant<Bits<8>>,
+    err_fifo_full: Constant<Bits<8>>,
+    err_misaligned: Constant<Bits<8>>,
+    accept: Signal<Local, Bit>,
+    data_len: Signal<Local, Bits<16>>,
+    access_end: Signal<Local, Bits<40>>,
+    region_size: Signal<Local, Bits<40>>,
+    misaligned: Signal<Local, Bit>,
+    error: Signal<Local, Bits<8>>,
+    trial: Signal<Local, Bits<16>>,
+    status_index: Signal<Local, Bits<16>>,
+    status_byte: Signal<Local, Bits<8>>,
+    receiving: Signal<Local, Bit>,
+    mem_byte: Signal<Local, Bits<8>>,
+    elem_last_byte: Signal<Local, Bit>,
+    payload_end: Signal<Local, Bits<16>>,
+}
+
+impl PacketEngine {
+    pub fn new(map: HostMap) -> PacketEngine {
+        let es = map.spad_elem_bytes;
+        PacketEngine {
+            clock: Default::default(),
+            reset: Default::default(),
+            rx_byte: Default::default(),
+            rx_valid: Default::default(),
+            rx_spi: Default::default(),
+            spi_deselect: Default::default(),
+            tx_byte: Default::default(),
+            tx_valid_uart: Default::default(),
+            tx_valid_spi: Default::default(),
+            tx_take: Default::default(),
+            running: Default::default(),
+            done: Default::default(),
+            fault: Default::default(),
+            fifo_free: Default::default(),
+            cycles: Default::default(),
+            fifo_push: Default::default(),
+            fifo_word: Default::default(),
+            run: Default::default(),
+            machine_reset: Default::default(),
+            host_region: Default::default(),
+            host_row: Default::default(),
+            host_lane: Default::default(),
+            host_addr: Default::default(),
+            host_elem: Default::default(),
+            host_word: Default::default(),
+            host_byte: Default::default(),
+            host_write: Default::default(),
+            spad_elem: Default::default(),
+            acc_word: Default::default(),
+            dram_byte: Default::default(),
+            buffer: Ram::new(MAX_PAYLOAD.next_power_of_two()),
+            rx_crc: Default::default(),
+            tx_crc: Default::default(),
+            state: Default::default(),
+            from_spi: Default::default(),
+            crc: Default::default(),
+            got_crc: Default::default(),
+            kind: Default::default(),
+            len: Default::default(),
+            count: Default::default(),
+            region: Default::default(),
+            addr: Default::default(),
+            read_len: Default::default(),
+            code: Default::default(),
+            payload: Default::default(),
+            payload_len: Default::default(),
+            snapshot: Default::default(),
+            index: Default::default(),
+            tx_data: Default::default(),
+            tx_crc_q: Default::default(),
+            assembly: Default::default(),
+            row: Default::default(),
+            lane: Default::default(),
+            offset: Default::default(),
+            remainder: Default::default(),
+            dividend: Default::default(),
+            steps: Default::default(),
+            silence: Default::default(),
+            patience: constant(map.uart_patience),
+            dram_bytes: constant(map.dram_bytes),
+            spad_bytes: constant(map.spad_bytes),
+            acc_bytes: constant(map.acc_bytes),
+            spad_row_bytes: constant(map.spad_lanes * es),
+            acc_row_bytes: constant(map.acc_lanes * 4),
+            spad_last_lane: constant(map.spad_lanes - 1),
+            acc_last_lane: constant(map.acc_lanes - 1),
+            bf16: Constant::new(es == Dtype::Bf16.elem_bytes() as u64),
+            max_payload: constant(MAX_PAYLOAD as u64),
+            max_data: constant(MAX_DATA as u64),
+            max_words_bytes: constant(16 * MAX_WORDS as u64),
+            request_sync: constant(REQUEST_SYNC as u64),
+            response_sync: constant(RESPONSE_SYNC as u64),
+            cmd_write_instructions: constant(Command::WriteInstructions as u64),
+            cmd_write_memory: constant(Command::WriteMemory as u64),
+            cmd_read_memory: constant(Command::ReadMemory as u64),
+            cmd_read_status: constant(Command::ReadStatus as u64),
+            cmd_run: constant(Command::Run as u64),
+            cmd_reset: constant(Command::Reset as u64),
+            cmd_identify: constant(Command::Identify as u64),
+            identity: Constant::new(little_endian(&map.identity)),
+            err_checksum: constant(ErrorCode::Checksum as u64),
+            err_command: constant(ErrorCode::Command as u64),
+            err_length: constant(ErrorCode::Length as u64),
+            err_region: constant(ErrorCode::Region as u64),
+            err_out_of_range: constant(ErrorCode::OutOfRange as u64),
+            err_busy: constant(ErrorCode::Busy as u64),
+            err_fifo_full: constant(ErrorCode::FifoFull as u64),
+            err_misaligned: constant(ErrorCode::Misaligned as u64),
+            accept: Default::default(),
+            data_len: Default::default(),
+            access_end: Default::default(),
+            region_size: Default::default(),
+            misaligned: Default::default(),
+            error: Default::default(),
+            trial: Default::default(),
+            status_index: Default::default(),
+            status_byte: Default::default(),
+            receiving: Default::default(),
+            mem_byte: Default::default(),
+            elem_last_byte: Default::default(),
+            payload_end: Default::default(),
+        }
+    }
+}
+
+impl Logic for PacketEngine {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            state,
+            from_spi,
+            crc,
+            got_crc,
+            kind,
+            len,
+            count,
+            region,
+            addr,
+            read_len,
+            code,
+            payload,
+            payload_len,
+            snapshot,
+            index,
+            tx_data,
+            tx_crc_q,
+            assembly,
+            row,
+            lane,
+            offset,
+            remainder,
+            dividend,
+            steps,
+            silence
+        );
+        self.buffer.clock.next = self.clock.val();
+        self.buffer.read_enable.next = true;
+        self.buffer.read_address.next = 0.into();
+        self.buffer.write_enable.next = false;
+        self.buffer.write_address.next = self.count.q.val();
+        self.buffer.write_data.next = self.rx_byte.val();
+        self.rx_crc.crc.next = self.crc.q.val();
+        self.rx_crc.data.next = self.rx_byte.val();
+        self.tx_crc.crc.next = self.tx_crc_q.q.val();
+        self.tx_crc.data.next = self.tx_data.q.val();
+        // A byte belongs to the frame if it comes from the frame's interface.
+        self.accept.next = self.rx_valid.val() && (self.rx_spi.val() == self.from_spi.q.val());
+        self.fifo_push.next = false;
+        self.fifo_word.next = self.assembly.q.val();
+        self.run.next = false;
+        self.machine_reset.next = false;
+        self.host_write.next = false;
+        self.host_region.next = self.region.q.val().get_bits::<2>(0);
+        self.host_row.next = self.row.q.val();
+        self.host_lane.next = self.lane.q.val();
+        self.host_addr.next = self.addr.q.val();
+        self.host_byte.next = self.buffer.read_data.val();
+        // An element or word is written with its last byte; earlier bytes wait in `assembly`.
+        self.host_elem.next = bit_cast::<16, 8>(self.buffer.read_data.val());
+        if self.bf16.val() {
+            self.host_elem.next = (bit_cast::<16, 8>(self.buffer.read_data.val()) << 8)
+                | bit_cast::<16, 8>(self.assembly.q.val().get_bits::<8>(120));
+        }
+        self.host_word.next = (bit_cast::<32, 8>(self.buffer.read_data.val()) << 24)
+            | bit_cast::<32, 24>(self.assembly.q.val().get_bits::<24>(104));
+        self.tx_byte.next = self.tx_data.q.val();
+        self.tx_valid_uart.next = false;
+        self.tx_valid_spi.next = false;
+
+        // Field checks of a request (core's parse_request, then the Emulator's execute).
+        self.data_len.next = self.read_len.q.val();
+        if self.kind.q.val() == self.cmd_write_memory.val() {
+            self.data_len.next = self.len.q.val() - 5;
+        }
+        self.access_end.next =
+            bit_cast::<40, 32>(self.addr.q.val()) + bit_cast::<40, 16>(self.data_len.val());
+        self.region_size.next = self.dram_bytes.val();
+        self.misaligned.next = false;
+        if self.region.q.val() == 1 {
+            self.region_size.next = self.spad_bytes.val();
+            self.misaligned.next =
+                self.bf16.val() && (self.addr.q.val().get_bit(0) || self.data_len.val().get_bit(0));
+        }
+        if self.region.q.val() == 2 {
+            self.region_size.next = self.acc_bytes.val();
+            self.misaligned.next = self.addr.q.val().get_bits::<2>(0).any()
+                || self.data_len.val().get_bits::<2>(0).any();
+        }
+        self.error.next = 0.into();
+        if self.kind.q.val() == self.cmd_write_instructions.val() {
+            if !self.len.q.val().any()
+                || self.len.q.val().get_bits::<4>(0).any()
+                || self.len.q.val() > self.max_words_bytes.val()
+            {
+                self.error.next = self.err_length.val();
+            } else if bit_cast::<16, 12>(self.len.q.val().get_bits::<12>(4)) > self.fifo_free.val()
+            {
+                self.error.next = self.err_fifo_full.val();
+            }
+        } else if self.kind.q.val() == self.cmd_write_memory.val()
+            || self.kind.q.val() == self.cmd_read_memory.val()
+        {
+            if (self.kind.q.val() == self.cmd_write_memory.val()
+                && (self.len.q.val() < 6 || self.len.q.val() > self.max_payload.val()))
+                || (self.kind.q.val() == self.cmd_read_memory.val()
+                    && (self.len.q.val() != 7
+                        || !self.read_len.q.val().any()
+                        || self.read_len.q.val() > self.max_data.val()))
+            {
+                self.error.next = self.err_length.val();
+            } else if self.region.q.val() > 2 {
+                self.error.next = self.err_region.val();
+            } else if self.running.val() {
+                self.error.next = self.err_busy.val();
+            } else if self.access_end.val() > self.region_size.val() {
+                self.error.next = self.err_out_of_range.val();
+            } else if self.misaligned.val() {
+                self.error.next = self.err_misaligned.val();
+            }
+        } else if self.kind.q.val() == self.cmd_read_status.val()
+            || self.kind.q.val() == self.cmd_run.val()
+            || self.kind.q.val() == self.cmd_reset.val()
+            || self.kind.q.val() == self.cmd_identify.val()
+        {
+            if self.len.q.val().any() {
+                self.error.next = self.err_length.val();
+            }
+        } else {
+            self.error.next = self.err_command.val();
+        }
+        if self.len.q.val() > self.max_payload.val() {
+            self.error.next = self.err_length.val();
+        }
+        if self.got_crc.q.val() != self.crc.q.val() {
+            self.error.next = self.err_checksum.val();
+        }
+
+        // The addressed byte of a memory read: byte `offset` of the element or word.
+        self.mem_byte.next = self.dram_byte.val();
+        if self.region.q.val() == 1 {
+            self.mem_byte.next = self.spad_elem.val().get_bits::<8>(0);
+            if self.offset.q.val().any() {
+                self.mem_byte.next = self.spad_elem.val().get_bits::<8>(8);
+            }
+        }
+        if self.region.q.val() == 2 {
+            self.mem_byte.next = self.acc_word.val().get_bits::<8>(0);
+            if self.offset.q.val() == 1 {
+                self.mem_byte.next = self.acc_word.val().get_bits::<8>(8);
+            }
+            if self.offset.q.val() == 2 {
+                self.mem_byte.next = self.acc_word.val().get_bits::<8>(16);
+            }
+            if self.offset.q.val() == 3 {
+                self.mem_byte.next = self.acc_word.val().get_bits::<8>(24);
+            }
+        }
+        self.elem_last_byte.next = true;
+        if self.region.q.val() == 1 && self.bf16.val() {
+            self.elem_last_byte.next = self.offset.q.val() == 1;
+        }
+        if self.region.q.val() == 2 {
+            self.elem_last_byte.next = self.offset.q.val() == 3;
+        }
+        self.status_index.next = self.index.q.val() - 4;
+        self.status_byte.next = 0.into();
+        for i in 0..24 {
+            if self.status_index.val() == i.to_bits() {
+                self.status_byte.next = self.snapshot.q.val().get_bits::<8>(i * 8);
+            }
+        }
+        self.payload_end.next = self.payload_len.q.val() + 4;
+        self.trial.next = (self.remainder.q.val() << 1)
+            | bit_cast::<16, 1>(self.dividend.q.val().get_bits::<1>(31));
+
+        match self.state.q.val() {
+            LinkState::Hunt => {
+                if self.rx_valid.val() && self.rx_byte.val() == self.request_sync.val() {
+                    self.from_spi.d.next = self.rx_spi.val();
+                    self.crc.d.next = 0xFFFF.into();
+                    self.state.d.next = LinkState::Kind;
+                }
+            }
+            LinkState::Kind => {
+                if self.accept.val() {
+                    self.kind.d.next = self.rx_byte.val();
+                    self.crc.d.next = self.rx_crc.out.val();
+                    self.state.d.next = LinkState::LenLo;
+                }
+            }
+            LinkState::LenLo => {
+                if self.accept.val() {
+                    self.len.d.next = bit_cast::<16, 8>(self.rx_byte.val());
+                    self.crc.d.next = self.rx_crc.out.val();
+                    self.state.d.next = LinkState::LenHi;
+                }
+            }
+            LinkState::LenHi => {
+                if self.accept.val() {
+                    self.len.d.next = (bit_cast::<16, 8>(self.rx_byte.val()) << 8)
+                        | bit_cast::<16, 8>(self.len.q.val().get_bits::<8>(0));
+                    self.crc.d.next = self.rx_crc.out.val();
+                    self.count.d.next = 0.into();
+                    self.region.d.next = 0.into();
+                    self.addr.d.next = 0.into();
+                    self.read_len.d.next = 0.into();
+                    self.state.d.next = LinkState::Payload;
+                    if !self.rx_byte.val().any() && !self.len.q.val().get_bits::<8>(0).any() {
+                        self.state.d.next = LinkState::CrcHi;
+                    }
+                }
+            }
+            LinkState::Payload => {
+                if self.accept.val() {
+                    self.buffer.write_enable.next = self.count.q.val() < self.max_payload.val();
+                    self.crc.d.next = self.rx_crc.out.val();
+                    self.count.d.next = self.count.q.val() + 1;
+                    // The memory commands' header: region, address, length.
+                    if self.count.q.val() == 0 {
+                        self.region.d.next = self.rx_byte.val();
+                    }
+                    if self.count.q.val() >= 1 && self.count.q.val() <= 4 {
+                        self.addr.d.next = (bit_cast::<32, 8>(self.rx_byte.val()) << 24)
+                            | (self.addr.q.val() >> 8);
+                    }
+                    if self.count.q.val() == 5 {
+                        self.read_len.d.next = bit_cast::<16, 8>(self.rx_byte.val());
+                    }
+                    if self.count.q.val() == 6 {
+                        self.read_len.d.next =
+                            (bit_cast::<16, 8>(self.rx_byte.val()) << 8) | self.read_len.q.val();
+                    }
+                    if self.count.q.val() == self.len.q.val() - 1 {
+                        self.state.d.next = LinkState::CrcHi;
+                    }
+                }
+            }
+            LinkState::CrcHi => {
+                if self.accept.val() {
+                    self.got_crc.d.next = bit_cast::<16, 8>(self.rx_byte.val()) << 8;
+                    self.state.d.next = LinkState::CrcLo;
+                }
+            }
+            LinkState::CrcLo => {
+                if self.accept.val() {
+                    self.got_crc.d.next =
+                        self.got_crc.q.val() | bit_cast::<16, 8>(self.rx_byte.val());
+                    self.state.d.next = LinkState::Execute;
+                }
+            }
+            LinkState::Execute => {
+                self.code.d.next = self.error.val();
+                self.payload.d.next = Payload::Empty;
+                self.payload_len.d.next = 0.into();
+                self.index.d.next = 0.into();
+                self.tx_crc_q.d.next = 0xFFFF.into();
+                self.count.d.next = 0.into();
+                self.offset.d.next = 0.into();
+                self.state.d.next = LinkState::RespNext;
+                if !self.error.val().any() {
+                    if self.kind.q.val() == self.cmd_write_instructions.val() {
+                        self.state.d.next = LinkState::PushRead;
+                    }
+                    if self.kind.q.val() == self.cmd_write_memory.val()
+                        || self.kind.q.val() == self.cmd_read_memory.val()
+                    {
+                        self.remainder.d.next = 0.into();
+                        self.dividend.d.next = self.addr.q.val();
+                        self.steps.d.next = 32.into();
+                        self.state.d.next = LinkState::Divide;
+                    }
+                    if self.kind.q.val() == self.cmd_read_status.val() {
+                        // core::protocol::Status::to_bytes.
+                        self.payload.d.next = Payload::Snapshot;
+                        self.payload_len.d.next = 12.into();
+                        self.snapshot.d.next = bit_cast::<192, 1>(self.running.val().into())
+                            | (bit_cast::<192, 1>(self.done.val().into()) << 1)
+                            | (bit_cast::<192, 1>(self.fault.val().any().into()) << 2)
+                            | (bit_cast::<192, 4>(self.fault.val()) << 8)
+                            | (bit_cast::<192, 16>(self.fifo_free.val()) << 16)
+                            | (bit_cast::<192, 64>(self.cycles.val()) << 32);
+                    }
+                    if self.kind.q.val() == self.cmd_identify.val() {
+                        self.payload.d.next = Payload::Snapshot;
+                        self.payload_len.d.next = 24.into();
+                        self.snapshot.d.next = self.identity.val();
+                    }
+                    if self.kind.q.val() == self.cmd_run.val() {
+                        self.run.next = true;
+                    }
+                    if self.kind.q.val() == self.cmd_reset.val() {
+                        self.machine_reset.next = true;
+                    }
+                }
+            }
+            LinkState::Divide => {
+                // One step of restoring division of the address by the row's bytes:
+                // the quotient is the row (shifted into `dividend`), the remainder the offset.
+                if self.steps.q.val().any() {
+                    self.steps.d.next = self.steps.q.val() - 1;
+                    self.dividend.d.next = self.dividend.q.val() << 1;
+                    self.remainder.d.next = self.trial.val();
+                    if (self.region.q.val() == 1 && self.trial.val() >= self.spad_row_bytes.val())
+                        || (self.region.q.val() == 2
+                            && self.trial.val() >= self.acc_row_bytes.val())
+                    {
+                        self.remainder.d.next = self.trial.val() - self.acc_row_bytes.val();
+                        if self.region.q.val() == 1 {
+                            self.remainder.d.next = self.trial.val() - self.spad_row_bytes.val();
+                        }
+                        self.dividend.d.next = (self.dividend.q.val() << 1) | 1;
+                    }
+                } else {
+                    self.row.d.next = self.dividend.q.val().get_bits::<16>(0);
+                    self.lane.d.next = self.remainder.q.val();
+                    self.offset.d.next = 0.into();
+                    if self.region.q.val() == 1 && self.bf16.val() {
+                        self.lane.d.next = self.remainder.q.val() >> 1;
+                        self.offset.d.next = self.remainder.q.val().get_bits::<2>(0) & 1;
+                    }
+                    if self.region.q.val() == 2 {
+                        self.lane.d.next = self.remainder.q.val() >> 2;
+                        self.offset.d.next = self.remainder.q.val().get_bits::<2>(0);
+                    }
+                    if self.kind.q.val() == self.cmd_write_memory.val() {
+                        self.count.d.next = 5.into();
+                        self.state.d.next = LinkState::WriteRead;
+                    } else {
+                        self.payload.d.next = Payload::Memory;
+                        self.payload_len.d.next = self.read_len.q.val();
+                        self.state.d.next = LinkState::RespNext;
+                    }
+                }
+            }
+            LinkState::PushRead => {
+                self.buffer.read_address.next = self.count.q.val();
+                self.state.d.next = LinkState::PushByte;
+            }
+            LinkState::PushByte => {
+                // Little-endian: each byte enters at the top and the word shifts down.
+                self.assembly.d.next = (self.assembly.q.val() >> 8)
+                    | (bit_cast::<128, 8>(self.buffer.read_data.val()) << 120);
+                self.count.d.next = self.count.q.val() + 1;
+                self.state.d.next = LinkState::PushRead;
+                if self.count.q.val().get_bits::<4>(0) == 15 {
+                    self.fifo_push.next = true;
+                    self.fifo_word.next = (self.assembly.q.val() >> 8)
+                        | (bit_cast::<128, 8>(self.buffer.read_data.val()) << 120);
+                    if self.count.q.val() == self.len.q.val() - 1 {
+                        self.state.d.next = LinkState::RespNext;
+                    }
+                }
+            }
+            LinkState::WriteRead => {
+                self.buffer.read_address.next = self.count.q.val();
+                self.state.d.next = LinkState::WriteByte;
+            }
+            LinkState::WriteByte => {
+                self.host_write.next = self.elem_last_byte.val();
+                self.assembly.d.next = (self.assembly.q.val() >> 8)
+                    | (bit_cast::<128, 8>(self.buffer.read_data.val()) << 120);
+                self.count.d.next = self.count.q.val() + 1;
+                self.addr.d.next = self.addr.q.val() + 1;
+                self.offset.d.next = self.offset.q.val() + 1;
+                if self.elem_last_byte.val() {
+                    self.offset.d.next = 0.into();
+                    self.lane.d.next = self.lane.q.val() + 1;
+                    if (self.region.q.val() == 1 && self.lane.q.val() == self.spad_last_lane.val())
+                        || (self.region.q.val() == 2
+                            && self.lane.q.val() == self.acc_last_lane.val())
+                    {
+                        self.lane.d.next = 0.into();
+                        self.row.d.next = self.row.q.val() + 1;
+                    }
+                }
+                self.state.d.next = LinkState::WriteRead;
+                if self.count.q.val() == self.len.q.val() - 1 {
+                    self.state.d.next = LinkState::RespNext;
+                }
+            }
+            LinkState::RespNext => {
+                self.state.d.next = LinkState::RespSend;
+                if self.index.q.val() == 0 {
+                    self.tx_data.d.next = self.response_sync.val();
+                } else if self.index.q.val() == 1 {
+                    self.tx_data.d.next = self.code.q.val();
+                } else if self.index.q.val() == 2 {
+                    self.tx_data.d.next = self.payload_len.q.val().get_bits::<8>(0);
+                } else if self.index.q.val() == 3 {
+                    self.tx_data.d.next = self.payload_len.q.val().get_bits::<8>(8);
+                } else if self.index.q.val() < self.payload_end.val() {
+                    self.tx_data.d.next = self.status_byte.val();
+                    if self.payload.q.val() == Payload::Memory {
+                        self.state.d.next = LinkState::RespMemWait;
+                    }
+                } else if self.index.q.val() == self.payload_end.val() {
+                    self.tx_data.d.next = self.tx_crc_q.q.val().get_bits::<8>(8);
+                } else if self.index.q.val() == self.payload_end.val() + 1 {
+                    self.tx_data.d.next = self.tx_crc_q.q.val().get_bits::<8>(0);
+                } else {
+                    self.state.d.next = LinkState::Hunt;
+                }
+            }
+            LinkState::RespMemWait => {
+                self.state.d.next = LinkState::RespMemLatch;
+            }
+            LinkState::RespMemLatch => {
+                self.tx_data.d.next = self.mem_byte.val();
+                self.state.d.next = LinkState::RespSend;
+            }
+            LinkState::RespSend => {
+                self.tx_valid_uart.next = !self.from_spi.q.val();
+                self.tx_valid_spi.next = self.from_spi.q.val();
+                if self.tx_take.val() {
+                    self.index.d.next = self.index.q.val() + 1;
+                    if self.index.q.val() >= 1 && self.index.q.val() < self.payload_end.val() {
+                        self.tx_crc_q.d.next = self.tx_crc.out.val();
+                    }
+                    if self.index.q.val() >= 4
+                        && self.index.q.val() < self.payload_end.val()
+                        && self.payload.q.val() == Payload::Memory
+                    {
+                        self.addr.d.next = self.addr.q.val() + 1;
+                        self.offset.d.next = self.offset.q.val() + 1;
+                        if self.elem_last_byte.val() {
+                            self.offset.d.next = 0.into();
+                            self.lane.d.next = self.lane.q.val() + 1;
+                            if (self.region.q.val() == 1
+                                && self.lane.q.val() == self.spad_last_lane.val())
+                                || (self.region.q.val() == 2
+                                    && self.lane.q.val() == self.acc_last_lane.val())
+                            {
+                                self.lane.d.next = 0.into();
+                                self.row.d.next = self.row.q.val() + 1;
+                            }
+                        }
+                    }
+                    self.state.d.next = LinkState::RespNext;
+                }
+            }
+            _ => {
+                self.state.d.next = LinkState::Hunt;
+            }
+        }
+        // A UART frame that stalls is dropped, so that a host which lost bytes can resynchronise.
+        self.receiving.next = self.state.q.val() == LinkState::Kind
+            || self.state.q.val() == LinkState::LenLo
+            || self.state.q.val() == LinkState::LenHi
+            || self.state.q.val() == LinkState::Payload
+            || self.state.q.val() == LinkState::CrcHi
+            || self.state.q.val() == LinkState::CrcLo;
+        self.silence.d.next = 0.into();
+        if self.receiving.val() && !self.accept.val() {
+            self.silence.d.next = self.silence.q.val() + 1;
+            if self.silence.q.val() == self.patience.val() && !self.from_spi.q.val() {
+                self.state.d.next = LinkState::Hunt;
+            }
+        }
+        // An SPI request is one transaction: raising CS part-way abandons it. A response
+        // survives deselection (the master polls for it), but a new request's sync byte
+        // abandons it.
+        if self.spi_deselect.val() && self.from_spi.q.val() && self.receiving.val() {
+            self.state.d.next = LinkState::Hunt;
+        }
+        if (self.state.q.val() == LinkState::RespNext
+            || self.state.q.val() == LinkState::RespMemWait
+            || self.state.q.val() == LinkState::RespMemLatch
+            || self.state.q.val() == LinkState::RespSend)
+            && self.from_spi.q.val()
+            && self.rx_valid.val()
+            && self.rx_spi.val()
+            && self.rx_byte.val() == self.request_sync.val()
+        {
+            self.crc.d.next = 0xFFFF.into();
+            self.state.d.next = LinkState::Kind;
+        }
+        if self.reset.val() {
+            self.state.d.next = LinkState::Hunt;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{settle, tick, verilog_of};
+    use systole_core::protocol::crc16_update;
+
+    #[test]
+    fn crc_step_matches_core() {
+        let mut c = Crc16Step::default();
+        for (crc, byte) in [(0xFFFFu16, 0x31u8), (0x1234, 0xA5), (0, 0), (0x8000, 0xFF)] {
+            c.crc.next = (crc as u64).into();
+            c.data.next = (byte as u64).into();
+            settle(&mut c);
+            assert_eq!(c.out.val().index() as u16, crc16_update(crc, byte));
+        }
+    }
+
+    /// A byte sent by the transmitter comes out of the receiver.
+    #[test]
+    fn uart_loops_back() {
+        #[derive(LogicBlock)]
+        struct Loop {
+            clock: Signal<In, Clock>,
+            tx: UartTx,
+            rx: UartRx,
+        }
+        impl Logic for Loop {
+            #[hdl_gen]
+            fn update(&mut self) {
+                self.tx.clock.next = self.clock.val();
+                self.rx.clock.next = self.clock.val();
+                self.rx.rx.next = self.tx.tx.val();
+            }
+        }
+        let mut l = Loop { clock: Default::default(), tx: UartTx::new(5), rx: UartRx::new(5) };
+        l.connect_all();
+        let mut got = vec![];
+        let bytes = [0xA5u8, 0x00, 0xFF, 0x5A];
+        let mut next = 0;
+        for _ in 0..bytes.len() * 60 {
+            l.tx.valid.next = next < bytes.len();
+            l.tx.data.next = (bytes[next.min(bytes.len() - 1)] as u64).into();
+            settle(&mut l);
+            if l.tx.take.val() {
+                next += 1;
+            }
+            if l.rx.valid.val() {
+                got.push(l.rx.data.val().index() as u8);
+            }
+            tick(&mut l, |l| &mut l.clock);
+        }
+        assert_eq!(got, bytes);
+    }
+
+    /// Feeds one request frame into the engine a byte every few cycles and collects the
+    /// response, taking each byte as soon as it is offered.
+    fn exchange(engine: &mut PacketEngine, request: &[u8], status: (bool, u64)) -> Vec<u8> {
+        engine.running.next = status.0;
+        engine.cycles.next = status.1.into();
+        engine.fifo_free.next = 9u64.into();
+        let mut response = vec![];
+        let mut input = request.iter();
+        for cycle in 0..2000 {
+            engine.rx_valid.next = false;
+            if cycle % 3 == 0 {
+                if let Some(&b) = input.next() {
+                    engine.rx_byte.next = (b as u64).into();
+                    engine.rx_valid.next = true;
+                }
+            }
+            settle(engine);
+            engine.tx_take.next = engine.tx_valid_uart.val();
+            settle(engine);
+            if engine.tx_take.val() {
+                response.push(engine.tx_byte.val().index() as u8);
+            }
+            tick(engine, |e| &mut e.clock);
+            engine.tx_take.next = false;
+        }
+        response
+    }
+
+    /// Status and identity answered as core encodes them; a corrupted frame refused.
+    #[test]
+    fn engine_answers_status_identify_and_refuses_bad_frames() {
+        use systole_core::protocol::{
+            encode_request, encode_response, Request, Response, Status, MAX_FRAME,
+        };
+        let config = ArrayConfig::new(2, 3, Dtype::Int8);
+        let map = HostMap::new(&config, 512, 9, 4);
+        let mut engine = PacketEngine::new(map);
+        engine.connect_all();
+        let frame = |req: Request<'_>| {
+            let mut b = [0u8; MAX_FRAME];
+            let n = encode_request(&req, &mut b).unwrap();
+            b[..n].to_vec()
+        };
+        let answer = |resp: Response<'_>| {
+            let mut b = [0u8; MAX_FRAME];
+            let n = encode_response(&resp, &mut b).unwrap();
+            b[..n].to_vec()
+        };
+        let status = Status { busy: true, done: false, fault: None, fifo_free: 9, cycles: 1234 };
+        let got = exchange(&mut engine, &frame(Request::ReadStatus), (true, 1234));
+        assert_eq!(got, answer(Response::Ok(&status.to_bytes())));
+        let got = exchange(&mut engine, &frame(Request::Identify), (false, 0));
+        assert_eq!(got, answer(Response::Ok(&map.identity)));
+        let mut bad = frame(Request::Run);
+        bad[4] ^= 1;
+        let got = exchange(&mut engine, &bad, (false, 0));
+        assert_eq!(got, answer(Response::Err(ErrorCode::Checksum)));
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        yosys_validate("crc16", &verilog_of(Crc16Step::default())).unwrap();
+        yosys_validate("uart_rx", &verilog_of(UartRx::new(8))).unwrap();
+        yosys_validate("uart_tx", &verilog_of(UartTx::new(8))).unwrap();
+        yosys_validate("spi_slave", &verilog_of(SpiSlave::default())).unwrap();
+        let config = ArrayConfig::new(2, 3, Dtype::Bf16);
+        let map = HostMap::new(&config, 1024, 16, 8);
+        yosys_validate("packet_engine", &verilog_of(PacketEngine::new(map))).unwrap();
+    }
+}

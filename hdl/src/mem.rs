@@ -1,0 +1,458 @@
+//! The machine's memories: block-RAM lanes, row memories built from them (scratchpad and
+//! accumulator), and the byte-banked DRAM.
+//!
+//! Every RAM here has a registered read port, so that Yosys maps it to block RAM (iCE40 EBR,
+//! ECP5 DP16KD), and is *write-first*: a read issued in the cycle of a write to the same word
+//! returns the new word. The controller issues each read one cycle ahead of the cycle that uses
+//! its data (from the next state of the unit that reads, docs/HARDWARE.md), and with write-first
+//! forwarding that is indistinguishable from reading in the cycle of use, which is what core's
+//! `CycleMachine` does: a row written in cycle `t` is seen by a read for cycle `t + 1`.
+//!
+//! * [`Ram`]: one lane, `depth` words of `T`, one write port and one read port with an enable
+//!   (off while the machine is frozen, so the read register holds its word).
+//! * [`RowRam`]: `lanes` RAMs sharing their row addresses, written lane by lane: a scratchpad or
+//!   accumulator row in one cycle. A memory with two read ports is two `RowRam`s written alike
+//!   (docs/DECISIONS.md).
+//! * [`Rotator`]: a byte barrel rotator, `out[i] = in[(i + amount) mod n]`.
+//! * [`Dram`]: `banks` one-byte RAMs (a power of two at least as wide as any row) and two
+//!   rotators, so a contiguous row of up to `banks` bytes at any byte address is read or written
+//!   in one cycle.
+
+use rust_hdl::prelude::*;
+
+/// One block-RAM lane: `depth` words, write-first, registered read. It may store fewer bits
+/// than its ports carry (an INT8 scratchpad lane keeps the low byte of the 16-bit element bus);
+/// the bits above read as zero.
+#[derive(LogicBlock)]
+pub struct Ram<const W: usize, const A: usize> {
+    pub clock: Signal<In, Clock>,
+    /// The read register loads only while this is set.
+    pub read_enable: Signal<In, Bit>,
+    pub read_address: Signal<In, Bits<A>>,
+    /// The word at the address of the last enabled read (or the word written in that cycle).
+    pub read_data: Signal<Out, Bits<W>>,
+    pub write_enable: Signal<In, Bit>,
+    pub write_address: Signal<In, Bits<A>>,
+    pub write_data: Signal<In, Bits<W>>,
+    _mem: Vec<Bits<W>>,
+    _read: Bits<W>,
+    _forward: bool,
+    _written: Bits<W>,
+    _bits: usize,
+}
+
+impl<const W: usize, const A: usize> Ram<W, A> {
+    /// A zeroed RAM of `depth` words (at most `2^A`).
+    pub fn new(depth: usize) -> Self {
+        Ram::with_bits(depth, W)
+    }
+
+    /// A zeroed RAM of `depth` words of which it keeps the low `bits`.
+    pub fn with_bits(depth: usize, bits: usize) -> Self {
+        assert!(depth >= 1 && (A >= 64 || depth as u128 <= 1u128 << A), "depth {depth}");
+        assert!((1..=W).contains(&bits), "{bits} bits of {}", W);
+        Ram {
+            clock: Default::default(),
+            read_enable: Default::default(),
+            read_address: Default::default(),
+            read_data: Default::default(),
+            write_enable: Default::default(),
+            write_address: Default::default(),
+            write_data: Default::default(),
+            _mem: vec![Bits::<W>::default(); depth],
+            _read: Bits::<W>::default(),
+            _forward: false,
+            _written: Bits::<W>::default(),
+            _bits: bits,
+        }
+    }
+
+    pub fn depth(&self) -> usize {
+        self._mem.len()
+    }
+
+    /// The word as stored: the bits above `bits` cleared.
+    fn stored(&self, word: Bits<W>) -> Bits<W> {
+        let mut v = word;
+        for i in self._bits..W {
+            v = v.replace_bit(i, false);
+        }
+        v
+    }
+}
+
+impl<const W: usize, const A: usize> Logic for Ram<W, A> {
+    fn update(&mut self) {
+        if self.clock.pos_edge() {
+            let (ra, wa) = (self.read_address.val().index(), self.write_address.val().index());
+            let we = self.write_enable.val() && wa < self._mem.len();
+            if self.read_enable.val() {
+                self._read = self._mem.get(ra).copied().unwrap_or_default();
+                self._forward = we && ra == wa;
+                self._written = self.stored(self.write_data.val());
+            }
+            if we {
+                self._mem[wa] = self.stored(self.write_data.val());
+            }
+        }
+        self.read_data.next = if self._forward { self._written } else { self._read };
+    }
+
+    fn connect(&mut self) {
+        self.read_data.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        let kept = if self._bits == W {
+            "write_data".to_string()
+        } else {
+            format!("write_data[{}:0]", self._bits - 1)
+        };
+        Verilog::Custom(format!(
+            "\
+reg [{msb}:0] mem [0:{last}];
+reg [{msb}:0] read_q;
+reg [{msb}:0] written_q;
+reg forward_q;
+initial begin
+   read_q = 0;
+   written_q = 0;
+   forward_q = 0;
+end
+always @(posedge clock) begin
+   if (write_enable) mem[write_address] <= {kept};
+end
+always @(posedge clock) begin
+   if (read_enable) begin
+      read_q <= mem[read_address];
+      written_q <= {kept};
+      forward_q <= write_enable && (write_address == read_address);
+   end
+end
+always @(*) read_data = forward_q ? written_q : read_q;
+",
+            msb = self._bits - 1,
+            last = self._mem.len() - 1,
+        ))
+    }
+}
+
+/// `lanes` RAM lanes addressed by one row: a row of a scratchpad or accumulator per cycle.
+/// Lane `j` is written where `write_lane[j]` is set (a whole row, or one host element).
+#[derive(LogicBlock)]
+pub struct RowRam<const W: usize> {
+    pub clock: Signal<In, Clock>,
+    pub read_enable: Signal<In, Bit>,
+    pub read_address: Signal<In, Bits<16>>,
+    pub read_data: Vec<Signal<Out, Bits<W>>>,
+    pub write_address: Signal<In, Bits<16>>,
+    pub write_data: Vec<Signal<In, Bits<W>>>,
+    pub write_lane: Vec<Signal<In, Bit>>,
+    lanes: Vec<Ram<W, 16>>,
+}
+
+impl<const W: usize> RowRam<W> {
+    pub fn new(lanes: usize, depth: usize) -> Self {
+        RowRam::with_bits(lanes, depth, W)
+    }
+
+    /// Lanes that keep the low `bits` of each word.
+    pub fn with_bits(lanes: usize, depth: usize, bits: usize) -> Self {
+        RowRam {
+            clock: Default::default(),
+            read_enable: Default::default(),
+            read_address: Default::default(),
+            read_data: (0..lanes).map(|_| Default::default()).collect(),
+            write_address: Default::default(),
+            write_data: (0..lanes).map(|_| Default::default()).collect(),
+            write_lane: (0..lanes).map(|_| Default::default()).collect(),
+            lanes: (0..lanes).map(|_| Ram::with_bits(depth, bits)).collect(),
+        }
+    }
+}
+
+impl<const W: usize> Logic for RowRam<W> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        for j in 0..self.lanes.len() {
+            self.lanes[j].clock.next = self.clock.val();
+            self.lanes[j].read_enable.next = self.read_enable.val();
+            self.lanes[j].read_address.next = self.read_address.val();
+            self.lanes[j].write_address.next = self.write_address.val();
+            self.lanes[j].write_data.next = self.write_data[j].val();
+            self.lanes[j].write_enable.next = self.write_lane[j].val();
+            self.read_data[j].next = self.lanes[j].read_data.val();
+        }
+    }
+}
+
+/// `data_out[i] = data_in[(i + amount) mod n]` for `n` byte lanes, `n` a power of two.
+#[derive(LogicBlock)]
+pub struct Rotator {
+    pub data_in: Vec<Signal<In, Bits<8>>>,
+    pub amount: Signal<In, Bits<16>>,
+    pub data_out: Vec<Signal<Out, Bits<8>>>,
+}
+
+impl Rotator {
+    pub fn new(lanes: usize) -> Rotator {
+        assert!(lanes.is_power_of_two() && lanes <= 1 << 15, "{lanes} lanes");
+        Rotator {
+            data_in: (0..lanes).map(|_| Default::default()).collect(),
+            amount: Default::default(),
+            data_out: (0..lanes).map(|_| Default::default()).collect(),
+        }
+    }
+}
+
+impl Logic for Rotator {
+    fn update(&mut self) {
+        let n = self.data_in.len();
+        let amount = self.amount.val().index() % n;
+        for i in 0..n {
+            self.data_out[i].next = self.data_in[(i + amount) % n].val();
+        }
+    }
+
+    fn connect(&mut self) {
+        for o in &mut self.data_out {
+            o.connect();
+        }
+    }
+
+    /// A shift of the lanes concatenated twice: Yosys builds a log-depth shifter from it.
+    fn hdl(&self) -> Verilog {
+        let n = self.data_in.len();
+        let bits = n.trailing_zeros() as usize;
+        let packed: Vec<String> = (0..n).rev().map(|i| format!("data_in${i}")).collect();
+        let amount = if bits == 0 { "0".to_string() } else { format!("amount[{}:0]", bits - 1) };
+        let mut v = format!(
+            "wire [{w}:0] lanes_in = {{{list}}};\nwire [{w2}:0] doubled = {{lanes_in, lanes_in}};\n\
+             wire [{w}:0] rotated = doubled >> ({{{amount}, 3'b000}});\n",
+            w = 8 * n - 1,
+            w2 = 16 * n - 1,
+            list = packed.join(", "),
+        );
+        for i in 0..n {
+            v.push_str(&format!("always @(*) data_out${i} = rotated[{}:{}];\n", 8 * i + 7, 8 * i));
+        }
+        Verilog::Custom(v)
+    }
+}
+
+/// Banks of a DRAM for rows of up to `row_bytes` bytes: the smallest power of two that holds one.
+pub fn dram_banks(row_bytes: usize) -> usize {
+    row_bytes.max(1).next_power_of_two()
+}
+
+/// Byte-addressed DRAM of `banks` one-byte lanes (byte `a` in bank `a mod banks`, word
+/// `a / banks`). `read_data[i]` is the byte at `read_address + i` of the last enabled read;
+/// `write_data[i]` goes to `write_address + i` for `i < write_count`. Addresses past the end of
+/// the memory are not written, and read as whatever the banks return.
+#[derive(LogicBlock)]
+pub struct Dram {
+    pub clock: Signal<In, Clock>,
+    pub read_enable: Signal<In, Bit>,
+    pub read_address: Signal<In, Bits<32>>,
+    pub read_data: Vec<Signal<Out, Bits<8>>>,
+    pub write_address: Signal<In, Bits<32>>,
+    pub write_data: Vec<Signal<In, Bits<8>>>,
+    pub write_count: Signal<In, Bits<16>>,
+    banks: Vec<Ram<8, 32>>,
+    read_rotate: Rotator,
+    write_rotate: Rotator,
+    read_offset: DFF<Bits<16>>,
+    bank_bits: Constant<Bits<32>>,
+    bank_mask: Constant<Bits<32>>,
+    lanes: Constant<Bits<16>>,
+    read_low: Signal<Local, Bits<32>>,
+    write_low: Signal<Local, Bits<32>>,
+    write_amount: Signal<Local, Bits<16>>,
+}
+
+impl Dram {
+    /// `bytes` of DRAM in `banks` banks (a power of two).
+    pub fn new(bytes: usize, banks: usize) -> Dram {
+        assert!(banks.is_power_of_two() && bytes >= 1, "{bytes} bytes in {banks} banks");
+        let depth = bytes.div_ceil(banks);
+        Dram {
+            clock: Default::default(),
+            read_enable: Default::default(),
+            read_address: Default::default(),
+            read_data: (0..banks).map(|_| Default::default()).collect(),
+            write_address: Default::default(),
+            write_data: (0..banks).map(|_| Default::default()).collect(),
+            write_count: Default::default(),
+            banks: (0..banks).map(|_| Ram::new(depth)).collect(),
+            read_rotate: Rotator::new(banks),
+            write_rotate: Rotator::new(banks),
+            read_offset: Default::default(),
+            bank_bits: Constant::new((banks.trailing_zeros() as u64).into()),
+            bank_mask: Constant::new((banks as u64 - 1).into()),
+            lanes: Constant::new((banks as u64).into()),
+            read_low: Default::default(),
+            write_low: Default::default(),
+            write_amount: Default::default(),
+        }
+    }
+
+    pub fn banks(&self) -> usize {
+        self.banks.len()
+    }
+}
+
+impl Logic for Dram {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, read_offset);
+        self.read_low.next = self.read_address.val() & self.bank_mask.val();
+        self.write_low.next = self.write_address.val() & self.bank_mask.val();
+        if self.read_enable.val() {
+            self.read_offset.d.next = self.read_low.val().get_bits::<16>(0);
+        }
+        self.read_rotate.amount.next = self.read_offset.q.val();
+        // Bank k takes lane (k - low) mod n of the row: lane (k + n - low) mod n.
+        self.write_amount.next = self.lanes.val() - self.write_low.val().get_bits::<16>(0);
+        self.write_rotate.amount.next = self.write_amount.val();
+        for k in 0..self.banks.len() {
+            self.banks[k].clock.next = self.clock.val();
+            self.banks[k].read_enable.next = self.read_enable.val();
+            // Banks below the row's first bank hold its wrapped tail, one word further on.
+            self.banks[k].read_address.next = (self.read_address.val() >> self.bank_bits.val())
+                + (self.read_low.val() > k.to_bits());
+            self.banks[k].write_address.next = (self.write_address.val() >> self.bank_bits.val())
+                + (self.write_low.val() > k.to_bits());
+            self.banks[k].write_enable.next = ((k.to_bits::<32>() - self.write_low.val())
+                & self.bank_mask.val())
+                < bit_cast::<32, 16>(self.write_count.val());
+            self.banks[k].write_data.next = self.write_rotate.data_out[k].val();
+            self.write_rotate.data_in[k].next = self.write_data[k].val();
+            self.read_rotate.data_in[k].next = self.banks[k].read_data.val();
+            self.read_data[k].next = self.read_rotate.data_out[k].val();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{settle, tick, verilog_of};
+
+    #[test]
+    fn ram_reads_are_registered_and_write_first() {
+        let mut ram = Ram::<16, 16>::new(8);
+        ram.connect_all();
+        ram.read_enable.next = true;
+        ram.write_enable.next = true;
+        ram.write_address.next = 3u64.into();
+        ram.write_data.next = 0xBEEFu64.into();
+        ram.read_address.next = 3u64.into();
+        tick(&mut ram, |r| &mut r.clock);
+        assert_eq!(ram.read_data.val().index(), 0xBEEF, "a read in the cycle of the write");
+        ram.write_address.next = 4u64.into();
+        ram.write_data.next = 0x1234u64.into();
+        tick(&mut ram, |r| &mut r.clock);
+        assert_eq!(ram.read_data.val().index(), 0xBEEF, "registered: the word, not the bypass");
+        ram.write_enable.next = false;
+        ram.read_address.next = 4u64.into();
+        ram.read_enable.next = false;
+        tick(&mut ram, |r| &mut r.clock);
+        assert_eq!(ram.read_data.val().index(), 0xBEEF, "held while the read is disabled");
+        ram.read_enable.next = true;
+        tick(&mut ram, |r| &mut r.clock);
+        assert_eq!(ram.read_data.val().index(), 0x1234);
+        // A narrow RAM keeps the low bits, bypass included.
+        let mut narrow = Ram::<16, 16>::with_bits(4, 8);
+        narrow.connect_all();
+        narrow.read_enable.next = true;
+        narrow.write_enable.next = true;
+        narrow.write_data.next = 0xBEEFu64.into();
+        tick(&mut narrow, |r| &mut r.clock);
+        assert_eq!(narrow.read_data.val().index(), 0xEF);
+        narrow.write_enable.next = false;
+        tick(&mut narrow, |r| &mut r.clock);
+        assert_eq!(narrow.read_data.val().index(), 0xEF);
+    }
+
+    #[test]
+    fn rotator_rotates() {
+        let mut r = Rotator::new(8);
+        r.connect_all();
+        for i in 0..8 {
+            r.data_in[i].next = (10 + i as u64).into();
+        }
+        for amount in [0usize, 1, 5, 7, 9] {
+            r.amount.next = (amount as u64).into();
+            settle(&mut r);
+            for i in 0..8 {
+                assert_eq!(r.data_out[i].val().index(), 10 + (i + amount) % 8, "amount {amount}");
+            }
+        }
+    }
+
+    /// Unaligned rows are written and read back through the wrap between banks.
+    #[test]
+    fn dram_moves_unaligned_rows() {
+        let mut d = Dram::new(40, 8);
+        d.connect_all();
+        d.read_enable.next = true;
+        let mut model = [0u8; 40];
+        for (addr, count) in [(0usize, 8usize), (5, 8), (13, 3), (30, 7)] {
+            for i in 0..8 {
+                d.write_data[i].next = ((addr * 7 + i * 3) as u64 & 0xFF).into();
+            }
+            for i in 0..count {
+                model[addr + i] = ((addr * 7 + i * 3) & 0xFF) as u8;
+            }
+            d.write_address.next = (addr as u64).into();
+            d.write_count.next = (count as u64).into();
+            tick(&mut d, |d| &mut d.clock);
+        }
+        d.write_count.next = 0u64.into();
+        for addr in [0usize, 3, 5, 12, 29, 32] {
+            d.read_address.next = (addr as u64).into();
+            tick(&mut d, |d| &mut d.clock);
+            for i in 0..8.min(40 - addr) {
+                assert_eq!(d.read_data[i].val().index() as u8, model[addr + i], "{addr} + {i}");
+            }
+        }
+    }
+
+    /// Yosys maps a RAM lane to the FPGA's block RAM (iCE40 EBR, ECP5 DP16KD), read register
+    /// and enable included; only the write-first bypass stays in logic.
+    #[test]
+    fn ram_infers_block_ram_on_ice40_and_ecp5() {
+        let dir = std::env::temp_dir().join(format!("systole-bram-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("ram.v");
+        std::fs::write(&file, verilog_of(Ram::<16, 16>::new(1024))).unwrap();
+        for (synth, cell, want) in
+            [("synth_ice40", "SB_RAM40_4K", 4u64), ("synth_ecp5", "DP16KD", 1)]
+        {
+            let stat = dir.join(format!("{synth}.txt"));
+            let script = format!(
+                "read_verilog {}; {synth} -top top; tee -q -o {} stat",
+                file.display(),
+                stat.display()
+            );
+            let out = std::process::Command::new("yosys").args(["-q", "-p", &script]).output();
+            let out = out.expect("yosys must be installed (apt-get install yosys)");
+            assert!(out.status.success(), "{synth}: {}", String::from_utf8_lossy(&out.stderr));
+            let text = std::fs::read_to_string(&stat).unwrap();
+            let count = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(cell))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok());
+            assert_eq!(count, Some(want), "{synth}: 1024 x 16 bits as {cell}s:\n{text}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        yosys_validate("ram", &verilog_of(Ram::<32, 16>::new(100))).unwrap();
+        yosys_validate("row_ram", &verilog_of(RowRam::<16>::with_bits(3, 64, 8))).unwrap();
+        yosys_validate("rotator", &verilog_of(Rotator::new(16))).unwrap();
+        yosys_validate("dram", &verilog_of(Dram::new(1000, 16))).unwrap();
+    }
+}

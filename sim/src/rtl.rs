@@ -1,0 +1,306 @@
+//! The whole accelerator, Verilated, driven through its pins: its UART and its SPI slave as
+//! `core::link::ByteStream`s, so `core::link::LinkMachine` (over `core::link::Framed`) drives
+//! the RTL exactly as it drives a board, one clock cycle at a time.
+//!
+//! [`RtlTop`] owns a model of `systole_top` (see `systole_hdl::emit`) and steps its clock;
+//! [`UartLink`] and [`SpiLink`] toggle the host-side pins cycle by cycle and decode what the
+//! device sends back:
+//!
+//! * UART: 8N1, `divisor` clock cycles per bit, the host's receiver sampling the middle of each
+//!   bit, as the device's does.
+//! * SPI: mode 0, MSB first, `half_period` clock cycles per SCK phase (at least 4: the device
+//!   synchronises its pins). Each request is one transaction (CS falls before it, and MISO,
+//!   which carries `SPI_IDLE` meanwhile, is discarded); the response is read by clocking
+//!   `SPI_FILLER` bytes, in one transaction or, like the firmware driver's polls, in
+//!   transactions of a few bytes each.
+
+use std::collections::VecDeque;
+
+use systole_core::link::{ByteStream, TransportError};
+use systole_core::protocol::SPI_FILLER;
+
+use crate::model::Model;
+use crate::toolchain::SimError;
+
+/// A Verilated `systole_top` and its pins.
+pub struct RtlTop {
+    model: Model,
+    reset: usize,
+    uart_rx: usize,
+    uart_tx: usize,
+    spi_sck: usize,
+    spi_cs_n: usize,
+    spi_mosi: usize,
+    spi_miso: usize,
+    busy: usize,
+    /// Clock cycles stepped since the model was made.
+    pub cycles: u64,
+}
+
+impl RtlTop {
+    /// Takes a model of `systole_top` (with its host-interface ports); drives the idle levels
+    /// (UART line high, SPI deselected) and holds reset for a few cycles.
+    pub fn new(model: Model) -> Result<RtlTop, SimError> {
+        let mut top = RtlTop {
+            reset: model.port("reset")?,
+            uart_rx: model.port("uart_rx")?,
+            uart_tx: model.port("uart_tx")?,
+            spi_sck: model.port("spi_sck")?,
+            spi_cs_n: model.port("spi_cs_n")?,
+            spi_mosi: model.port("spi_mosi")?,
+            spi_miso: model.port("spi_miso")?,
+            busy: model.port("busy")?,
+            model,
+            cycles: 0,
+        };
+        top.set(top.uart_rx, true);
+        top.set(top.spi_cs_n, true);
+        top.set(top.spi_sck, false);
+        top.set(top.reset, true);
+        for _ in 0..4 {
+            top.step();
+        }
+        top.set(top.reset, false);
+        for _ in 0..4 {
+            top.step();
+        }
+        Ok(top)
+    }
+
+    fn set(&mut self, port: usize, v: bool) {
+        // The ports were found by name on this model; a 1-bit input takes one word.
+        let _ = self.model.set(port, &[v as u32]);
+    }
+
+    fn get(&self, port: usize) -> bool {
+        self.model.get_u64(port).is_ok_and(|v| v & 1 == 1)
+    }
+
+    /// One clock cycle.
+    pub fn step(&mut self) {
+        self.model.tick(1);
+        self.cycles += 1;
+    }
+
+    /// The `busy` status pin.
+    pub fn busy(&self) -> bool {
+        self.get(self.busy)
+    }
+
+    /// The model, for traces.
+    pub fn model(&mut self) -> &mut Model {
+        &mut self.model
+    }
+}
+
+/// The host's UART receiver: samples the device's `uart_tx` once a cycle.
+#[derive(Debug)]
+struct UartDecoder {
+    divisor: u32,
+    /// Cycles until the next sample; `None` while the line is idle.
+    wait: Option<u32>,
+    bit: u32,
+    byte: u8,
+}
+
+impl UartDecoder {
+    fn sample(&mut self, line: bool) -> Option<u8> {
+        let Some(wait) = self.wait else {
+            if !line {
+                // A start bit: its middle is half a bit away.
+                self.wait = Some(self.divisor / 2);
+                self.bit = 0;
+                self.byte = 0;
+            }
+            return None;
+        };
+        if wait > 0 {
+            self.wait = Some(wait - 1);
+            return None;
+        }
+        self.wait = Some(self.divisor - 1);
+        self.bit += 1;
+        match self.bit {
+            1 if line => self.wait = None, // a glitch, not a start bit
+            1 => {}
+            2..=9 => self.byte |= (line as u8) << (self.bit - 2),
+            _ => {
+                self.wait = None;
+                return line.then_some(self.byte);
+            }
+        }
+        None
+    }
+}
+
+/// The UART host link: bytes out on `uart_rx`, bytes in from `uart_tx`.
+pub struct UartLink {
+    pub top: RtlTop,
+    divisor: u32,
+    decoder: UartDecoder,
+    received: VecDeque<u8>,
+    /// Byte times `read_byte` waits before reporting a time-out.
+    pub patience_bytes: u64,
+}
+
+impl UartLink {
+    /// A link at `divisor` clock cycles per bit (the design's `uart_divisor`).
+    pub fn new(top: RtlTop, divisor: u32) -> UartLink {
+        UartLink {
+            top,
+            divisor,
+            decoder: UartDecoder { divisor, wait: None, bit: 0, byte: 0 },
+            received: VecDeque::new(),
+            patience_bytes: 64,
+        }
+    }
+
+    fn step(&mut self) {
+        self.top.step();
+        let line = self.top.get(self.top.uart_tx);
+        if let Some(b) = self.decoder.sample(line) {
+            self.received.push_back(b);
+        }
+    }
+}
+
+impl ByteStream for UartLink {
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), TransportError> {
+        for &b in bytes {
+            let bits = std::iter::once(false)
+                .chain((0..8).map(|i| b >> i & 1 == 1))
+                .chain(std::iter::once(true));
+            for bit in bits {
+                let port = self.top.uart_rx;
+                self.top.set(port, bit);
+                for _ in 0..self.divisor {
+                    self.step();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_byte(&mut self) -> Result<u8, TransportError> {
+        let limit = self.patience_bytes * 10 * self.divisor as u64;
+        for _ in 0..limit {
+            if let Some(b) = self.received.pop_front() {
+                return Ok(b);
+            }
+            self.step();
+        }
+        self.received.pop_front().ok_or(TransportError::Timeout)
+    }
+
+    fn discard_input(&mut self) {
+        self.received.clear();
+    }
+}
+
+/// The SPI host link: a mode-0 master on `spi_sck`, `spi_cs_n`, `spi_mosi`, `spi_miso`.
+pub struct SpiLink {
+    pub top: RtlTop,
+    half_period: u32,
+    /// Response bytes per transaction (`None`: the whole response in the request's one).
+    read_transaction: Option<usize>,
+    read_in_transaction: usize,
+}
+
+impl SpiLink {
+    /// A master with SCK phases of `half_period` clock cycles (at least 4) that reads each
+    /// response in the request's transaction.
+    pub fn new(top: RtlTop, half_period: u32) -> SpiLink {
+        assert!(half_period >= 4, "SCK must stay at or below an eighth of the clock");
+        SpiLink { top, half_period, read_transaction: None, read_in_transaction: 0 }
+    }
+
+    /// A master that reads responses in transactions of `bytes` bytes, raising CS between them
+    /// (as the firmware driver polls).
+    pub fn polling(top: RtlTop, half_period: u32, bytes: usize) -> SpiLink {
+        SpiLink { read_transaction: Some(bytes.max(1)), ..SpiLink::new(top, half_period) }
+    }
+
+    /// Chip select: asserted (CS_n low) or released, with a phase of setup either way.
+    pub fn select(&mut self, selected: bool) {
+        let cs = self.top.spi_cs_n;
+        self.top.set(cs, !selected);
+        self.wait(self.half_period * 2);
+    }
+
+    /// Ends the current transaction and starts another.
+    fn reselect(&mut self) {
+        let cs = self.top.spi_cs_n;
+        self.top.set(cs, true);
+        self.wait(self.half_period * 2);
+        self.top.set(cs, false);
+        self.wait(self.half_period * 2);
+        self.read_in_transaction = 0;
+    }
+
+    /// `cycles` clock cycles with the pins as they are.
+    pub fn wait(&mut self, cycles: u32) {
+        for _ in 0..cycles {
+            self.top.step();
+        }
+    }
+
+    /// One byte each way (chip select must be asserted); MISO is sampled at each rising edge
+    /// of SCK.
+    pub fn transfer(&mut self, out: u8) -> u8 {
+        let mut got = 0u8;
+        for i in (0..8).rev() {
+            let (mosi, sck, miso) = (self.top.spi_mosi, self.top.spi_sck, self.top.spi_miso);
+            self.top.set(mosi, out >> i & 1 == 1);
+            self.wait(self.half_period);
+            got = got << 1 | self.top.get(miso) as u8;
+            self.top.set(sck, true);
+            self.wait(self.half_period);
+            self.top.set(sck, false);
+        }
+        got
+    }
+}
+
+impl ByteStream for SpiLink {
+    /// One transaction: CS is raised and lowered again, then the bytes go out.
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), TransportError> {
+        self.reselect();
+        for &b in bytes {
+            self.transfer(b);
+        }
+        // The response starts in a transaction of its own when reading in transactions.
+        self.read_in_transaction = self.read_transaction.unwrap_or(0);
+        Ok(())
+    }
+
+    fn read_byte(&mut self) -> Result<u8, TransportError> {
+        if let Some(n) = self.read_transaction {
+            if self.read_in_transaction >= n {
+                self.reselect();
+            }
+            self.read_in_transaction += 1;
+        }
+        Ok(self.transfer(SPI_FILLER))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uart_decoder_reads_a_frame_and_skips_glitches() {
+        let mut d = UartDecoder { divisor: 4, wait: None, bit: 0, byte: 0 };
+        let mut line = vec![true; 3];
+        line.extend([false, true, true, true]); // a one-cycle glitch
+        for bit in std::iter::once(false)
+            .chain((0..8).map(|i| 0xA6u8 >> i & 1 == 1))
+            .chain(std::iter::once(true))
+        {
+            line.extend([bit; 4]);
+        }
+        line.extend([true; 8]);
+        let got: Vec<u8> = line.into_iter().filter_map(|l| d.sample(l)).collect();
+        assert_eq!(got, [0xA6]);
+    }
+}

@@ -1,0 +1,478 @@
+//! The whole emitted accelerator, Verilated and driven through its pins (`systole_sim::rtl`):
+//! `core::link::LinkMachine` over the UART and over SPI, against the golden machines.
+//!
+//! * Every request frame (good ones, and every kind of refusal) gets the same response frame
+//!   from the RTL as from `core::link::emulator::Emulator`, over both links.
+//! * Random valid programs leave every memory bit-identical to `CycleMachine`'s, and the status
+//!   register's cycle count equals its count, with the instruction FIFO smaller than the program
+//!   (so the machine freezes while the host tops the FIFO up).
+//! * Tiled GEMMs from core's tiler give `CycleMachine`'s accumulators and cycles.
+//! * A bad word of each kind faults with its code; what came before it ran, nothing after.
+//! * The firmware driver, unchanged, runs an INT8 inference blob on the RTL over SPI.
+//!
+//! Verilated models are cached (`systole_sim::build_model`), so only a first run builds them.
+
+use systole_core::isa::Instruction;
+use systole_core::link::emulator::Emulator;
+use systole_core::link::{Framed, LinkMachine, Transport};
+use systole_core::machine::run_gemm;
+use systole_core::machine::{golden, GoldenKind, Region};
+use systole_core::protocol::{self, Request};
+use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Machine};
+use systole_hdl::{emit, TopConfig, TOP_MODULE};
+use systole_sim::{RtlTop, SpiLink, UartLink};
+use systole_tests::{assert_bit_identical, SplitMix};
+
+use crate::machines::random_program;
+
+/// The model of `top`, built (or found in the cache) and reset.
+fn verilated(top: &TopConfig) -> RtlTop {
+    let e = emit(top).unwrap_or_else(|err| panic!("{top:?}: {err}"));
+    let ports: Vec<systole_sim::Port> = e
+        .ports
+        .iter()
+        .map(|p| match p.direction {
+            "input" => systole_sim::Port::input(&p.name, p.bits as u32),
+            _ => systole_sim::Port::output(&p.name, p.bits as u32),
+        })
+        .collect();
+    let model = systole_sim::build_model(&e.verilog, TOP_MODULE, &ports, &Default::default())
+        .unwrap_or_else(|err| panic!("{top:?}: verilating failed: {err}"));
+    RtlTop::new(model).expect("systole_top has its host-interface ports")
+}
+
+/// A small machine: memories of a few rows, so whole-memory comparisons are quick.
+fn small(rows: u16, cols: u16, dtype: Dtype, dataflow: Dataflow) -> TopConfig {
+    let array = ArrayConfig {
+        spad_depth: 3 * rows.max(cols) as u32 + 8,
+        acc_depth: 12,
+        ..ArrayConfig::new(rows, cols, dtype).with_dataflow(dataflow)
+    };
+    TopConfig { dram_bytes: 700, fifo_depth: 64, uart_divisor: 4, ..TopConfig::new(array) }
+}
+
+/// Every memory of both machines, byte for byte.
+fn assert_same_memories(what: &str, want: &mut dyn Machine, got: &mut dyn Machine) {
+    for region in [Region::Dram, Region::Spad, Region::Acc] {
+        let size = want.region_size(region);
+        assert_eq!(got.region_size(region), size, "{what}: {} size", region.name());
+        let (mut a, mut b) = (vec![0u8; size], vec![0u8; size]);
+        want.read(region, 0, &mut a).unwrap();
+        got.read(region, 0, &mut b).unwrap_or_else(|e| panic!("{what}: reading the RTL: {e}"));
+        if let Some(at) = a.iter().zip(&b).position(|(x, y)| x != y) {
+            panic!(
+                "{what}: {} differs first at byte {at}: cycle machine {:#04x}, RTL {:#04x}",
+                region.name(),
+                a[at],
+                b[at]
+            );
+        }
+    }
+}
+
+/// Random programs on the RTL (through `link`) and on the cycle machine, from the same random
+/// memories: the same result (or fault), the same cycle count, the same memories after. Both
+/// machines live through all the programs, as weights (and whether the shadow is full) do.
+fn random_programs<T: Transport>(top: &TopConfig, link: T, programs: usize, seed: u64) {
+    let config = top.array;
+    let mut rtl = LinkMachine::new(link, config, top.dram_bytes);
+    let mut golden_m = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
+    let mut rng = SplitMix(seed);
+    for p in 0..programs {
+        for region in [Region::Dram, Region::Spad, Region::Acc] {
+            let bytes: Vec<u8> =
+                (0..golden_m.region_size(region)).map(|_| rng.next_u64() as u8).collect();
+            golden_m.write(region, 0, &bytes).unwrap();
+            rtl.write(region, 0, &bytes).unwrap_or_else(|e| panic!("program {p}: writing: {e}"));
+        }
+        let mut program = random_program(&config, top.dram_bytes, &mut rng);
+        if config.dataflow == Dataflow::WeightStationary {
+            // Whether the shadow is full carries over from the last program on every machine,
+            // but `LinkMachine` predicts a fault from this program alone (core's timing model
+            // starts with an empty shadow): start from a known shadow.
+            program.insert(0, Instruction::LoadWeights { spad_row: 0, rows: 1, cols: 1 });
+        }
+        let what = format!("{config:?}, program {p} {program:?}");
+        let want = golden_m.run(&program);
+        let got = rtl.run(&program);
+        match (&want, &got) {
+            (Ok(w), Ok(g)) => {
+                assert_eq!(g.cycles, w.cycles, "{what}: cycles");
+                assert_eq!(g.macs, w.macs, "{what}: MACs");
+            }
+            (Err(w), Err(g)) => assert_eq!(g, w, "{what}"),
+            _ => panic!("{what}: cycle machine {want:?}, RTL {got:?}"),
+        }
+        assert_same_memories(&what, golden_m.as_mut(), &mut rtl);
+    }
+}
+
+#[test]
+fn random_programs_match_the_cycle_machine_over_the_uart() {
+    // A FIFO of 3 words: the machine freezes while the host tops it up, and must count the
+    // cycles of the program alone.
+    let top = TopConfig { fifo_depth: 3, ..small(2, 3, Dtype::Int8, Dataflow::WeightStationary) };
+    random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 1);
+    let top = small(3, 2, Dtype::Bf16, Dataflow::WeightStationary);
+    random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 2);
+}
+
+#[test]
+fn random_programs_match_the_cycle_machine_over_spi() {
+    let top = small(2, 3, Dtype::Bf16, Dataflow::OutputStationary);
+    random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 3);
+    // Responses read in polls of four bytes, each its own transaction (as the firmware reads).
+    let top = TopConfig { fifo_depth: 5, ..small(3, 2, Dtype::Int8, Dataflow::OutputStationary) };
+    random_programs(&top, Framed { stream: SpiLink::polling(verilated(&top), 4, 4) }, 12, 4);
+}
+
+/// A request frame with any kind, payload and CRC (`crc_xor` spoils the checksum).
+fn raw_frame(kind: u8, payload: &[u8], crc_xor: u16) -> Vec<u8> {
+    let mut f = vec![protocol::REQUEST_SYNC, kind];
+    f.extend((payload.len() as u16).to_le_bytes());
+    f.extend(payload);
+    let crc = protocol::crc16(&f[1..]) ^ crc_xor;
+    f.extend(crc.to_be_bytes());
+    f
+}
+
+fn request(req: &Request<'_>) -> Vec<u8> {
+    let mut buf = [0u8; protocol::MAX_FRAME];
+    let n = protocol::encode_request(req, &mut buf).unwrap();
+    buf[..n].to_vec()
+}
+
+fn memory_header(region: u8, addr: u32) -> Vec<u8> {
+    let mut p = vec![region];
+    p.extend(addr.to_le_bytes());
+    p
+}
+
+/// Requests of every kind, and every refusal: what `Emulator` answers, the RTL answers.
+fn requests_like_the_emulator<T: Transport>(top: &TopConfig, link: &mut T) {
+    let (config, dram) = (top.array, top.dram_bytes as u32);
+    let spad = config.spad_depth * config.spad_width() as u32 * config.dtype.elem_bytes() as u32;
+    let acc = config.acc_depth * config.cols as u32 * 4;
+    let word = |ins: Instruction| systole_core::isa::encode(&ins).unwrap().to_le_bytes();
+    let words = |n: usize| -> Vec<u8> { (0..n).flat_map(|_| word(Instruction::Sync)).collect() };
+    let data: Vec<u8> = (0..256u32).map(|i| (i * 37 + 11) as u8).collect();
+    let read = |region: u8, addr: u32, len: u16| {
+        let mut p = memory_header(region, addr);
+        p.extend(len.to_le_bytes());
+        raw_frame(3, &p, 0)
+    };
+    let write = |region: u8, addr: u32, n: usize| {
+        let mut p = memory_header(region, addr);
+        p.extend(&data[..n]);
+        raw_frame(2, &p, 0)
+    };
+    let mut frames = vec![
+        request(&Request::Identify),
+        request(&Request::ReadStatus),
+        write(0, 5, 10),
+        write(0, dram - 256, 256),
+        read(0, 0, 20),
+        read(0, dram - 256, 256),
+        write(1, 2, 6),
+        write(1, spad - 4, 4),
+        read(1, 0, 12),
+        read(1, spad - 64, 64),
+        write(2, 4, 8),
+        write(2, acc - 4, 4),
+        read(2, 0, 16),
+        read(2, acc - 8, 8),
+        // Refusals: range, alignment, region, lengths, command, checksum.
+        write(0, dram - 9, 10),
+        read(0, dram, 1),
+        read(2, acc - 4, 8),
+        write(1, spad, 2),
+        write(1, 1, 2),
+        write(1, 2, 3),
+        read(2, 2, 4),
+        read(2, 4, 6),
+        write(3, 0, 4),
+        read(7, 0, 4),
+        read(0, 0, 0),
+        read(0, 0, 257),
+        raw_frame(3, &memory_header(0, 0), 0),
+        raw_frame(2, &memory_header(0, 0), 0),
+        raw_frame(9, &[], 0),
+        raw_frame(0, &[1, 2], 0),
+        raw_frame(4, &[0], 0),
+        raw_frame(7, &[], 1),
+        write(0, 0, 10)
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| if i == 9 { b ^ 0x40 } else { b })
+            .collect(),
+        raw_frame(2, &data[..200].repeat(2)[..300], 0),
+        raw_frame(1, &words(1)[..15], 0),
+        raw_frame(1, &[], 0),
+        // The FIFO: 60 words fit, five more do not; `Reset` empties it.
+        raw_frame(1, &words(15), 0),
+        raw_frame(1, &words(15), 0),
+        raw_frame(1, &words(15), 0),
+        raw_frame(1, &words(15), 0),
+        request(&Request::ReadStatus),
+        raw_frame(1, &words(5), 0),
+        request(&Request::Reset),
+        request(&Request::ReadStatus),
+    ];
+    // A program, run to its end: its stores and the final status.
+    let program = [
+        Instruction::LoadAcc { acc_row: 0, dram_addr: 5, rows: 2, len: 2, row_stride: 3 },
+        Instruction::Store { acc_row: 0, dram_addr: 100, rows: 2, len: 2, row_stride: 2 },
+        Instruction::Halt,
+    ];
+    let program: Vec<u8> = program.iter().flat_map(|&i| word(i)).collect();
+    frames.push(raw_frame(1, &program, 0));
+    frames.push(request(&Request::Run));
+    let mut emulator = Emulator::new(golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap());
+    let mut got = [0u8; protocol::MAX_FRAME];
+    let mut exchange = |link: &mut T, frame: &[u8]| -> Vec<u8> {
+        let n = link
+            .exchange(frame, &mut got)
+            .unwrap_or_else(|e| panic!("no answer to {frame:02x?}: {e:?}"));
+        got[..n].to_vec()
+    };
+    for (i, frame) in frames.iter().enumerate() {
+        let want = emulator.serve(frame);
+        assert_eq!(exchange(link, frame), want, "request {i}: {frame:02x?}");
+    }
+    // The emulator ran the program at once; the RTL is done after a few polls.
+    let status = request(&Request::ReadStatus);
+    let want = emulator.serve(&status);
+    let mut answer = exchange(link, &status);
+    for _ in 0..20 {
+        if answer == want {
+            break;
+        }
+        answer = exchange(link, &status);
+    }
+    assert_eq!(answer, want, "the status after the program");
+    for frame in [read(0, 96, 40), request(&Request::Reset), request(&Request::ReadStatus)] {
+        assert_eq!(exchange(link, &frame), emulator.serve(&frame), "{frame:02x?}");
+    }
+    // While a program runs (here: waiting for more words), memory commands are refused.
+    let frames =
+        [raw_frame(1, &words(2), 0), request(&Request::Run), write(0, 0, 4), read(1, 0, 2)];
+    for frame in frames {
+        assert_eq!(exchange(link, &frame), emulator.serve(&frame), "{frame:02x?}");
+    }
+    let reset = request(&Request::Reset);
+    assert_eq!(exchange(link, &reset), emulator.serve(&reset));
+}
+
+#[test]
+fn requests_are_answered_as_the_emulator_answers() {
+    let top = small(4, 2, Dtype::Bf16, Dataflow::WeightStationary);
+    requests_like_the_emulator(&top, &mut Framed { stream: UartLink::new(verilated(&top), 4) });
+    requests_like_the_emulator(&top, &mut Framed { stream: SpiLink::new(verilated(&top), 4) });
+    let mut polling = Framed { stream: SpiLink::polling(verilated(&top), 5, 3) };
+    requests_like_the_emulator(&top, &mut polling);
+}
+
+/// Each kind of bad word, reaching the decoder after a valid store and before another: the
+/// fault code of core's first failing check, the first store done, nothing after it run.
+#[test]
+fn bad_words_fault_with_their_code_and_stop_the_program() {
+    use systole_core::isa::{encode, VectorOp, Word};
+    use systole_core::protocol::{FaultCode, Status};
+    let top = small(2, 3, Dtype::Bf16, Dataflow::WeightStationary);
+    let mut link = Framed { stream: UartLink::new(verilated(&top), 4) };
+    let enc = |ins: Instruction| encode(&ins).unwrap();
+    let halt = enc(Instruction::Halt);
+    let bad: [(Word, FaultCode); 8] = [
+        (Word(0), FaultCode::Opcode),
+        (Word(enc(Instruction::Sync).0 | 1 << 100), FaultCode::Reserved),
+        (
+            Word(
+                enc(Instruction::LoadWeights { spad_row: 0, rows: 1, cols: 1 }).0 & !(0x1FF << 21),
+            ),
+            FaultCode::Field,
+        ),
+        (
+            Word(
+                enc(Instruction::Vector { op: VectorOp::Relu, dst: 0, src: 0, rows: 1, imm: 0 }).0
+                    | 1 << 25,
+            ),
+            FaultCode::UnusedField,
+        ),
+        (
+            enc(Instruction::MatmulOs {
+                a_row: 0,
+                b_row: 0,
+                k: 1,
+                acc_row: 0,
+                rows: 1,
+                cols: 1,
+                accumulate: false,
+            }),
+            FaultCode::Dataflow,
+        ),
+        (
+            enc(Instruction::Requantize {
+                acc_row: 0,
+                spad_row: 0,
+                rows: 1,
+                requant: systole_core::numerics::Requant::from_scale(0.5, 0).unwrap(),
+            }),
+            FaultCode::Dtype,
+        ),
+        (enc(Instruction::LoadWeights { spad_row: 0, rows: 3, cols: 1 }), FaultCode::TooWide),
+        (
+            enc(Instruction::Store { acc_row: 11, dram_addr: 0, rows: 2, len: 1, row_stride: 0 }),
+            FaultCode::Range,
+        ),
+    ];
+    let mut got = [0u8; protocol::MAX_FRAME];
+    let mut call = |link: &mut Framed<UartLink>, frame: Vec<u8>| -> Vec<u8> {
+        let n = link.exchange(&frame, &mut got).expect("an answer");
+        match protocol::parse_response(&got[..n]) {
+            Ok(protocol::Response::Ok(p)) => p.to_vec(),
+            other => panic!("{frame:02x?}: {other:?}"),
+        }
+    };
+    let acc_row0: Vec<u8> = (0..12u8).map(|i| i.wrapping_mul(29).wrapping_add(3)).collect();
+    for (word, code) in bad {
+        let mut p = memory_header(2, 0);
+        p.extend(&acc_row0);
+        call(&mut link, raw_frame(2, &p, 0));
+        // DRAM bytes 0..40 cleared: region 0, address 0, 40 zeros.
+        call(&mut link, raw_frame(2, &[0u8; 45], 0));
+        let first =
+            enc(Instruction::Store { acc_row: 0, dram_addr: 0, rows: 1, len: 3, row_stride: 0 });
+        let after =
+            enc(Instruction::Store { acc_row: 0, dram_addr: 20, rows: 1, len: 3, row_stride: 0 });
+        let words: Vec<u8> =
+            [first, word, after, halt].iter().flat_map(|w| w.to_le_bytes()).collect();
+        call(&mut link, request(&Request::Reset));
+        call(&mut link, raw_frame(1, &words, 0));
+        call(&mut link, request(&Request::Run));
+        let mut status =
+            Status::from_bytes(&call(&mut link, request(&Request::ReadStatus))).unwrap();
+        for _ in 0..20 {
+            if !status.busy {
+                break;
+            }
+            status = Status::from_bytes(&call(&mut link, request(&Request::ReadStatus))).unwrap();
+        }
+        assert_eq!(
+            (status.busy, status.done, status.fault),
+            (false, false, Some(code)),
+            "{word:?}"
+        );
+        let mut p = memory_header(0, 0);
+        p.extend(40u16.to_le_bytes());
+        let dram = call(&mut link, raw_frame(3, &p, 0));
+        assert_eq!(&dram[..12], &acc_row0[..], "{code:?}: the store before ran");
+        assert_eq!(&dram[20..32], &[0u8; 12], "{code:?}: the store after did not");
+    }
+}
+
+/// A tiled GEMM through the SPI link: C's words and the cycle count equal the cycle machine's.
+fn gemm_over_spi(array: ArrayConfig, shape: GemmShape, seed: u64) {
+    let (layout, dram) = GemmLayout::packed(&array, &shape).expect("layout");
+    let plan = GemmPlan::new(&array, shape, layout).expect("plan");
+    let mut rng = SplitMix(seed);
+    let a = rng.matrix((shape.m * shape.k) as usize, array.dtype);
+    let b = rng.matrix((shape.k * shape.n) as usize, array.dtype);
+    let mut golden_m = golden(GoldenKind::Cycle, array, dram).unwrap();
+    let (want, want_stats) = run_gemm(golden_m.as_mut(), &plan, &a, &b).expect("cycle machine");
+    // A FIFO of 8 words, far shorter than the program: the host keeps topping it up.
+    let top =
+        TopConfig { dram_bytes: dram, fifo_depth: 8, uart_divisor: 4, ..TopConfig::new(array) };
+    let mut rtl =
+        LinkMachine::new(Framed { stream: SpiLink::new(verilated(&top), 4) }, array, dram);
+    let (got, stats) = run_gemm(&mut rtl, &plan, &a, &b).unwrap_or_else(|e| panic!("RTL: {e}"));
+    assert_bit_identical(&format!("{array:?} {shape:?}"), &want, &got, shape.n as usize);
+    assert_eq!(stats.cycles, want_stats.cycles, "{array:?} {shape:?}: cycles");
+    assert!(plan.instruction_count() > 8 * 3, "the program is longer than the FIFO");
+}
+
+#[test]
+fn tiled_gemms_match_the_cycle_machine_over_spi() {
+    let ws = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(4, 4, Dtype::Int8) };
+    gemm_over_spi(ws, GemmShape { m: 10, k: 9, n: 7 }, 5);
+    let os = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(3, 4, Dtype::Bf16) }
+        .with_dataflow(Dataflow::OutputStationary);
+    gemm_over_spi(os, GemmShape { m: 7, k: 11, n: 6 }, 6);
+}
+
+/// The firmware's simulated SPI bus, played on the RTL's pins.
+struct RtlTarget(SpiLink);
+
+impl systole_firmware::sim::SpiTarget for RtlTarget {
+    fn select(&mut self, selected: bool) {
+        self.0.select(selected);
+    }
+    fn transfer_byte(&mut self, mosi: u8) -> u8 {
+        self.0.transfer(mosi)
+    }
+    fn delay_ns(&mut self, ns: u32) {
+        // At the config's 100 MHz, 10 ns a cycle.
+        self.0.wait(ns / 10);
+    }
+}
+
+/// The firmware driver, unchanged, runs an INT8 MLP inference blob on the RTL over SPI: the
+/// logits bits and the cycle count of the golden machine (pyramid level 4 of DESIGN.md).
+#[test]
+fn the_firmware_driver_runs_an_int8_inference_on_the_rtl() {
+    use embedded_hal_mock::eh1::delay::NoopDelay;
+    use systole_core::blob::{self, Blob};
+    use systole_core::compile::Int8Plan;
+    use systole_core::graph::{Graph, MlpSpec};
+    use systole_core::params::{Params, SplitMix64};
+    use systole_core::train::Int8Inference;
+    use systole_firmware::sim::SimSpi;
+    use systole_firmware::{Input, Options, Systole};
+
+    let spec = MlpSpec { inputs: 12, hidden: heapless::Vec::from_slice(&[8]).unwrap(), classes: 4 };
+    let params = Params::init(&spec, 3);
+    let graph = Graph::mlp(&spec).unwrap();
+    let config =
+        ArrayConfig { spad_depth: 256, acc_depth: 64, ..ArrayConfig::new(4, 4, Dtype::Int8) };
+    let batch = 2u16;
+    let mut rng = SplitMix64(9);
+    let x: Vec<f32> =
+        (0..batch as usize * 12).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect();
+    let plan = Int8Plan::calibrate(&graph, &params, &x, batch as usize).unwrap();
+    let bytes = blob::build(&spec, &params, &config, batch, Some(&plan), 1.0).unwrap();
+    let blob = Blob::parse(&bytes).unwrap();
+    let dram = blob.target.dram_bytes as usize;
+    let mut reference =
+        Int8Inference::new(golden(GoldenKind::Cycle, config, dram).unwrap(), graph, &params, plan)
+            .unwrap();
+    let (expected, work) = reference.logits(&x, batch as usize).unwrap();
+
+    let top =
+        TopConfig { dram_bytes: dram, fifo_depth: 16, uart_divisor: 4, ..TopConfig::new(config) };
+    let bus = SimSpi::new(RtlTarget(SpiLink::new(verilated(&top), 4)));
+    let options = Options { clock_mhz: config.clock_mhz, ..Options::DEFAULT };
+    let mut accel = Systole::with_options(bus, NoopDelay::new(), options);
+    assert!(blob.program_words() > 16, "the program is longer than the FIFO");
+    let mut logits = vec![0f32; blob.logits_len()];
+    let cycles = accel
+        .run_inference(&blob, Input::F32(&x), &mut logits)
+        .unwrap_or_else(|e| panic!("the driver on the RTL: {e:?}"));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    assert_eq!(bits(&logits), bits(&expected));
+    assert_eq!(cycles, work.cycles);
+}
+
+#[test]
+fn identify_answers_over_both_links() {
+    let top = small(2, 3, Dtype::Int8, Dataflow::WeightStationary);
+    let mut uart = Framed { stream: UartLink::new(verilated(&top), 4) };
+    let mut emulator = Emulator::new(golden(GoldenKind::Cycle, top.array, top.dram_bytes).unwrap());
+    let mut frame = [0u8; protocol::MAX_FRAME];
+    let n = protocol::encode_request(&Request::Identify, &mut frame).unwrap();
+    let mut got = [0u8; protocol::MAX_FRAME];
+    let m = uart.exchange(&frame[..n], &mut got).expect("an answer over the UART");
+    assert_eq!(&got[..m], emulator.serve(&frame[..n]).as_slice());
+    let mut spi = Framed { stream: SpiLink::new(verilated(&top), 4) };
+    let m = spi.exchange(&frame[..n], &mut got).expect("an answer over SPI");
+    assert_eq!(&got[..m], emulator.serve(&frame[..n]).as_slice());
+}
