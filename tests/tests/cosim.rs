@@ -476,3 +476,48 @@ fn identify_answers_over_both_links() {
     let m = spi.exchange(&frame[..n], &mut got).expect("an answer over SPI");
     assert_eq!(&got[..m], emulator.serve(&frame[..n]).as_slice());
 }
+
+/// The digits model the Pico example embeds (`firmware/pico-digits/blobs`), run by the unchanged
+/// firmware driver on the RTL over SPI: the sample's digit, and exactly the logits and the cycle
+/// count of the same driver on a golden cycle machine (behind core's device emulator).
+#[test]
+fn the_firmware_driver_runs_the_digits_model_on_the_rtl() {
+    use embedded_hal_mock::eh1::delay::NoopDelay;
+    use systole_core::blob::Blob;
+    use systole_core::link::emulator::Emulator;
+    use systole_firmware::sim::{EmulatedTarget, SimSpi};
+    use systole_firmware::{Input, Options, Systole};
+
+    let bytes = include_bytes!("../../firmware/pico-digits/blobs/digits-4x4-int8.blob");
+    let sample = include_bytes!("../../firmware/pico-digits/blobs/sample.bin");
+    let blob = Blob::parse(bytes).unwrap();
+    let (pixels, label) = sample.split_at(64);
+    let x: Vec<f32> = pixels.iter().map(|&p| p as f32 / blob.feature_scale).collect();
+    let config = *blob.config();
+    let dram = blob.target.dram_bytes as usize;
+    let options = Options { clock_mhz: config.clock_mhz, ..Options::DEFAULT };
+    let mut logits = vec![0f32; blob.logits_len()];
+
+    let golden_bus = SimSpi::new(EmulatedTarget::new(
+        Emulator::new(golden(GoldenKind::Cycle, config, dram).unwrap()),
+        2,
+    ));
+    let mut golden_accel = Systole::with_options(golden_bus, NoopDelay::new(), options);
+    let golden_cycles = golden_accel.run_inference(&blob, Input::F32(&x), &mut logits).unwrap();
+    let expected = logits.clone();
+
+    // The blob does not constrain the FIFO depth (0): the default one.
+    let top = TopConfig { dram_bytes: dram, uart_divisor: 4, ..TopConfig::new(config) };
+    let bus = SimSpi::new(RtlTarget(SpiLink::new(verilated(&top), 4)));
+    let mut accel = Systole::with_options(bus, NoopDelay::new(), options);
+    logits.fill(0.0);
+    let cycles = accel
+        .run_inference(&blob, Input::F32(&x), &mut logits)
+        .unwrap_or_else(|e| panic!("the driver on the RTL: {e:?}"));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    assert_eq!(bits(&logits), bits(&expected), "logits of the digits model");
+    assert_eq!((cycles, golden_cycles), (blob.expected_cycles, blob.expected_cycles));
+    let digit =
+        logits.iter().enumerate().fold(0, |best, (i, v)| if *v > logits[best] { i } else { best });
+    assert_eq!(digit, label[0] as usize, "the sample's digit");
+}
