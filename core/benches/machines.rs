@@ -17,11 +17,8 @@ use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{Arith, ArrayConfig, Bf16, Dtype, Instruction, Int8, BF16};
 
 fn operands(elems: usize, dtype: Dtype, seed: u64) -> Vec<u8> {
-    let mut s = seed;
-    let mut next = move || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (s >> 33) as u32
-    };
+    let mut rng = systole_core::params::SplitMix64(seed);
+    let mut next = move || (rng.next_u64() >> 32) as u32;
     match dtype {
         Dtype::Int8 => (0..elems).map(|_| next() as u8).collect(),
         Dtype::Bf16 => (0..elems)

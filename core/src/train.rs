@@ -14,7 +14,6 @@ use crate::machine::{Machine, MachineError, Region, Stats};
 use crate::numerics::int8::quantize;
 use crate::numerics::Requant;
 use crate::params::Params;
-use crate::timing;
 
 /// Why training or inference on a machine failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -400,9 +399,4 @@ impl Int8Inference {
         let logits = words.into_iter().map(|w| w as i32 as f32 * scale).collect();
         Ok((logits, Work { cycles, macs: step.macs() }))
     }
-}
-
-/// Cycles of a program by the timing model (for reports without running).
-pub fn program_cycles(config: &crate::ArrayConfig, program: &[crate::isa::Instruction]) -> u64 {
-    timing::program_cycles(config, program).unwrap_or(0)
 }

@@ -50,16 +50,16 @@ pub fn gemm_on(
     (c, stats, plan)
 }
 
-/// A small deterministic generator (splitmix64), so failures reproduce without proptest.
+/// A small deterministic generator, so failures reproduce without proptest: core's
+/// [`SplitMix64`](systole_core::params::SplitMix64) with a random-matrix helper.
 pub struct SplitMix(pub u64);
 
 impl SplitMix {
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        let mut g = systole_core::params::SplitMix64(self.0);
+        let r = g.next_u64();
+        self.0 = g.0;
+        r
     }
     /// Random raw matrix bytes: INT8 any byte; BF16 a normal-range value in [-4, 4).
     pub fn matrix(&mut self, elems: usize, dtype: systole_core::Dtype) -> Vec<u8> {
