@@ -952,6 +952,8 @@ impl Logic for Dispatcher {
             self.started.d.next = false;
             self.halting.d.next = false;
             self.q_valid.d.next = false;
+            // Every program starts with an empty shadow (core's timing model, and its machines).
+            self.shadow_full.d.next = false;
         }
         if self.reset.val() {
             self.running_q.d.next = false;
@@ -961,6 +963,7 @@ impl Logic for Dispatcher {
             self.started.d.next = false;
             self.halting.d.next = false;
             self.q_valid.d.next = false;
+            self.shadow_full.d.next = false;
             self.fifo_clear.next = true;
             self.pop.next = false;
         }

@@ -338,6 +338,10 @@ impl Samples {
         self.labels.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
     /// The first `n` samples' features.
     pub fn head(&self, n: usize) -> &[f32] {
         &self.x[..n.min(self.len()) * self.features]

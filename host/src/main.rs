@@ -1,28 +1,12 @@
 //! `systole`: the host's command line. Each subcommand lives in its own module; this file only
 //! parses and dispatches, and turns any error into one line on stderr and exit status 2.
 
-mod bench;
-mod board;
-mod cli;
-mod dataset;
-mod firmware;
-mod gemm;
-mod gpu;
-mod hdl;
-mod machines;
-mod model;
-mod npy;
-mod predict;
-mod progress;
-mod report;
-mod staged;
-mod train;
-
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use systole_host::cli::{self, Cli, Command};
+use systole_host::{bench, board, firmware, gemm, hdl, predict, train};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

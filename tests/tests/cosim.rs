@@ -86,13 +86,9 @@ fn random_programs<T: Transport>(top: &TopConfig, link: T, programs: usize, seed
             golden_m.write(region, 0, &bytes).unwrap();
             rtl.write(region, 0, &bytes).unwrap_or_else(|e| panic!("program {p}: writing: {e}"));
         }
-        let mut program = random_program(&config, top.dram_bytes, &mut rng);
-        if config.dataflow == Dataflow::WeightStationary {
-            // Whether the shadow is full carries over from the last program on every machine,
-            // but `LinkMachine` predicts a fault from this program alone (core's timing model
-            // starts with an empty shadow): start from a known shadow.
-            program.insert(0, Instruction::LoadWeights { spad_row: 0, rows: 1, cols: 1 });
-        }
+        // Every program starts with an empty shadow (DECISIONS 28): a swap before this
+        // program's own load faults, whatever the previous program loaded.
+        let program = random_program(&config, top.dram_bytes, &mut rng);
         let what = format!("{config:?}, program {p} {program:?}");
         let want = golden_m.run(&program);
         let got = rtl.run(&program);

@@ -525,3 +525,49 @@ mod epilogues {
         }
     }
 }
+
+/// DECISIONS 28: a program's outcome depends on it and the memories alone. Weights one program
+/// loaded but never swapped in are not there for the next program's swap; the active weights
+/// are (a matmul without swap uses them).
+#[test]
+fn every_program_starts_with_an_empty_shadow() {
+    let cfg = ArrayConfig::new(2, 2, Dtype::Int8);
+    let load_only = [Instruction::LoadWeights { spad_row: 0, rows: 2, cols: 2 }, Instruction::Halt];
+    let swap = [
+        Instruction::Matmul { a_row: 0, acc_row: 0, rows: 1, swap: true, accumulate: false },
+        Instruction::Halt,
+    ];
+    let reuse = [
+        Instruction::Matmul { a_row: 2, acc_row: 1, rows: 1, swap: false, accumulate: false },
+        Instruction::Halt,
+    ];
+    let load_and_swap = [
+        Instruction::LoadWeights { spad_row: 0, rows: 2, cols: 2 },
+        Instruction::Matmul { a_row: 2, acc_row: 0, rows: 1, swap: true, accumulate: false },
+        Instruction::Halt,
+    ];
+    let mut accs = Vec::new();
+    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+        let mut m = golden(kind, cfg, 16).unwrap();
+        m.write(Region::Spad, 0, &[1, 2, 3, 4, 5, 6]).unwrap();
+        m.run(&load_only).unwrap();
+        let err = m.run(&swap).unwrap_err();
+        assert_eq!(
+            err,
+            systole_core::MachineError::Exec {
+                index: 0,
+                kind: systole_core::machine::ExecErrorKind::NoWeightsLoaded
+            },
+            "{kind:?}: the previous program's load must not carry over"
+        );
+        m.run(&load_and_swap).unwrap();
+        // The active weights do carry over: the next program's plain matmul uses them.
+        m.run(&reuse).unwrap();
+        let mut acc = [0u8; 16];
+        m.read(Region::Acc, 0, &mut acc).unwrap();
+        assert_eq!(acc[..8], acc[8..], "{kind:?}: row 1 is row 0 again, from the kept weights");
+        assert_ne!(acc[..8], [0; 8], "{kind:?}");
+        accs.push(acc);
+    }
+    assert_eq!(accs[0], accs[1]);
+}

@@ -260,6 +260,8 @@ impl<A: Arith> Machine for CycleMachine<A> {
 
     fn run(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
         validate_program(&self.mem.config, program, self.mem.dram.len())?;
+        // Every program starts with an empty shadow: a swap needs a load of its own program.
+        self.shadow_full = false;
         let r = self.mem.config.rows as usize;
         let mut stats = Stats { cycles: Some(0), array_cycles: Some(0), ..Stats::default() };
         let mut seq: Option<SeqOp> = None;

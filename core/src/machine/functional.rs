@@ -186,6 +186,8 @@ impl<A: Arith> Machine for FunctionalMachine<A> {
 
     fn run(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
         validate_program(&self.mem.config, program, self.mem.dram.len())?;
+        // Every program starts with an empty shadow: a swap needs a load of its own program.
+        self.shadow_full = false;
         let mut stats = Stats::default();
         for (index, ins) in program.iter().enumerate() {
             match *ins {

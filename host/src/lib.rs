@@ -1,0 +1,20 @@
+//! The `systole` CLI's library: every subcommand's code, and the readers of the files it takes
+//! (`.npy`, CSV data sets, safetensors models), so the fuzz targets (`fuzz/`) and other tools
+//! reach the same code the command runs. `src/main.rs` only parses and dispatches.
+
+pub mod bench;
+pub mod board;
+pub mod cli;
+pub mod dataset;
+pub mod firmware;
+pub mod gemm;
+pub mod gpu;
+pub mod hdl;
+pub mod machines;
+pub mod model;
+pub mod npy;
+pub mod predict;
+pub mod progress;
+pub mod report;
+pub mod staged;
+pub mod train;
