@@ -1,4 +1,5 @@
-//! The boards: their FPGA, clock, constraint file, and the array each builds by default.
+//! The boards: their FPGA, clock, constraint file, and the accelerator each builds by default
+//! (array, memories, clock), with the report of the last measured build of that default.
 
 use systole_core::{ArrayConfig, Dtype};
 
@@ -33,15 +34,40 @@ pub struct Board {
     pub default_cols: u16,
     pub default_dtype: Dtype,
     pub default_mhz: f64,
+    /// Default memories, sized to the board's block RAM: scratchpad and accumulator rows, DRAM
+    /// bytes, instruction FIFO words.
+    pub memories: Memories,
+    /// `report.json` of the measured build of the default config (`boards/<name>/report.json`,
+    /// written by `systole board build <name> -o DIR` and copied there), if one was measured.
+    pub measured: Option<&'static str>,
     /// How the bitstream is loaded: `iceprog` or `openFPGALoader -b <board>`.
     pub programmer: &'static [&'static str],
 }
 
+/// The memories a board's accelerator is built with (what `systole_hdl::TopConfig` and
+/// `ArrayConfig` take beyond the array).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memories {
+    pub spad_depth: u32,
+    pub acc_depth: u32,
+    pub dram_bytes: usize,
+    pub fifo_depth: usize,
+}
+
 impl Board {
-    /// The default accelerator config for this board, at its default clock.
+    /// The default accelerator config for this board, at its default clock, with its memories.
     pub fn default_config(&self) -> ArrayConfig {
-        let mut c = ArrayConfig::new(self.default_rows, self.default_cols, self.default_dtype);
-        c.clock_mhz = self.default_mhz;
+        self.config(self.default_rows, self.default_cols, self.default_dtype, self.default_mhz)
+    }
+
+    /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories; the scratchpad
+    /// and accumulator grow to the minimum core requires (`3 * max(R, C)` and `R` rows) when
+    /// the array is larger than the memories were sized for.
+    pub fn config(&self, rows: u16, cols: u16, dtype: Dtype, mhz: f64) -> ArrayConfig {
+        let mut c = ArrayConfig::new(rows, cols, dtype);
+        c.clock_mhz = mhz;
+        c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
+        c.acc_depth = self.memories.acc_depth.max(rows as u32);
         c
     }
 
@@ -53,6 +79,13 @@ impl Board {
         }
     }
 }
+
+/// iCE40 memories: 30 (UP5K) or 32 (HX8K) block RAMs of 4 Kbit. A 2 x 2 INT8 machine takes 4
+/// for the scratchpad (two copies of two 512 x 8 lanes), 8 for the accumulators (two copies of
+/// two 256 x 32 lanes), 8 for the DRAM's eight 512-byte banks, 8 for the 128-bit FIFO (any depth
+/// up to 256) and 1 for the request buffer: 29.
+const ICE40_MEMORIES: Memories =
+    Memories { spad_depth: 512, acc_depth: 256, dram_bytes: 4096, fifo_depth: 16 };
 
 pub const ICEBREAKER: Board = Board {
     name: "icebreaker",
@@ -68,6 +101,8 @@ pub const ICEBREAKER: Board = Board {
     default_cols: 2,
     default_dtype: Dtype::Int8,
     default_mhz: 12.0,
+    memories: ICE40_MEMORIES,
+    measured: None,
     programmer: &["iceprog"],
 };
 
@@ -85,6 +120,8 @@ pub const ALCHITRY_CU: Board = Board {
     default_cols: 2,
     default_dtype: Dtype::Int8,
     default_mhz: 25.0,
+    memories: ICE40_MEMORIES,
+    measured: None,
     programmer: &["iceprog"],
 };
 
@@ -101,7 +138,9 @@ pub const ULX3S_85F: Board = Board {
     default_rows: 8,
     default_cols: 8,
     default_dtype: Dtype::Int8,
-    default_mhz: 25.0,
+    default_mhz: 15.0,
+    memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
+    measured: None,
     programmer: &["openFPGALoader", "-b", "ulx3s"],
 };
 
@@ -109,8 +148,11 @@ pub const ULX3S_25F: Board = Board {
     name: "ulx3s-25f",
     title: "ULX3S (Lattice ECP5 LFE5U-25F)",
     device: &["--25k", "--package", "CABGA381"],
-    default_rows: 4,
-    default_cols: 4,
+    default_rows: 2,
+    default_cols: 2,
+    // The iCE40 boards' 2 x 2 machine, so that one firmware blob serves all three.
+    memories: ICE40_MEMORIES,
+    measured: None,
     ..ULX3S_85F
 };
 

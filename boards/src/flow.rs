@@ -3,15 +3,17 @@
 use std::path::Path;
 
 use crate::board::Board;
-use crate::report::{self, Report};
+use crate::report::{self, Built, Report};
 use crate::tool::ToolError;
 use crate::{nextpnr, pack, yosys};
 
-/// What to build: Verilog sources (file name, text) and the top module.
+/// What to build: Verilog sources (file name, text) and the top module; `built` describes the
+/// accelerator inside, for the report.
 #[derive(Clone, Debug)]
 pub struct Design {
     pub sources: Vec<(String, String)>,
     pub top: String,
+    pub built: Option<Built>,
 }
 
 /// Why a build did not give a usable bitstream.
@@ -19,6 +21,11 @@ pub struct Design {
 pub enum FlowError {
     #[error(transparent)]
     Tool(#[from] ToolError),
+    #[error(
+        "the design does not fit on {board}: {over}. nextpnr: {error} (its whole output is in \
+         {log}; Yosys mapped the design to: {cells})"
+    )]
+    DoesNotFit { board: String, over: String, error: String, cells: String, log: String },
     #[error(
         "timing not met on {}: {:.2} MHz achieved, {:.2} MHz asked; lower --clock-mhz or the \
          array size (the report is in {})", report.board, report.fmax_mhz, report.target_mhz, dir
@@ -46,12 +53,25 @@ pub fn build(
     let constraints = out.join(board.constraints_name);
     std::fs::write(&constraints, board.constraints).map_err(ToolError::io(&constraints))?;
     let stat = yosys::synthesize(board, out, &names, &design.top)?;
-    nextpnr::place_and_route(board, out, board.constraints_name, target_mhz, 1)?;
+    match nextpnr::place_and_route(board, out, board.constraints_name, target_mhz, 1) {
+        Err(ToolError::Failed { output, .. }) if does_not_fit(&output).is_some() => {
+            let log = out.join("nextpnr.log");
+            let full = std::fs::read_to_string(&log).unwrap_or(output.clone());
+            return Err(FlowError::DoesNotFit {
+                board: board.name.into(),
+                over: overused(&full),
+                error: does_not_fit(&output).unwrap_or_default(),
+                cells: cell_lines(&stat),
+                log: log.display().to_string(),
+            });
+        }
+        r => r?,
+    }
     pack::pack(board, out)?;
     let json_path = out.join("report.json");
     let json = std::fs::read_to_string(&json_path).map_err(ToolError::io(&json_path))?;
     let device = board.device.join(" ");
-    let report = report::parse(
+    let mut report = report::parse(
         &json,
         board.family,
         board.name,
@@ -59,6 +79,7 @@ pub fn build(
         target_mhz,
         report::yosys_flip_flops(&stat),
     )?;
+    report.built = design.built.clone();
     // Our report replaces nextpnr's raw one under the documented name; keep the raw one too.
     let raw = out.join("nextpnr-report.json");
     std::fs::rename(&json_path, &raw).map_err(ToolError::io(&raw))?;
@@ -69,6 +90,59 @@ pub fn build(
         return Err(FlowError::Timing { report: Box::new(report), dir: out.display().to_string() });
     }
     Ok(report)
+}
+
+/// nextpnr's reason when the design needs more of some resource than the device has: its first
+/// error line about a cell type or placement.
+fn does_not_fit(output: &str) -> Option<String> {
+    output
+        .lines()
+        .filter(|l| l.contains("ERROR"))
+        .find(|l| {
+            l.contains("but device") || l.contains("Unable to place") || l.contains("too many")
+        })
+        .map(|l| l.trim().to_string())
+}
+
+/// nextpnr's utilisation lines of the resources used beyond 100%: `ICESTORM_DSP 22 of 8`.
+fn overused(output: &str) -> String {
+    let over: Vec<String> = output
+        .lines()
+        .filter_map(|l| {
+            // "Info:          ICESTORM_LC: 11181/ 5280   211%"
+            let (name, rest) = l.trim_start_matches("Info:").trim().split_once(':')?;
+            let (used, rest) = rest.split_once('/')?;
+            let mut it = rest.split_whitespace();
+            let (available, percent) = (it.next()?, it.next()?);
+            let percent: u64 = percent.trim_end_matches('%').parse().ok()?;
+            (percent > 100).then(|| format!("{} {} of {available}", name.trim(), used.trim()))
+        })
+        .collect();
+    if over.is_empty() {
+        "placement failed".into()
+    } else {
+        format!("needs {}", over.join(", "))
+    }
+}
+
+/// The cell counts of Yosys' `stat` (the lines of the top's totals that name a cell type).
+fn cell_lines(stat: &str) -> String {
+    let lines: Vec<String> = stat
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            match (it.next(), it.next(), it.next()) {
+                (Some(name), Some(n), None)
+                    if name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                        && n.parse::<u64>().is_ok() =>
+                {
+                    Some(format!("{name} {n}"))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    lines.join(", ")
 }
 
 #[cfg(test)]
@@ -83,7 +157,7 @@ mod tests {
              always @(posedge {clk}) c <= c + 1;\n  assign {led} = c[23];\nendmodule\n",
             clk = board.clock_port
         );
-        Design { sources: vec![("blink.v".into(), v)], top: "blink".into() }
+        Design { sources: vec![("blink.v".into(), v)], top: "blink".into(), built: None }
     }
 
     #[test]
@@ -99,6 +173,20 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
                 .unwrap();
         assert_eq!(json["timing_met"], true);
+    }
+
+    #[test]
+    fn overuse_is_read_from_nextpnrs_utilisation() {
+        let log = "Info: Device utilisation:\nInfo: \t         ICESTORM_LC: 11181/ 5280   211%\n\
+                   Info: \t        ICESTORM_RAM:    29/   30    96%\n\
+                   Info: \t        ICESTORM_DSP:    22/    8   275%\n";
+        assert_eq!(overused(log), "needs ICESTORM_LC 11181 of 5280, ICESTORM_DSP 22 of 8");
+        assert_eq!(overused("Info: nothing"), "placement failed");
+        let stat = "   Number of cells:   60\n     SB_CARRY   22\n     SB_MAC16   9\n";
+        assert_eq!(cell_lines(stat), "SB_CARRY 22, SB_MAC16 9");
+        let err = "ERROR: Unable to place cell 'x', no BELs remaining to implement cell type 'ICESTORM_DSP'";
+        assert!(does_not_fit(err).is_some());
+        assert!(does_not_fit("ERROR: something else").is_none());
     }
 
     #[test]

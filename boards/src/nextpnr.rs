@@ -7,7 +7,8 @@ use crate::tool::{ToolError, NEXTPNR_ECP5, NEXTPNR_ICE40};
 
 /// Places and routes `dir/netlist.json` against `constraints` (a file in `dir`) at
 /// `target_mhz`. Writes `dir/report.json` and the routed design (`routed.asc` or
-/// `routed.config`). Timing failures do not stop it: the report says whether timing was met.
+/// `routed.config`) and its whole output to `dir/nextpnr.log`. Timing failures do not stop it:
+/// the report says whether timing was met.
 pub fn place_and_route(
     board: &Board,
     dir: &Path,
@@ -32,11 +33,11 @@ pub fn place_and_route(
     match board.family {
         Family::Ice40 => {
             args.extend(["--pcf", constraints, "--asc", "routed.asc"]);
-            NEXTPNR_ICE40.run(dir, &args)?;
+            NEXTPNR_ICE40.run_logged(dir, &args, Some("nextpnr.log"))?;
         }
         Family::Ecp5 => {
             args.extend(["--lpf", constraints, "--textcfg", "routed.config"]);
-            NEXTPNR_ECP5.run(dir, &args)?;
+            NEXTPNR_ECP5.run_logged(dir, &args, Some("nextpnr.log"))?;
         }
     }
     Ok(())

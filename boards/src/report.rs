@@ -2,16 +2,36 @@
 //! Yosys' statistics, since iCE40 logic cells pair a LUT with a flip-flop), fmax, and whether
 //! timing was met.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::board::Family;
 use crate::tool::ToolError;
 
+/// What was built: the accelerator's array, memories and clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Built {
+    pub rows: u16,
+    pub cols: u16,
+    /// `int8` or `bf16`.
+    pub dtype: String,
+    /// `ws` or `os`.
+    pub dataflow: String,
+    pub spad_depth: u32,
+    pub acc_depth: u32,
+    pub dram_bytes: usize,
+    pub fifo_depth: usize,
+    pub uart_divisor: u16,
+    pub clock_mhz: f64,
+}
+
 /// `report.json` of `systole board build`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub board: String,
     pub device: String,
+    /// The accelerator built (absent for designs other than `systole_top`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built: Option<Built>,
     /// iCE40 logic cells (LUT4 + FF pairs) or ECP5 LUT4s ("TRELLIS_COMB").
     pub luts: u64,
     pub luts_available: u64,
@@ -83,6 +103,7 @@ pub fn parse(
     Ok(Report {
         board: board.into(),
         device: device.into(),
+        built: None,
         luts,
         luts_available,
         flip_flops,
@@ -95,6 +116,18 @@ pub fn parse(
         target_mhz,
         timing_met: fmax >= target_mhz,
     })
+}
+
+impl Report {
+    /// A `report.json` that `systole board build` wrote.
+    pub fn from_json(json: &str) -> Result<Report, ToolError> {
+        serde_json::from_str(json).map_err(|e| ToolError::Report(format!("board report: {e}")))
+    }
+
+    /// Peak multiply-accumulates per second at the achieved clock: one per PE per cycle.
+    pub fn peak_macs_per_s(&self) -> Option<f64> {
+        self.built.as_ref().map(|b| b.rows as f64 * b.cols as f64 * self.fmax_mhz * 1e6)
+    }
 }
 
 /// Flip-flop cells in Yosys' `stat` text: every cell type whose name contains `DFF` or is

@@ -96,11 +96,25 @@ impl Tool {
 
     /// Runs the tool with `args` in `dir`; a failure carries its output (the last 60 lines).
     pub fn run(&self, dir: &Path, args: &[&str]) -> Result<String, ToolError> {
+        self.run_logged(dir, args, None)
+    }
+
+    /// As [`Tool::run`], and writes the whole output to `dir/log` when `log` is given.
+    pub fn run_logged(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        log: Option<&str>,
+    ) -> Result<String, ToolError> {
         let exe = self.find()?;
         let out =
             Command::new(&exe).args(args).current_dir(dir).output().map_err(ToolError::io(&exe))?;
         let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&out.stderr));
+        if let Some(log) = log {
+            let path = dir.join(log);
+            std::fs::write(&path, &text).map_err(ToolError::io(path))?;
+        }
         if !out.status.success() {
             let lines: Vec<&str> = text.lines().collect();
             let tail = lines[lines.len().saturating_sub(60)..].join("\n");

@@ -185,6 +185,7 @@ mod tests {
                     ),
                 ],
                 top: "board_top".into(),
+                built: None,
             };
             let report =
                 crate::flow::build(&board, &design, board.clock_mhz * 2.0, dir.path()).unwrap();

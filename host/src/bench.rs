@@ -15,6 +15,11 @@
 //!   form, labelled as a projection;
 //! * **pytorch** (with `--pytorch`): `bench/pytorch_mlp.py`'s figures on the same shapes.
 //!
+//! With `--machine board --board NAME`, the accelerator is that board's measured build: its
+//! array, dtype and memories, and the fmax nextpnr achieved, from the build's `report.json`
+//! (the board's committed `boards/<name>/report.json`, or `--report FILE`). No board need be
+//! attached: the exact cycle counts become time at the measured clock.
+//!
 //! Every result is checked before it is timed. Outputs: an aligned table, `--json`, and
 //! `--plot` (an SVG of throughput against size and a roofline), each written whole or not at
 //! all.
@@ -62,12 +67,100 @@ pub struct BenchArgs {
     /// Also run bench/pytorch_mlp.py (needs `python3 -c 'import torch'` to work).
     #[arg(long)]
     pub pytorch: bool,
+    /// `model`: the array of --rows/--cols at --clock-mhz (and --fmax-mhz); `board`: a board's
+    /// measured build (--board), at the fmax its build achieved.
+    #[arg(long, value_enum, default_value_t = BenchMachine::Model)]
+    pub machine: BenchMachine,
+    /// With --machine board: the board (see `systole board list`).
+    #[arg(long, value_name = "NAME")]
+    pub board: Option<String>,
+    /// With --machine board: a `report.json` of `systole board build` instead of the board's
+    /// committed measurement.
+    #[arg(long, value_name = "report.json")]
+    pub report: Option<PathBuf>,
     /// Write every row as JSON.
     #[arg(long, value_name = "bench.json")]
     pub json: Option<PathBuf>,
     /// Draw throughput against size and a roofline as SVG.
     #[arg(long, value_name = "bench.svg")]
     pub plot: Option<PathBuf>,
+}
+
+/// What the accelerator rows describe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchMachine {
+    /// The modelled array at the given clocks.
+    Model,
+    /// A board's measured build, at its achieved fmax.
+    Board,
+}
+
+/// The array and achieved clock of a board's measured build.
+#[derive(Clone, Debug)]
+pub struct BoardBuild {
+    pub config: ArrayConfig,
+    pub fmax_mhz: f64,
+    pub report: systole_boards::Report,
+    /// Where the report came from.
+    pub source: String,
+}
+
+/// The measured build `--machine board` uses: `report` if given, else the board's committed
+/// one. A report must describe a `systole_top` build that met timing.
+pub fn board_build(board: &str, report: Option<&Path>) -> anyhow::Result<BoardBuild> {
+    let b = systole_boards::board::by_name(board).ok_or_else(|| {
+        let names: Vec<&str> = systole_boards::board::BOARDS.iter().map(|b| b.name).collect();
+        anyhow!("unknown board `{board}`: the boards are {}", names.join(", "))
+    })?;
+    let (json, source) = match report {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+            path.display().to_string(),
+        ),
+        None => match b.measured {
+            Some(json) => (json.to_string(), format!("boards/{}/report.json", b.name)),
+            None => bail!(
+                "board {} has no measured build: run `systole board build {} -o DIR` and pass \
+                 --report DIR/report.json",
+                b.name,
+                b.name
+            ),
+        },
+    };
+    let report = systole_boards::Report::from_json(&json).map_err(|e| anyhow!("{source}: {e}"))?;
+    if report.board != b.name {
+        bail!("{source} is a build for {}, not {}", report.board, b.name);
+    }
+    let Some(built) = report.built.clone() else {
+        bail!("{source} does not say which accelerator was built (not a `systole board build` report)")
+    };
+    if !report.timing_met {
+        bail!(
+            "{source}: timing was not met ({:.2} MHz achieved for {} MHz): that bitstream is not \
+             usable",
+            report.fmax_mhz,
+            report.target_mhz
+        );
+    }
+    let dtype = match built.dtype.as_str() {
+        "int8" => Dtype::Int8,
+        "bf16" => Dtype::Bf16,
+        other => bail!("{source}: unknown dtype `{other}`"),
+    };
+    let dataflow = match built.dataflow.as_str() {
+        "ws" => systole_core::Dataflow::WeightStationary,
+        "os" => systole_core::Dataflow::OutputStationary,
+        other => bail!("{source}: unknown dataflow `{other}`"),
+    };
+    let config = ArrayConfig {
+        spad_depth: built.spad_depth,
+        acc_depth: built.acc_depth,
+        clock_mhz: built.clock_mhz,
+        ..ArrayConfig::new(built.rows, built.cols, dtype).with_dataflow(dataflow)
+    };
+    config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
+    Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -321,6 +414,8 @@ pub struct ConfigReport {
     pub acc_depth: u32,
     pub clock_mhz: f64,
     pub fmax_mhz: Option<f64>,
+    /// With --machine board: the board and the report its fmax came from.
+    pub board: Option<String>,
     pub peak_macs_per_s: f64,
     /// DRAM bandwidth of the model: one scratchpad row per cycle.
     pub dram_bytes_per_s: f64,
@@ -329,9 +424,51 @@ pub struct ConfigReport {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let config = args.array.config(Dtype::from(args.dtype));
+    let board = match (args.machine, &args.board) {
+        (BenchMachine::Board, Some(name)) => Some(board_build(name, args.report.as_deref())?),
+        (BenchMachine::Board, None) => bail!("--machine board needs --board NAME"),
+        (BenchMachine::Model, Some(_)) => bail!("--board needs --machine board"),
+        (BenchMachine::Model, None) if args.report.is_some() => {
+            bail!("--report needs --machine board")
+        }
+        (BenchMachine::Model, None) => None,
+    };
+    let mut suite = args.suite;
+    let (config, fmax_mhz) = match &board {
+        Some(build) => {
+            if args.fmax_mhz.is_some() {
+                bail!("--fmax-mhz comes from the board's report with --machine board");
+            }
+            println!(
+                "board {}: {}x{} {} as built ({}), fmax {:.2} MHz achieved for {} MHz",
+                build.report.board,
+                build.config.rows,
+                build.config.cols,
+                build.config.dtype.name(),
+                build.source,
+                build.fmax_mhz,
+                build.report.target_mhz
+            );
+            if build.config.dtype != Dtype::Bf16 && suite != Suite::Gemm {
+                if suite == Suite::Train {
+                    bail!(
+                        "the training step runs in bf16 and this board's build is {}: build it \
+                         with --dtype bf16 (systole board build) to time training on it",
+                        build.config.dtype.name()
+                    );
+                }
+                println!(
+                    "training suite left out: it runs in bf16 and this board's build is {}",
+                    build.config.dtype.name()
+                );
+                suite = Suite::Gemm;
+            }
+            (build.config, Some(build.fmax_mhz))
+        }
+        None => (args.array.config(Dtype::from(args.dtype)), args.fmax_mhz),
+    };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-    if let Some(f) = args.fmax_mhz {
+    if let Some(f) = fmax_mhz {
         ArrayConfig { clock_mhz: f, ..config }
             .validate()
             .map_err(|e| anyhow!("--fmax-mhz: {e}"))?;
@@ -359,14 +496,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         GpuReport { reason: Some(r), .. } => println!("GPU rows unavailable: {r}"),
         _ => {}
     }
-    let bench = Bench {
-        config,
-        fmax_mhz: args.fmax_mhz,
-        projected,
-        cpu: CpuPeak::of_this_machine(),
-        gpu,
-        gpu_report,
-    };
+    let bench =
+        Bench { config, fmax_mhz, projected, cpu: CpuPeak::of_this_machine(), gpu, gpu_report };
     println!(
         "accelerator: {}x{} {} {} array at {} MHz (peak {}MAC/s); projection: {}x{} at {} MHz\nCPU: {} \
          at {:.0} MHz, peak assumed {}MAC/s ({})",
@@ -386,10 +517,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     );
 
     let mut rows = Vec::new();
-    if matches!(args.suite, Suite::Gemm | Suite::All) {
+    if matches!(suite, Suite::Gemm | Suite::All) {
         gemm::suite(&bench, &args.sizes, &mut rows)?;
     }
-    if matches!(args.suite, Suite::Train | Suite::All) {
+    if matches!(suite, Suite::Train | Suite::All) {
         train::suite(&bench, &args.batches, &mut rows)?;
     }
     let pytorch = if args.pytorch {
@@ -416,7 +547,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,
             clock_mhz: config.clock_mhz,
-            fmax_mhz: args.fmax_mhz,
+            fmax_mhz,
+            board: board.as_ref().map(|b| format!("{} ({})", b.report.board, b.source)),
             peak_macs_per_s: peak_of(&config),
             dram_bytes_per_s: dram_bandwidth(&config),
             projected: format!("{projected_rows}x{projected_cols} at {projected_mhz} MHz"),

@@ -6,6 +6,7 @@ use std::process::Command;
 use anyhow::{anyhow, bail, Context};
 use systole_boards::board::{by_name, BOARDS};
 use systole_boards::flow::{self, Design, FlowError};
+use systole_boards::report::Built;
 use systole_boards::wrapper::{self, TopPort};
 use systole_boards::Board;
 use systole_core::ArrayConfig;
@@ -21,37 +22,86 @@ fn board(name: &str) -> anyhow::Result<Board> {
 
 /// `systole board list`: each board, its default array, and whether its tools are installed.
 pub fn list() -> anyhow::Result<()> {
-    println!("{:<12} {:<8} {:<12} {:>8}  board", "name", "family", "default", "clock");
+    println!(
+        "{:<12} {:<8} {:<12} {:>8}  {:<28} {:<22} board",
+        "name", "family", "default", "clock", "memories", "measured"
+    );
     for b in BOARDS {
         let family = match b.family {
             systole_boards::Family::Ice40 => "iCE40",
             systole_boards::Family::Ecp5 => "ECP5",
         };
         let array = format!("{}x{} {}", b.default_rows, b.default_cols, b.default_dtype.name());
+        let m = b.memories;
+        let memories = format!(
+            "spad {} acc {} dram {} fifo {}",
+            m.spad_depth, m.acc_depth, m.dram_bytes, m.fifo_depth
+        );
+        let measured = match b.measured.map(systole_boards::Report::from_json) {
+            Some(Ok(r)) => format!("fmax {:.1} MHz", r.fmax_mhz),
+            Some(Err(e)) => format!("unreadable: {e}"),
+            None => "none".into(),
+        };
         println!(
-            "{:<12} {:<8} {:<12} {:>4} MHz  {}",
-            b.name, family, array, b.default_mhz, b.title
+            "{:<12} {:<8} {:<12} {:>4} MHz  {:<28} {:<22} {}",
+            b.name, family, array, b.default_mhz, memories, measured, b.title
         );
     }
     Ok(())
 }
 
-/// `systole board build`: emit the array's Verilog, wrap it for the board, run the flow.
+/// The accelerator a board build makes: the board's default array, memories and clock, with
+/// the array, dtype and clock overridden where asked. The memories stay the board's (grown to
+/// core's minimum for a larger array).
+pub fn top_config(
+    b: &Board,
+    rows: Option<u16>,
+    cols: Option<u16>,
+    dtype: Option<systole_core::Dtype>,
+    clock_mhz: Option<f64>,
+) -> anyhow::Result<systole_hdl::TopConfig> {
+    let (rows, cols) = (rows.unwrap_or(b.default_rows), cols.unwrap_or(b.default_cols));
+    if rows == 0 || cols == 0 {
+        bail!("--rows and --cols must be at least 1");
+    }
+    let config =
+        b.config(rows, cols, dtype.unwrap_or(b.default_dtype), clock_mhz.unwrap_or(b.default_mhz));
+    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    Ok(systole_hdl::TopConfig {
+        dram_bytes: b.memories.dram_bytes,
+        fifo_depth: b.memories.fifo_depth,
+        ..systole_hdl::TopConfig::new(config)
+    })
+}
+
+/// What `report.json` records of the accelerator.
+pub fn built(top: &systole_hdl::TopConfig) -> Built {
+    let a = &top.array;
+    Built {
+        rows: a.rows,
+        cols: a.cols,
+        dtype: a.dtype.name().into(),
+        dataflow: a.dataflow.short_name().into(),
+        spad_depth: a.spad_depth,
+        acc_depth: a.acc_depth,
+        dram_bytes: top.dram_bytes,
+        fifo_depth: top.fifo_depth,
+        uart_divisor: top.uart_divisor,
+        clock_mhz: a.clock_mhz,
+    }
+}
+
+/// `systole board build`: emit the whole accelerator (`systole_top`) for the board's config,
+/// wrap it for the board, run the flow.
 pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let b = board(&args.board)?;
-    let mut config = b.default_config();
-    config.rows = args.rows.unwrap_or(config.rows);
-    config.cols = args.cols.unwrap_or(config.cols);
-    if let Some(d) = args.dtype {
-        config.dtype = match d {
-            DtypeArg::Int8 => systole_core::Dtype::Int8,
-            DtypeArg::Bf16 => systole_core::Dtype::Bf16,
-        };
-    }
-    config.clock_mhz = args.clock_mhz.unwrap_or(b.default_mhz);
-    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-    let emitted =
-        systole_hdl::emit(&systole_hdl::TopConfig::new(config)).map_err(|e| anyhow!("{e}"))?;
+    let dtype = args.dtype.map(|d| match d {
+        DtypeArg::Int8 => systole_core::Dtype::Int8,
+        DtypeArg::Bf16 => systole_core::Dtype::Bf16,
+    });
+    let top_config = top_config(&b, args.rows, args.cols, dtype, args.clock_mhz)?;
+    let config = top_config.array;
+    let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;
     let ports: Vec<TopPort> = emitted
         .ports
         .iter()
@@ -68,10 +118,16 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(args.out.join(&file))?;
         sources.push((file, text));
     }
-    let design = Design { sources, top: "board_top".into() };
+    let design = Design { sources, top: "board_top".into(), built: Some(built(&top_config)) };
+    let m = &top_config;
     eprintln!(
-        "building {} for {} at {} MHz in {}",
+        "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words) for \
+         {} at {} MHz in {}",
         describe(&config),
+        config.spad_depth,
+        config.acc_depth,
+        m.dram_bytes,
+        m.fifo_depth,
         b.name,
         config.clock_mhz,
         args.out.display()
@@ -79,16 +135,19 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     match flow::build(&b, &design, config.clock_mhz, &args.out) {
         Ok(r) => {
             println!(
-                "{}: {} LUTs of {}, {} flip-flops, {} block RAMs, {} DSPs; fmax {:.1} MHz for {} MHz \
-                 (timing met); {}",
+                "{}: {} LUTs of {}, {} flip-flops, {} block RAMs of {}, {} DSPs of {}; fmax {:.1} \
+                 MHz for {} MHz (timing met), peak {:.1} MMAC/s; {}",
                 b.name,
                 r.luts,
                 r.luts_available,
                 r.flip_flops,
                 r.bram,
+                r.bram_available,
                 r.dsps,
+                r.dsps_available,
                 r.fmax_mhz,
                 r.target_mhz,
+                r.peak_macs_per_s().unwrap_or(0.0) / 1e6,
                 args.out.join(b.bitstream_name()).display()
             );
             Ok(())
@@ -99,6 +158,9 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             report.fmax_mhz,
             report.target_mhz
         ),
+        Err(e @ FlowError::DoesNotFit { .. }) => {
+            Err(anyhow!("{e}\nlower --rows/--cols or pick a larger board (systole board list)"))
+        }
         Err(e) => Err(anyhow!("{e}")),
     }
 }

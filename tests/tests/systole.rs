@@ -1,5 +1,6 @@
 //! One integration binary, one module per topic.
 
+mod board_machine;
 mod boundaries;
 mod cli;
 mod cli_train;
