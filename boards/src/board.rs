@@ -37,8 +37,9 @@ pub struct Board {
     /// Default memories, sized to the board's block RAM: scratchpad and accumulator rows, DRAM
     /// bytes, instruction FIFO words.
     pub memories: Memories,
-    /// `report.json` of the measured build of the default config (`boards/<name>/report.json`,
-    /// written by `systole board build <name> -o DIR` and copied there), if one was measured.
+    /// `report.json` of the measured build of the default config (`report-<name>.json` in the
+    /// board's folder, written by `systole board build <name> -o DIR` and copied there), if
+    /// one was measured.
     pub measured: Option<&'static str>,
     /// How the bitstream is loaded: `iceprog` or `openFPGALoader -b <board>`.
     pub programmer: &'static [&'static str],
@@ -152,14 +153,44 @@ pub const ULX3S_25F: Board = Board {
     default_cols: 2,
     // The iCE40 boards' 2 x 2 machine, so that one firmware blob serves all three.
     memories: ICE40_MEMORIES,
-    measured: None,
+    measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     ..ULX3S_85F
 };
 
 /// Every supported board.
+///
+/// A measured report must describe the board's default build (checked by a test).
 pub const BOARDS: [Board; 4] = [ICEBREAKER, ALCHITRY_CU, ULX3S_85F, ULX3S_25F];
 
 /// A board by its command-line name.
 pub fn by_name(name: &str) -> Option<Board> {
     BOARDS.iter().copied().find(|b| b.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_reports_describe_the_default_builds_and_met_timing() {
+        let mut measured = 0;
+        for b in BOARDS {
+            let Some(json) = b.measured else { continue };
+            let r = crate::Report::from_json(json).unwrap();
+            let built = r.built.as_ref().expect("a systole_top build");
+            let c = b.default_config();
+            assert_eq!(r.board, b.name);
+            assert_eq!((built.rows, built.cols), (c.rows, c.cols), "{}", b.name);
+            assert_eq!(built.dtype, c.dtype.name(), "{}", b.name);
+            assert_eq!((built.spad_depth, built.acc_depth), (c.spad_depth, c.acc_depth));
+            assert_eq!(
+                (built.dram_bytes, built.fifo_depth),
+                (b.memories.dram_bytes, b.memories.fifo_depth)
+            );
+            assert_eq!(built.clock_mhz, b.default_mhz, "{}", b.name);
+            assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{}: {r:?}", b.name);
+            measured += 1;
+        }
+        assert!(measured >= 1, "at least one board's default build is measured");
+    }
 }
