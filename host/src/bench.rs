@@ -119,7 +119,7 @@ pub fn board_build(board: &str, report: Option<&Path>) -> anyhow::Result<BoardBu
             path.display().to_string(),
         ),
         None => match b.measured {
-            Some(json) => (json.to_string(), format!("boards/{}/report.json", b.name)),
+            Some(json) => (json.to_string(), format!("{}'s committed measured build", b.name)),
             None => bail!(
                 "board {} has no measured build: run `systole board build {} -o DIR` and pass \
                  --report DIR/report.json",
