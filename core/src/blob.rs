@@ -378,7 +378,13 @@ impl<'a> Blob<'a> {
             if w.data.is_empty() || !fits(w.addr, w.data.len() as u64, 1, dram) {
                 return Err(BlobError::Write { index });
             }
-            used += write_record_bytes(w.data.len()).ok_or(BlobError::Write { index })?;
+            let record = write_record_bytes(w.data.len()).ok_or(BlobError::Write { index })?;
+            // The padding is zeros, so a blob has one byte string (`to_bytes` gives it back).
+            let padding = writes.get(used + 8 + w.data.len()..used + record);
+            if padding.is_none_or(|p| p.iter().any(|&b| b != 0)) {
+                return Err(BlobError::Write { index });
+            }
+            used += record;
         }
         if used != writes.len() {
             return Err(field("DRAM writes"));
@@ -520,6 +526,77 @@ mod build {
         out.extend_from_slice(&v.to_le_bytes());
     }
 
+    /// The header fields of a blob, as [`Blob`] holds them.
+    struct Header {
+        target: Identity,
+        batch: u16,
+        input: Buffer,
+        feature_scale: f32,
+        logits: Buffer,
+        expected_cycles: u64,
+    }
+
+    /// The bytes of a blob: header, program words, DRAM writes, CRC-32 (the module's layout).
+    /// [`build`] and [`Blob::to_bytes`] both write through here, so a parsed blob re-serialises
+    /// to the bytes it was parsed from.
+    fn assemble<'a>(
+        h: &Header,
+        program: &[u8],
+        writes: impl ExactSizeIterator<Item = DramWrite<'a>>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        push_u16(&mut out, FORMAT_VERSION);
+        push_u16(&mut out, HEADER_BYTES as u16);
+        push_u32(&mut out, 0); // total, filled in below
+        out.extend_from_slice(&h.target.to_bytes());
+        out.extend_from_slice(&h.target.config.clock_mhz.to_le_bytes());
+        push_u16(&mut out, h.batch);
+        out.push(h.input.format.code());
+        out.push(h.logits.format.code());
+        push_u32(&mut out, h.input.addr);
+        push_u32(&mut out, h.input.cols);
+        push_u32(&mut out, h.input.scale.to_bits());
+        push_u32(&mut out, h.feature_scale.to_bits());
+        push_u32(&mut out, h.logits.addr);
+        push_u32(&mut out, h.logits.cols);
+        push_u32(&mut out, h.logits.scale.to_bits());
+        out.extend_from_slice(&h.expected_cycles.to_le_bytes());
+        push_u32(&mut out, (program.len() / WORD_BYTES) as u32);
+        push_u32(&mut out, writes.len() as u32);
+        push_u32(&mut out, 0);
+        debug_assert_eq!(out.len(), HEADER_BYTES);
+        out.extend_from_slice(program);
+        for w in writes {
+            push_u32(&mut out, w.addr);
+            push_u32(&mut out, w.data.len() as u32);
+            out.extend_from_slice(w.data);
+            out.resize(out.len().div_ceil(4) * 4, 0);
+        }
+        let total = (out.len() + CHECKSUM_BYTES) as u32;
+        out[8..12].copy_from_slice(&total.to_le_bytes());
+        let crc = crc32(&out);
+        push_u32(&mut out, crc);
+        out
+    }
+
+    impl Blob<'_> {
+        /// The blob's bytes, written again from its fields: for any `bytes` that
+        /// [`Blob::parse`] accepts, `parse(bytes)?.to_bytes() == bytes`.
+        pub fn to_bytes(&self) -> Vec<u8> {
+            let header = Header {
+                target: self.target,
+                batch: self.batch,
+                input: self.input,
+                feature_scale: self.feature_scale,
+                logits: self.logits,
+                expected_cycles: self.expected_cycles,
+            };
+            let writes: Vec<DramWrite<'_>> = self.writes().collect();
+            assemble(&header, self.program, writes.into_iter())
+        }
+    }
+
     /// The blob of one inference pass of `batch` rows of the MLP `spec` with `params` on
     /// `config`: INT8 with `int8` (weights and inputs quantized by the plan), else BF16. The
     /// program is `compile_inference`'s and the DRAM image is exactly what [`Int8Inference`]
@@ -602,28 +679,7 @@ mod build {
             scale: int8.map_or(1.0, |p| p.logits_scale()),
         };
 
-        let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
-        push_u16(&mut out, FORMAT_VERSION);
-        push_u16(&mut out, HEADER_BYTES as u16);
-        push_u32(&mut out, 0); // total, filled in below
-        out.extend_from_slice(&target.to_bytes());
-        out.extend_from_slice(&config.clock_mhz.to_le_bytes());
-        push_u16(&mut out, batch);
-        out.push(input.format.code());
-        out.push(logits.format.code());
-        push_u32(&mut out, input.addr);
-        push_u32(&mut out, input.cols);
-        push_u32(&mut out, input.scale.to_bits());
-        push_u32(&mut out, feature_scale.to_bits());
-        push_u32(&mut out, logits.addr);
-        push_u32(&mut out, logits.cols);
-        push_u32(&mut out, logits.scale.to_bits());
-        out.extend_from_slice(&step.forward_cycles.to_le_bytes());
-        push_u32(&mut out, step.forward.len() as u32);
-        push_u32(&mut out, writes.len() as u32);
-        push_u32(&mut out, 0);
-        debug_assert_eq!(out.len(), HEADER_BYTES);
+        let mut program = Vec::with_capacity(step.forward.len() * WORD_BYTES);
         for ins in &step.forward {
             // The compiler emits only valid instructions, and a valid instruction encodes.
             let word = encode(ins).map_err(|_| {
@@ -631,18 +687,18 @@ mod build {
                     op: "an instruction that does not encode",
                 })
             })?;
-            out.extend_from_slice(&word.to_le_bytes());
+            program.extend_from_slice(&word.to_le_bytes());
         }
-        for (addr, data) in &writes {
-            push_u32(&mut out, *addr);
-            push_u32(&mut out, data.len() as u32);
-            out.extend_from_slice(data);
-            out.resize(out.len().div_ceil(4) * 4, 0);
-        }
-        let total = (out.len() + CHECKSUM_BYTES) as u32;
-        out[8..12].copy_from_slice(&total.to_le_bytes());
-        let crc = crc32(&out);
-        push_u32(&mut out, crc);
+        let header = Header {
+            target,
+            batch,
+            input,
+            feature_scale,
+            logits,
+            expected_cycles: step.forward_cycles,
+        };
+        let writes = writes.iter().map(|(addr, data)| DramWrite { addr: *addr, data });
+        let out = assemble(&header, &program, writes);
         Ok(out)
     }
 }
@@ -677,6 +733,46 @@ mod tests {
         let body = b.len() - CHECKSUM_BYTES;
         let crc = crc32(&b[..body]);
         b[body..].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    #[test]
+    fn parsed_blobs_reserialise_to_their_bytes() {
+        for dtype in [Dtype::Int8, Dtype::Bf16] {
+            let bytes = sample(dtype);
+            assert_eq!(Blob::parse(&bytes).unwrap().to_bytes(), bytes, "{dtype:?}");
+        }
+    }
+
+    /// The padding after a DRAM write was not checked, so two byte strings parsed to the same
+    /// blob and `to_bytes` did not give back the one that was parsed.
+    #[test]
+    fn nonzero_write_padding_is_refused() {
+        // INT8 weights of a 3 x 3 layer: 9 bytes, 3 of padding.
+        let spec =
+            MlpSpec { inputs: 3, hidden: heapless::Vec::from_slice(&[3]).unwrap(), classes: 3 };
+        let params = Params::init(&spec, 1);
+        let graph = crate::graph::Graph::mlp(&spec).unwrap();
+        let x = [0.5f32, -0.25, 1.0, 0.1, 0.2, -0.3];
+        let plan = Int8Plan::calibrate(&graph, &params, &x, 2).unwrap();
+        let config = ArrayConfig::new(4, 4, Dtype::Int8);
+        let mut bytes = build(&spec, &params, &config, 1, Some(&plan), 1.0).unwrap();
+        let blob = Blob::parse(&bytes).unwrap();
+        let at = HEADER_BYTES + blob.program().len();
+        let (first, len) = blob
+            .writes()
+            .enumerate()
+            .find(|(_, w)| w.data.len() % 4 != 0)
+            .map(|(i, w)| (i, w.data.len()))
+            .expect("a write whose length is not a multiple of 4");
+        let record_at: usize = at
+            + blob
+                .writes()
+                .take(first)
+                .map(|w| write_record_bytes(w.data.len()).unwrap())
+                .sum::<usize>();
+        bytes[record_at + 8 + len] = 1;
+        reseal(&mut bytes);
+        assert_eq!(Blob::parse(&bytes), Err(BlobError::Write { index: first as u32 }));
     }
 
     #[test]

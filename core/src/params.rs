@@ -67,7 +67,7 @@ impl Params {
                 .map(|p| LayerParams {
                     fan_in: p[0],
                     fan_out: p[1],
-                    weight: vec![0.0; (p[0] * p[1]) as usize],
+                    weight: vec![0.0; p[0] as usize * p[1] as usize],
                     bias: vec![0.0; p[1] as usize],
                 })
                 .collect(),

@@ -85,7 +85,8 @@ pub struct Column {
 impl fmt::Display for Column {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.name {
-            Some(name) => write!(f, "column {} ({name})", self.number),
+            // A quoted header cell may hold a line break: escaped, the message stays one line.
+            Some(name) => write!(f, "column {} ({})", self.number, name.escape_debug()),
             None => write!(f, "column {}", self.number),
         }
     }
@@ -237,6 +238,21 @@ impl Dataset {
 
     pub fn rows(&self) -> usize {
         self.labels.len()
+    }
+
+    /// The data set as a headerless CSV that [`Dataset::from_csv`] reads back to the same
+    /// values (an f32's `Display` is the shortest string that parses back to its bits).
+    pub fn to_csv(&self) -> String {
+        let mut out = String::new();
+        for (i, label) in self.labels.iter().enumerate() {
+            for v in self.row(i) {
+                out.push_str(&v.to_string());
+                out.push(',');
+            }
+            out.push_str(&label.to_string());
+            out.push('\n');
+        }
+        out
     }
 
     /// The data rows (0-based, file order) of the training and test sides for `seed`.
@@ -395,6 +411,14 @@ mod tests {
         let without = parse("1,2,0\n3,4,1\n").unwrap();
         assert_eq!((with.x, with.labels), (without.x, without.labels));
         assert_eq!(parse("1,2,0.0\n3,4,1\n").unwrap().labels, [0, 1]);
+    }
+
+    /// A quoted header cell with a line break in it made a two-line message (found by the fuzz
+    /// target `csv_dataset`).
+    #[test]
+    fn header_names_with_line_breaks_stay_on_one_line() {
+        let e = parse("\"a\nb\",c,label\nx,1,0\n").unwrap_err().to_string();
+        assert_eq!(e, "t.csv: line 3, column 1 (a\\nb): \"x\" is not a number");
     }
 
     #[test]

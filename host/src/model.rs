@@ -104,12 +104,17 @@ impl Model {
     pub fn load(path: &Path) -> Result<Model, ModelError> {
         let bytes =
             std::fs::read(path).map_err(|source| ModelError::Io { path: path.into(), source })?;
+        Model::from_safetensors(&bytes, path)
+    }
+
+    /// [`Model::load`] on a file's bytes already in memory; `path` names it in errors.
+    pub fn from_safetensors(bytes: &[u8], path: &Path) -> Result<Model, ModelError> {
         let format = |e: safetensors::SafeTensorError| ModelError::Format {
             path: path.into(),
             reason: e.to_string(),
         };
-        let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).map_err(format)?;
-        let file = safetensors::SafeTensors::deserialize(&bytes).map_err(format)?;
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(format)?;
+        let file = safetensors::SafeTensors::deserialize(bytes).map_err(format)?;
         let empty = HashMap::new();
         let metadata = header.metadata().as_ref().unwrap_or(&empty);
         let meta_error =
@@ -161,14 +166,18 @@ impl Model {
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect())
         };
-        let mut params = Params::zeros(&spec);
+        // Each layer is built from its tensor once the tensor's shape is checked, so what is
+        // allocated is bounded by the file's size, whatever widths the metadata claims.
+        let widths_of: Vec<u32> = spec.widths().collect();
+        let mut params = Params { layers: Vec::with_capacity(spec.layers()) };
         let mut expected = Vec::new();
-        for (l, layer) in params.layers.iter_mut().enumerate() {
-            let LayerParams { fan_in, fan_out, .. } = *layer;
-            let (fan_in, fan_out) = (fan_in as usize, fan_out as usize);
+        for (l, pair) in widths_of.windows(2).enumerate() {
+            let (fan_in, fan_out) = (pair[0], pair[1]);
+            let (rows, cols) = (fan_out as usize, fan_in as usize);
             let (w, b) = (format!("layers.{l}.weight"), format!("layers.{l}.bias"));
-            layer.weight = transpose(&read(&w, &[fan_out, fan_in])?, fan_out, fan_in);
-            layer.bias = read(&b, &[fan_out])?;
+            let weight = transpose(&read(&w, &[rows, cols])?, rows, cols);
+            let bias = read(&b, &[rows])?;
+            params.layers.push(LayerParams { fan_in, fan_out, weight, bias });
             expected.extend([w, b]);
         }
         let mut names = file.names();

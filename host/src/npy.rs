@@ -59,8 +59,13 @@ impl fmt::Display for Shape {
 /// Reads a 2-D matrix of `dtype`'s input type from `path`.
 pub fn read_matrix(path: &Path, dtype: Dtype) -> Result<Matrix, NpyError> {
     let file = std::fs::read(path).map_err(|source| NpyError::Io { path: path.into(), source })?;
+    parse_matrix(&file, path, dtype)
+}
+
+/// [`read_matrix`] on a file's bytes already in memory; `path` names it in errors.
+pub fn parse_matrix(file: &[u8], path: &Path, dtype: Dtype) -> Result<Matrix, NpyError> {
     let (header, data) =
-        split_header(&file).map_err(|reason| NpyError::Malformed { path: path.into(), reason })?;
+        split_header(file).map_err(|reason| NpyError::Malformed { path: path.into(), reason })?;
     let input = InputType::of(dtype);
     input.check(&header.dtype()).map_err(|found| NpyError::Dtype {
         path: path.into(),
@@ -79,12 +84,69 @@ pub fn read_matrix(path: &Path, dtype: Dtype) -> Result<Matrix, NpyError> {
 
 /// Parses the header; returns it and the data bytes after it.
 fn split_header(file: &[u8]) -> Result<(NpyHeader, &[u8]), String> {
+    // npyz allocates the header length the file declares (up to 4 GiB in versions 2 and 3)
+    // before reading it: refuse a length the file does not hold first.
+    if let Some((declared, start)) = header_len(file) {
+        if start.saturating_add(declared) > file.len() {
+            return Err(format!(
+                "its header declares {declared} bytes but the file holds {} after the preamble",
+                file.len() - start
+            ));
+        }
+    }
+    // npyz's literal parser backtracks exponentially on nested brackets (22 levels took 13
+    // minutes); a NumPy header is a flat dict, nesting at most a structured dtype's list of
+    // tuples.
+    let depth = header_text(file).map_or(0, nesting_depth);
+    if depth > MAX_HEADER_NESTING {
+        return Err(format!(
+            "its header nests brackets {depth} deep; a .npy header nests at most \
+             {MAX_HEADER_NESTING}"
+        ));
+    }
     if element_count_overflows(file) {
         return Err("the shape's element count overflows 64 bits".into());
     }
     let mut cursor = Cursor::new(file);
-    let header = NpyHeader::from_reader(&mut cursor).map_err(|e| e.to_string())?;
+    let header = NpyHeader::from_reader(&mut cursor).map_err(|e| one_line(&e.to_string()))?;
     Ok((header, &file[cursor.position() as usize..]))
+}
+
+/// Deepest bracket nesting a header may have: the dict, a structured dtype's list, its tuples,
+/// and a sub-array shape.
+const MAX_HEADER_NESTING: usize = 4;
+
+/// How deep `(`, `[` and `{` nest in `text` (quotes not considered: a plain header has none of
+/// them inside its strings).
+fn nesting_depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for &b in text {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// npyz's header errors quote the header in a multi-line diagram (`--> 1:64`, the text, a caret,
+/// `= expected EOI`): kept to what they say, on one line, as every message of the CLI is.
+fn one_line(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default().replace("-->", "at");
+    let mut out = first.split_whitespace().collect::<Vec<_>>().join(" ");
+    for line in lines {
+        if let Some(at) = line.strip_prefix("-->") {
+            out.push_str(&format!(" at {}", at.trim()));
+        } else if let Some(what) = line.strip_prefix("= ") {
+            out.push_str(&format!(": {what}"));
+        }
+    }
+    out
 }
 
 /// npyz multiplies the dimensions unchecked (a panic in debug builds): look at the shape in the
@@ -106,12 +168,21 @@ fn element_count_overflows(file: &[u8]) -> bool {
 /// The header's dict literal: after the magic, the version and its length (2 bytes in version 1,
 /// 4 in versions 2 and 3).
 fn header_text(file: &[u8]) -> Option<&[u8]> {
-    let (len, start): (usize, usize) = match file.get(6)? {
-        1 => (u16::from_le_bytes(file.get(8..10)?.try_into().ok()?) as usize, 10),
-        2 | 3 => (u32::from_le_bytes(file.get(8..12)?.try_into().ok()?) as usize, 12),
-        _ => return None,
-    };
+    let (len, start) = header_len(file)?;
     file.get(start..start.checked_add(len)?)
+}
+
+/// The header's declared length and where it starts, for versions 1 to 3 of a file that has
+/// the magic.
+fn header_len(file: &[u8]) -> Option<(usize, usize)> {
+    if !file.starts_with(b"\x93NUMPY") {
+        return None;
+    }
+    match file.get(6)? {
+        1 => Some((u16::from_le_bytes(file.get(8..10)?.try_into().ok()?) as usize, 10)),
+        2 | 3 => Some((u32::from_le_bytes(file.get(8..12)?.try_into().ok()?) as usize, 12)),
+        _ => None,
+    }
 }
 
 /// The shape as `(rows, cols)`, once it is 2-D, non-empty and matched by the data.
@@ -225,6 +296,21 @@ fn fortran_to_row_major(elems: &[u8], rows: usize, cols: usize, elem_bytes: usiz
     out
 }
 
+/// Writes an input matrix back as the C-order `.npy` [`read_matrix`] takes for `dtype`: `|i1`,
+/// or `<f4` holding the bf16 values exactly, so it reads back as the same matrix.
+pub fn write_matrix(out: impl Write, m: &Matrix, dtype: Dtype) -> io::Result<()> {
+    let shape = [m.rows as u64, m.cols as u64];
+    match dtype {
+        Dtype::Int8 => write_array(out, "|i1", &shape, m.elems.iter().map(|&b| b as i8)),
+        Dtype::Bf16 => write_array(
+            out,
+            "<f4",
+            &shape,
+            m.elems.chunks_exact(2).map(|b| Bf16(u16::from_le_bytes([b[0], b[1]])).to_f32()),
+        ),
+    }
+}
+
 /// Writes C's accumulator words as an `m x n` C-order array: `<i4` for INT8, `<f4` (the words'
 /// bits) for BF16.
 pub fn write_accumulators(
@@ -280,6 +366,64 @@ mod tests {
         assert!(element_count_overflows(&npy("(4294967296, 4294967296)")));
         assert!(!element_count_overflows(&npy("(3, 4)")));
         assert!(!element_count_overflows(&npy("(3,)")));
+    }
+
+    /// A version-2 header declaring 4 GiB made npyz allocate 4 GiB before finding the file
+    /// short (the fuzz target `npy_matrix` ran out of memory on 137 bytes).
+    #[test]
+    fn header_longer_than_the_file_is_refused_before_npyz_allocates_it() {
+        let mut file = b"\x93NUMPY\x02\x00".to_vec();
+        file.extend_from_slice(&0xFFFF_FF74u32.to_le_bytes());
+        file.extend_from_slice(b"{'descr': '|i1', 'fortran_order': False, 'shape': (1, 4), }\n");
+        let e = parse_matrix(&file, Path::new("a.npy"), Dtype::Int8).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "a.npy: not a valid .npy file (its header declares 4294967156 bytes but the file \
+             holds 60 after the preamble)"
+        );
+    }
+
+    /// A 159-byte header of 22 nested brackets kept npyz's parser busy for 13 minutes (the
+    /// fuzz target `npy_matrix`'s slowest unit): nesting is bounded before npyz parses.
+    #[test]
+    fn deeply_nested_header_is_refused_before_npyz_parses_it() {
+        let dict = format!("{}'descr': '|i1'{}", "[".repeat(22), "]".repeat(22));
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        file.extend_from_slice(dict.as_bytes());
+        let started = std::time::Instant::now();
+        let e = parse_matrix(&file, Path::new("a.npy"), Dtype::Int8).unwrap_err().to_string();
+        assert!(started.elapsed().as_secs() < 1);
+        assert_eq!(
+            e,
+            "a.npy: not a valid .npy file (its header nests brackets 22 deep; a .npy header \
+             nests at most 4)"
+        );
+        // A structured dtype nests 3 deep and reaches npyz (which the dtype check refuses).
+        let dict = "{'descr': [('a', '<f4', (2,))], 'fortran_order': False, 'shape': (1, 1), }";
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        file.extend_from_slice(dict.as_bytes());
+        file.extend_from_slice(&[0; 8]);
+        let e = parse_matrix(&file, Path::new("a.npy"), Dtype::Bf16).unwrap_err().to_string();
+        assert!(e.contains("structured"), "{e}");
+    }
+
+    /// npyz's pest errors span five lines; the fuzz target `npy_matrix` found the message
+    /// reaching the user that way.
+    #[test]
+    fn header_syntax_errors_are_one_line() {
+        let dict = "{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), } %";
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        file.extend_from_slice(dict.as_bytes());
+        let e = parse_matrix(&file, Path::new("a.npy"), Dtype::Int8).unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e:?}");
+        assert_eq!(
+            e,
+            "a.npy: not a valid .npy file (could not parse Python expression: syntax error: at \
+             1:61: expected EOI)"
+        );
     }
 
     #[test]

@@ -78,3 +78,337 @@ proptest! {
         prop_assert!(parse_request(&frame[..n]).is_err(), "bit {} flipped and still accepted", bit);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The host's file readers (`systole_host`): `.npy` inputs, CSV data sets, safetensors models,
+// and core's firmware model blobs. Valid files, then the same files damaged.
+
+mod files {
+    use std::path::Path;
+
+    use proptest::prelude::*;
+    use systole_core::blob::{self, Blob};
+    use systole_core::compile::Int8Plan;
+    use systole_core::graph::{Graph, MlpSpec};
+    use systole_core::params::Params;
+    use systole_core::{ArrayConfig, Bf16, Dtype};
+    use systole_host::dataset::Dataset;
+    use systole_host::model::Model;
+    use systole_host::npy::{parse_matrix, write_matrix, Matrix};
+
+    /// One way to damage a file: cut it, flip a bit, insert a byte, or drop one.
+    #[derive(Clone, Debug)]
+    enum Damage {
+        None,
+        Truncate(usize),
+        Flip(usize, u8),
+        Insert(usize, u8),
+        Drop(usize),
+    }
+
+    fn damage() -> impl Strategy<Value = Damage> {
+        prop_oneof![
+            1 => Just(Damage::None),
+            2 => any::<usize>().prop_map(Damage::Truncate),
+            3 => (any::<usize>(), 0u8..8).prop_map(|(at, bit)| Damage::Flip(at, bit)),
+            1 => (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Damage::Insert(at, b)),
+            1 => any::<usize>().prop_map(Damage::Drop),
+        ]
+    }
+
+    fn apply(mut bytes: Vec<u8>, damage: &Damage) -> Vec<u8> {
+        let n = bytes.len().max(1);
+        match *damage {
+            Damage::None => {}
+            Damage::Truncate(at) => bytes.truncate(at % n),
+            Damage::Flip(at, bit) if !bytes.is_empty() => bytes[at % n] ^= 1 << bit,
+            Damage::Insert(at, b) => bytes.insert(at % (bytes.len() + 1), b),
+            Damage::Drop(at) if !bytes.is_empty() => {
+                bytes.remove(at % n);
+            }
+            _ => {}
+        }
+        bytes
+    }
+
+    /// A refusal is one line naming the file.
+    fn assert_names(msg: &str, file: &str) -> Result<(), TestCaseError> {
+        prop_assert!(msg.starts_with(file), "{:?} does not name {}", msg, file);
+        prop_assert!(!msg.contains('\n'), "{:?} is not one line", msg);
+        Ok(())
+    }
+
+    // -- .npy ----------------------------------------------------------------------------------
+
+    const NPY: &str = "in/A.npy";
+
+    /// A valid input file: `(dtype, bytes, the matrix it holds)`.
+    fn npy_file() -> impl Strategy<Value = (Dtype, Vec<u8>, Matrix)> {
+        (any::<bool>(), 1u32..5, 1u32..6, any::<bool>(), any::<u64>()).prop_map(
+            |(bf16, rows, cols, fortran, seed)| {
+                let dtype = if bf16 { Dtype::Bf16 } else { Dtype::Int8 };
+                let mut rng = systole_tests::SplitMix(seed);
+                let n = (rows * cols) as usize;
+                let elems: Vec<u8> = match dtype {
+                    Dtype::Int8 => (0..n).map(|_| rng.next_u64() as u8).collect(),
+                    // Any bf16, as the input path rounds its f32 (a signalling NaN is quieted).
+                    Dtype::Bf16 => (0..n)
+                        .map(|_| Bf16((rng.next_u64() >> 48) as u16).to_f32())
+                        .flat_map(|x| Bf16::from_f32(x).0.to_le_bytes())
+                        .collect(),
+                };
+                let m = Matrix { rows, cols, elems };
+                let mut bytes = Vec::new();
+                write_matrix(&mut bytes, &m, dtype).unwrap();
+                if fortran {
+                    bytes = to_fortran(&bytes, &m, dtype);
+                }
+                (dtype, bytes, m)
+            },
+        )
+    }
+
+    /// The same file in Fortran order: the header's flag set, the elements column by column.
+    fn to_fortran(c_order: &[u8], m: &Matrix, dtype: Dtype) -> Vec<u8> {
+        let e = file_elem(dtype);
+        let (rows, cols) = (m.rows as usize, m.cols as usize);
+        let (header, data) = c_order.split_at(c_order.len() - rows * cols * e);
+        let at = header.windows(5).position(|w| w == b"False").expect("fortran_order: False");
+        let mut out = header.to_vec();
+        out[at..at + 5].copy_from_slice(b"True ");
+        for j in 0..cols {
+            for i in 0..rows {
+                out.extend_from_slice(&data[(i * cols + j) * e..][..e]);
+            }
+        }
+        out
+    }
+
+    fn file_elem(dtype: Dtype) -> usize {
+        match dtype {
+            Dtype::Int8 => 1,
+            Dtype::Bf16 => 4,
+        }
+    }
+
+    // -- CSV -----------------------------------------------------------------------------------
+
+    const CSV: &str = "in/data.csv";
+
+    /// Cells from a vocabulary that reaches every check: numbers, labels, non-numbers, huge and
+    /// non-finite values, quoted cells with separators inside.
+    fn cell() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => (0u8..4).prop_map(|v| v.to_string()),
+            3 => any::<f32>().prop_map(|v| v.to_string()),
+            1 => Just("1e40".to_string()),
+            1 => Just("NaN".to_string()),
+            1 => Just("-inf".to_string()),
+            1 => Just("2.5".to_string()),
+            1 => Just("256".to_string()),
+            1 => Just("-1".to_string()),
+            1 => Just("x".to_string()),
+            1 => Just(String::new()),
+            1 => Just("\"a,\nb\"".to_string()),
+            1 => Just(" 7 ".to_string()),
+        ]
+    }
+
+    fn csv_text() -> impl Strategy<Value = String> {
+        let row = proptest::collection::vec(cell(), 1..5).prop_map(|c| c.join(","));
+        (proptest::collection::vec(row, 0..8), any::<bool>())
+            .prop_map(|(rows, crlf)| rows.join(if crlf { "\r\n" } else { "\n" }))
+    }
+
+    // -- safetensors and blobs -----------------------------------------------------------------
+
+    const MODEL: &str = "in/model.safetensors";
+
+    fn spec(inputs: u32, hidden: &[u32], classes: u32) -> MlpSpec {
+        MlpSpec { inputs, hidden: heapless::Vec::from_slice(hidden).unwrap(), classes }
+    }
+
+    fn model(spec: MlpSpec, seed: u64) -> Model {
+        Model {
+            params: Params::init(&spec, seed),
+            spec,
+            dtype: "bf16".into(),
+            seed,
+            feature_scale: 16.0,
+            dataset: "digits".into(),
+            accuracies: vec![("test_accuracy_f32".into(), 0.5)],
+        }
+    }
+
+    fn model_file() -> impl Strategy<Value = Vec<u8>> {
+        (1u32..6, proptest::collection::vec(1u32..5, 0..3), 2u32..5, any::<u64>()).prop_map(
+            |(inputs, hidden, classes, seed)| {
+                model(spec(inputs, &hidden, classes), seed).to_safetensors().unwrap()
+            },
+        )
+    }
+
+    fn blob_file() -> impl Strategy<Value = Vec<u8>> {
+        (any::<bool>(), 1u32..6, 2u32..5, 1u16..3, any::<u64>()).prop_filter_map(
+            "INT8 calibration failed",
+            |(int8, inputs, classes, batch, seed)| {
+                let spec = spec(inputs, &[3], classes);
+                let params = Params::init(&spec, seed);
+                let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
+                let graph = Graph::mlp(&spec).unwrap();
+                let x: Vec<f32> = (0..2 * inputs).map(|i| (i as f32 * 0.37).sin()).collect();
+                let plan = Int8Plan::calibrate(&graph, &params, &x, 2).ok();
+                if int8 && plan.is_none() {
+                    return None;
+                }
+                let config = ArrayConfig::new(2, 2, dtype);
+                Some(
+                    blob::build(
+                        &spec,
+                        &params,
+                        &config,
+                        batch,
+                        plan.as_ref().filter(|_| int8),
+                        16.0,
+                    )
+                    .unwrap(),
+                )
+            },
+        )
+    }
+
+    /// Rewrites a blob's checksum after damage, so the checks behind it are reached.
+    fn reseal(b: &mut [u8]) {
+        if b.len() >= blob::CHECKSUM_BYTES {
+            let body = b.len() - blob::CHECKSUM_BYTES;
+            let crc = blob::crc32(&b[..body]);
+            b[body..].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn npy_inputs_read_back_or_are_refused_naming_the_file(
+            (dtype, file, m) in npy_file(),
+            damage in damage(),
+            noise in proptest::collection::vec(any::<u8>(), 0..80),
+        ) {
+            let undamaged = matches!(damage, Damage::None);
+            for (bytes, whole) in [(apply(file, &damage), undamaged), (noise, false)] {
+                match parse_matrix(&bytes, Path::new(NPY), dtype) {
+                    Ok(got) => {
+                        if whole {
+                            prop_assert_eq!((got.rows, got.cols), (m.rows, m.cols));
+                            prop_assert_eq!(&got.elems, &m.elems);
+                        }
+                        prop_assert_eq!(
+                            got.elems.len(),
+                            (got.rows * got.cols) as usize * dtype.elem_bytes()
+                        );
+                        let mut again = Vec::new();
+                        write_matrix(&mut again, &got, dtype).unwrap();
+                        let again = parse_matrix(&again, Path::new(NPY), dtype).unwrap();
+                        prop_assert_eq!(again.elems, got.elems);
+                    }
+                    Err(e) => {
+                        prop_assert!(!whole, "a valid file was refused: {}", e);
+                        assert_names(&e.to_string(), NPY)?;
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn csv_data_sets_read_back_or_are_refused_naming_the_file(
+            text in csv_text(),
+            damage in damage(),
+        ) {
+            let bytes = apply(text.into_bytes(), &damage);
+            match Dataset::from_csv(&bytes[..], CSV) {
+                Ok(d) => {
+                    prop_assert!(d.features >= 1 && d.classes >= 2);
+                    prop_assert_eq!(d.x.len(), d.rows() * d.features);
+                    prop_assert!(d.x.iter().all(|v| v.is_finite()));
+                    prop_assert!(d.labels.iter().all(|&l| (l as u32) < d.classes));
+                    let again = Dataset::from_csv(d.to_csv().as_bytes(), CSV).unwrap();
+                    prop_assert_eq!(&again.labels, &d.labels);
+                    let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    prop_assert_eq!(bits(&again.x), bits(&d.x));
+                    if let Ok(split) = d.split(3) {
+                        prop_assert_eq!(split.train.len() + split.test.len(), d.rows());
+                        prop_assert!(split.train.x.iter().all(|v| v.abs() <= 1.0));
+                    }
+                }
+                Err(e) => assert_names(&e.to_string(), CSV)?,
+            }
+        }
+
+        #[test]
+        fn model_files_reload_or_are_refused_naming_the_file(
+            file in model_file(),
+            damage in damage(),
+        ) {
+            let undamaged = matches!(damage, Damage::None);
+            let bytes = apply(file, &damage);
+            match Model::from_safetensors(&bytes, Path::new(MODEL)) {
+                Ok(m) => {
+                    let again = m.to_safetensors().unwrap();
+                    let again = Model::from_safetensors(&again, Path::new(MODEL)).unwrap();
+                    prop_assert_eq!(&again.spec, &m.spec);
+                    for (a, b) in again.params.layers.iter().zip(&m.params.layers) {
+                        prop_assert_eq!(a.weight.len(), (a.fan_in * a.fan_out) as usize);
+                        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                        prop_assert_eq!(bits(&a.weight), bits(&b.weight));
+                        prop_assert_eq!(bits(&a.bias), bits(&b.bias));
+                    }
+                }
+                Err(e) => {
+                    prop_assert!(!undamaged, "a saved model was refused: {}", e);
+                    assert_names(&e.to_string(), MODEL)?;
+                }
+            }
+        }
+
+        #[test]
+        fn blobs_reserialise_or_are_refused(
+            file in blob_file(),
+            damage in damage(),
+            resealed in any::<bool>(),
+        ) {
+            let undamaged = matches!(damage, Damage::None);
+            let mut bytes = apply(file, &damage);
+            if resealed {
+                reseal(&mut bytes);
+            }
+            match Blob::parse(&bytes) {
+                Ok(b) => {
+                    prop_assert_eq!(&b.to_bytes(), &bytes);
+                    let dram = b.target.dram_bytes as u64;
+                    prop_assert!(b.writes().all(|w| w.addr as u64 + w.data.len() as u64 <= dram));
+                }
+                Err(e) => prop_assert!(!undamaged, "a built blob was refused: {}", e),
+            }
+        }
+    }
+
+    /// `Params::zeros` multiplied the widths in 32 bits and the loader allocated every layer
+    /// before reading its tensor: a tiny file claiming 65536-wide layers panicked (overflow) or
+    /// asked for 16 GiB. The tensors are now checked before anything is allocated.
+    #[test]
+    fn model_claiming_huge_widths_is_refused_without_allocating_them() {
+        for widths in ["65536,65536", "65535,65535,65535"] {
+            let header = format!(
+                "{{\"__metadata__\":{{\"format\":\"systole-mlp\",\"widths\":\"{widths}\",\
+                 \"seed\":\"1\",\"feature_scale\":\"1\"}},\"layers.0.weight\":\
+                 {{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}}}"
+            );
+            let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+            bytes.extend_from_slice(header.as_bytes());
+            bytes.extend_from_slice(&[0u8; 16]);
+            let e = Model::from_safetensors(&bytes, Path::new(MODEL)).unwrap_err().to_string();
+            assert!(e.contains("layers.0.weight") && e.contains("shape"), "{widths}: {e}");
+        }
+    }
+}

@@ -27,7 +27,7 @@ use systole_tests::{assert_bit_identical, SplitMix};
 use crate::machines::random_program;
 
 /// The model of `top`, built (or found in the cache) and reset.
-fn verilated(top: &TopConfig) -> RtlTop {
+pub(crate) fn verilated(top: &TopConfig) -> RtlTop {
     let e = emit(top).unwrap_or_else(|err| panic!("{top:?}: {err}"));
     let ports: Vec<systole_sim::Port> = e
         .ports
@@ -43,7 +43,7 @@ fn verilated(top: &TopConfig) -> RtlTop {
 }
 
 /// A small machine: memories of a few rows, so whole-memory comparisons are quick.
-fn small(rows: u16, cols: u16, dtype: Dtype, dataflow: Dataflow) -> TopConfig {
+pub(crate) fn small(rows: u16, cols: u16, dtype: Dtype, dataflow: Dataflow) -> TopConfig {
     let array = ArrayConfig {
         spad_depth: 3 * rows.max(cols) as u32 + 8,
         acc_depth: 12,

@@ -3,8 +3,10 @@
 mod board_machine;
 mod boundaries;
 mod cli;
+mod cli_audit;
 mod cli_train;
 mod cosim;
+mod faults;
 mod gpu;
 mod hardware;
 mod isa;

@@ -1,0 +1,313 @@
+//! The CLI on bad input, kind by kind: every `.npy`, CSV and safetensors file that the readers
+//! refuse, given to every subcommand that reads it, exits with status 2 and one line on stderr
+//! naming the file; nothing panics; and output files that existed before are left byte for byte
+//! as they were, with no temporary file beside them.
+//!
+//! Like cli.rs, these run the `systole` binary: `cargo build -p systole-host` first.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use systole_core::graph::MlpSpec;
+use systole_core::params::Params;
+use systole_host::model::Model;
+use systole_tests::systole;
+
+/// What an output file holds before a failing run; it must still hold it after.
+const OLD: &[u8] = b"an earlier output that a failed run must not touch";
+
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch(tempfile::tempdir().expect("temporary directory"))
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.path(name);
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn listing(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.0.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Exit status 2, nothing on stdout, one line on stderr that starts `error: ` and names
+/// `file` (and `needle`), no panic; every file in `outputs` still holds [`OLD`].
+#[track_caller]
+fn assert_refused(case: &str, out: &Output, file: &Path, needle: &str, outputs: &[PathBuf]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{case}: exit status; stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{case}: panic: {stderr}");
+    assert!(out.stdout.is_empty(), "{case}: stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "{case}: one line on stderr: {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{case}: {stderr:?}");
+    let name = file.display().to_string();
+    assert!(stderr.contains(&name), "{case}: stderr should name {name}: {stderr:?}");
+    assert!(stderr.contains(needle), "{case}: stderr should say {needle:?}: {stderr:?}");
+    for output in outputs {
+        assert_eq!(fs::read(output).unwrap(), OLD, "{case}: {} was touched", output.display());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad files of each kind: (case, bytes, what the message must say besides the file's name).
+
+fn npy_header(dict: &str) -> Vec<u8> {
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out
+}
+
+fn bad_npys() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let dict = |descr: &str, shape: &str| {
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}")
+    };
+    let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+    v2.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    vec![
+        ("empty file", vec![], "not a valid .npy"),
+        ("text", b"m,k\n1,2\n".to_vec(), "not a valid .npy"),
+        ("magic only", b"\x93NUMPY".to_vec(), "not a valid .npy"),
+        ("header cut", npy_header(&dict("|i1", "(2, 2)"))[..20].to_vec(), "not a valid .npy"),
+        ("version 2 header of 4 GiB", v2, "not a valid .npy"),
+        ("bad dict", npy_header("{'descr': '|i1', 'shape': (2, 2)"), "not a valid .npy"),
+        ("unknown dtype", npy_header(&dict("|q9", "(2, 2)")), "not a valid .npy"),
+        ("data cut", [npy_header(&dict("|i1", "(2, 2)")), vec![1, 2]].concat(), "truncated"),
+        ("data left over", [npy_header(&dict("|i1", "(1, 2)")), vec![1; 5]].concat(), "(1, 2)"),
+        ("one dimension", [npy_header(&dict("|i1", "(4,)")), vec![1; 4]].concat(), "2-D"),
+        ("zero rows", npy_header(&dict("|i1", "(0, 3)")), "zero"),
+        ("overflowing shape", npy_header(&dict("|i1", "(4294967296, 4294967296)")), "overflows"),
+        ("rows past 32 bits", npy_header(&dict("|i1", "(4294967296, 1)")), "(4294967296, 1)"),
+        ("float64", [npy_header(&dict("<f8", "(1, 1)")), vec![0; 8]].concat(), "float64"),
+        ("non-UTF-8 header", npy_header("{'descr': '\u{ff}'}"), "not a valid .npy"),
+        (
+            "brackets nested 22 deep",
+            npy_header(&format!("{}{}", "[".repeat(22), "]".repeat(22))),
+            "nests",
+        ),
+    ]
+}
+
+fn bad_csvs() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    vec![
+        ("empty file", vec![], "empty"),
+        ("header only", b"a,b,label\n".to_vec(), "empty"),
+        ("one column", b"1\n2\n".to_vec(), "line 1"),
+        ("ragged", b"1,2,0\n3,1\n".to_vec(), "line 2"),
+        ("not a number", b"a,b,label\n1,x,0\n".to_vec(), "column 2 (b)"),
+        ("infinite", b"1,2,0\n1e39,2,1\n".to_vec(), "finite"),
+        ("label 256", b"1,2,0\n1,2,256\n".to_vec(), "label 256"),
+        ("fractional label", b"1,2,0\n1,2,0.5\n".to_vec(), "label 0.5"),
+        ("one class", b"1,2,3\n4,5,3\n".to_vec(), "2 classes"),
+        ("non-UTF-8 cell", b"1,2,0\n\xff\xfe,2,1\n".to_vec(), "line 2"),
+        ("newline in a header cell", b"\"a\nb\",c,label\n1,x,0\n".to_vec(), "column 2 (c)"),
+        ("newline in a named column", b"\"a\nb\",c,label\nx,1,0\n".to_vec(), "column 1"),
+        ("unterminated quote", b"1,2,0\n\"1,2,1\n".to_vec(), "line"),
+    ]
+}
+
+/// A safetensors file: `header` (JSON) and `data`.
+fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+fn meta(widths: &str) -> String {
+    format!(
+        "\"__metadata__\":{{\"format\":\"systole-mlp\",\"widths\":\"{widths}\",\"seed\":\"0\",\
+         \"feature_scale\":\"16\"}}"
+    )
+}
+
+fn bad_models() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let tensor = |name: &str, dtype: &str, shape: &str, from: usize, to: usize| {
+        format!(
+            "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":{shape},\"data_offsets\":[{from},{to}]}}"
+        )
+    };
+    let w = tensor("layers.0.weight", "F32", "[2,2]", 0, 16);
+    let b = tensor("layers.0.bias", "F32", "[2]", 16, 24);
+    let good = |m: &str| safetensors(&format!("{{{m},{w},{b}}}"), &[0; 24]);
+    vec![
+        ("empty file", vec![], "not a valid safetensors"),
+        ("header length past the file", u64::MAX.to_le_bytes().to_vec(), "not a valid safetensors"),
+        ("bad JSON", safetensors("{\"a\":", &[]), "not a valid safetensors"),
+        ("no metadata", safetensors(&format!("{{{w},{b}}}"), &[0; 24]), "metadata"),
+        ("another format", good(&meta("2,2").replace("systole-mlp", "gguf")), "format"),
+        ("widths not numbers", good(&meta("2,x")), "widths"),
+        ("one width", good(&meta("2")), "widths"),
+        ("width past the maximum", good(&meta("2,70000")), "widths"),
+        ("huge widths, small tensors", good(&meta("65536,65536")), "layers.0.weight"),
+        ("huge widths, three layers", good(&meta("65535,65535,65535")), "layers.0.weight"),
+        (
+            "F16 weights",
+            safetensors(
+                &format!(
+                    "{{{},{},{b}}}",
+                    meta("2,2"),
+                    tensor("layers.0.weight", "F16", "[2,4]", 0, 16)
+                ),
+                &[0; 24],
+            ),
+            "dtype",
+        ),
+        ("wrong shape", good(&meta("2,3")), "shape"),
+        (
+            "offsets past the data",
+            safetensors(
+                &format!(
+                    "{{{},{w},{}}}",
+                    meta("2,2"),
+                    tensor("layers.0.bias", "F32", "[2]", 16, 40)
+                ),
+                &[0; 24],
+            ),
+            "not a valid safetensors",
+        ),
+        (
+            "an extra tensor",
+            safetensors(
+                &format!("{{{},{w},{b},{}}}", meta("2,2"), tensor("extra", "F32", "[2]", 24, 32)),
+                &[0; 32],
+            ),
+            "extra",
+        ),
+        (
+            "missing bias",
+            safetensors(&format!("{{{},{w}}}", meta("2,2")), &[0; 16]),
+            "layers.0.bias",
+        ),
+        ("seed not a number", good(&meta("2,2").replace("\"0\"", "\"-1\"")), "seed"),
+        ("feature scale zero", good(&meta("2,2").replace("\"16\"", "\"0\"")), "feature_scale"),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bad_npy_inputs_to_gemm_exit_2_naming_the_file() {
+    for (case, bytes, needle) in bad_npys() {
+        let s = Scratch::new();
+        let a = s.write("A.npy", &bytes);
+        let b = s.write(
+            "B.npy",
+            &[
+                npy_header("{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), }"),
+                vec![1; 4],
+            ]
+            .concat(),
+        );
+        let c = s.write("C.npy", OLD);
+        let stats = s.write("stats.json", OLD);
+        let out = systole([
+            "gemm".as_ref(),
+            "--dtype".as_ref(),
+            "int8".as_ref(),
+            "--a".as_ref(),
+            a.as_os_str(),
+            "--b".as_ref(),
+            b.as_os_str(),
+            "-o".as_ref(),
+            c.as_os_str(),
+            "--stats".as_ref(),
+            stats.as_os_str(),
+        ] as [&std::ffi::OsStr; 11]);
+        assert_refused(case, &out, &a, needle, &[c, stats]);
+        assert_eq!(s.listing(), ["A.npy", "B.npy", "C.npy", "stats.json"], "{case}");
+    }
+}
+
+#[test]
+fn bad_csvs_to_train_and_predict_exit_2_naming_the_file() {
+    for (case, bytes, needle) in bad_csvs() {
+        let s = Scratch::new();
+        let csv = s.write("data.csv", &bytes);
+        let (json, saved) = (s.write("run.json", OLD), s.write("model.safetensors", OLD));
+        let out = systole([
+            "train".as_ref(),
+            "--dataset".as_ref(),
+            csv.as_os_str(),
+            "--epochs".as_ref(),
+            "1".as_ref(),
+            "--json".as_ref(),
+            json.as_os_str(),
+            "--save".as_ref(),
+            saved.as_os_str(),
+        ] as [&std::ffi::OsStr; 9]);
+        assert_refused(&format!("train: {case}"), &out, &csv, needle, &[json.clone(), saved]);
+
+        // predict reads the data set after a valid model of the data set's width (2 features).
+        let model = Model {
+            spec: MlpSpec { inputs: 2, hidden: heapless::Vec::new(), classes: 2 },
+            params: Params::init(
+                &MlpSpec { inputs: 2, hidden: heapless::Vec::new(), classes: 2 },
+                1,
+            ),
+            dtype: "f32".into(),
+            seed: 0,
+            feature_scale: 1.0,
+            dataset: "data.csv".into(),
+            accuracies: vec![],
+        };
+        let model_path = s.write("good.safetensors", &model.to_safetensors().unwrap());
+        let out = systole([
+            "predict".as_ref(),
+            "--model".as_ref(),
+            model_path.as_os_str(),
+            "--dataset".as_ref(),
+            csv.as_os_str(),
+            "--json".as_ref(),
+            json.as_os_str(),
+        ] as [&std::ffi::OsStr; 7]);
+        assert_refused(&format!("predict: {case}"), &out, &csv, needle, &[json]);
+        assert_eq!(
+            s.listing(),
+            ["data.csv", "good.safetensors", "model.safetensors", "run.json"],
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn bad_model_files_to_predict_and_firmware_blob_exit_2_naming_the_file() {
+    for (case, bytes, needle) in bad_models() {
+        let s = Scratch::new();
+        let model = s.write("model.safetensors", &bytes);
+        let json = s.write("out.json", OLD);
+        let out = systole([
+            "predict".as_ref(),
+            "--model".as_ref(),
+            model.as_os_str(),
+            "--json".as_ref(),
+            json.as_os_str(),
+        ] as [&std::ffi::OsStr; 5]);
+        assert_refused(&format!("predict: {case}"), &out, &model, needle, &[json]);
+        let blob = s.write("model.blob", OLD);
+        let out = systole([
+            "firmware".as_ref(),
+            "blob".as_ref(),
+            "--model".as_ref(),
+            model.as_os_str(),
+            "-o".as_ref(),
+            blob.as_os_str(),
+        ] as [&std::ffi::OsStr; 6]);
+        assert_refused(&format!("firmware blob: {case}"), &out, &model, needle, &[blob]);
+        assert_eq!(s.listing(), ["model.blob", "model.safetensors", "out.json"], "{case}");
+    }
+}
