@@ -101,6 +101,8 @@ pub struct LinkMachine<T: Transport> {
     /// A run failed part-way: the device may still be running it, so the next access resets
     /// it first (memories keep their contents; the FIFO and status are cleared).
     resync: bool,
+    /// What [`Machine::name`] says: "link" unless the owner knows better ("rtl", "board").
+    pub name: &'static str,
 }
 
 fn words_of(ins: &Instruction) -> [u8; 16] {
@@ -121,7 +123,14 @@ impl<T: Transport> LinkMachine<T> {
             response: [0; MAX_FRAME],
             retries: 0,
             resync: false,
+            name: "link",
         }
+    }
+
+    /// The same machine, named for what is at the other end of the link.
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
     }
 
     /// One request and its OK payload (copied into `out`), with retries for idempotent ones.
@@ -289,7 +298,7 @@ impl<T: Transport> Machine for LinkMachine<T> {
         &self.config
     }
     fn name(&self) -> &'static str {
-        "link"
+        self.name
     }
     fn region_size(&self, region: Region) -> usize {
         match region {

@@ -16,7 +16,7 @@ const DEFAULT_ARRAY: ArrayConfig = ArrayConfig::new(16, 16, Dtype::Int8);
 
 #[derive(Debug, Parser)]
 #[command(name = "systole", version, about = "Run workloads on the Systole accelerator's machines")]
-#[command(after_help = "Exit status: 0 on success, 2 on any error.")]
+#[command(after_help = "Exit status: 0 on success, 2 on any error; `sim` exits 1 on a mismatch.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -28,13 +28,15 @@ pub enum Command {
     Train(TrainArgs),
     /// Reload a model saved by `train --save` and report its test accuracy.
     Predict(PredictArgs),
-    /// C = A x B on a golden machine, from and to NumPy .npy files.
+    /// C = A x B on any machine (golden, RTL, board), from and to NumPy .npy files.
     Gemm(GemmArgs),
     /// The accelerator against the CPU and a CUDA GPU on the same GEMMs and training step.
     Bench(crate::bench::BenchArgs),
     /// The hardware: emit Verilog for an array config.
     #[command(subcommand)]
     Hdl(HdlCommand),
+    /// Run a program or a GEMM on the Verilated RTL and compare it with the cycle machine.
+    Sim(crate::sim::SimArgs),
     /// FPGA dev boards: list them, build a bitstream, program a board.
     #[command(subcommand)]
     Board(BoardCommand),
@@ -191,9 +193,11 @@ pub struct TrainArgs {
     /// quantize and run INT8 inference; f32: train only the f32 CPU reference.
     #[arg(long, value_enum, default_value_t = TrainDtype::Bf16)]
     pub dtype: TrainDtype,
-    /// Which golden machine trains.
+    /// Which machine trains (rtl and board: every step's programs run there).
     #[arg(long, value_enum, default_value_t = MachineArg::Functional)]
     pub machine: MachineArg,
+    #[command(flatten)]
+    pub link: LinkArgs,
     #[command(flatten)]
     pub array: ArrayArgs,
     /// Passes over the training split.
@@ -335,6 +339,8 @@ pub enum MachineArg {
     Functional,
     /// Cycle-accurate; cycles counted.
     Cycle,
+    /// The emitted Verilog, Verilated, driven through its UART pins (built on first use).
+    Rtl,
     /// An FPGA board running the accelerator, over USB serial (--port).
     Board,
 }
@@ -345,12 +351,21 @@ impl MachineArg {
         match self {
             MachineArg::Functional => Some(GoldenKind::Functional),
             MachineArg::Cycle => Some(GoldenKind::Cycle),
-            MachineArg::Board => None,
+            MachineArg::Rtl | MachineArg::Board => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MachineArg::Functional => "functional",
+            MachineArg::Cycle => "cycle",
+            MachineArg::Rtl => "rtl",
+            MachineArg::Board => "board",
         }
     }
 }
 
-/// Where `--machine board` is.
+/// Where `--machine board` is, and how `--machine rtl` is built.
 #[derive(Debug, Args)]
 pub struct LinkArgs {
     /// The board's serial port, e.g. /dev/ttyUSB1 (with --machine board).
@@ -359,6 +374,9 @@ pub struct LinkArgs {
     /// Baud rate of the board's UART.
     #[arg(long, default_value_t = systole_boards::serial::DEFAULT_BAUD)]
     pub baud: u32,
+    /// Verilator threads of the RTL model (with --machine rtl; default: one).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: Option<u32>,
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `systole gemm`: `C = A x B` from `.npy` files on a golden machine, with its statistics.
+//! `systole gemm`: `C = A x B` from `.npy` files on any machine, with its statistics.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;

@@ -16,5 +16,6 @@ pub mod npy;
 pub mod predict;
 pub mod progress;
 pub mod report;
+pub mod sim;
 pub mod staged;
 pub mod train;

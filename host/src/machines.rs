@@ -1,10 +1,12 @@
-//! The machine a command runs on: a golden machine, or a board over its serial port.
+//! The machine a command runs on: a golden machine, the Verilated RTL, or a board over its
+//! serial port.
 
 use anyhow::{anyhow, bail};
 use systole_boards::serial::SerialStream;
 use systole_core::link::{Framed, LinkMachine};
 use systole_core::machine::golden;
 use systole_core::{ArrayConfig, Machine};
+use systole_sim::{rtl_machine, rtl_top_config, BuildOptions, RtlMachine};
 
 use crate::cli::{LinkArgs, MachineArg};
 
@@ -18,6 +20,9 @@ pub fn open(
 ) -> anyhow::Result<Box<dyn Machine>> {
     if let Some(kind) = choice.golden() {
         return golden(kind, config, dram).map_err(|e| anyhow!("array config: {e}"));
+    }
+    if let MachineArg::Rtl = choice {
+        return Ok(Box::new(rtl(link, config, dram)?));
     }
     let port = link.port.as_deref().ok_or_else(|| anyhow!("--machine board needs --port PATH"))?;
     let stream = SerialStream::open(port, link.baud, std::time::Duration::from_millis(500))
@@ -49,5 +54,27 @@ pub fn open(
             id.dram_bytes
         );
     }
-    Ok(Box::new(LinkMachine::new(board.transport, config, id.dram_bytes as usize)))
+    Ok(Box::new(LinkMachine::new(board.transport, config, id.dram_bytes as usize).named("board")))
+}
+
+/// The RTL of `config` with at least `dram` bytes of DRAM, Verilated on first use (a minute or
+/// more for a large array; cached after, see `systole_sim::build`).
+pub fn rtl(link: &LinkArgs, config: ArrayConfig, dram: usize) -> anyhow::Result<RtlMachine> {
+    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    let top = rtl_top_config(config, dram);
+    let opts = BuildOptions { threads: link.threads, ..Default::default() };
+    let started = std::time::Instant::now();
+    let machine = rtl_machine(&top, &opts).map_err(|e| {
+        anyhow!("the {}x{} {} RTL: {e}", config.rows, config.cols, config.dtype.name())
+    })?;
+    let took = started.elapsed().as_secs_f64();
+    if took > 2.0 {
+        eprintln!(
+            "Verilated the {}x{} {} RTL in {took:.0} s (cached for the next run)",
+            config.rows,
+            config.cols,
+            config.dtype.name()
+        );
+    }
+    Ok(machine)
 }

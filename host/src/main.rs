@@ -6,16 +6,34 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use systole_host::cli::{self, Cli, Command};
-use systole_host::{bench, board, firmware, gemm, hdl, predict, train};
+use systole_host::{bench, board, firmware, gemm, hdl, predict, sim, train};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version (status 0); no subcommand: the help, status 2.
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            // clap's message, folded onto the one line every error gets; its usage hint dropped.
+            let text = e.render().to_string();
+            let message: Vec<&str> =
+                text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            eprintln!("{}", message.join(" "));
+            return ExitCode::from(2);
+        }
+    };
     let result = match &cli.command {
         Command::Train(args) => train::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Gemm(args) => gemm::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Hdl(cli::HdlCommand::Emit(args)) => hdl::emit(args),
+        Command::Sim(args) => sim::run(args),
         Command::Firmware(cli::FirmwareCommand::Blob(args)) => firmware::blob(args),
         Command::Board(cli::BoardCommand::List) => board::list(),
         Command::Board(cli::BoardCommand::Build(args)) => board::build(args),
@@ -23,6 +41,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Reported in full on stdout already.
+        Err(e) if e.is::<sim::Mismatch>() => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("error: {}", one_line(&format!("{e:#}")));
             ExitCode::from(2)

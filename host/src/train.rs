@@ -15,7 +15,6 @@ use anyhow::{anyhow, bail, Context};
 use systole_core::compile::Int8Plan;
 use systole_core::exec::{argmax, BatchOutcome, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, Sgd, MAX_LAYERS, MAX_WIDTH};
-use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
 use systole_core::train::{AccelTrainer, Int8Inference, TrainError, Work};
 use systole_core::{ArrayConfig, Dtype};
@@ -229,18 +228,7 @@ fn check_flags(args: &TrainArgs) -> anyhow::Result<Sgd> {
 }
 
 fn machine_name(args: &TrainArgs) -> &'static str {
-    match args.machine.golden() {
-        Some(GoldenKind::Functional) => "functional",
-        Some(GoldenKind::Cycle) => "cycle",
-        None => "board",
-    }
-}
-
-/// The golden machine `--machine` names; training on a board is not wired up yet.
-fn golden_kind(args: &TrainArgs) -> anyhow::Result<GoldenKind> {
-    args.machine.golden().ok_or_else(|| {
-        anyhow!("--machine board: training on a board is not supported yet (systole gemm is)")
-    })
+    args.machine.name()
 }
 
 /// `64-64-10`.
@@ -403,12 +391,11 @@ impl Training<'_> {
     /// BF16 on the accelerator, the f32 reference beside it; then INT8 with `--dtype int8`.
     fn on_accelerator(&self, config: ArrayConfig) -> anyhow::Result<Outcome> {
         let (args, train, test) = (self.args, &self.split.train, &self.split.test);
-        let kind = golden_kind(args)?;
         let batch = self.batch();
         let eval_rows = test.len().min(EVAL_ROWS);
         let dram = AccelTrainer::dram_needed(self.graph, &config, batch as u32, eval_rows as u32)
             .map_err(|e| anyhow!("cannot train on this array: {e}"))?;
-        let machine = golden(kind, config, dram).map_err(|e| anyhow!("array config: {e}"))?;
+        let machine = crate::machines::open(args.machine, &args.link, config, dram)?;
         let params = Params::init(self.spec, args.seed);
         let mut accel =
             AccelTrainer::new(machine, self.graph.clone(), &params).map_err(accel_error)?;
@@ -491,8 +478,7 @@ impl Training<'_> {
         let eval_rows = test.len().min(EVAL_ROWS);
         let dram = Int8Inference::dram_needed(self.graph, &config, &plan, eval_rows as u32)
             .map_err(|e| anyhow!("int8 inference: {e}"))?;
-        let machine = golden(golden_kind(self.args)?, config, dram)
-            .map_err(|e| anyhow!("array config: {e}"))?;
+        let machine = crate::machines::open(self.args.machine, &self.args.link, config, dram)?;
         let mut int8 = Int8Inference::new(machine, self.graph.clone(), params, plan)
             .map_err(|e| anyhow!("int8 inference: {e}"))?;
         let classes = self.spec.classes as usize;

@@ -10,14 +10,20 @@
 //! * [`model`]: a loaded model: set inputs, read outputs, tick the clock, dump a VCD.
 //! * [`rtl`]: the whole accelerator through its pins: its UART and SPI links as byte streams, so
 //!   `core::link::LinkMachine` drives the RTL as it drives a board.
+//! * [`machine`]: that, built for a config: the RTL as a `core::Machine`.
+//! * [`compare`]: one program on two machines from the same memories, and where they first
+//!   part (result, memory element, cycle count; the first instruction by bisection).
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod build;
+pub mod compare;
+pub mod machine;
 pub mod model;
 pub mod rtl;
 pub mod toolchain;
 
-pub use build::{build_model, BuildOptions, Port, PortDir};
+pub use build::{build_library, build_model, BuildOptions, Port, PortDir};
+pub use machine::{rtl_machine, rtl_top_config, verilate_top, RtlBuild, RtlMachine};
 pub use model::Model;
 pub use rtl::{RtlTop, SpiLink, UartLink};
 pub use toolchain::SimError;

@@ -127,6 +127,12 @@ impl Model {
             .map_err(|_| SimError::Load { path: path.into(), why: "path contains NUL".into() })?;
         // SAFETY: `handle` is live and `c` is a valid C string for the call's duration.
         let rc = unsafe { (self.trace_open)(self.handle, c.as_ptr()) };
+        if rc == -2 {
+            return Err(SimError::Load {
+                path: path.into(),
+                why: "this model was built without tracing (BuildOptions::trace)".into(),
+            });
+        }
         if rc != 0 {
             return Err(SimError::Load {
                 path: path.into(),

@@ -35,6 +35,9 @@ pub struct RtlTop {
     busy: usize,
     /// Clock cycles stepped since the model was made.
     pub cycles: u64,
+    /// A VCD to open when `cycles` reaches the given count (see [`RtlTop::trace_from`]).
+    pending_trace: Option<(u64, std::path::PathBuf)>,
+    trace_failed: Option<String>,
 }
 
 impl RtlTop {
@@ -52,6 +55,8 @@ impl RtlTop {
             busy: model.port("busy")?,
             model,
             cycles: 0,
+            pending_trace: None,
+            trace_failed: None,
         };
         top.set(top.uart_rx, true);
         top.set(top.spi_cs_n, true);
@@ -78,8 +83,30 @@ impl RtlTop {
 
     /// One clock cycle.
     pub fn step(&mut self) {
+        if let Some((at, _)) = &self.pending_trace {
+            if self.cycles >= *at {
+                if let Some((_, path)) = self.pending_trace.take() {
+                    // A trace that cannot be opened is reported by `trace_error` below.
+                    self.trace_failed = self.model.trace(&path).err().map(|e| e.to_string());
+                }
+            }
+        }
         self.model.tick(1);
         self.cycles += 1;
+    }
+
+    /// Starts a VCD of every signal at `path` once `cycles` reaches `from` (at once if it has),
+    /// so a long run's last cycles can be traced without its whole history. Rerunning the same
+    /// host traffic on a fresh model steps the same cycles, so the window is found by a first
+    /// run and traced by a second.
+    pub fn trace_from(&mut self, path: &std::path::Path, from: u64) {
+        self.pending_trace = Some((from, path.to_path_buf()));
+        self.trace_failed = None;
+    }
+
+    /// Why the trace asked for by [`RtlTop::trace_from`] could not be opened, if it could not.
+    pub fn trace_error(&self) -> Option<&str> {
+        self.trace_failed.as_deref()
     }
 
     /// The `busy` status pin.

@@ -17,6 +17,8 @@ pub enum SimError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("port {name:?}: {why}")]
     Port { name: String, why: String },
+    #[error("this accelerator cannot be built: {0}")]
+    Config(String),
 }
 
 impl SimError {

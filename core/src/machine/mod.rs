@@ -102,6 +102,8 @@ impl From<ProgramError> for MachineError {
     }
 }
 
+impl core::error::Error for MachineError {}
+
 impl core::fmt::Display for MachineError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {

@@ -1,0 +1,100 @@
+//! The RTL as a `core::Machine`: the emitted `systole_top` for a [`TopConfig`], Verilated (or
+//! found in the cache), and `core::link::LinkMachine` driving it through its host interface,
+//! the very packets the host and the firmware send a board.
+//!
+//! The link is the UART at 4 clock cycles per bit, the fastest the design takes: host traffic
+//! costs the fewest simulated cycles there, and none of them is counted in a program's cycles
+//! (the controller freezes while its FIFO is empty; `docs/HARDWARE.md`).
+
+use std::path::{Path, PathBuf};
+
+use systole_core::link::{Framed, LinkMachine};
+use systole_core::ArrayConfig;
+use systole_hdl::{emit, TopConfig, TOP_MODULE};
+
+use crate::build::{build_library, BuildOptions, Port};
+use crate::model::Model;
+use crate::rtl::{RtlTop, UartLink};
+use crate::toolchain::SimError;
+
+/// The UART divisor of RTL machines: the smallest the design allows.
+pub const RTL_UART_DIVISOR: u16 = 4;
+
+/// A `Machine` whose every instruction runs on the Verilated RTL.
+pub type RtlMachine = LinkMachine<Framed<UartLink>>;
+
+/// The hardware parameters an RTL machine is built with for `array` and a need of `dram`
+/// bytes: the DRAM rounded up to a power of two (at least 64 KiB), so most runs share a few
+/// cached models; the FIFO and the UART divisor fixed.
+pub fn rtl_top_config(array: ArrayConfig, dram: usize) -> TopConfig {
+    let dram_bytes = dram.max(systole_hdl::top::DEFAULT_DRAM_BYTES).next_power_of_two();
+    TopConfig { dram_bytes, uart_divisor: RTL_UART_DIVISOR, ..TopConfig::new(array) }
+}
+
+/// A Verilated `systole_top`: built once (or found in the cache), instantiated any number of
+/// times, each instance a fresh accelerator out of reset.
+#[derive(Clone, Debug)]
+pub struct RtlBuild {
+    pub top: TopConfig,
+    pub library: PathBuf,
+    ports: Vec<Port>,
+}
+
+impl RtlBuild {
+    /// Emits `top`'s Verilog and Verilates it, unless the cache has it.
+    pub fn new(top: &TopConfig, opts: &BuildOptions) -> Result<RtlBuild, SimError> {
+        let emitted = emit(top).map_err(|e| SimError::Config(e.to_string()))?;
+        let ports: Vec<Port> = emitted
+            .ports
+            .iter()
+            .map(|p| match p.direction {
+                "input" => Port::input(&p.name, p.bits as u32),
+                _ => Port::output(&p.name, p.bits as u32),
+            })
+            .collect();
+        let library = build_library(&emitted.verilog, TOP_MODULE, &ports, opts)?;
+        Ok(RtlBuild { top: *top, library, ports })
+    }
+
+    /// A fresh instance's pins, after reset.
+    pub fn pins(&self) -> Result<RtlTop, SimError> {
+        RtlTop::new(Model::load(&self.library, &self.ports)?)
+    }
+
+    /// A fresh instance as a machine, over its UART.
+    pub fn machine(&self) -> Result<RtlMachine, SimError> {
+        let mut link = UartLink::new(self.pins()?, self.top.uart_divisor as u32);
+        // A status poll is answered in a few byte times; a long program is polled, not waited
+        // on, so this only bounds how long a dead device takes to be declared dead.
+        link.patience_bytes = 256;
+        Ok(LinkMachine::new(Framed { stream: link }, self.top.array, self.top.dram_bytes)
+            .named("rtl"))
+    }
+}
+
+/// Emits and Verilates `top` (or loads it from the cache): a fresh instance's pins.
+pub fn verilate_top(top: &TopConfig, opts: &BuildOptions) -> Result<RtlTop, SimError> {
+    RtlBuild::new(top, opts)?.pins()
+}
+
+/// The RTL machine of `top`, over its UART ([`RTL_UART_DIVISOR`] is the fastest; any divisor
+/// the design takes works).
+pub fn rtl_machine(top: &TopConfig, opts: &BuildOptions) -> Result<RtlMachine, SimError> {
+    RtlBuild::new(top, opts)?.machine()
+}
+
+/// The pins under an RTL machine.
+pub fn pins(machine: &mut RtlMachine) -> &mut RtlTop {
+    &mut machine.transport.stream.top
+}
+
+/// Records a VCD of everything the RTL machine does from simulated cycle `from` on (see
+/// [`RtlTop::trace_from`]).
+pub fn trace_from(machine: &mut RtlMachine, path: &Path, from: u64) {
+    pins(machine).trace_from(path, from);
+}
+
+/// Clock cycles the RTL has simulated since it was built, host traffic included.
+pub fn simulated_cycles(machine: &RtlMachine) -> u64 {
+    machine.transport.stream.top.cycles
+}

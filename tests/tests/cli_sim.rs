@@ -1,0 +1,241 @@
+//! The RTL from the command line: `systole sim` (the comparison, the mismatch report and its
+//! VCD, bad program files) and `--machine rtl` for `gemm` and `train`, against the cycle
+//! machine.
+//!
+//! The accelerators here are the ones the conformance suite and the training-step test build
+//! (same Verilog, so the same cached models).
+
+use std::fs;
+use std::path::Path;
+
+use npyz::WriterBuilder;
+use serde_json::Value;
+use systole_core::isa::{encode, Instruction};
+use systole_tests::{assert_fails_naming, systole};
+
+/// `conformance_top(2, Int8, ws)`'s accelerator as flags.
+const SMALL_2X2: [&str; 12] = [
+    "--rows",
+    "2",
+    "--cols",
+    "2",
+    "--dtype",
+    "int8",
+    "--spad-depth",
+    "14",
+    "--acc-depth",
+    "12",
+    "--dram-bytes",
+    "4096",
+];
+
+fn run_sim(extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["sim"];
+    args.extend(SMALL_2X2);
+    args.extend(extra);
+    systole(args)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn sim_runs_a_gemm_on_the_rtl_and_finds_it_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("sim.json");
+    let program = dir.path().join("gemm.bin");
+    let out = run_sim(&[
+        "--gemm",
+        "5x7x3",
+        "--json",
+        json.to_str().unwrap(),
+        "--save-program",
+        program.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("identical: every memory"), "{stdout}");
+    let report: Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["identical"], true);
+    assert_eq!(report["dram_bytes"], 4096);
+    let cycles = report["rtl_cycles"].as_u64().expect("RTL cycles");
+    assert_eq!(Some(cycles), report["cycle_machine_cycles"].as_u64());
+    assert!(cycles > 20, "{cycles}");
+    assert_eq!(report["macs"], 5 * 7 * 3);
+    // The saved program is the GEMM's: whole words, and it runs again from the file.
+    let words = fs::metadata(&program).unwrap().len();
+    assert_eq!(words % 16, 0);
+    assert_eq!(report["instructions"].as_u64().unwrap() * 16, words);
+    let again = run_sim(&["--program", program.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(text(&again.stdout).contains(&format!("rtl:           {cycles} cycles")));
+}
+
+#[test]
+fn a_mismatch_is_located_at_its_instruction_with_a_vcd() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("p.bin");
+    // Six stores of accumulator rows, then Halt: the fault is injected after any run of more
+    // than three instructions, so the fourth (index 3) is where the RTL first differs.
+    let mut bytes = Vec::new();
+    for i in 0..6u32 {
+        let ins = Instruction::Store {
+            acc_row: i as u16,
+            dram_addr: 64 * i,
+            rows: 1,
+            len: 2,
+            row_stride: 0,
+        };
+        bytes.extend(encode(&ins).unwrap().0.to_le_bytes());
+    }
+    bytes.extend(encode(&Instruction::Halt).unwrap().0.to_le_bytes());
+    fs::write(&program, bytes).unwrap();
+    let vcd = dir.path().join("mismatch.vcd");
+    let json = dir.path().join("sim.json");
+    let out = run_sim(&[
+        "--program",
+        program.to_str().unwrap(),
+        "--inject-fault",
+        "3:dram:0x7f0",
+        "--vcd",
+        vcd.to_str().unwrap(),
+        "--vcd-cycles",
+        "300",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("MISMATCH"), "{stdout}");
+    assert!(stdout.contains("first at instruction 3 of 7: Store { acc_row: 3"), "{stdout}");
+    assert!(stdout.contains("DRAM byte 0x7f0"), "{stdout}");
+    assert!(stdout.contains(&vcd.display().to_string()), "the VCD's path: {stdout}");
+    let trace = fs::read_to_string(&vcd).expect("the VCD");
+    assert!(trace.contains("$enddefinitions") && trace.contains("uart_rx"), "a VCD of the top");
+    let report: Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["identical"], false);
+    assert_eq!(report["mismatch"]["instruction_index"], 3);
+}
+
+#[test]
+fn bad_program_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ragged = dir.path().join("ragged.bin");
+    fs::write(&ragged, [0u8; 17]).unwrap();
+    assert_fails_naming(
+        &run_sim(&["--program", ragged.to_str().unwrap()]),
+        &["ragged.bin", "17 bytes", "16-byte"],
+    );
+    let bad = dir.path().join("bad.bin");
+    let mut bytes = encode(&Instruction::Sync).unwrap().0.to_le_bytes().to_vec();
+    bytes.extend([0xffu8; 16]);
+    fs::write(&bad, bytes).unwrap();
+    assert_fails_naming(
+        &run_sim(&["--program", bad.to_str().unwrap()]),
+        &["bad.bin", "word 1", "byte 16"],
+    );
+    let no_halt = dir.path().join("nohalt.bin");
+    fs::write(&no_halt, encode(&Instruction::Sync).unwrap().0.to_le_bytes()).unwrap();
+    assert_fails_naming(
+        &run_sim(&["--program", no_halt.to_str().unwrap()]),
+        &["nohalt.bin", "no halt"],
+    );
+    assert_fails_naming(&run_sim(&["--gemm", "4x0x2"]), &["4x0x2", "MxKxN"]);
+    assert_fails_naming(&run_sim(&["--gemm", "64x64x64"]), &["--dram-bytes 4096", "does not fit"]);
+}
+
+fn npy_i8(path: &Path, rows: u64, cols: u64, seed: u64) {
+    let mut rng = systole_core::params::SplitMix64(seed);
+    let data: Vec<i8> = (0..rows * cols).map(|_| rng.next_u64() as i8).collect();
+    let mut w = npyz::WriteOptions::new()
+        .dtype(npyz::DType::Plain("|i1".parse().unwrap()))
+        .shape(&[rows, cols])
+        .writer(fs::File::create(path).unwrap())
+        .begin_nd()
+        .unwrap();
+    w.extend(data).unwrap();
+    w.finish().unwrap();
+}
+
+#[test]
+fn gemm_on_the_rtl_equals_the_cycle_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
+    npy_i8(&a, 9, 21, 1);
+    npy_i8(&b, 21, 7, 2);
+    let run = |machine: &str| {
+        let c = dir.path().join(format!("c_{machine}.npy"));
+        let stats = dir.path().join(format!("{machine}.json"));
+        let out = systole([
+            "gemm",
+            "--a",
+            a.to_str().unwrap(),
+            "--b",
+            b.to_str().unwrap(),
+            "--dtype",
+            "int8",
+            "--rows",
+            "4",
+            "--cols",
+            "4",
+            "--machine",
+            machine,
+            "-o",
+            c.to_str().unwrap(),
+            "--stats",
+            stats.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{machine}: {}", text(&out.stderr));
+        let stats: Value = serde_json::from_slice(&fs::read(&stats).unwrap()).unwrap();
+        (fs::read(&c).unwrap(), stats)
+    };
+    let (c_rtl, s_rtl) = run("rtl");
+    let (c_cycle, s_cycle) = run("cycle");
+    assert_eq!(c_rtl, c_cycle, "C from the RTL");
+    assert_eq!(s_rtl["machine"], "rtl");
+    assert_eq!(s_rtl["cycles_source"], "the accelerator's cycle counter");
+    assert_eq!(s_rtl["cycles"], s_cycle["cycles"]);
+}
+
+#[test]
+fn train_on_the_rtl_equals_the_cycle_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("blobs.csv");
+    let mut rows = String::new();
+    for i in 0..24 {
+        let class = i % 3;
+        rows += &format!("{},{},{class}\n", class as f32 + i as f32 * 0.01, 2.0 - class as f32);
+    }
+    fs::write(&csv, rows).unwrap();
+    let run = |machine: &str| {
+        let json = dir.path().join(format!("{machine}.json"));
+        let out = systole([
+            "train",
+            "--dataset",
+            csv.to_str().unwrap(),
+            "--hidden",
+            "6",
+            "--epochs",
+            "1",
+            "--batch",
+            "8",
+            "--rows",
+            "4",
+            "--cols",
+            "4",
+            "--machine",
+            machine,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{machine}: {}", text(&out.stderr));
+        let run: Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+        run
+    };
+    let rtl = run("rtl");
+    let cycle = run("cycle");
+    assert_eq!(rtl["config"]["machine"], "rtl");
+    assert_eq!(rtl["epochs"], cycle["epochs"], "loss, accuracy and cycles of every epoch");
+    assert!(rtl["epochs"][0]["cycles"].as_u64().unwrap() > 0);
+}

@@ -1,0 +1,254 @@
+//! Conformance: one suite of programs, run on every machine: core's functional and cycle
+//! machines and the Verilated RTL (`systole_sim::RtlBuild`, through its UART).
+//!
+//! For each array (2x2, 4x4, 8x8, 16x16; INT8 and BF16; weight-stationary, and 4x4
+//! output-stationary) the three machines start from the same random memories and run the same
+//! programs one after the other: tiled GEMMs of awkward shapes (1x1x1, sides one past the
+//! array's, K longer than the scratchpad holds, random), every vector-unit op, the cast or
+//! requantization to the scratchpad, and a GEMM with a fused epilogue. After every program each
+//! memory is compared whole, bit for bit (functional == cycle == RTL), and the RTL's cycle count
+//! must equal the cycle machine's. A difference is reported with the first instruction after
+//! which the machines part (`systole_sim::compare::localize`).
+//!
+//! And one training step of the default MLP (64-64-10, batch 32) on the RTL equals the cycle
+//! machine's bit for bit: loss, predictions, every parameter and the cycle count.
+
+use systole_core::graph::{Graph, MlpSpec, Sgd};
+use systole_core::isa::{Instruction, VectorOp};
+use systole_core::machine::{golden, validate_program, GoldenKind};
+use systole_core::params::{Params, SplitMix64};
+use systole_core::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape};
+use systole_core::train::AccelTrainer;
+use systole_core::{ArrayConfig, Dataflow, Dtype, Machine, MachineError, Requant};
+use systole_hdl::TopConfig;
+use systole_sim::compare::{first_difference, localize, Image, Outcome, Pair};
+use systole_sim::{rtl_top_config, BuildOptions, RtlBuild};
+
+/// The accelerator every conformance program of one array runs on: memories small enough to
+/// compare whole after every program.
+fn conformance_top(n: u16, dtype: Dtype, dataflow: Dataflow) -> TopConfig {
+    let array = ArrayConfig {
+        spad_depth: 3 * n as u32 + 8,
+        acc_depth: 2 * n as u32 + 8,
+        ..ArrayConfig::new(n, n, dtype).with_dataflow(dataflow)
+    };
+    TopConfig { dram_bytes: 4096, fifo_depth: 64, uart_divisor: 4, ..TopConfig::new(array) }
+}
+
+/// A named program.
+struct Case {
+    name: String,
+    program: Vec<Instruction>,
+}
+
+fn gemm_case(config: &ArrayConfig, dram: usize, shape: GemmShape, epilogue: Epilogue) -> Case {
+    let (layout, needed) = GemmLayout::packed(config, &shape).expect("layout");
+    assert!(needed <= dram, "{shape:?} needs {needed} bytes of DRAM, the suite has {dram}");
+    let plan = GemmPlan::with_epilogue(config, shape, layout, epilogue).expect("plan");
+    let mut program = Vec::new();
+    plan.emit(&mut |i| program.push(i));
+    let name = format!("gemm {}x{}x{} {epilogue:?}", shape.m, shape.k, shape.n);
+    Case { name, program }
+}
+
+/// The largest GEMM of up to these sides that fits `dram` (shrinking K, then M and N).
+fn fitting(config: &ArrayConfig, dram: usize, mut shape: GemmShape) -> GemmShape {
+    while GemmLayout::packed(config, &shape).map_or(true, |(_, n)| n > dram) {
+        if shape.k > 1 {
+            shape.k -= 1;
+        } else {
+            shape.m = (shape.m - 1).max(1);
+            shape.n = (shape.n - 1).max(1);
+        }
+    }
+    shape
+}
+
+fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
+    let config = top.array;
+    let dram = top.dram_bytes;
+    let n = config.rows as u32;
+    let (spad, acc) = (config.spad_depth, config.acc_depth);
+    let mut cases = Vec::new();
+    let mut shapes = vec![
+        GemmShape { m: 1, k: 1, n: 1 },
+        GemmShape { m: n + 1, k: 2 * n + 3, n: (n - 1).max(1) },
+        // K longer than the scratchpad holds: several groups of k-tiles, accumulated.
+        GemmShape { m: 2, k: spad + n + 1, n: n + 1 },
+    ];
+    for _ in 0..2 {
+        let mut dim = || 1 + rng.below(2 * n as u64 + 2) as u32;
+        shapes.push(GemmShape { m: dim(), k: dim(), n: dim() });
+    }
+    for shape in shapes {
+        let shape = fitting(&config, dram, shape);
+        cases.push(gemm_case(&config, dram, shape, Epilogue::STORE));
+    }
+    // A fused epilogue: bias and ReLU in the vector unit, the 32-bit store, then the cast (BF16)
+    // or requantization (INT8) back to DRAM, all in the last KiB of DRAM.
+    let shape = fitting(&config, dram - 1024, GemmShape { m: n + 2, k: n + 1, n });
+    let requant = match config.dtype {
+        Dtype::Bf16 => None,
+        Dtype::Int8 => Some(Requant::from_scale(0.01, 3).expect("requant")),
+    };
+    let epilogue = Epilogue {
+        bias: Some(dram as u32 - 1024),
+        relu: true,
+        cast: Some(CastTo { addr: dram as u32 - 960, requant }),
+        ..Epilogue::STORE
+    };
+    cases.push(gemm_case(&config, dram, shape, epilogue));
+
+    // Every vector-unit op, over several accumulator rows of whatever the GEMMs left.
+    let rows = (acc / 2).min(5) as u16;
+    let imm = |dtype: Dtype, f: f32, i: u32| match dtype {
+        Dtype::Bf16 => f.to_bits(),
+        Dtype::Int8 => i,
+    };
+    let ops = [
+        (VectorOp::BiasAdd, (acc - 1) as u16, 0),
+        (VectorOp::Relu, 0, 0),
+        (VectorOp::ReluGrad, rows, 0),
+        (VectorOp::Scale, 0, imm(config.dtype, -0.7734375, 3)),
+        (VectorOp::Axpy, rows, imm(config.dtype, 1.5, 5)),
+    ];
+    for (op, src, imm) in ops {
+        let ins = Instruction::Vector { op, dst: 1, src, rows, imm };
+        cases.push(Case {
+            name: format!("vector {}", op.name()),
+            program: vec![ins, Instruction::Halt],
+        });
+    }
+    let to_spad = match config.dtype {
+        Dtype::Bf16 => Instruction::CastBf16 { acc_row: 0, spad_row: 2, rows },
+        Dtype::Int8 => Instruction::Requantize {
+            acc_row: 0,
+            spad_row: 2,
+            rows,
+            requant: Requant::from_scale(0.0123, -4).expect("requant"),
+        },
+    };
+    cases.push(Case { name: format!("{to_spad:?}"), program: vec![to_spad, Instruction::Halt] });
+    for case in &cases {
+        validate_program(&config, &case.program, dram)
+            .unwrap_or_else(|e| panic!("{}: the suite built an invalid program: {e}", case.name));
+    }
+    cases
+}
+
+/// Runs the suite on one array: every case on the functional machine, the cycle machine and
+/// the RTL, from the same memories, compared after each.
+fn conformance(top: TopConfig, seed: u64) {
+    let config = top.array;
+    let what = |case: &str| {
+        format!(
+            "{}x{} {} {}: {case}",
+            config.rows,
+            config.cols,
+            config.dtype.name(),
+            config.dataflow.short_name()
+        )
+    };
+    let build = RtlBuild::new(&top, &BuildOptions::default())
+        .unwrap_or_else(|e| panic!("{}: verilating: {e}", what("")));
+    let mut functional = golden(GoldenKind::Functional, config, top.dram_bytes).unwrap();
+    let mut cycle = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
+    let mut rtl = build.machine().unwrap();
+    let start = Image::random(&config, &rtl, seed);
+    for m in [functional.as_mut(), cycle.as_mut(), &mut rtl as &mut dyn Machine] {
+        start.load_into(m).unwrap_or_else(|e| panic!("{}: {e}", what("loading")));
+    }
+    // Each program starts from what the ones before it left, on every machine alike.
+    let mut before = start;
+    let mut rng = SplitMix64(seed);
+    for case in cases(&top, &mut rng) {
+        let run = |m: &mut dyn Machine| -> Outcome {
+            let result = m.run(&case.program);
+            if let Err(MachineError::Link(e)) = &result {
+                panic!("{}: the {} machine's link: {e}", what(&case.name), m.name());
+            }
+            let memories =
+                Image::read_from(m).unwrap_or_else(|e| panic!("{}: {e}", what(&case.name)));
+            Outcome { result, memories }
+        };
+        let f = run(functional.as_mut());
+        let c = run(cycle.as_mut());
+        let r = run(&mut rtl);
+        assert!(c.result.is_ok(), "{}: {:?}", what(&case.name), c.result);
+        if let Some(d) = first_difference(&config, &f, &c) {
+            panic!("{}: functional vs cycle: {d}", what(&case.name));
+        }
+        if let Some(d) = first_difference(&config, &c, &r) {
+            let mut fresh = || -> Result<Pair, MachineError> {
+                let rtl = build.machine().expect("instantiating the RTL");
+                Ok((golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap(), Box::new(rtl)))
+            };
+            let at = localize(&config, &before, &case.program, &mut fresh).ok().flatten();
+            panic!("{}: cycle vs RTL: {d}; first at {at:?}", what(&case.name));
+        }
+        before = c.memories;
+    }
+}
+
+#[test]
+fn conformance_2x2() {
+    conformance(conformance_top(2, Dtype::Int8, Dataflow::WeightStationary), 1);
+    conformance(conformance_top(2, Dtype::Bf16, Dataflow::WeightStationary), 2);
+}
+
+#[test]
+fn conformance_4x4() {
+    conformance(conformance_top(4, Dtype::Int8, Dataflow::WeightStationary), 3);
+    conformance(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary), 4);
+}
+
+#[test]
+fn conformance_4x4_output_stationary() {
+    conformance(conformance_top(4, Dtype::Int8, Dataflow::OutputStationary), 5);
+    conformance(conformance_top(4, Dtype::Bf16, Dataflow::OutputStationary), 6);
+}
+
+#[test]
+fn conformance_8x8() {
+    conformance(conformance_top(8, Dtype::Int8, Dataflow::WeightStationary), 7);
+    conformance(conformance_top(8, Dtype::Bf16, Dataflow::WeightStationary), 8);
+}
+
+#[test]
+fn conformance_16x16_int8() {
+    conformance(conformance_top(16, Dtype::Int8, Dataflow::WeightStationary), 9);
+}
+
+#[test]
+fn conformance_16x16_bf16() {
+    conformance(conformance_top(16, Dtype::Bf16, Dataflow::WeightStationary), 10);
+}
+
+/// One step of the default MLP (`systole train`'s 64-64-10, batch 32) on a 4x4 BF16 RTL, the
+/// accelerator `systole train --machine rtl --rows 4 --cols 4` builds: loss, predictions,
+/// cycles and every parameter equal the cycle machine's, bit for bit.
+#[test]
+fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
+    let spec =
+        MlpSpec { inputs: 64, hidden: heapless::Vec::from_slice(&[64]).unwrap(), classes: 10 };
+    let graph = Graph::training(&spec, Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 }).unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+    let batch = 32;
+    let dram = AccelTrainer::dram_needed(&graph, &config, batch, batch).unwrap();
+    let top = rtl_top_config(config, dram);
+    let rtl = RtlBuild::new(&top, &BuildOptions::default()).expect("verilating").machine().unwrap();
+    let params = Params::init(&spec, 0);
+    let mut on_rtl = AccelTrainer::new(Box::new(rtl), graph.clone(), &params).unwrap();
+    let cycle = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
+    let mut on_cycle = AccelTrainer::new(cycle, graph, &params).unwrap();
+    let mut rng = SplitMix64(11);
+    let x: Vec<f32> = (0..batch * 64).map(|_| rng.below(17) as f32 / 16.0).collect();
+    let y: Vec<u16> = (0..batch).map(|_| rng.below(10) as u16).collect();
+    let (want, want_work) = on_cycle.step(&x, &y).unwrap();
+    let (got, got_work) = on_rtl.step(&x, &y).unwrap();
+    assert_eq!(got, want, "loss and predictions");
+    assert_eq!(got_work, want_work, "cycles and MACs");
+    let (a, b) = (on_cycle.params().unwrap(), on_rtl.params().unwrap());
+    assert!(a != Params::init(&spec, 0), "the step changed the parameters");
+    assert!(a == b, "every parameter after the step");
+}
