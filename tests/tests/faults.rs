@@ -71,7 +71,8 @@ struct Noisy {
     /// The response is being swallowed (its tail is cut).
     swallowing: bool,
     /// Faults injected and not yet seen to fail an exchange or to have passed harmlessly.
-    pending: Vec<u64>,
+    /// Each with the exchanges that succeeded since, and where it was put.
+    pending: Vec<(u64, String)>,
     injected: u64,
     /// Requests sent since the last `arm_reset`; the reset pulse comes before request `reset_at`.
     requests: u64,
@@ -105,9 +106,9 @@ impl Noisy {
         self.rng.next_u64() % n.max(1)
     }
 
-    fn inject(&mut self) {
+    fn inject(&mut self, place: String) {
         self.injected += 1;
-        self.pending.push(0);
+        self.pending.push((0, place));
     }
 
     /// Holds the reset pin for a few cycles, as a board's button does.
@@ -144,13 +145,15 @@ impl ByteStream for Noisy {
         if !self.enabled || self.below(self.every) != 0 {
             return self.link.write_all(bytes);
         }
-        self.inject();
         if self.below(2) == 0 {
             // The response: somewhere in its 6-byte minimum (header and CRC).
-            self.response_fault = Some(self.below(6) as usize);
+            let at = self.below(6) as usize;
+            self.response_fault = Some(at);
+            self.inject(format!("response byte {at}"));
             return self.link.write_all(bytes);
         }
         let at = self.below(bytes.len() as u64) as usize;
+        self.inject(format!("request byte {at} of {}", bytes.len()));
         let mut sent = bytes.to_vec();
         match self.fault {
             ByteFault::Drop => {
@@ -213,7 +216,7 @@ impl ByteStream for Noisy {
 struct Observed {
     inner: Framed<Noisy>,
     detected: u64,
-    harmless: u64,
+    harmless: Vec<String>,
     /// Exchanges that failed (one fault may fail several: a retry that meets the rest of a
     /// frame the device is still waiting for fails too).
     failed: u64,
@@ -238,10 +241,11 @@ impl Transport for Observed {
             self.detected += pending.len() as u64;
             pending.clear();
         } else {
-            pending.iter_mut().for_each(|clean| *clean += 1);
-            let before = pending.len();
-            pending.retain(|&clean| clean < 2);
-            self.harmless += (before - pending.len()) as u64;
+            pending.iter_mut().for_each(|(clean, _)| *clean += 1);
+            for (_, place) in pending.iter().filter(|(clean, _)| *clean >= 2) {
+                self.harmless.push(place.clone());
+            }
+            pending.retain(|(clean, _)| *clean < 2);
         }
         result
     }
@@ -258,7 +262,7 @@ type Device = LinkMachine<Observed>;
 fn device_and_golden(top: &TopConfig, fault: ByteFault, seed: u64) -> (Device, Box<dyn Machine>) {
     let noisy = Noisy::new(UartLink::new(verilated(top), 4), fault, seed);
     let observed =
-        Observed { inner: Framed { stream: noisy }, detected: 0, harmless: 0, failed: 0 };
+        Observed { inner: Framed { stream: noisy }, detected: 0, harmless: Vec::new(), failed: 0 };
     let mut device = LinkMachine::new(observed, top.array, top.dram_bytes);
     device.max_polls = 100;
     let mut reference = golden(GoldenKind::Cycle, top.array, top.dram_bytes).unwrap();
@@ -343,6 +347,8 @@ struct Row {
     silent: u64,
     first_silent: Option<String>,
     failed_exchanges: u64,
+    /// Where the faults that had no effect were put.
+    harmless_at: Vec<String>,
 }
 
 impl Row {
@@ -446,7 +452,9 @@ fn byte_faults(fault: ByteFault, ops: usize, seed: u64) -> Row {
     let t = &device.transport;
     row.injected = t.inner.stream.injected;
     row.detected = t.detected;
-    row.harmless = t.harmless + t.inner.stream.pending.len() as u64;
+    row.harmless = (t.harmless.len() + t.inner.stream.pending.len()) as u64;
+    row.harmless_at = t.harmless.clone();
+    row.harmless_at.extend(t.inner.stream.pending.iter().map(|(_, place)| place.clone()));
     row.failed_exchanges = t.failed;
     row
 }
