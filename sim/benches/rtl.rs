@@ -1,6 +1,9 @@
 //! Simulated cycles per second of the RTL machine, beside core's cycle machine on the same
 //! program: a tiled GEMM whose data already sits in DRAM, so the time measured is the run
-//! (upload of the program, the program's cycles, the host's status polls).
+//! (upload of the program, the program's cycles, the host's status polls). The accelerators
+//! are the conformance suite's (small memories; `tests/tests/conformance.rs`), so the tests
+//! and the benchmark share their Verilated models. `--threads 2` models are built for 4x4 and
+//! 8x8 only.
 //!
 //! `cargo bench -p systole-sim --bench rtl [-- FILTER]`, e.g. `-- 8x8` or `-- int8`.
 //! Each line: config, threads, program cycles, all simulated cycles of the run (host traffic
@@ -13,8 +16,9 @@ use systole_core::machine::{golden, GoldenKind, Region};
 use systole_core::params::SplitMix64;
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype, Machine};
+use systole_hdl::TopConfig;
 use systole_sim::machine::{rtl_machine, simulated_cycles};
-use systole_sim::{rtl_top_config, BuildOptions};
+use systole_sim::BuildOptions;
 
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -25,7 +29,7 @@ fn main() {
     );
     for n in [4u16, 8, 16] {
         for dtype in [Dtype::Int8, Dtype::Bf16] {
-            for &t in &threads {
+            for &t in threads.iter().filter(|t| n <= 8 || t.is_none()) {
                 let name = format!("{n}x{n} {}", dtype.name());
                 let tag = format!("{name} threads={}", t.map_or(1, |t| t));
                 if !filter.is_empty() && !filter.iter().any(|f| tag.contains(f.as_str())) {
@@ -38,7 +42,9 @@ fn main() {
 }
 
 fn measure(name: &str, config: ArrayConfig, threads: Option<u32>) {
-    let shape = GemmShape { m: 64, k: 64, n: 64 };
+    let n = config.rows as u32;
+    let config = ArrayConfig { spad_depth: 3 * n + 8, acc_depth: 2 * n + 8, ..config };
+    let shape = GemmShape { m: 16, k: 32, n: 16 };
     let (layout, dram) = GemmLayout::packed(&config, &shape).expect("layout");
     let plan = GemmPlan::new(&config, shape, layout).expect("plan");
     let mut program = Vec::new();
@@ -47,7 +53,9 @@ fn measure(name: &str, config: ArrayConfig, threads: Option<u32>) {
     let bytes = (shape.m * shape.k + shape.k * shape.n) as usize * config.dtype.elem_bytes();
     let data: Vec<u8> = (0..bytes).map(|_| (rng.next_u64() >> 40) as u8 & 0x3f).collect();
 
-    let top = rtl_top_config(config, dram);
+    let top =
+        TopConfig { dram_bytes: 4096, fifo_depth: 64, uart_divisor: 4, ..TopConfig::new(config) };
+    assert!(dram <= top.dram_bytes);
     let opts = BuildOptions { threads, ..Default::default() };
     let built = Instant::now();
     let mut rtl = match rtl_machine(&top, &opts) {
