@@ -70,11 +70,18 @@ fn measure(name: &str, config: ArrayConfig, threads: Option<u32>) {
         println!("{name}: built (Verilator + g++) in {build_s:.0} s");
     }
     rtl.write(Region::Dram, 0, &data).expect("upload");
+    // Repeat the run for at least a second of wall time.
     let before = simulated_cycles(&rtl);
     let t0 = Instant::now();
-    let stats = rtl.run(&program).expect("RTL run");
+    let mut stats = rtl.run(&program).expect("RTL run");
+    let mut runs = 1;
+    while t0.elapsed().as_secs_f64() < 1.0 {
+        stats = rtl.run(&program).expect("RTL run");
+        runs += 1;
+    }
     let wall = t0.elapsed().as_secs_f64();
-    let simulated = simulated_cycles(&rtl) - before;
+    let simulated = (simulated_cycles(&rtl) - before) / runs;
+    let wall = wall / runs as f64;
 
     let mut cyc = golden(GoldenKind::Cycle, config, dram).expect("config");
     cyc.write(Region::Dram, 0, &data).expect("upload");
