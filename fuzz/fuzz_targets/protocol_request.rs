@@ -2,7 +2,9 @@
 //! re-serialises to exactly the same bytes; a rejected one has an answer code or no sync byte.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use systole_core::protocol::{encode_request, parse_error_code, parse_request, ProtocolError, MAX_FRAME};
+use systole_core::protocol::{
+    encode_request, parse_error_code, parse_request, ProtocolError, MAX_FRAME,
+};
 
 fuzz_target!(|data: &[u8]| {
     match parse_request(data) {
@@ -12,7 +14,8 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(&out[..n], data, "{req:?} re-serialises differently");
         }
         Err(e) => assert!(
-            parse_error_code(&e).is_some() || matches!(e, ProtocolError::Sync { .. } | ProtocolError::Frame { .. }),
+            parse_error_code(&e).is_some()
+                || matches!(e, ProtocolError::Sync { .. } | ProtocolError::Frame { .. }),
             "{e:?} has no answer"
         ),
     }

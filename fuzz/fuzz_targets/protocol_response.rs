@@ -2,7 +2,9 @@
 //! re-serialises to the same bytes, and a status or identity payload round-trips.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use systole_core::protocol::{encode_response, parse_response, Identity, Response, Status, MAX_FRAME};
+use systole_core::protocol::{
+    encode_response, parse_response, Identity, Response, Status, MAX_FRAME,
+};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(resp) = parse_response(data) {
