@@ -103,6 +103,10 @@ pub struct LinkMachine<T: Transport> {
     resync: bool,
     /// What [`Machine::name`] says: "link" unless the owner knows better ("rtl", "board").
     pub name: &'static str,
+    /// The shape of the weight tile active in the array, which survives from one program to
+    /// the next and counts in a non-swapping matmul's MACs; `None` after a run the link lost
+    /// track of (its MACs are then counted as if no weights were active).
+    active: Option<(u64, u64)>,
 }
 
 fn words_of(ins: &Instruction) -> [u8; 16] {
@@ -124,6 +128,7 @@ impl<T: Transport> LinkMachine<T> {
             retries: 0,
             resync: false,
             name: "link",
+            active: Some((0, 0)),
         }
     }
 
@@ -267,7 +272,7 @@ impl<T: Transport> LinkMachine<T> {
             if status.done {
                 return Ok(Stats {
                     cycles: Some(status.cycles),
-                    macs: crate::timing::program_macs(program),
+                    macs: 0, // counted by `run`, which knows the weights the program starts with
                     instructions: program.len() as u64,
                     array_cycles: None,
                 });
@@ -346,9 +351,18 @@ impl<T: Transport> Machine for LinkMachine<T> {
         let expected = crate::timing::program_cycles(&self.config, program).err();
         let result = self.run_linked(program);
         self.resync = result.is_err();
+        let start = self.active.take().unwrap_or((0, 0));
         match (result, expected) {
-            (Ok(stats), None) => Ok(stats),
+            (Ok(mut stats), None) => {
+                let (macs, active) = crate::timing::program_macs_from(program, start);
+                stats.macs = macs;
+                self.active = Some(active);
+                Ok(stats)
+            }
             (Err(LinkFault::Fault(FaultCode::NoWeightsLoaded)), Some((index, kind))) => {
+                // Everything before the faulting swap ran.
+                let before = program.get(..index).unwrap_or(program);
+                self.active = Some(crate::timing::program_macs_from(before, start).1);
                 Err(MachineError::Exec { index, kind })
             }
             (Ok(_), Some(_)) => {

@@ -101,9 +101,17 @@ pub fn program_cycles(
 
 /// Useful MACs of a valid program up to its first `Halt`, counted as the golden machines count
 /// them: a weight-stationary matmul does `rows x k x n` of the weights it uses (their tile's
-/// rows and columns), an output-stationary one `k x rows x cols`.
+/// rows and columns), an output-stationary one `k x rows x cols`. The array starts with no
+/// weights (a fresh machine); see [`program_macs_from`] for one that ran programs before.
 pub fn program_macs(program: &[Instruction]) -> u64 {
-    let (mut shadow, mut active) = ((0u64, 0u64), (0u64, 0u64));
+    program_macs_from(program, (0, 0)).0
+}
+
+/// [`program_macs`] on an array whose active weights are a `(rows, cols)` tile left by earlier
+/// programs (they survive from one program to the next; DECISIONS 28); also returns the
+/// active tile's shape after the program, or after its last instruction when it has no `Halt`.
+pub fn program_macs_from(program: &[Instruction], active: (u64, u64)) -> (u64, (u64, u64)) {
+    let (mut shadow, mut active) = ((0u64, 0u64), active);
     let mut macs = 0;
     for ins in program {
         match *ins {
@@ -121,5 +129,5 @@ pub fn program_macs(program: &[Instruction]) -> u64 {
             _ => {}
         }
     }
-    macs
+    (macs, active)
 }

@@ -9,6 +9,7 @@ use systole_host::cli::{self, Cli, Command};
 use systole_host::{bench, board, firmware, gemm, hdl, predict, sim, train};
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // --help and --version (status 0); no subcommand: the help, status 2.
@@ -50,6 +51,17 @@ fn main() -> ExitCode {
             eprintln!("error: {}", one_line(&format!("{e:#}")));
             ExitCode::from(2)
         }
+    }
+}
+
+/// `systole train | head -1` should end quietly when `head` closes the pipe, as Unix tools do,
+/// not panic in `println!`: Rust starts programs with SIGPIPE ignored; take the default back.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

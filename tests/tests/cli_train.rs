@@ -468,3 +468,33 @@ fn digits_rows() -> Vec<(Vec<f32>, u16)> {
         })
         .collect()
 }
+
+/// `systole train | head -1`: when the reader goes away the command ends as Unix tools do, by
+/// SIGPIPE, not with a panic (exit 101) from `println!`.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_pipe_ends_the_run_quietly() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(systole_tests::systole_binary())
+        .args(["train", "--epochs", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn systole");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("digits:"), "{first}");
+    // The reader is dropped here: the pipe is closed.
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc_sigpipe()), "{status:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13 // SIGPIPE on Linux and the BSDs
+}

@@ -411,9 +411,9 @@ fn byte_faults(fault: ByteFault, ops: usize, seed: u64) -> Row {
                 let got = device.run(&program);
                 let r = match (&want, &got) {
                     (_, Err(MachineError::Link(_))) => got.map(|_| ()),
-                    // Cycles, not MACs: `LinkMachine` counts a non-swapping matmul's MACs as
-                    // if no weights were active before the program (`timing::program_macs`),
-                    // the golden machines with the weights a previous program left.
+                    // Cycles, not MACs: after a run the link lost, `LinkMachine` no longer knows
+                    // which weights a previous program left active, and counts a non-swapping
+                    // matmul's MACs as if none were (`timing::program_macs_from`).
                     (Ok(w), Ok(g)) if w.cycles == g.cycles => Ok(()),
                     (Err(w), Err(g)) if w == g => Ok(()),
                     _ => {

@@ -190,3 +190,38 @@ fn identify_reports_the_config_the_device_was_built_for() {
     assert_eq!((id.isa_version, id.dram_bytes), (systole_core::isa::ISA_VERSION, 4096));
     assert!(id.fifo_depth >= 16);
 }
+
+/// The active weights survive from one program to the next (DECISIONS 28): a program whose
+/// first matmul does not swap uses the tile an earlier program swapped in, and `LinkMachine`
+/// counts its MACs as the golden machines do, also after a program that faulted part-way.
+#[test]
+fn macs_count_the_weights_an_earlier_program_left_active() {
+    use systole_core::isa::Instruction;
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let mut reference = golden(GoldenKind::Cycle, config, 64).unwrap();
+    let mut link = linked(config, 64, vec![]);
+    let load = |rows, cols| Instruction::LoadWeights { spad_row: 0, rows, cols };
+    let matmul =
+        |swap| Instruction::Matmul { a_row: 4, acc_row: 0, rows: 3, swap, accumulate: false };
+    let programs = [
+        vec![load(3, 2), matmul(true), Instruction::Halt],
+        vec![matmul(false), Instruction::Halt],
+        // Swaps in a 4 x 1 tile, then faults at the second swap: the 4 x 1 tile stays active.
+        vec![load(4, 1), matmul(true), matmul(true), Instruction::Halt],
+        vec![matmul(false), matmul(false), Instruction::Halt],
+    ];
+    let mut macs = Vec::new();
+    for program in &programs {
+        let want = reference.run(program);
+        let got = link.run(program);
+        match (&want, &got) {
+            (Ok(w), Ok(g)) => {
+                assert_eq!(g.macs, w.macs, "{program:?}");
+                macs.push(g.macs);
+            }
+            (Err(w), Err(g)) => assert_eq!(g, w, "{program:?}"),
+            _ => panic!("{program:?}: cycle machine {want:?}, link {got:?}"),
+        }
+    }
+    assert_eq!(macs, [3 * 3 * 2, 3 * 3 * 2, 2 * 3 * 4]);
+}
