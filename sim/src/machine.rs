@@ -6,11 +6,11 @@
 //! costs the fewest simulated cycles there, and none of them is counted in a program's cycles
 //! (the controller freezes while its FIFO is empty; `docs/HARDWARE.md`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use systole_core::link::{Framed, LinkMachine};
 use systole_core::ArrayConfig;
-use systole_hdl::{emit, TopConfig, TOP_MODULE};
+use systole_hdl::{emit, Emitted, TopConfig, TOP_MODULE};
 
 use crate::build::{build_library, BuildOptions, Port};
 use crate::model::Model;
@@ -44,14 +44,7 @@ impl RtlBuild {
     /// Emits `top`'s Verilog and Verilates it, unless the cache has it.
     pub fn new(top: &TopConfig, opts: &BuildOptions) -> Result<RtlBuild, SimError> {
         let emitted = emit(top).map_err(|e| SimError::Config(e.to_string()))?;
-        let ports: Vec<Port> = emitted
-            .ports
-            .iter()
-            .map(|p| match p.direction {
-                "input" => Port::input(&p.name, p.bits as u32),
-                _ => Port::output(&p.name, p.bits as u32),
-            })
-            .collect();
+        let ports = ports_of(&emitted);
         let library = build_library(&emitted.verilog, TOP_MODULE, &ports, opts)?;
         Ok(RtlBuild { top: *top, library, ports })
     }
@@ -72,6 +65,18 @@ impl RtlBuild {
     }
 }
 
+/// The ports of emitted Verilog, as the model builder takes them.
+pub fn ports_of(emitted: &Emitted) -> Vec<Port> {
+    emitted
+        .ports
+        .iter()
+        .map(|p| match p.direction {
+            "input" => Port::input(&p.name, p.bits as u32),
+            _ => Port::output(&p.name, p.bits as u32),
+        })
+        .collect()
+}
+
 /// Emits and Verilates `top` (or loads it from the cache): a fresh instance's pins.
 pub fn verilate_top(top: &TopConfig, opts: &BuildOptions) -> Result<RtlTop, SimError> {
     RtlBuild::new(top, opts)?.pins()
@@ -86,12 +91,6 @@ pub fn rtl_machine(top: &TopConfig, opts: &BuildOptions) -> Result<RtlMachine, S
 /// The pins under an RTL machine.
 pub fn pins(machine: &mut RtlMachine) -> &mut RtlTop {
     &mut machine.transport.stream.top
-}
-
-/// Records a VCD of everything the RTL machine does from simulated cycle `from` on (see
-/// [`RtlTop::trace_from`]).
-pub fn trace_from(machine: &mut RtlMachine, path: &Path, from: u64) {
-    pins(machine).trace_from(path, from);
 }
 
 /// Clock cycles the RTL has simulated since it was built, host traffic included.

@@ -20,7 +20,7 @@ use systole_core::machine::{golden, GoldenKind, Region};
 use systole_core::protocol::{self, Request};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dataflow, Dtype, Machine};
-use systole_hdl::{emit, TopConfig, TOP_MODULE};
+use systole_hdl::TopConfig;
 use systole_sim::{RtlTop, SpiLink, UartLink};
 use systole_tests::{assert_bit_identical, SplitMix};
 
@@ -28,18 +28,8 @@ use crate::machines::random_program;
 
 /// The model of `top`, built (or found in the cache) and reset.
 pub(crate) fn verilated(top: &TopConfig) -> RtlTop {
-    let e = emit(top).unwrap_or_else(|err| panic!("{top:?}: {err}"));
-    let ports: Vec<systole_sim::Port> = e
-        .ports
-        .iter()
-        .map(|p| match p.direction {
-            "input" => systole_sim::Port::input(&p.name, p.bits as u32),
-            _ => systole_sim::Port::output(&p.name, p.bits as u32),
-        })
-        .collect();
-    let model = systole_sim::build_model(&e.verilog, TOP_MODULE, &ports, &Default::default())
-        .unwrap_or_else(|err| panic!("{top:?}: verilating failed: {err}"));
-    RtlTop::new(model).expect("systole_top has its host-interface ports")
+    systole_sim::verilate_top(top, &Default::default())
+        .unwrap_or_else(|err| panic!("{top:?}: verilating failed: {err}"))
 }
 
 /// A small machine: memories of a few rows, so whole-memory comparisons are quick.

@@ -234,14 +234,7 @@ fn whole_top_synthesises_in_yosys() {
 /// accumulators take it.
 fn verilated(config: &ArrayConfig) -> (systole_sim::Model, systole_hdl::Emitted) {
     let e = emit_array(config).unwrap_or_else(|err| panic!("{config:?}: {err}"));
-    let ports: Vec<systole_sim::Port> = e
-        .ports
-        .iter()
-        .map(|p| match p.direction {
-            "input" => systole_sim::Port::input(&p.name, p.bits as u32),
-            _ => systole_sim::Port::output(&p.name, p.bits as u32),
-        })
-        .collect();
+    let ports = systole_sim::machine::ports_of(&e);
     let model = systole_sim::build_model(&e.verilog, ARRAY_MODULE, &ports, &Default::default())
         .unwrap_or_else(|err| panic!("{config:?}: verilating failed: {err}"));
     (model, e)
