@@ -93,15 +93,17 @@ pub fn build(
 }
 
 /// nextpnr's reason when the design needs more of some resource than the device has: its first
-/// error line about a cell type or placement.
+/// error line about a cell type or placement, or any error line when its utilisation report
+/// shows a resource above 100% (nextpnr-ice40 then fails to "expand region" while placing).
 fn does_not_fit(output: &str) -> Option<String> {
-    output
-        .lines()
-        .filter(|l| l.contains("ERROR"))
-        .find(|l| {
-            l.contains("but device") || l.contains("Unable to place") || l.contains("too many")
-        })
-        .map(|l| l.trim().to_string())
+    let errors: Vec<String> =
+        output.lines().filter(|l| l.contains("ERROR")).map(|l| l.trim().to_string()).collect();
+    let known = ["but device", "Unable to place", "too many", "Failed to expand region"];
+    errors
+        .iter()
+        .find(|l| known.iter().any(|k| l.contains(k)))
+        .or_else(|| errors.first().filter(|_| overused(output) != "placement failed"))
+        .cloned()
 }
 
 /// nextpnr's utilisation lines of the resources used beyond 100%: `ICESTORM_DSP 22 of 8`.
@@ -187,6 +189,10 @@ mod tests {
         let err = "ERROR: Unable to place cell 'x', no BELs remaining to implement cell type 'ICESTORM_DSP'";
         assert!(does_not_fit(err).is_some());
         assert!(does_not_fit("ERROR: something else").is_none());
+        let region = "ERROR: Failed to expand region (0, 0) |_> (25, 31) of 7186 ICESTORM_LCs";
+        assert_eq!(does_not_fit(region).as_deref(), Some(region));
+        let over = format!("{log}ERROR: something else");
+        assert_eq!(does_not_fit(&over).as_deref(), Some("ERROR: something else"));
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! full at the start of `t` if they are now, or the weight loader finishes now.
 //!
 //! The candidate is a register (`q`) holding the oldest word not yet dispatched, loaded from the
-//! FIFO's head; it is checked ([`crate::decode`]) on the way in.
+//! FIFO's head; one decoder and the program checks ([`crate::decode`]) read it, so its fields
+//! and its fault code are known in the cycle it is decided on.
 //!
 //! # Freezing
 //!
@@ -41,6 +42,12 @@ use crate::vector::AccOp;
 
 /// The instruction FIFO: 128-bit words in block RAM, first-word-fall-through (`head` is the
 /// oldest word whenever `valid`), one push and one pop per cycle.
+///
+/// The RAM is read-first (no 128-bit bypass): a head read issued in the cycle its word is
+/// pushed (a push into an empty FIFO, or a push and a pop of the last word) returns a stale
+/// word, so `valid` stays low for that one cycle and the read is issued again. The word reaches
+/// the candidate register a cycle later; the machine is frozen meanwhile and frozen cycles are
+/// not counted (docs/DECISIONS.md 23), so no result or cycle count changes.
 #[derive(LogicBlock)]
 pub struct InstrFifo {
     pub clock: Signal<In, Clock>,
@@ -54,6 +61,8 @@ pub struct InstrFifo {
     /// Free slots.
     pub free: Signal<Out, Bits<16>>,
     ram: Ram<128, 16>,
+    /// The head read issued in the last cycle collided with a write to its word.
+    stale: DFF<Bit>,
     read_ptr: DFF<Bits<16>>,
     write_ptr: DFF<Bits<16>>,
     count: DFF<Bits<16>>,
@@ -75,7 +84,8 @@ impl InstrFifo {
             head: Default::default(),
             valid: Default::default(),
             free: Default::default(),
-            ram: Ram::new(depth),
+            ram: Ram::read_first(depth),
+            stale: Default::default(),
             read_ptr: Default::default(),
             write_ptr: Default::default(),
             count: Default::default(),
@@ -90,7 +100,7 @@ impl InstrFifo {
 impl Logic for InstrFifo {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, read_ptr, write_ptr, count);
+        dff_setup!(self, clock, stale, read_ptr, write_ptr, count);
         self.read_next.next = self.read_ptr.q.val() + 1;
         if self.read_ptr.q.val() == self.last.val() {
             self.read_next.next = 0.into();
@@ -99,7 +109,7 @@ impl Logic for InstrFifo {
         if self.write_ptr.q.val() == self.last.val() {
             self.write_next.next = 0.into();
         }
-        self.valid.next = self.count.q.val().any();
+        self.valid.next = self.count.q.val().any() && !self.stale.q.val();
         self.free.next = self.depth.val() - self.count.q.val();
         self.ram.clock.next = self.clock.val();
         self.ram.write_enable.next = self.push.val() && !self.clear.val();
@@ -126,6 +136,8 @@ impl Logic for InstrFifo {
             self.count.d.next = 0.into();
             self.ram.read_address.next = 0.into();
         }
+        self.stale.d.next = self.ram.write_enable.val()
+            && (self.ram.read_address.val() == self.ram.write_address.val());
         self.head.next = self.ram.read_data.val();
     }
 }
@@ -183,6 +195,9 @@ pub struct Sequencer {
     pub dram_write_count: Signal<Out, Bits<16>>,
     pub immediate: Signal<Out, Bits<32>>,
     pub requant_multiplier: Signal<Out, Bits<32>>,
+    /// A `Requantize` row is being converted (its lane borrows the accumulator lanes'
+    /// multipliers).
+    pub requantizing: Signal<Out, Bit>,
     pub requant_shift: Signal<Out, Bits<5>>,
     pub requant_zero_point: Signal<Out, Bits<8>>,
     // Read addresses for the next cycle.
@@ -271,6 +286,7 @@ impl Sequencer {
             dram_write_count: Default::default(),
             immediate: Default::default(),
             requant_multiplier: Default::default(),
+            requantizing: Default::default(),
             requant_shift: Default::default(),
             requant_zero_point: Default::default(),
             dram_read_address: Default::default(),
@@ -458,6 +474,7 @@ impl Logic for Sequencer {
         }
         self.immediate.next = self.imm_q.q.val();
         self.requant_multiplier.next = self.mult.q.val();
+        self.requantizing.next = self.busy.q.val() && self.k_requant.q.val();
         self.requant_shift.next = self.shift_q.q.val();
         self.requant_zero_point.next = self.zp.q.val();
         self.dram_read_address.next = self.dram_ptr.d.val();
@@ -734,11 +751,12 @@ pub struct Dispatcher {
     pub run: Signal<In, Bit>,
     /// `Reset` from the host (or the reset pin): stop, empty the FIFO, clear the status.
     pub reset: Signal<In, Bit>,
-    /// The FIFO's head, and its fault code from the decoder and checker.
+    /// The FIFO's head.
     pub head_valid: Signal<In, Bit>,
     pub head_word: Signal<In, Bits<128>>,
-    pub head_fault: Signal<In, Bits<4>>,
-    /// The candidate, decoded (by a second decoder on `word`).
+    /// The candidate's fault code, from the decoder and checker of `word` (0 if none).
+    pub fault_in: Signal<In, Bits<4>>,
+    /// The candidate, decoded.
     pub load_weights: Signal<In, Bit>,
     pub matmul: Signal<In, Bit>,
     pub matmul_os: Signal<In, Bit>,
@@ -770,7 +788,6 @@ pub struct Dispatcher {
     halting: DFF<Bit>,
     q_valid: DFF<Bit>,
     q_word: DFF<Bits<128>>,
-    q_fault: DFF<Bits<4>>,
     shadow_full: DFF<Bit>,
     code_no_weights: Constant<Bits<4>>,
     all_free: Signal<Local, Bit>,
@@ -793,7 +810,7 @@ impl Default for Dispatcher {
             reset: Default::default(),
             head_valid: Default::default(),
             head_word: Default::default(),
-            head_fault: Default::default(),
+            fault_in: Default::default(),
             load_weights: Default::default(),
             matmul: Default::default(),
             matmul_os: Default::default(),
@@ -823,7 +840,6 @@ impl Default for Dispatcher {
             halting: Default::default(),
             q_valid: Default::default(),
             q_word: Default::default(),
-            q_fault: Default::default(),
             shadow_full: Default::default(),
             code_no_weights: constant(FaultCode::NoWeightsLoaded as u64),
             all_free: Default::default(),
@@ -854,7 +870,6 @@ impl Logic for Dispatcher {
             halting,
             q_valid,
             q_word,
-            q_fault,
             shadow_full
         );
         // Frozen: running, the program not over, and no candidate to decide on.
@@ -869,9 +884,9 @@ impl Logic for Dispatcher {
         self.go_arr.next = false;
         self.go_halt.next = false;
         self.stop.next = false;
-        self.stop_code.next = self.q_fault.q.val();
+        self.stop_code.next = self.fault_in.val();
         if self.deciding.val() {
-            if self.q_fault.q.val().any() {
+            if self.fault_in.val().any() {
                 self.stop.next = self.all_free.val();
             } else if self.halt.val() {
                 self.go_halt.next = self.all_free.val();
@@ -942,7 +957,6 @@ impl Logic for Dispatcher {
             self.pop.next = true;
             self.q_valid.d.next = true;
             self.q_word.d.next = self.head_word.val();
-            self.q_fault.d.next = self.head_fault.val();
         }
         if self.run.val() && !self.running_q.q.val() {
             self.running_q.d.next = true;
@@ -993,13 +1007,16 @@ mod tests {
         tick(&mut f, |f| &mut f.clock);
         assert!(!f.valid.val());
         assert_eq!(f.free.val().index(), 3);
-        // Push 1, 2, 3: the head is 1 the cycle after the first push.
+        // Push 1, 2, 3: the head read issued with the first push collides with it, so the head
+        // is valid (and 1) from the cycle after the second push.
         for v in 1..=3u128 {
             f.push.next = true;
             f.push_word.next = word(v << 100 | v);
             tick(&mut f, |f| &mut f.clock);
-            assert!(f.valid.val());
-            assert_eq!(f.head.val(), word(1 << 100 | 1));
+            assert_eq!(f.valid.val(), v > 1, "after push {v}");
+            if v > 1 {
+                assert_eq!(f.head.val(), word(1 << 100 | 1));
+            }
         }
         assert_eq!(f.free.val().index(), 0);
         // Pop while pushing 4 (wrapping): heads 2, 3, 4.
@@ -1013,7 +1030,16 @@ mod tests {
         tick(&mut f, |f| &mut f.clock);
         assert_eq!(f.head.val(), word(4));
         assert_eq!(f.free.val().index(), 2);
+        // Pop the last word while pushing 5 into its successor's slot: stale for one cycle.
+        f.push.next = true;
+        f.push_word.next = word(5);
+        tick(&mut f, |f| &mut f.clock);
+        f.push.next = false;
         f.pop.next = false;
+        assert!(!f.valid.val(), "the head read collided with the push");
+        tick(&mut f, |f| &mut f.clock);
+        assert!(f.valid.val());
+        assert_eq!(f.head.val(), word(5));
         f.clear.next = true;
         tick(&mut f, |f| &mut f.clock);
         assert!(!f.valid.val());

@@ -406,6 +406,9 @@ pub struct Checker {
     array_rows: Constant<Bits<16>>,
     array_cols: Constant<Bits<16>>,
     dram_bytes: Constant<Bits<48>>,
+    /// The DRAM holds at most 64 KiB: a stride at or above `2^16` that is used puts the access
+    /// out of range, so only the strides' low halves are multiplied.
+    small_dram: Constant<Bit>,
     /// log2 of the scratchpad element's bytes (0 for INT8, 1 for BF16).
     elem_shift: Constant<Bits<2>>,
     weight_stationary: Constant<Bit>,
@@ -419,6 +422,11 @@ pub struct Checker {
     len_m1: Signal<Local, Bits<16>>,
     stride: Signal<Local, Bits<32>>,
     span: Signal<Local, Bits<48>>,
+    /// The small DRAM's extent: `span` from the strides' low halves, and whether a used stride
+    /// has a high half.
+    small_span: Signal<Local, Bits<40>>,
+    small_end: Signal<Local, Bits<40>>,
+    stride_high: Signal<Local, Bit>,
     /// Bytes per element of the access (1, 2 or 4) as a shift.
     shift_bytes: Signal<Local, Bits<2>>,
     dram_end: Signal<Local, Bits<48>>,
@@ -466,6 +474,7 @@ impl Checker {
             array_rows: constant(config.rows as u64),
             array_cols: constant(config.cols as u64),
             dram_bytes: constant(dram_bytes),
+            small_dram: Constant::new(dram_bytes <= 1 << 16),
             elem_shift: constant((config.dtype == Dtype::Bf16) as u64),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
             bf16: Constant::new(config.dtype == Dtype::Bf16),
@@ -477,6 +486,9 @@ impl Checker {
             len_m1: Default::default(),
             stride: Default::default(),
             span: Default::default(),
+            small_span: Default::default(),
+            small_end: Default::default(),
+            stride_high: Default::default(),
             shift_bytes: Default::default(),
             dram_end: Default::default(),
             dram_access: Default::default(),
@@ -517,6 +529,19 @@ impl Logic for Checker {
             self.load.val() || self.store.val() || self.load_acc.val() || self.store_spad.val();
         self.dram_bad.next =
             self.dram_access.val() && (self.dram_end.val() > self.dram_bytes.val());
+        self.small_span.next =
+            bit_cast::<40, 32>(self.rows_m1.val() * self.row_stride.val().get_bits::<16>(0))
+                + bit_cast::<40, 32>(self.len_m1.val() * self.stride.val().get_bits::<16>(0));
+        self.small_end.next = bit_cast::<40, 32>(self.dram_addr.val())
+            + ((self.small_span.val() + 1) << self.shift_bytes.val());
+        self.stride_high.next = (self.rows_m1.val().any()
+            && self.row_stride.val().get_bits::<16>(16).any())
+            || (self.len_m1.val().any() && self.stride.val().get_bits::<16>(16).any());
+        if self.small_dram.val() {
+            self.dram_bad.next = self.dram_access.val()
+                && (self.stride_high.val()
+                    || bit_cast::<48, 40>(self.small_end.val()) > self.dram_bytes.val());
+        }
 
         self.wrong_dataflow.next = ((self.load_weights.val() || self.matmul.val())
             && !self.weight_stationary.val())
@@ -891,6 +916,47 @@ mod tests {
         };
         assert_eq!(checked(&config, 1 << 32, &small), 0);
         assert_eq!(checked(&config, (1 << 32) - 1, &small), FaultCode::Range as u64);
+    }
+
+    /// A DRAM of at most 64 KiB multiplies only the strides' low halves: a high half counts
+    /// only where the stride is used (more than one row, or element).
+    #[test]
+    fn small_dram_strides_with_high_halves() {
+        let config = ArrayConfig::new(2, 2, Dtype::Int8);
+        let mut seen = [0usize; 9];
+        for dram in [4096u64, 1 << 16] {
+            for rows in [1u16, 2, 3] {
+                for len in [1u16, 2] {
+                    for row_stride in [0u32, 1, 0xFFFF, 0x1_0000, 0x1_0001, 0xFF_FFFF] {
+                        for elem_stride in [0u32, 2, 0x1_0000, 0xFF_FFFF] {
+                            for dram_addr in [0u32, 100, 4000, 0xFFFF, 0xFFFF_FFFF] {
+                                let ins = Instruction::Load {
+                                    spad_row: 0,
+                                    dram_addr,
+                                    rows,
+                                    len,
+                                    row_stride,
+                                    elem_stride,
+                                };
+                                let want = core_fault(&config, dram, &ins);
+                                seen[want as usize] += 1;
+                                assert_eq!(checked(&config, dram, &ins), want, "{ins:?} in {dram}");
+                                let store = Instruction::Store {
+                                    acc_row: 0,
+                                    dram_addr,
+                                    rows,
+                                    len,
+                                    row_stride,
+                                };
+                                let want = core_fault(&config, dram, &store);
+                                assert_eq!(checked(&config, dram, &store), want, "{store:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen[0] > 50 && seen[FaultCode::Range as usize] > 50, "{seen:?}");
     }
 
     #[test]

@@ -565,7 +565,7 @@ impl PacketEngine {
             spad_elem: Default::default(),
             acc_word: Default::default(),
             dram_byte: Default::default(),
-            buffer: Ram::new(MAX_PAYLOAD.next_power_of_two()),
+            buffer: Ram::read_first(MAX_PAYLOAD.next_power_of_two()),
             rx_crc: Default::default(),
             tx_crc: Default::default(),
             state: Default::default(),

@@ -2,8 +2,13 @@
 //! accumulator), and the byte-banked DRAM.
 //!
 //! Every RAM here has a registered read port, so that Yosys maps it to block RAM (iCE40 EBR,
-//! ECP5 DP16KD), and is *write-first*: a read issued in the cycle of a write to the same word
-//! returns the new word. The controller issues each read one cycle ahead of the cycle that uses
+//! ECP5 DP16KD). Its memory carries Yosys' `no_rw_check`: what the block RAM returns for a
+//! read of the word being written does not matter, because the forwarding below (or the
+//! user, for a read-first RAM) never uses it; without it Yosys adds its own bypass in logic
+//! cells (about 450 iCE40 cells and 500 flip-flops for a 1 x 1 machine). All but the
+//! instruction FIFO and the request buffer (which never use a word in the cycle they write it)
+//! are *write-first*: a read issued in the cycle of a write to the same word returns the new
+//! word. The controller issues each read one cycle ahead of the cycle that uses
 //! its data (from the next state of the unit that reads, docs/HARDWARE.md), and with write-first
 //! forwarding that is indistinguishable from reading in the cycle of use, which is what core's
 //! `CycleMachine` does: a row written in cycle `t` is seen by a read for cycle `t + 1`.
@@ -39,12 +44,20 @@ pub struct Ram<const W: usize, const A: usize> {
     _forward: bool,
     _written: Bits<W>,
     _bits: usize,
+    _write_first: bool,
 }
 
 impl<const W: usize, const A: usize> Ram<W, A> {
     /// A zeroed RAM of `depth` words (at most `2^A`).
     pub fn new(depth: usize) -> Self {
         Ram::with_bits(depth, W)
+    }
+
+    /// A zeroed RAM without write-first forwarding: a read issued in the cycle of a write to
+    /// the same word returns the old word. For users that never read a word in the cycle they
+    /// write it (or discard that read): no bypass register and multiplexer.
+    pub fn read_first(depth: usize) -> Self {
+        Ram { _write_first: false, ..Ram::new(depth) }
     }
 
     /// A zeroed RAM of `depth` words of which it keeps the low `bits`.
@@ -64,6 +77,7 @@ impl<const W: usize, const A: usize> Ram<W, A> {
             _forward: false,
             _written: Bits::<W>::default(),
             _bits: bits,
+            _write_first: true,
         }
     }
 
@@ -88,7 +102,7 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
             let we = self.write_enable.val() && wa < self._mem.len();
             if self.read_enable.val() {
                 self._read = self._mem.get(ra).copied().unwrap_or_default();
-                self._forward = we && ra == wa;
+                self._forward = self._write_first && we && ra == wa;
                 self._written = self.stored(self.write_data.val());
             }
             if we {
@@ -108,9 +122,27 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
         } else {
             format!("write_data[{}:0]", self._bits - 1)
         };
+        if !self._write_first {
+            return Verilog::Custom(format!(
+                "\
+(* no_rw_check *) reg [{msb}:0] mem [0:{last}];
+reg [{msb}:0] read_q;
+initial read_q = 0;
+always @(posedge clock) begin
+   if (write_enable) mem[write_address] <= {kept};
+end
+always @(posedge clock) begin
+   if (read_enable) read_q <= mem[read_address];
+end
+always @(*) read_data = read_q;
+",
+                msb = self._bits - 1,
+                last = self._mem.len() - 1,
+            ));
+        }
         Verilog::Custom(format!(
             "\
-reg [{msb}:0] mem [0:{last}];
+(* no_rw_check *) reg [{msb}:0] mem [0:{last}];
 reg [{msb}:0] read_q;
 reg [{msb}:0] written_q;
 reg forward_q;

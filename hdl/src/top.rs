@@ -4,9 +4,8 @@
 //! the UART (`uart_rx`, `uart_tx`), the SPI slave (`spi_sck`, `spi_cs_n`, `spi_mosi`,
 //! `spi_miso`) and three status outputs for LEDs (`busy`, `done`, `error`).
 //!
-//! Inside: the packet engine and its two interfaces ([`crate::link`]), the instruction FIFO, two
-//! decoders (the FIFO's head, checked on its way into the candidate register, and the
-//! candidate) and the controller's units ([`crate::controller`]), the memories
+//! Inside: the packet engine and its two interfaces ([`crate::link`]), the instruction FIFO, the
+//! decoder and program checks of the candidate word, the controller's units ([`crate::controller`]), the memories
 //! ([`crate::mem`]: scratchpad and accumulators with two read ports each, the byte-banked DRAM),
 //! the array ([`crate::array`]) and one accumulator lane plus one cast or requantize lane per
 //! column ([`crate::vector`]). This file is wiring and multiplexers: which unit (or the host,
@@ -237,7 +236,6 @@ pub struct SystoleTop {
     spi: SpiSlave,
     engine: PacketEngine,
     fifo: InstrFifo,
-    head: Decoder,
     checks: Checker,
     candidate: Decoder,
     dispatcher: Dispatcher,
@@ -287,7 +285,6 @@ impl SystoleTop {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth),
-            head: Default::default(),
             checks: Checker::new(&config, top.dram_bytes as u64),
             candidate: Default::default(),
             dispatcher: Default::default(),
@@ -359,43 +356,42 @@ impl Logic for SystoleTop {
         self.spi.tx_valid.next = self.engine.tx_valid_spi.val();
         self.engine.tx_take.next = self.uart_out.take.val() || self.spi.take.val();
 
-        // Instructions: FIFO -> decoder and checks -> candidate -> second decoder -> units.
+        // Instructions: FIFO -> candidate register -> decoder and checks -> dispatcher, units.
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.pop.next = self.dispatcher.pop.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
-        self.head.word.next = self.fifo.head.val();
-        self.checks.load.next = self.head.load.val();
-        self.checks.store.next = self.head.store.val();
-        self.checks.load_weights.next = self.head.load_weights.val();
-        self.checks.matmul.next = self.head.matmul.val();
-        self.checks.matmul_os.next = self.head.matmul_os.val();
-        self.checks.vector.next = self.head.vector.val();
-        self.checks.cast_bf16.next = self.head.cast_bf16.val();
-        self.checks.requantize.next = self.head.requantize.val();
-        self.checks.load_acc.next = self.head.load_acc.val();
-        self.checks.store_spad.next = self.head.store_spad.val();
-        self.checks.bias_add.next = self.head.bias_add.val();
-        self.checks.relu_grad.next = self.head.relu_grad.val();
-        self.checks.axpy.next = self.head.axpy.val();
-        self.checks.spad_row.next = self.head.spad_row.val();
-        self.checks.acc_row.next = self.head.acc_row.val();
-        self.checks.a_row.next = self.head.a_row.val();
-        self.checks.b_row.next = self.head.b_row.val();
-        self.checks.dst.next = self.head.dst.val();
-        self.checks.src.next = self.head.src.val();
-        self.checks.dram_addr.next = self.head.dram_addr.val();
-        self.checks.rows.next = self.head.rows.val();
-        self.checks.len.next = self.head.len.val();
-        self.checks.row_stride.next = self.head.row_stride.val();
-        self.checks.elem_stride.next = self.head.elem_stride.val();
-        self.checks.k.next = self.head.k.val();
-        self.checks.cols.next = self.head.cols.val();
+        self.checks.load.next = self.candidate.load.val();
+        self.checks.store.next = self.candidate.store.val();
+        self.checks.load_weights.next = self.candidate.load_weights.val();
+        self.checks.matmul.next = self.candidate.matmul.val();
+        self.checks.matmul_os.next = self.candidate.matmul_os.val();
+        self.checks.vector.next = self.candidate.vector.val();
+        self.checks.cast_bf16.next = self.candidate.cast_bf16.val();
+        self.checks.requantize.next = self.candidate.requantize.val();
+        self.checks.load_acc.next = self.candidate.load_acc.val();
+        self.checks.store_spad.next = self.candidate.store_spad.val();
+        self.checks.bias_add.next = self.candidate.bias_add.val();
+        self.checks.relu_grad.next = self.candidate.relu_grad.val();
+        self.checks.axpy.next = self.candidate.axpy.val();
+        self.checks.spad_row.next = self.candidate.spad_row.val();
+        self.checks.acc_row.next = self.candidate.acc_row.val();
+        self.checks.a_row.next = self.candidate.a_row.val();
+        self.checks.b_row.next = self.candidate.b_row.val();
+        self.checks.dst.next = self.candidate.dst.val();
+        self.checks.src.next = self.candidate.src.val();
+        self.checks.dram_addr.next = self.candidate.dram_addr.val();
+        self.checks.rows.next = self.candidate.rows.val();
+        self.checks.len.next = self.candidate.len.val();
+        self.checks.row_stride.next = self.candidate.row_stride.val();
+        self.checks.elem_stride.next = self.candidate.elem_stride.val();
+        self.checks.k.next = self.candidate.k.val();
+        self.checks.cols.next = self.candidate.cols.val();
         self.dispatcher.head_valid.next = self.fifo.valid.val();
         self.dispatcher.head_word.next = self.fifo.head.val();
-        self.dispatcher.head_fault.next = self.checks.fault.val();
-        if self.head.fault.val().any() {
-            self.dispatcher.head_fault.next = self.head.fault.val();
+        self.dispatcher.fault_in.next = self.checks.fault.val();
+        if self.candidate.fault.val().any() {
+            self.dispatcher.fault_in.next = self.candidate.fault.val();
         }
         self.dispatcher.run.next = self.engine.run.val();
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();
@@ -530,6 +526,10 @@ impl Logic for SystoleTop {
             self.requant[j].multiplier.next = self.seq.requant_multiplier.val();
             self.requant[j].shift.next = self.seq.requant_shift.val();
             self.requant[j].zero_point.next = self.seq.requant_zero_point.val();
+            self.requant[j].ll.next = self.acc_lanes[j].ll.val();
+            self.requant[j].lh.next = self.acc_lanes[j].lh.val();
+            self.requant[j].hl.next = self.acc_lanes[j].hl.val();
+            self.requant[j].hh.next = self.acc_lanes[j].hh.val();
             self.spad_lanes[j].cast.next = self.requant[j].y.val();
         }
 
@@ -556,6 +556,8 @@ impl Logic for SystoleTop {
             self.acc_lanes[j].y.next = self.acc_y.read_data[j].val();
             self.acc_lanes[j].array.next = self.array.out[j].val();
             self.acc_lanes[j].imm.next = self.seq.immediate.val();
+            self.acc_lanes[j].requantize.next = self.seq.requantizing.val();
+            self.acc_lanes[j].multiplier.next = self.seq.requant_multiplier.val();
             self.acc_lanes[j].op.next = self.unit.acc_op.val();
             if self.seq.acc_write.val() {
                 self.acc_lanes[j].op.next = self.seq.acc_op.val();

@@ -54,7 +54,17 @@ pub struct AccLane {
     /// The vector op's immediate.
     pub imm: Signal<In, Bits<32>>,
     pub word: Signal<In, Bits<32>>,
+    /// INT8: the sequencer runs `Requantize`, whose lane borrows this lane's multiplier for
+    /// `x * multiplier` (the two never run in the same cycle).
+    pub requantize: Signal<In, Bit>,
+    pub multiplier: Signal<In, Bits<32>>,
     pub result: Signal<Out, Bits<32>>,
+    /// INT8: the multiplier's four 16 x 16 products ([`Mul32`]), for the requantize lane
+    /// (zero for BF16).
+    pub ll: Signal<Out, Bits<32>>,
+    pub lh: Signal<Out, Bits<32>>,
+    pub hl: Signal<Out, Bits<32>>,
+    pub hh: Signal<Out, Bits<32>>,
     int8: Vec<AccLaneInt8>,
     bf16: Vec<AccLaneBf16>,
 }
@@ -68,7 +78,13 @@ impl AccLane {
             array: Default::default(),
             imm: Default::default(),
             word: Default::default(),
+            requantize: Default::default(),
+            multiplier: Default::default(),
             result: Default::default(),
+            ll: Default::default(),
+            lh: Default::default(),
+            hl: Default::default(),
+            hh: Default::default(),
             int8: if dtype == Dtype::Int8 { vec![AccLaneInt8::default()] } else { vec![] },
             bf16: if dtype == Dtype::Bf16 { vec![AccLaneBf16::default()] } else { vec![] },
         }
@@ -79,7 +95,17 @@ impl Logic for AccLane {
     #[hdl_gen]
     fn update(&mut self) {
         self.result.next = 0.into();
+        self.ll.next = 0.into();
+        self.lh.next = 0.into();
+        self.hl.next = 0.into();
+        self.hh.next = 0.into();
         for k in 0..self.int8.len() {
+            self.int8[k].requantize.next = self.requantize.val();
+            self.int8[k].multiplier.next = self.multiplier.val();
+            self.ll.next = self.int8[k].ll.val();
+            self.lh.next = self.int8[k].lh.val();
+            self.hl.next = self.int8[k].hl.val();
+            self.hh.next = self.int8[k].hh.val();
             self.int8[k].op.next = self.op.val();
             self.int8[k].x.next = self.x.val();
             self.int8[k].y.next = self.y.val();
@@ -100,22 +126,27 @@ impl Logic for AccLane {
     }
 }
 
-/// `a * b mod 2^32` from three 16 x 16 products (the high halves' product only shifts out).
+/// `a * b` for two 32-bit words: the four unsigned 16 x 16 products (`ll = a_lo * b_lo`,
+/// `lh = a_lo * b_hi`, `hl = a_hi * b_lo`, `hh = a_hi * b_hi`) and `a * b mod 2^32`.
 #[derive(LogicBlock, Default)]
-pub struct MulLow32 {
+pub struct Mul32 {
     pub a: Signal<In, Bits<32>>,
     pub b: Signal<In, Bits<32>>,
-    pub y: Signal<Out, Bits<32>>,
-    middle: Signal<Local, Bits<32>>,
+    pub ll: Signal<Out, Bits<32>>,
+    pub lh: Signal<Out, Bits<32>>,
+    pub hl: Signal<Out, Bits<32>>,
+    pub hh: Signal<Out, Bits<32>>,
+    pub low: Signal<Out, Bits<32>>,
 }
 
-impl Logic for MulLow32 {
+impl Logic for Mul32 {
     #[hdl_gen]
     fn update(&mut self) {
-        self.middle.next = self.a.val().get_bits::<16>(0) * self.b.val().get_bits::<16>(16)
-            + self.a.val().get_bits::<16>(16) * self.b.val().get_bits::<16>(0);
-        self.y.next = self.a.val().get_bits::<16>(0) * self.b.val().get_bits::<16>(0)
-            + (self.middle.val() << 16);
+        self.ll.next = self.a.val().get_bits::<16>(0) * self.b.val().get_bits::<16>(0);
+        self.lh.next = self.a.val().get_bits::<16>(0) * self.b.val().get_bits::<16>(16);
+        self.hl.next = self.a.val().get_bits::<16>(16) * self.b.val().get_bits::<16>(0);
+        self.hh.next = self.a.val().get_bits::<16>(16) * self.b.val().get_bits::<16>(16);
+        self.low.next = self.ll.val() + ((self.lh.val() + self.hl.val()) << 16);
     }
 }
 
@@ -128,8 +159,14 @@ pub struct AccLaneInt8 {
     pub array: Signal<In, Bits<32>>,
     pub imm: Signal<In, Bits<32>>,
     pub word: Signal<In, Bits<32>>,
+    pub requantize: Signal<In, Bit>,
+    pub multiplier: Signal<In, Bits<32>>,
     pub result: Signal<Out, Bits<32>>,
-    mul: MulLow32,
+    pub ll: Signal<Out, Bits<32>>,
+    pub lh: Signal<Out, Bits<32>>,
+    pub hl: Signal<Out, Bits<32>>,
+    pub hh: Signal<Out, Bits<32>>,
+    mul: Mul32,
     x_le_zero: Signal<Local, Bit>,
     y_le_zero: Signal<Local, Bit>,
 }
@@ -137,11 +174,20 @@ pub struct AccLaneInt8 {
 impl Logic for AccLaneInt8 {
     #[hdl_gen]
     fn update(&mut self) {
-        self.mul.a.next = self.imm.val();
-        self.mul.b.next = self.y.val();
+        // `y * imm` (Axpy), `x * imm` (Scale), `x * multiplier` (Requantize).
+        self.mul.a.next = self.y.val();
+        self.mul.b.next = self.imm.val();
         if self.op.val() == AccOp::Scale {
-            self.mul.b.next = self.x.val();
+            self.mul.a.next = self.x.val();
         }
+        if self.requantize.val() {
+            self.mul.a.next = self.x.val();
+            self.mul.b.next = self.multiplier.val();
+        }
+        self.ll.next = self.mul.ll.val();
+        self.lh.next = self.mul.lh.val();
+        self.hl.next = self.mul.hl.val();
+        self.hh.next = self.mul.hh.val();
         self.x_le_zero.next = self.x.val().get_bit(31) || !self.x.val().any();
         self.y_le_zero.next = self.y.val().get_bit(31) || !self.y.val().any();
         match self.op.val() {
@@ -160,8 +206,8 @@ impl Logic for AccLaneInt8 {
                     self.result.next = 0.into();
                 }
             }
-            AccOp::Scale => self.result.next = self.mul.y.val(),
-            AccOp::Axpy => self.result.next = self.x.val() + self.mul.y.val(),
+            AccOp::Scale => self.result.next = self.mul.low.val(),
+            AccOp::Axpy => self.result.next = self.x.val() + self.mul.low.val(),
             _ => self.result.next = self.word.val(),
         }
     }
@@ -262,6 +308,18 @@ impl Logic for CastLane {
 /// i32 accumulator word -> i8 (in the low byte of a 16-bit element), gemmlowp's requantization
 /// exactly as core's `Requant::apply`:
 /// `clamp(zero_point + rounding_shift_right(sat_rounding_doubling_high_mul(x, m), shift))`.
+///
+/// Only what the result depends on is computed, in the narrowest widths that hold it:
+///
+/// * The high multiply rounds `x * m / 2^31` half up for either sign: gemmlowp's nudge
+///   (`2^30`, or `1 - 2^30` for a negative product) followed by a division truncating toward
+///   zero equals `(p + 2^30) >> 31` (arithmetic) for every product `p`. Adding `2^30` leaves
+///   bits 0..29 alone, so `high = (p[63:30] + 1) >> 1`.
+/// * `p[63:30]` comes from four unsigned 16 x 16 products; the signed product differs from the
+///   unsigned one only above bit 31 (`- m` when `x < 0`, `- x` when `m < 0`, mod `2^32`).
+/// * The rounding shift (halves away from zero) is `(high + 2^(s-1) - [high < 0]) >> s`
+///   (arithmetic) for `s >= 1`, in 33 bits, and `high` for `s = 0`.
+/// * The zero point is added in 33 bits and the sum saturated to i8.
 #[derive(LogicBlock, Default)]
 pub struct RequantLane {
     pub x: Signal<In, Bits<32>>,
@@ -269,90 +327,85 @@ pub struct RequantLane {
     pub multiplier: Signal<In, Bits<32>>,
     pub shift: Signal<In, Bits<5>>,
     pub zero_point: Signal<In, Bits<8>>,
+    /// The 16 x 16 products of `x` and `multiplier` (the accumulator lane's [`Mul32`]).
+    pub ll: Signal<In, Bits<32>>,
+    pub lh: Signal<In, Bits<32>>,
+    pub hl: Signal<In, Bits<32>>,
+    pub hh: Signal<In, Bits<32>>,
     pub y: Signal<Out, Bits<16>>,
-    /// The 64-bit product of the operands read raw_product, from four 16 x 16 products.
-    raw_product: Signal<Local, Bits<64>>,
-    /// The signed product: the raw_product one minus `b << 32` if `a < 0` and `a << 32` if `b < 0`.
-    product: Signal<Local, Bits<64>>,
-    nudged: Signal<Local, Bits<64>>,
-    /// `nudged`, biased so that an arithmetic shift truncates toward zero.
-    toward_zero: Signal<Local, Bits<64>>,
+    /// `(x_lo * m_hi + x_hi * m_lo) + (x_lo * m_lo >> 16)`: the unsigned product's bits 16..49
+    /// without the high halves' product.
+    upper: Signal<Local, Bits<34>>,
+    /// Bits 32..63 of the unsigned product.
+    raw_hi: Signal<Local, Bits<32>>,
+    /// What the signed product lacks above bit 31: `m` if `x < 0`, plus `x` if `m < 0`.
+    correction: Signal<Local, Bits<32>>,
+    /// Bits 32..63 of the signed product.
+    product_hi: Signal<Local, Bits<32>>,
+    /// Bits 30..63 of the signed product, plus one.
+    nudged: Signal<Local, Bits<34>>,
     high: Signal<Local, Bits<32>>,
-    mask: Signal<Local, Bits<32>>,
-    threshold: Signal<Local, Bits<32>>,
-    shifted: Signal<Local, Bits<32>>,
-    rounded: Signal<Local, Bits<32>>,
-    wide: Signal<Local, Bits<40>>,
-    zp_wide: Signal<Local, Bits<40>>,
-    sum: Signal<Local, Bits<40>>,
+    /// `2^(s-1) - [high < 0]` for `s >= 1`, else 0.
+    half: Signal<Local, Bits<33>>,
+    biased: Signal<Local, Bits<33>>,
+    /// Ones above bit `32 - s`: the sign fill of an arithmetic shift right by `s`.
+    fill: Signal<Local, Bits<33>>,
+    shifted: Signal<Local, Bits<33>>,
+    zp_wide: Signal<Local, Bits<33>>,
+    sum: Signal<Local, Bits<33>>,
 }
 
 impl Logic for RequantLane {
     #[hdl_gen]
     fn update(&mut self) {
-        self.raw_product.next = bit_cast::<64, 32>(
-            self.x.val().get_bits::<16>(0) * self.multiplier.val().get_bits::<16>(0),
-        ) + (bit_cast::<64, 32>(
-            self.x.val().get_bits::<16>(0) * self.multiplier.val().get_bits::<16>(16),
-        ) << 16)
-            + (bit_cast::<64, 32>(
-                self.x.val().get_bits::<16>(16) * self.multiplier.val().get_bits::<16>(0),
-            ) << 16)
-            + (bit_cast::<64, 32>(
-                self.x.val().get_bits::<16>(16) * self.multiplier.val().get_bits::<16>(16),
-            ) << 32);
-        self.product.next = self.raw_product.val();
+        self.upper.next = bit_cast::<34, 32>(self.lh.val())
+            + bit_cast::<34, 32>(self.hl.val())
+            + bit_cast::<34, 16>(self.ll.val().get_bits::<16>(16));
+        self.raw_hi.next = self.hh.val() + bit_cast::<32, 18>(self.upper.val().get_bits::<18>(16));
+        self.correction.next = 0.into();
         if self.x.val().get_bit(31) && self.multiplier.val().get_bit(31) {
-            self.product.next = self.raw_product.val()
-                - (bit_cast::<64, 32>(self.multiplier.val()) << 32)
-                - (bit_cast::<64, 32>(self.x.val()) << 32);
+            self.correction.next = self.multiplier.val() + self.x.val();
         } else if self.x.val().get_bit(31) {
-            self.product.next =
-                self.raw_product.val() - (bit_cast::<64, 32>(self.multiplier.val()) << 32);
+            self.correction.next = self.multiplier.val();
         } else if self.multiplier.val().get_bit(31) {
-            self.product.next = self.raw_product.val() - (bit_cast::<64, 32>(self.x.val()) << 32);
+            self.correction.next = self.x.val();
         }
-        // Round half up: + 2^30 for a non-negative product, + (1 - 2^30) for a negative one.
-        self.nudged.next = self.product.val() + 0x4000_0000u64;
-        if self.product.val().get_bit(63) {
-            self.nudged.next = self.product.val() + 0xFFFF_FFFF_C000_0001u64;
-        }
-        // Divide by 2^31 truncating toward zero: a negative dividend is biased by 2^31 - 1
-        // first, so that the arithmetic shift (bits 62..31) rounds it up.
-        self.toward_zero.next = self.nudged.val();
-        if self.nudged.val().get_bit(63) {
-            self.toward_zero.next = self.nudged.val() + 0x7FFF_FFFFu64;
-        }
-        self.high.next = self.toward_zero.val().get_bits::<32>(31);
+        self.product_hi.next = self.raw_hi.val() - self.correction.val();
+        self.nudged.next = ((bit_cast::<34, 32>(self.product_hi.val()) << 2)
+            | bit_cast::<34, 2>(self.upper.val().get_bits::<2>(14)))
+            + 1;
+        self.high.next = self.nudged.val().get_bits::<32>(1);
         if self.x.val() == 0x8000_0000u64 && self.multiplier.val() == 0x8000_0000u64 {
             self.high.next = 0x7FFF_FFFF.into();
         }
         // rounding_shift_right: halves away from zero.
-        self.mask.next = !(bits::<32>(0xFFFF_FFFFu64) << self.shift.val());
-        self.threshold.next = (self.mask.val() >> 1) + self.high.val().get_bit(31);
-        self.shifted.next = self.high.val() >> self.shift.val();
+        self.half.next = 0.into();
+        if self.shift.val().any() {
+            self.half.next = (bits::<33>(1) << (self.shift.val() - 1))
+                - bit_cast::<33, 1>(self.high.val().get_bit(31).into());
+        }
+        self.biased.next = bit_cast::<33, 32>(self.high.val()) + self.half.val();
         if self.high.val().get_bit(31) {
-            self.shifted.next = (self.high.val() >> self.shift.val())
-                | !(bits::<32>(0xFFFF_FFFFu64) >> self.shift.val());
+            self.biased.next =
+                (bit_cast::<33, 32>(self.high.val()) | 0x1_0000_0000u64) + self.half.val();
         }
-        self.rounded.next =
-            self.shifted.val() + ((self.high.val() & self.mask.val()) > self.threshold.val());
-        // Add the zero point in 40 bits (both sign-extended by hand), then saturate to i8.
-        self.wide.next = bit_cast::<40, 32>(self.rounded.val());
-        if self.rounded.val().get_bit(31) {
-            self.wide.next = bit_cast::<40, 32>(self.rounded.val()) | 0xFF_0000_0000u64;
+        self.fill.next = 0.into();
+        if self.biased.val().get_bit(32) {
+            self.fill.next = !(bits::<33>(0x1_FFFF_FFFFu64) >> self.shift.val());
         }
-        self.zp_wide.next = bit_cast::<40, 8>(self.zero_point.val());
+        self.shifted.next = (self.biased.val() >> self.shift.val()) | self.fill.val();
+        // Add the zero point (both sign-extended to 33 bits), then saturate to i8.
+        self.zp_wide.next = bit_cast::<33, 8>(self.zero_point.val());
         if self.zero_point.val().get_bit(7) {
-            self.zp_wide.next = bit_cast::<40, 8>(self.zero_point.val()) | 0xFF_FFFF_FF00u64;
+            self.zp_wide.next = bit_cast::<33, 8>(self.zero_point.val()) | 0x1_FFFF_FF00u64;
         }
-        self.sum.next = self.wide.val() + self.zp_wide.val();
+        self.sum.next = self.shifted.val() + self.zp_wide.val();
         self.y.next = bit_cast::<16, 8>(self.sum.val().get_bits::<8>(0));
-        if self.sum.val().get_bit(39) {
-            if self.sum.val() < 0xFF_FFFF_FF80u64 {
+        if self.sum.val().get_bit(32) {
+            if !self.sum.val().get_bits::<25>(7).all() {
                 self.y.next = 0x80.into();
             }
-        } else if self.sum.val() > 0x7Fu64 {
+        } else if self.sum.val().get_bits::<25>(7).any() {
             self.y.next = 0x7F.into();
         }
     }
@@ -488,8 +541,58 @@ mod tests {
         }
     }
 
+    /// The requantize lane with the INT8 accumulator lane that lends it its multiplier, as the
+    /// top wires them; the accumulator lane's own op (Axpy, whose operands differ) must yield.
+    #[derive(LogicBlock)]
+    struct RequantPath {
+        x: Signal<In, Bits<32>>,
+        multiplier: Signal<In, Bits<32>>,
+        shift: Signal<In, Bits<5>>,
+        zero_point: Signal<In, Bits<8>>,
+        y: Signal<Out, Bits<16>>,
+        lane: AccLane,
+        requant: RequantLane,
+    }
+
+    impl Default for RequantPath {
+        fn default() -> Self {
+            RequantPath {
+                x: Default::default(),
+                multiplier: Default::default(),
+                shift: Default::default(),
+                zero_point: Default::default(),
+                y: Default::default(),
+                lane: AccLane::new(Dtype::Int8),
+                requant: Default::default(),
+            }
+        }
+    }
+
+    impl Logic for RequantPath {
+        #[hdl_gen]
+        fn update(&mut self) {
+            self.lane.op.next = AccOp::Axpy;
+            self.lane.x.next = self.x.val();
+            self.lane.y.next = !self.x.val();
+            self.lane.array.next = 0.into();
+            self.lane.imm.next = self.multiplier.val() ^ 1;
+            self.lane.word.next = 0.into();
+            self.lane.requantize.next = true;
+            self.lane.multiplier.next = self.multiplier.val();
+            self.requant.x.next = self.x.val();
+            self.requant.multiplier.next = self.multiplier.val();
+            self.requant.shift.next = self.shift.val();
+            self.requant.zero_point.next = self.zero_point.val();
+            self.requant.ll.next = self.lane.ll.val();
+            self.requant.lh.next = self.lane.lh.val();
+            self.requant.hl.next = self.lane.hl.val();
+            self.requant.hh.next = self.lane.hh.val();
+            self.y.next = self.requant.y.val();
+        }
+    }
+
     fn requant_lane(x: u32, m: u32, shift: u8, zp: u8) -> u16 {
-        let mut uut = RequantLane::default();
+        let mut uut = RequantPath::default();
         uut.x.next = (x as u64).into();
         uut.multiplier.next = (m as u64).into();
         uut.shift.next = (shift as u64).into();
@@ -549,6 +652,8 @@ mod tests {
                     ("array", array_word(a) as u64),
                     ("imm", imm as u64),
                     ("word", (x ^ y) as u64),
+                    ("requantize", 0),
+                    ("multiplier", (imm ^ 0x5A5A) as u64),
                 ]
             })
             .collect();
@@ -574,7 +679,7 @@ mod tests {
                 ]
             })
             .collect();
-        let got = yosys_eval(&verilog_of(RequantLane::default()), &requants, "y");
+        let got = yosys_eval(&verilog_of(RequantPath::default()), &requants, "y");
         for (&(_, x, m, _, zp, shift), &g) in cases.iter().zip(&got) {
             assert_eq!(g as u16, requant(x, m, shift as u8, zp as u8), "{x:#x} {m:#x} {shift}");
         }
