@@ -13,17 +13,19 @@
 //! is *free* then if it is idle now or in its last cycle (`free` outputs). The shadow weights are
 //! full at the start of `t` if they are now, or the weight loader finishes now.
 //!
-//! The candidate is a register (`q`) holding the oldest word not yet dispatched, loaded from the
-//! FIFO's head; one decoder and the program checks ([`crate::decode`]) read it, so its fields
-//! and its fault code are known in the cycle it is decided on.
+//! The candidate, the oldest word not yet dispatched, is the FIFO's head (first-word
+//! fall-through from the block RAM's output register; popped when it dispatches, so its
+//! successor is the head in the next cycle). One decoder and the program checks
+//! ([`crate::decode`]) read it, so its fields and its fault code are known in the cycle it is
+//! decided on.
 //!
 //! # Freezing
 //!
-//! While a program runs and the candidate register is empty (the FIFO ran dry before `Halt`),
+//! While a program runs and the FIFO has no valid head (it ran dry before `Halt`),
 //! `enable` is low and the whole machine stands still: every unit, every PE, every memory write
 //! and every read register. The cycle counter counts only enabled cycles from the first
 //! dispatch through `Halt`, so the count equals core's however slowly the host feeds the FIFO.
-//! The candidate register and the FIFO keep working while frozen: that is how the machine thaws.
+//! The FIFO keeps taking words while frozen: that is how the machine thaws.
 //!
 //! # Faults
 //!
@@ -46,7 +48,7 @@ use crate::vector::AccOp;
 /// The RAM is read-first (no 128-bit bypass): a head read issued in the cycle its word is
 /// pushed (a push into an empty FIFO, or a push and a pop of the last word) returns a stale
 /// word, so `valid` stays low for that one cycle and the read is issued again. The word reaches
-/// the candidate register a cycle later; the machine is frozen meanwhile and frozen cycles are
+/// the dispatcher a cycle later; the machine is frozen meanwhile and frozen cycles are
 /// not counted (docs/DECISIONS.md 23), so no result or cycle count changes.
 #[derive(LogicBlock)]
 pub struct InstrFifo {
@@ -228,8 +230,8 @@ pub struct Sequencer {
     dram_ptr: DFF<Bits<32>>,
     row_step: DFF<Bits<32>>,
     elem_step: DFF<Bits<32>>,
+    /// The vector op's immediate, or `Requantize`'s multiplier (one register serves both).
     imm_q: DFF<Bits<32>>,
-    mult: DFF<Bits<32>>,
     shift_q: DFF<Bits<5>>,
     zp: DFF<Bits<8>>,
     /// log2 of the scratchpad element's bytes.
@@ -317,7 +319,6 @@ impl Sequencer {
             row_step: Default::default(),
             elem_step: Default::default(),
             imm_q: Default::default(),
-            mult: Default::default(),
             shift_q: Default::default(),
             zp: Default::default(),
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
@@ -357,7 +358,6 @@ impl Logic for Sequencer {
             row_step,
             elem_step,
             imm_q,
-            mult,
             shift_q,
             zp
         );
@@ -441,7 +441,9 @@ impl Logic for Sequencer {
                 }
                 self.elem_step.d.next = self.elem_stride.val() << self.elem_shift.val();
                 self.imm_q.d.next = self.imm.val();
-                self.mult.d.next = self.multiplier.val();
+                if self.requantize.val() {
+                    self.imm_q.d.next = self.multiplier.val();
+                }
                 self.shift_q.d.next = self.shift.val();
                 self.zp.d.next = self.zero_point.val();
             }
@@ -473,7 +475,7 @@ impl Logic for Sequencer {
             self.dram_write_count.next = self.n_len.q.val() << self.elem_shift.val();
         }
         self.immediate.next = self.imm_q.q.val();
-        self.requant_multiplier.next = self.mult.q.val();
+        self.requant_multiplier.next = self.imm_q.q.val();
         self.requantizing.next = self.busy.q.val() && self.k_requant.q.val();
         self.requant_shift.next = self.shift_q.q.val();
         self.requant_zero_point.next = self.zp.q.val();
@@ -742,8 +744,8 @@ impl Logic for ArrayUnit {
     }
 }
 
-/// The dispatcher: run state, the candidate register, dispatch decisions one cycle ahead, the
-/// shadow-full flag, the cycle counter and the status the host reads.
+/// The dispatcher: run state, dispatch decisions one cycle ahead on the FIFO's head (the
+/// candidate), the shadow-full flag, the cycle counter and the status the host reads.
 #[derive(LogicBlock)]
 pub struct Dispatcher {
     pub clock: Signal<In, Clock>,
@@ -751,7 +753,7 @@ pub struct Dispatcher {
     pub run: Signal<In, Bit>,
     /// `Reset` from the host (or the reset pin): stop, empty the FIFO, clear the status.
     pub reset: Signal<In, Bit>,
-    /// The FIFO's head.
+    /// The FIFO's head: the candidate, the oldest word not yet dispatched.
     pub head_valid: Signal<In, Bit>,
     pub head_word: Signal<In, Bits<128>>,
     /// The candidate's fault code, from the decoder and checker of `word` (0 if none).
@@ -786,8 +788,6 @@ pub struct Dispatcher {
     cycles_q: DFF<Bits<64>>,
     started: DFF<Bit>,
     halting: DFF<Bit>,
-    q_valid: DFF<Bit>,
-    q_word: DFF<Bits<128>>,
     shadow_full: DFF<Bit>,
     code_no_weights: Constant<Bits<4>>,
     all_free: Signal<Local, Bit>,
@@ -838,8 +838,6 @@ impl Default for Dispatcher {
             cycles_q: Default::default(),
             started: Default::default(),
             halting: Default::default(),
-            q_valid: Default::default(),
-            q_word: Default::default(),
             shadow_full: Default::default(),
             code_no_weights: constant(FaultCode::NoWeightsLoaded as u64),
             all_free: Default::default(),
@@ -868,17 +866,16 @@ impl Logic for Dispatcher {
             cycles_q,
             started,
             halting,
-            q_valid,
-            q_word,
             shadow_full
         );
         // Frozen: running, the program not over, and no candidate to decide on.
         self.enable.next =
-            !(self.running_q.q.val() && !self.q_valid.q.val() && !self.halting.q.val());
+            !(self.running_q.q.val() && !self.head_valid.val() && !self.halting.q.val());
         self.all_free.next = self.seq_free.val() && self.wl_free.val() && self.arr_free.val();
         self.shadow_ready.next = self.shadow_full.q.val() || self.wl_finishing.val();
         // Decide whether the candidate dispatches in the next cycle (core's rules, cycle.rs).
-        self.deciding.next = self.running_q.q.val() && self.q_valid.q.val();
+        self.deciding.next =
+            self.running_q.q.val() && self.head_valid.val() && !self.halting.q.val();
         self.go_seq.next = false;
         self.go_wl.next = false;
         self.go_arr.next = false;
@@ -922,8 +919,9 @@ impl Logic for Dispatcher {
                 self.shadow_full.d.next = false;
             }
             if self.dispatch.val() {
+                // The candidate leaves the FIFO; its successor is the head in the next cycle.
                 self.started.d.next = true;
-                self.q_valid.d.next = false;
+                self.pop.next = true;
             }
             if self.go_halt.val() {
                 self.halting.d.next = true;
@@ -941,22 +939,8 @@ impl Logic for Dispatcher {
             if self.stop.val() {
                 self.running_q.d.next = false;
                 self.fault_q.d.next = self.stop_code.val();
-                self.q_valid.d.next = false;
                 self.fifo_clear.next = true;
             }
-        }
-        // The fetch stage runs while frozen: the next word enters the candidate register when
-        // it is empty or dispatching, until `Halt` has been taken.
-        if self.running_q.q.val()
-            && self.head_valid.val()
-            && !self.halting.q.val()
-            && !self.go_halt.val()
-            && !self.stop.val()
-            && (!self.q_valid.q.val() || (self.enable.val() && self.dispatch.val()))
-        {
-            self.pop.next = true;
-            self.q_valid.d.next = true;
-            self.q_word.d.next = self.head_word.val();
         }
         if self.run.val() && !self.running_q.q.val() {
             self.running_q.d.next = true;
@@ -965,7 +949,6 @@ impl Logic for Dispatcher {
             self.cycles_q.d.next = 0.into();
             self.started.d.next = false;
             self.halting.d.next = false;
-            self.q_valid.d.next = false;
             // Every program starts with an empty shadow (core's timing model, and its machines).
             self.shadow_full.d.next = false;
         }
@@ -976,12 +959,11 @@ impl Logic for Dispatcher {
             self.cycles_q.d.next = 0.into();
             self.started.d.next = false;
             self.halting.d.next = false;
-            self.q_valid.d.next = false;
             self.shadow_full.d.next = false;
             self.fifo_clear.next = true;
             self.pop.next = false;
         }
-        self.word.next = self.q_word.q.val();
+        self.word.next = self.head_word.val();
         self.running.next = self.running_q.q.val();
         self.done.next = self.done_q.q.val();
         self.fault.next = self.fault_q.q.val();
@@ -1097,15 +1079,15 @@ mod tests {
         d.head_valid.next = true;
         d.head_word.next = word(9);
         crate::testing::settle(&mut d);
-        assert!(d.pop.val(), "the candidate register takes the word while frozen");
+        assert_eq!(d.word.val(), word(9), "the FIFO's head is the candidate");
+        assert!(d.enable.val() && d.start_seq.val(), "the sync dispatches into the next cycle");
+        assert!(d.pop.val(), "and leaves the FIFO");
         tick(&mut d, |d| &mut d.clock);
         d.head_valid.next = false;
         crate::testing::settle(&mut d);
-        assert!(d.enable.val() && d.start_seq.val(), "the sync dispatches into the next cycle");
-        tick(&mut d, |d| &mut d.clock);
+        assert!(!d.enable.val() && !d.pop.val(), "frozen: the sync's own cycle waits for a word");
         for _ in 0..3 {
             tick(&mut d, |d| &mut d.clock);
-            // The sync's own cycle waits too: in it the next dispatch is decided.
             assert!(!d.enable.val(), "frozen again, waiting for the halt");
         }
         assert_eq!(d.cycles.val().to_u64(), 0);

@@ -359,8 +359,10 @@ pub enum LinkState {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
 pub enum Payload {
     Empty,
-    /// Bytes of `snapshot`: the status register, or the identity.
-    Snapshot,
+    /// The status snapshot, shifted out a byte at a time.
+    Status,
+    /// The identity, a constant.
+    Identity,
     Memory,
 }
 
@@ -473,7 +475,8 @@ pub struct PacketEngine {
     code: DFF<Bits<8>>,
     payload: DFF<Payload>,
     payload_len: DFF<Bits<16>>,
-    snapshot: DFF<Bits<192>>,
+    /// The status taken when `ReadStatus` executes; byte 0 is the next one sent.
+    snapshot: DFF<Bits<96>>,
     index: DFF<Bits<16>>,
     tx_data: DFF<Bits<8>>,
     tx_crc_q: DFF<Bits<16>>,
@@ -803,9 +806,14 @@ impl Logic for PacketEngine {
         }
         self.status_index.next = self.index.q.val() - 4;
         self.status_byte.next = 0.into();
-        for i in 0..24 {
-            if self.status_index.val() == i.to_bits() {
-                self.status_byte.next = self.snapshot.q.val().get_bits::<8>(i * 8);
+        if self.payload.q.val() == Payload::Status {
+            self.status_byte.next = self.snapshot.q.val().get_bits::<8>(0);
+        }
+        if self.payload.q.val() == Payload::Identity {
+            for i in 0..24 {
+                if self.status_index.val() == i.to_bits() {
+                    self.status_byte.next = self.identity.val().get_bits::<8>(i * 8);
+                }
             }
         }
         self.payload_end.next = self.payload_len.q.val() + 4;
@@ -910,19 +918,18 @@ impl Logic for PacketEngine {
                     }
                     if self.kind.q.val() == self.cmd_read_status.val() {
                         // core::protocol::Status::to_bytes.
-                        self.payload.d.next = Payload::Snapshot;
+                        self.payload.d.next = Payload::Status;
                         self.payload_len.d.next = 12.into();
-                        self.snapshot.d.next = bit_cast::<192, 1>(self.running.val().into())
-                            | (bit_cast::<192, 1>(self.done.val().into()) << 1)
-                            | (bit_cast::<192, 1>(self.fault.val().any().into()) << 2)
-                            | (bit_cast::<192, 4>(self.fault.val()) << 8)
-                            | (bit_cast::<192, 16>(self.fifo_free.val()) << 16)
-                            | (bit_cast::<192, 64>(self.cycles.val()) << 32);
+                        self.snapshot.d.next = bit_cast::<96, 1>(self.running.val().into())
+                            | (bit_cast::<96, 1>(self.done.val().into()) << 1)
+                            | (bit_cast::<96, 1>(self.fault.val().any().into()) << 2)
+                            | (bit_cast::<96, 4>(self.fault.val()) << 8)
+                            | (bit_cast::<96, 16>(self.fifo_free.val()) << 16)
+                            | (bit_cast::<96, 64>(self.cycles.val()) << 32);
                     }
                     if self.kind.q.val() == self.cmd_identify.val() {
-                        self.payload.d.next = Payload::Snapshot;
+                        self.payload.d.next = Payload::Identity;
                         self.payload_len.d.next = 24.into();
-                        self.snapshot.d.next = self.identity.val();
                     }
                     if self.kind.q.val() == self.cmd_run.val() {
                         self.run.next = true;
@@ -1054,6 +1061,12 @@ impl Logic for PacketEngine {
                     self.index.d.next = self.index.q.val() + 1;
                     if self.index.q.val() >= 1 && self.index.q.val() < self.payload_end.val() {
                         self.tx_crc_q.d.next = self.tx_crc.out.val();
+                    }
+                    if self.index.q.val() >= 4
+                        && self.index.q.val() < self.payload_end.val()
+                        && self.payload.q.val() == Payload::Status
+                    {
+                        self.snapshot.d.next = self.snapshot.q.val() >> 8;
                     }
                     if self.index.q.val() >= 4
                         && self.index.q.val() < self.payload_end.val()

@@ -356,7 +356,7 @@ impl Logic for SystoleTop {
         self.spi.tx_valid.next = self.engine.tx_valid_spi.val();
         self.engine.tx_take.next = self.uart_out.take.val() || self.spi.take.val();
 
-        // Instructions: FIFO -> candidate register -> decoder and checks -> dispatcher, units.
+        // Instructions: FIFO (its head is the candidate) -> decoder and checks -> dispatcher, units.
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.pop.next = self.dispatcher.pop.val();

@@ -169,6 +169,9 @@ pub struct AccLaneInt8 {
     mul: Mul32,
     x_le_zero: Signal<Local, Bit>,
     y_le_zero: Signal<Local, Bit>,
+    /// What `x` is added to: the array's word, the bias word or the product (one adder).
+    addend: Signal<Local, Bits<32>>,
+    sum: Signal<Local, Bits<32>>,
 }
 
 impl Logic for AccLaneInt8 {
@@ -190,10 +193,18 @@ impl Logic for AccLaneInt8 {
         self.hh.next = self.mul.hh.val();
         self.x_le_zero.next = self.x.val().get_bit(31) || !self.x.val().any();
         self.y_le_zero.next = self.y.val().get_bit(31) || !self.y.val().any();
+        self.addend.next = self.mul.low.val();
+        if self.op.val() == AccOp::Accumulate {
+            self.addend.next = self.array.val();
+        }
+        if self.op.val() == AccOp::BiasAdd {
+            self.addend.next = self.y.val();
+        }
+        self.sum.next = self.x.val() + self.addend.val();
         match self.op.val() {
             AccOp::Overwrite => self.result.next = self.array.val(),
-            AccOp::Accumulate => self.result.next = self.x.val() + self.array.val(),
-            AccOp::BiasAdd => self.result.next = self.x.val() + self.y.val(),
+            AccOp::Accumulate => self.result.next = self.sum.val(),
+            AccOp::BiasAdd => self.result.next = self.sum.val(),
             AccOp::Relu => {
                 self.result.next = self.x.val();
                 if self.x_le_zero.val() {
@@ -207,7 +218,7 @@ impl Logic for AccLaneInt8 {
                 }
             }
             AccOp::Scale => self.result.next = self.mul.low.val(),
-            AccOp::Axpy => self.result.next = self.x.val() + self.mul.low.val(),
+            AccOp::Axpy => self.result.next = self.sum.val(),
             _ => self.result.next = self.word.val(),
         }
     }
