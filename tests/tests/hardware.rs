@@ -69,8 +69,12 @@ fn explained(warning: &str) -> bool {
     (rest.contains("Signal is not used: 'pes$") && edge.iter().any(|e| name.ends_with(e)))
         || name == "'clock'"
         || (rest.contains("Signal is not used")
-            && (name.starts_with("'head$")
-                || name.starts_with("'candidate$")
+            && (name.starts_with("'candidate$")
+                // A BF16 machine has no requantize lane to lend the products to.
+                || (name.starts_with("'acc_lanes$")
+                    && ["$ll'", "$lh'", "$hl'", "$hh'"].iter().any(|e| name.ends_with(e)))
+                || name == "'requantize'"
+                || name == "'multiplier'"
                 || name.starts_with("'seq$requant_")
                 || controls.contains(&name)))
         || (rest.contains("Bits of signal are not used")
@@ -79,8 +83,15 @@ fn explained(warning: &str) -> bool {
                 "'mant'",
                 "'a'",
                 "'b'",
-                "'toward_zero'",
+                // The requantize lane uses the product's bits 16.. (`ll`), 30.. (`upper`) and
+                // the nudged high word's bits 1..32.
+                "'ll'",
+                "'upper'",
+                "'nudged'",
                 "'rounded'",
+                // A read-first RAM shallower than its 16-bit address ports.
+                "'read_address'",
+                "'write_address'",
                 "'amount'",
                 "'write_data'",
             ]
