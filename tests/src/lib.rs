@@ -153,3 +153,39 @@ pub fn assert_fails_naming(out: &Output, needles: &[&str]) {
         assert!(stderr.contains(needle), "stderr should name {needle:?}: {stderr:?}");
     }
 }
+
+/// A scratch directory for one test's files, removed when dropped.
+pub struct Scratch(tempfile::TempDir);
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch::new()
+    }
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch(tempfile::tempdir().expect("temporary directory"))
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+
+    /// Writes `contents` to `name` in the directory; returns its path.
+    pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.path(name);
+        fs::write(&path, contents).expect("write scratch file");
+        path
+    }
+
+    /// The names of the files in the directory, sorted.
+    pub fn listing(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.0.path())
+            .expect("read scratch dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}

@@ -12,37 +12,10 @@ use std::process::Output;
 use systole_core::graph::MlpSpec;
 use systole_core::params::Params;
 use systole_host::model::Model;
-use systole_tests::systole;
+use systole_tests::{systole, Scratch};
 
 /// What an output file holds before a failing run; it must still hold it after.
 const OLD: &[u8] = b"an earlier output that a failed run must not touch";
-
-struct Scratch(tempfile::TempDir);
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch(tempfile::tempdir().expect("temporary directory"))
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
-
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.path(name);
-        fs::write(&path, bytes).unwrap();
-        path
-    }
-
-    fn listing(&self) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.0.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
 
 /// Exit status 2, nothing on stdout, one line on stderr that starts `error: ` and names
 /// `file` (and `needle`), no panic; every file in `outputs` still holds [`OLD`].
@@ -207,11 +180,8 @@ fn bad_npy_inputs_to_gemm_exit_2_naming_the_file() {
         let a = s.write("A.npy", &bytes);
         let b = s.write(
             "B.npy",
-            &[
-                npy_header("{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), }"),
-                vec![1; 4],
-            ]
-            .concat(),
+            [npy_header("{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), }"), vec![1; 4]]
+                .concat(),
         );
         let c = s.write("C.npy", OLD);
         let stats = s.write("stats.json", OLD);
@@ -265,7 +235,7 @@ fn bad_csvs_to_train_and_predict_exit_2_naming_the_file() {
             dataset: "data.csv".into(),
             accuracies: vec![],
         };
-        let model_path = s.write("good.safetensors", &model.to_safetensors().unwrap());
+        let model_path = s.write("good.safetensors", model.to_safetensors().unwrap());
         let out = systole([
             "predict".as_ref(),
             "--model".as_ref(),

@@ -3,37 +3,12 @@
 //! every bad input as one line naming the file, line and column (or the flag).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use safetensors::{Dtype as StDtype, SafeTensors};
 use serde_json::Value;
-use systole_tests::{assert_fails_naming, systole};
-
-/// A scratch directory for one test's files.
-struct Scratch(tempfile::TempDir);
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch(tempfile::tempdir().expect("temporary directory"))
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
-    fn file(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.path(name);
-        fs::write(&path, contents).expect("write scratch file");
-        path
-    }
-    fn listing(&self) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.0.path())
-            .expect("read scratch dir")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
+use systole_tests::{assert_fails_naming, systole, Scratch};
 
 fn train(args: &[&str]) -> Output {
     systole(["train"].iter().chain(args))
@@ -187,8 +162,8 @@ fn three_blobs(header: bool) -> String {
 #[test]
 fn a_user_csv_trains_with_or_without_header() {
     let s = Scratch::new();
-    let with = s.file("with.csv", &three_blobs(true));
-    let without = s.file("without.csv", &three_blobs(false));
+    let with = s.write("with.csv", three_blobs(true));
+    let without = s.write("without.csv", three_blobs(false));
     let args = |p: &Path| {
         vec![
             "--dataset".to_string(),
@@ -246,14 +221,14 @@ fn bad_csvs_are_named_with_line_and_column() {
         ("one-class.csv", "1,2,4\n3,4,4\n", &["one-class.csv", "at least 2 classes"]),
     ];
     for (name, text, needles) in cases {
-        let path = s.file(name, text);
+        let path = s.write(name, text);
         let json = s.path("run.json");
         let out = train(&["--dataset", path.to_str().unwrap(), "--json", json.to_str().unwrap()]);
         assert_fails_naming(&out, needles);
     }
     let missing = s.path("missing.csv");
     assert_fails_naming(&train(&["--dataset", missing.to_str().unwrap()]), &["missing.csv"]);
-    let tiny = s.file("tiny.csv", "1,0\n2,1\n");
+    let tiny = s.write("tiny.csv", "1,0\n2,1\n");
     assert_fails_naming(&train(&["--dataset", tiny.to_str().unwrap()]), &["tiny.csv", "too few"]);
     assert!(!s.listing().contains(&"run.json".to_string()), "no output from a failed run");
 }
@@ -383,7 +358,7 @@ fn save_writes_pytorch_layout_and_predict_reproduces_the_accuracy() {
 #[test]
 fn predict_rejects_bad_model_files() {
     let s = Scratch::new();
-    let not_a_model = s.file("notes.safetensors", "hello");
+    let not_a_model = s.write("notes.safetensors", "hello");
     let predict = |p: &Path| systole(["predict", "--model", p.to_str().unwrap()]);
     assert_fails_naming(&predict(&not_a_model), &["notes.safetensors", "not a valid safetensors"]);
     assert_fails_naming(&predict(&s.path("gone.safetensors")), &["gone.safetensors"]);
