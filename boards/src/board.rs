@@ -98,12 +98,12 @@ pub const ICEBREAKER: Board = Board {
     clock_mhz: 12.0,
     constraints: include_str!("../icebreaker/icebreaker.pcf"),
     constraints_name: "icebreaker.pcf",
-    default_rows: 2,
-    default_cols: 2,
+    default_rows: 1,
+    default_cols: 1,
     default_dtype: Dtype::Int8,
-    default_mhz: 12.0,
+    default_mhz: 6.0,
     memories: ICE40_MEMORIES,
-    measured: None,
+    measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     programmer: &["iceprog"],
 };
 

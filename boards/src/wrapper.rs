@@ -1,5 +1,6 @@
 //! The board's top module around `systole_top`: the board clock (through a PLL when the design
-//! runs at another frequency), a power-on and button reset, the USB serial and SPI pins of the
+//! runs at another frequency, or a divider when it runs at an even fraction of it: an iCE40 PLL
+//! cannot go below 16 MHz), a power-on and button reset, the USB serial and SPI pins of the
 //! host interface, and status LEDs.
 //!
 //! `systole_top` is connected by port name: `clock` and `reset` (required), the UART pair
@@ -53,8 +54,34 @@ pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
     Ok("pll.v".into())
 }
 
-/// The wrapper's Verilog. `pll`: whether a `systole_pll` module drives the clock.
-pub fn wrapper(board: &Board, ports: &[TopPort], pll: bool) -> Result<String, ToolError> {
+/// Where the design's clock comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockSource {
+    /// The board's oscillator itself.
+    Board,
+    /// A `systole_pll` module ([`pll`]).
+    Pll,
+    /// The oscillator divided by this even number in logic.
+    Divided(u32),
+}
+
+/// The clock source for a design at `mhz` on `board`: the oscillator, a divider when `mhz` is
+/// the oscillator's frequency over an even number, else a PLL.
+pub fn clock_source(board: &Board, mhz: f64) -> ClockSource {
+    if (mhz - board.clock_mhz).abs() <= 1e-9 {
+        return ClockSource::Board;
+    }
+    let ratio = board.clock_mhz / mhz;
+    let n = ratio.round();
+    if (ratio - n).abs() <= 1e-9 && (2.0..=65536.0).contains(&n) && n as u32 % 2 == 0 {
+        ClockSource::Divided(n as u32)
+    } else {
+        ClockSource::Pll
+    }
+}
+
+/// The wrapper's Verilog, its clock from `clock`.
+pub fn wrapper(board: &Board, ports: &[TopPort], clock: ClockSource) -> Result<String, ToolError> {
     let has = |name: &str| ports.iter().any(|p| p.name == name);
     for required in ["clock", "reset"] {
         if !has(required) {
@@ -92,15 +119,32 @@ pub fn wrapper(board: &Board, ports: &[TopPort], pll: bool) -> Result<String, To
         let _ = writeln!(v, "  output wire led_red_n, output wire led_green_n");
     }
     let _ = writeln!(v, ");");
-    if pll {
-        let _ = writeln!(v, "  wire clock, locked;");
-        let _ = writeln!(
-            v,
-            "  systole_pll pll(.clock_in({}), .clock_out(clock), .locked(locked));",
-            board.clock_port
-        );
-    } else {
-        let _ = writeln!(v, "  wire clock = {};\n  wire locked = 1'b1;", board.clock_port);
+    match clock {
+        ClockSource::Pll => {
+            let _ = writeln!(v, "  wire clock, locked;");
+            let _ = writeln!(
+                v,
+                "  systole_pll pll(.clock_in({}), .clock_out(clock), .locked(locked));",
+                board.clock_port
+            );
+        }
+        ClockSource::Divided(n) => {
+            let _ =
+                writeln!(v, "  // The oscillator divided by {n}: a toggle every {} cycles.", n / 2);
+            let _ = writeln!(v, "  reg [15:0] divide = 16'd0;\n  reg clock_q = 1'b0;");
+            let _ = writeln!(
+                v,
+                "  always @(posedge {}) begin\n    if (divide == 16'd{}) begin\n      \
+                 divide <= 16'd0;\n      clock_q <= ~clock_q;\n    end else begin\n      \
+                 divide <= divide + 16'd1;\n    end\n  end",
+                board.clock_port,
+                n / 2 - 1
+            );
+            let _ = writeln!(v, "  wire clock = clock_q;\n  wire locked = 1'b1;");
+        }
+        ClockSource::Board => {
+            let _ = writeln!(v, "  wire clock = {};\n  wire locked = 1'b1;", board.clock_port);
+        }
     }
     let button = if active_low { format!("~{reset_pin}") } else { reset_pin.to_string() };
     let _ = writeln!(
@@ -154,42 +198,61 @@ mod tests {
 
     #[test]
     fn a_top_without_host_interface_is_refused() {
-        let err = wrapper(&ICEBREAKER, &ports(&["clock", "reset"]), false).unwrap_err();
+        let err =
+            wrapper(&ICEBREAKER, &ports(&["clock", "reset"]), ClockSource::Board).unwrap_err();
         assert!(err.to_string().contains("no host interface"), "{err}");
         let err =
-            wrapper(&ICEBREAKER, &ports(&["reset", "uart_rx", "uart_tx"]), false).unwrap_err();
+            wrapper(&ICEBREAKER, &ports(&["reset", "uart_rx", "uart_tx"]), ClockSource::Board)
+                .unwrap_err();
         assert!(err.to_string().contains("`clock`"), "{err}");
     }
 
     #[test]
-    fn the_wrapper_synthesizes_with_a_pll() {
-        // A stand-in top with the host-interface ports: the wrapper and the PLL must synthesize.
+    fn clock_sources() {
+        assert_eq!(clock_source(&ICEBREAKER, 12.0), ClockSource::Board);
+        assert_eq!(clock_source(&ICEBREAKER, 6.0), ClockSource::Divided(2));
+        assert_eq!(clock_source(&ICEBREAKER, 3.0), ClockSource::Divided(4));
+        assert_eq!(clock_source(&ICEBREAKER, 4.0), ClockSource::Pll, "12 / 3: odd");
+        assert_eq!(clock_source(&ICEBREAKER, 30.0), ClockSource::Pll);
+        assert_eq!(clock_source(&ULX3S_85F, 15.0), ClockSource::Pll);
+    }
+
+    /// A stand-in top with the host-interface ports: the wrapper, with a PLL or a divided
+    /// clock, must synthesize, place and meet timing.
+    #[test]
+    fn the_wrapper_builds_with_a_pll_or_a_divider() {
         let top = "module systole_top(input wire clock, input wire reset, input wire uart_rx,
             output reg uart_tx, output wire busy);
           always @(posedge clock) uart_tx <= reset ? 1'b1 : uart_rx;
           assign busy = 1'b0;
         endmodule\n";
-        for board in [ICEBREAKER, ULX3S_85F] {
+        let builds = [
+            (ICEBREAKER, ICEBREAKER.clock_mhz * 2.0),
+            (ULX3S_85F, ULX3S_85F.clock_mhz * 2.0),
+            (ICEBREAKER, ICEBREAKER.clock_mhz / 4.0),
+        ];
+        for (board, mhz) in builds {
             let dir = tempfile::tempdir().unwrap();
-            let pll_file = pll(&board, board.clock_mhz * 2.0, dir.path()).unwrap();
-            let w =
-                wrapper(&board, &ports(&["clock", "reset", "uart_rx", "uart_tx", "busy"]), true)
-                    .unwrap();
-            let design = crate::flow::Design {
-                sources: vec![
-                    ("systole_top.v".into(), top.into()),
-                    ("board_top.v".into(), w),
-                    (
-                        pll_file.clone(),
-                        std::fs::read_to_string(dir.path().join(&pll_file)).unwrap(),
-                    ),
-                ],
-                top: "board_top".into(),
-                built: None,
-            };
-            let report =
-                crate::flow::build(&board, &design, board.clock_mhz * 2.0, dir.path()).unwrap();
-            assert!(report.timing_met, "{report:?}");
+            let clock = clock_source(&board, mhz);
+            let names = ["clock", "reset", "uart_rx", "uart_tx", "busy"];
+            let w = wrapper(&board, &ports(&names), clock).unwrap();
+            let mut sources =
+                vec![("systole_top.v".to_string(), top.to_string()), ("board_top.v".into(), w)];
+            if clock == ClockSource::Pll {
+                let pll_file = pll(&board, mhz, dir.path()).unwrap();
+                let text = std::fs::read_to_string(dir.path().join(&pll_file)).unwrap();
+                sources.push((pll_file, text));
+            } else {
+                assert_eq!(clock, ClockSource::Divided(4));
+                assert!(
+                    sources[1].1.contains("16'd1"),
+                    "toggles every 2 cycles:\n{}",
+                    sources[1].1
+                );
+            }
+            let design = crate::flow::Design { sources, top: "board_top".into(), built: None };
+            let report = crate::flow::build(&board, &design, mhz, dir.path()).unwrap();
+            assert!(report.timing_met, "{} at {mhz} MHz: {report:?}", board.name);
         }
     }
 }

@@ -606,11 +606,11 @@ pub struct ArrayUnit {
     pub spad_read_b: Signal<Out, Bits<16>>,
     pub acc_read: Signal<Out, Bits<16>>,
     busy: DFF<Bit>,
-    tau: DFF<Bits<32>>,
+    tau: DFF<Bits<18>>,
     /// Cycle of the first output row, and the op's last cycle.
-    out_from: DFF<Bits<32>>,
-    last_tau: DFF<Bits<32>>,
-    feed_rows: DFF<Bits<32>>,
+    out_from: DFF<Bits<18>>,
+    last_tau: DFF<Bits<18>>,
+    feed_rows: DFF<Bits<18>>,
     a_ptr: DFF<Bits<16>>,
     b_ptr: DFF<Bits<16>>,
     acc_ptr: DFF<Bits<16>>,
@@ -618,7 +618,7 @@ pub struct ArrayUnit {
     accumulating: DFF<Bit>,
     weight_stationary: Constant<Bit>,
     /// `R + C - 1` (weight-stationary) or `R + C - 2` (output-stationary).
-    skew: Constant<Bits<32>>,
+    skew: Constant<Bits<18>>,
     last: Signal<Local, Bit>,
     writing: Signal<Local, Bit>,
 }
@@ -712,16 +712,16 @@ impl Logic for ArrayUnit {
                     // rows + R + C - 1 cycles; row m is written in cycle m + R + C - 1.
                     self.out_from.d.next = self.skew.val();
                     self.last_tau.d.next =
-                        self.skew.val() + bit_cast::<32, 16>(self.rows.val()) - 1;
-                    self.feed_rows.d.next = bit_cast::<32, 16>(self.rows.val());
+                        self.skew.val() + bit_cast::<18, 16>(self.rows.val()) - 1;
+                    self.feed_rows.d.next = bit_cast::<18, 16>(self.rows.val());
                 } else {
                     // k + R + C - 2 cycles of compute, then one per drained row.
-                    self.out_from.d.next = self.skew.val() + bit_cast::<32, 16>(self.k.val());
+                    self.out_from.d.next = self.skew.val() + bit_cast::<18, 16>(self.k.val());
                     self.last_tau.d.next = self.skew.val()
-                        + bit_cast::<32, 16>(self.k.val())
-                        + bit_cast::<32, 16>(self.rows.val())
+                        + bit_cast::<18, 16>(self.k.val())
+                        + bit_cast::<18, 16>(self.rows.val())
                         - 1;
-                    self.feed_rows.d.next = bit_cast::<32, 16>(self.k.val());
+                    self.feed_rows.d.next = bit_cast::<18, 16>(self.k.val());
                 }
             }
             if self.abort.val() {

@@ -369,6 +369,42 @@ pub(crate) fn constant<const N: usize>(v: u64) -> Constant<Bits<N>> {
     Constant::new(v.into())
 }
 
+/// `start + count > limit` for 16-bit `start` and `count`, in no more bits than `limit` needs:
+/// an operand at or above `2^(b+1)` (`b` the bits of `limit`) is over on its own, and the sum of
+/// two smaller ones is formed in `b + 2` bits (Yosys drops an adder's constant-zero high bits).
+#[derive(LogicBlock)]
+pub struct RangeCheck {
+    pub start: Signal<In, Bits<16>>,
+    pub count: Signal<In, Bits<16>>,
+    pub over: Signal<Out, Bit>,
+    limit: Constant<Bits<17>>,
+    low: Constant<Bits<16>>,
+}
+
+impl RangeCheck {
+    pub fn new(limit: u64) -> RangeCheck {
+        let bits = 64 - limit.leading_zeros() as usize;
+        RangeCheck {
+            start: Default::default(),
+            count: Default::default(),
+            over: Default::default(),
+            limit: constant(limit),
+            low: constant(if bits + 1 >= 16 { 0xFFFF } else { (1u64 << (bits + 1)) - 1 }),
+        }
+    }
+}
+
+impl Logic for RangeCheck {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.over.next = (self.start.val() & !self.low.val()).any()
+            || (self.count.val() & !self.low.val()).any()
+            || (bit_cast::<17, 16>(self.start.val() & self.low.val())
+                + bit_cast::<17, 16>(self.count.val() & self.low.val())
+                > self.limit.val());
+    }
+}
+
 /// Fault code of the first check `validate_program` would fail for a decoded instruction (0 if
 /// none), for one config and DRAM size.
 #[derive(LogicBlock)]
@@ -400,12 +436,11 @@ pub struct Checker {
     pub k: Signal<In, Bits<16>>,
     pub cols: Signal<In, Bits<16>>,
     pub fault: Signal<Out, Bits<4>>,
-    spad_depth: Constant<Bits<17>>,
-    acc_depth: Constant<Bits<17>>,
     width: Constant<Bits<16>>,
     array_rows: Constant<Bits<16>>,
     array_cols: Constant<Bits<16>>,
     dram_bytes: Constant<Bits<48>>,
+    small_dram_bytes: Constant<Bits<24>>,
     /// The DRAM holds at most 64 KiB: a stride at or above `2^16` that is used puts the access
     /// out of range, so only the strides' low halves are multiplied.
     small_dram: Constant<Bit>,
@@ -417,15 +452,28 @@ pub struct Checker {
     code_dtype: Constant<Bits<4>>,
     code_too_wide: Constant<Bits<4>>,
     code_range: Constant<Bits<4>>,
+    /// The scratchpad and accumulator ranges of the instructions' rows.
+    spad_range: RangeCheck,
+    matmul_a: RangeCheck,
+    os_a: RangeCheck,
+    os_b: RangeCheck,
+    acc_range: RangeCheck,
+    dst_range: RangeCheck,
+    src_one: RangeCheck,
+    src_range: RangeCheck,
     /// `(rows - 1) * row_stride + (len - 1) * stride` in elements, and the DRAM end in bytes.
     rows_m1: Signal<Local, Bits<16>>,
     len_m1: Signal<Local, Bits<16>>,
     stride: Signal<Local, Bits<32>>,
     span: Signal<Local, Bits<48>>,
     /// The small DRAM's extent: `span` from the strides' low halves, and whether a used stride
-    /// has a high half.
-    small_span: Signal<Local, Bits<40>>,
-    small_end: Signal<Local, Bits<40>>,
+    /// has a high half. Its products and address are over on their own at or above `2^18` and
+    /// `2^17` (`small_over`); below, the end is formed in 24 bits.
+    row_product: Signal<Local, Bits<32>>,
+    elem_product: Signal<Local, Bits<32>>,
+    small_span: Signal<Local, Bits<24>>,
+    small_end: Signal<Local, Bits<24>>,
+    small_over: Signal<Local, Bit>,
     stride_high: Signal<Local, Bit>,
     /// Bytes per element of the access (1, 2 or 4) as a shift.
     shift_bytes: Signal<Local, Bits<2>>,
@@ -468,12 +516,11 @@ impl Checker {
             k: Default::default(),
             cols: Default::default(),
             fault: Default::default(),
-            spad_depth: constant(config.spad_depth as u64),
-            acc_depth: constant(config.acc_depth as u64),
             width: constant(config.spad_width() as u64),
             array_rows: constant(config.rows as u64),
             array_cols: constant(config.cols as u64),
             dram_bytes: constant(dram_bytes),
+            small_dram_bytes: constant(dram_bytes.min(1 << 16)),
             small_dram: Constant::new(dram_bytes <= 1 << 16),
             elem_shift: constant((config.dtype == Dtype::Bf16) as u64),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
@@ -482,12 +529,23 @@ impl Checker {
             code_dtype: constant(FaultCode::Dtype as u64),
             code_too_wide: constant(FaultCode::TooWide as u64),
             code_range: constant(FaultCode::Range as u64),
+            spad_range: RangeCheck::new(config.spad_depth as u64),
+            matmul_a: RangeCheck::new(config.spad_depth as u64),
+            os_a: RangeCheck::new(config.spad_depth as u64),
+            os_b: RangeCheck::new(config.spad_depth as u64),
+            acc_range: RangeCheck::new(config.acc_depth as u64),
+            dst_range: RangeCheck::new(config.acc_depth as u64),
+            src_one: RangeCheck::new(config.acc_depth as u64),
+            src_range: RangeCheck::new(config.acc_depth as u64),
             rows_m1: Default::default(),
             len_m1: Default::default(),
             stride: Default::default(),
             span: Default::default(),
+            row_product: Default::default(),
+            elem_product: Default::default(),
             small_span: Default::default(),
             small_end: Default::default(),
+            small_over: Default::default(),
             stride_high: Default::default(),
             shift_bytes: Default::default(),
             dram_end: Default::default(),
@@ -529,18 +587,23 @@ impl Logic for Checker {
             self.load.val() || self.store.val() || self.load_acc.val() || self.store_spad.val();
         self.dram_bad.next =
             self.dram_access.val() && (self.dram_end.val() > self.dram_bytes.val());
-        self.small_span.next =
-            bit_cast::<40, 32>(self.rows_m1.val() * self.row_stride.val().get_bits::<16>(0))
-                + bit_cast::<40, 32>(self.len_m1.val() * self.stride.val().get_bits::<16>(0));
-        self.small_end.next = bit_cast::<40, 32>(self.dram_addr.val())
+        self.row_product.next = self.rows_m1.val() * self.row_stride.val().get_bits::<16>(0);
+        self.elem_product.next = self.len_m1.val() * self.stride.val().get_bits::<16>(0);
+        self.small_span.next = bit_cast::<24, 18>(self.row_product.val().get_bits::<18>(0))
+            + bit_cast::<24, 18>(self.elem_product.val().get_bits::<18>(0));
+        self.small_end.next = bit_cast::<24, 17>(self.dram_addr.val().get_bits::<17>(0))
             + ((self.small_span.val() + 1) << self.shift_bytes.val());
+        self.small_over.next = self.row_product.val().get_bits::<14>(18).any()
+            || self.elem_product.val().get_bits::<14>(18).any()
+            || self.dram_addr.val().get_bits::<15>(17).any();
         self.stride_high.next = (self.rows_m1.val().any()
             && self.row_stride.val().get_bits::<16>(16).any())
             || (self.len_m1.val().any() && self.stride.val().get_bits::<16>(16).any());
         if self.small_dram.val() {
             self.dram_bad.next = self.dram_access.val()
                 && (self.stride_high.val()
-                    || bit_cast::<48, 40>(self.small_end.val()) > self.dram_bytes.val());
+                    || self.small_over.val()
+                    || self.small_end.val() > self.small_dram_bytes.val());
         }
 
         self.wrong_dataflow.next = ((self.load_weights.val() || self.matmul.val())
@@ -557,48 +620,51 @@ impl Logic for Checker {
                     || self.cols.val() > self.array_cols.val()));
 
         self.out_of_range.next = self.dram_bad.val();
-        // Scratchpad ranges.
+        // Scratchpad and accumulator ranges.
+        self.spad_range.start.next = self.spad_row.val();
+        self.spad_range.count.next = self.rows.val();
+        self.matmul_a.start.next = self.a_row.val();
+        self.matmul_a.count.next = self.rows.val();
+        self.os_a.start.next = self.a_row.val();
+        self.os_a.count.next = self.k.val();
+        self.os_b.start.next = self.b_row.val();
+        self.os_b.count.next = self.k.val();
+        self.acc_range.start.next = self.acc_row.val();
+        self.acc_range.count.next = self.rows.val();
+        self.dst_range.start.next = self.dst.val();
+        self.dst_range.count.next = self.rows.val();
+        self.src_one.start.next = self.src.val();
+        self.src_one.count.next = 1.into();
+        self.src_range.start.next = self.src.val();
+        self.src_range.count.next = self.rows.val();
         if (self.load.val()
             || self.load_weights.val()
             || self.cast_bf16.val()
             || self.requantize.val()
             || self.store_spad.val())
-            && (bit_cast::<17, 16>(self.spad_row.val()) + bit_cast::<17, 16>(self.rows.val())
-                > self.spad_depth.val())
+            && self.spad_range.over.val()
         {
             self.out_of_range.next = true;
         }
-        if (self.matmul.val()
-            && (bit_cast::<17, 16>(self.a_row.val()) + bit_cast::<17, 16>(self.rows.val())
-                > self.spad_depth.val()))
-            || (self.matmul_os.val()
-                && ((bit_cast::<17, 16>(self.a_row.val()) + bit_cast::<17, 16>(self.k.val())
-                    > self.spad_depth.val())
-                    || (bit_cast::<17, 16>(self.b_row.val()) + bit_cast::<17, 16>(self.k.val())
-                        > self.spad_depth.val())))
+        if (self.matmul.val() && self.matmul_a.over.val())
+            || (self.matmul_os.val() && (self.os_a.over.val() || self.os_b.over.val()))
         {
             self.out_of_range.next = true;
         }
-        // Accumulator ranges.
         if (self.store.val()
             || self.matmul.val()
             || self.matmul_os.val()
             || self.cast_bf16.val()
             || self.requantize.val()
             || self.load_acc.val())
-            && (bit_cast::<17, 16>(self.acc_row.val()) + bit_cast::<17, 16>(self.rows.val())
-                > self.acc_depth.val())
+            && self.acc_range.over.val()
         {
             self.out_of_range.next = true;
         }
         if self.vector.val()
-            && ((bit_cast::<17, 16>(self.dst.val()) + bit_cast::<17, 16>(self.rows.val())
-                > self.acc_depth.val())
-                || (self.bias_add.val()
-                    && (bit_cast::<17, 16>(self.src.val()) + 1 > self.acc_depth.val()))
-                || ((self.relu_grad.val() || self.axpy.val())
-                    && (bit_cast::<17, 16>(self.src.val()) + bit_cast::<17, 16>(self.rows.val())
-                        > self.acc_depth.val())))
+            && (self.dst_range.over.val()
+                || (self.bias_add.val() && self.src_one.over.val())
+                || ((self.relu_grad.val() || self.axpy.val()) && self.src_range.over.val()))
         {
             self.out_of_range.next = true;
         }

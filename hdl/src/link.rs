@@ -333,6 +333,52 @@ impl Logic for SpiSlave {
     }
 }
 
+/// Restoring division of a 32-bit byte address by a row's bytes, one quotient bit per cycle:
+/// `start` loads `dividend`, `busy` stays set for the 32 steps, then `quotient` and
+/// `remainder` hold. The engine needs it only for rows whose bytes are not a
+/// power of two; otherwise a shift and a mask split the address.
+#[derive(LogicBlock, Default)]
+pub struct RowDivider {
+    pub clock: Signal<In, Clock>,
+    pub start: Signal<In, Bit>,
+    pub dividend: Signal<In, Bits<32>>,
+    pub divisor: Signal<In, Bits<16>>,
+    pub busy: Signal<Out, Bit>,
+    pub quotient: Signal<Out, Bits<32>>,
+    pub remainder: Signal<Out, Bits<32>>,
+    rest: DFF<Bits<16>>,
+    shifted: DFF<Bits<32>>,
+    steps: DFF<Bits<6>>,
+    trial: Signal<Local, Bits<16>>,
+}
+
+impl Logic for RowDivider {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, rest, shifted, steps);
+        // The quotient shifts into `shifted` from the right as the dividend leaves at the left.
+        self.trial.next =
+            (self.rest.q.val() << 1) | bit_cast::<16, 1>(self.shifted.q.val().get_bits::<1>(31));
+        if self.steps.q.val().any() {
+            self.steps.d.next = self.steps.q.val() - 1;
+            self.shifted.d.next = self.shifted.q.val() << 1;
+            self.rest.d.next = self.trial.val();
+            if self.trial.val() >= self.divisor.val() {
+                self.rest.d.next = self.trial.val() - self.divisor.val();
+                self.shifted.d.next = (self.shifted.q.val() << 1) | 1;
+            }
+        }
+        if self.start.val() {
+            self.rest.d.next = 0.into();
+            self.shifted.d.next = self.dividend.val();
+            self.steps.d.next = 32.into();
+        }
+        self.busy.next = self.steps.q.val().any();
+        self.quotient.next = self.shifted.q.val();
+        self.remainder.next = bit_cast::<32, 16>(self.rest.q.val());
+    }
+}
+
 /// The engine's states.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
 pub enum LinkState {
@@ -385,7 +431,8 @@ pub struct HostMap {
 
 impl HostMap {
     /// The map of `config` with `dram_bytes` of DRAM (below 2^32), a FIFO of `fifo_depth` words
-    /// and a UART of `uart_divisor`: a frame that pauses for 1,024 byte times is dropped.
+    /// and a UART of `uart_divisor`: a frame that pauses for 1,024 byte times (at most `2^24 - 1`
+    /// cycles, 0.17 s at 100 MHz, so the counter is 24 bits) is dropped.
     pub fn new(
         config: &ArrayConfig,
         dram_bytes: u64,
@@ -406,7 +453,7 @@ impl HostMap {
             spad_lanes: config.spad_width() as u64,
             spad_elem_bytes: es,
             acc_lanes: config.cols as u64,
-            uart_patience: uart_divisor as u64 * 10 * 1024,
+            uart_patience: (uart_divisor as u64 * 10 * 1024).min((1 << 24) - 1),
             identity: identity.to_bytes(),
         }
     }
@@ -475,26 +522,33 @@ pub struct PacketEngine {
     code: DFF<Bits<8>>,
     payload: DFF<Payload>,
     payload_len: DFF<Bits<16>>,
-    /// The status taken when `ReadStatus` executes; byte 0 is the next one sent.
-    snapshot: DFF<Bits<96>>,
     index: DFF<Bits<16>>,
     tx_data: DFF<Bits<8>>,
     tx_crc_q: DFF<Bits<16>>,
+    /// Bytes on their way: an instruction word or a memory element being assembled, or the
+    /// status taken when `ReadStatus` executes (its byte 0 the next one sent).
     assembly: DFF<Bits<128>>,
     row: DFF<Bits<16>>,
     lane: DFF<Bits<16>>,
     offset: DFF<Bits<2>>,
-    remainder: DFF<Bits<16>>,
-    dividend: DFF<Bits<32>>,
-    steps: DFF<Bits<6>>,
-    silence: DFF<Bits<32>>,
+    /// Present only where a row's bytes are not a power of two.
+    divider: Vec<RowDivider>,
+    silence: DFF<Bits<24>>,
     /// Cycles a UART frame may pause before the engine gives it up and hunts again.
-    patience: Constant<Bits<32>>,
+    patience: Constant<Bits<24>>,
     dram_bytes: Constant<Bits<40>>,
     spad_bytes: Constant<Bits<40>>,
     acc_bytes: Constant<Bits<40>>,
+    /// The address bits below twice the largest region: an address with a bit above is out
+    /// of range of every region, and the access end is formed in no more bits than that.
+    addr_low: Constant<Bits<32>>,
     spad_row_bytes: Constant<Bits<16>>,
     acc_row_bytes: Constant<Bits<16>>,
+    /// log2 of a row's bytes and the mask of a byte within a row (power-of-two rows).
+    spad_row_shift: Constant<Bits<32>>,
+    acc_row_shift: Constant<Bits<32>>,
+    spad_row_mask: Constant<Bits<32>>,
+    acc_row_mask: Constant<Bits<32>>,
     spad_last_lane: Constant<Bits<16>>,
     acc_last_lane: Constant<Bits<16>>,
     bf16: Constant<Bit>,
@@ -522,10 +576,14 @@ pub struct PacketEngine {
     accept: Signal<Local, Bit>,
     data_len: Signal<Local, Bits<16>>,
     access_end: Signal<Local, Bits<40>>,
+    addr_high: Signal<Local, Bit>,
     region_size: Signal<Local, Bits<40>>,
     misaligned: Signal<Local, Bit>,
     error: Signal<Local, Bits<8>>,
-    trial: Signal<Local, Bits<16>>,
+    /// The address split into a row and the byte within it.
+    split_row: Signal<Local, Bits<32>>,
+    split_byte: Signal<Local, Bits<32>>,
+    split_busy: Signal<Local, Bit>,
     status_index: Signal<Local, Bits<16>>,
     status_byte: Signal<Local, Bits<8>>,
     receiving: Signal<Local, Bit>,
@@ -537,6 +595,8 @@ pub struct PacketEngine {
 impl PacketEngine {
     pub fn new(map: HostMap) -> PacketEngine {
         let es = map.spad_elem_bytes;
+        let spad_row_bytes = map.spad_lanes * es;
+        let acc_row_bytes = map.acc_lanes * 4;
         PacketEngine {
             clock: Default::default(),
             reset: Default::default(),
@@ -584,7 +644,6 @@ impl PacketEngine {
             code: Default::default(),
             payload: Default::default(),
             payload_len: Default::default(),
-            snapshot: Default::default(),
             index: Default::default(),
             tx_data: Default::default(),
             tx_crc_q: Default::default(),
@@ -592,16 +651,31 @@ impl PacketEngine {
             row: Default::default(),
             lane: Default::default(),
             offset: Default::default(),
-            remainder: Default::default(),
-            dividend: Default::default(),
-            steps: Default::default(),
+            divider: if spad_row_bytes.is_power_of_two() && acc_row_bytes.is_power_of_two() {
+                Vec::new()
+            } else {
+                vec![RowDivider::default()]
+            },
             silence: Default::default(),
             patience: constant(map.uart_patience),
             dram_bytes: constant(map.dram_bytes),
             spad_bytes: constant(map.spad_bytes),
             acc_bytes: constant(map.acc_bytes),
-            spad_row_bytes: constant(map.spad_lanes * es),
-            acc_row_bytes: constant(map.acc_lanes * 4),
+            addr_low: constant({
+                let largest = map.dram_bytes.max(map.spad_bytes).max(map.acc_bytes);
+                let bits = 64 - largest.leading_zeros() as u64;
+                if bits + 1 >= 32 {
+                    0xFFFF_FFFF
+                } else {
+                    (1u64 << (bits + 1)) - 1
+                }
+            }),
+            spad_row_bytes: constant(spad_row_bytes),
+            acc_row_bytes: constant(acc_row_bytes),
+            spad_row_shift: constant(spad_row_bytes.trailing_zeros() as u64),
+            acc_row_shift: constant(acc_row_bytes.trailing_zeros() as u64),
+            spad_row_mask: constant(spad_row_bytes - 1),
+            acc_row_mask: constant(acc_row_bytes - 1),
             spad_last_lane: constant(map.spad_lanes - 1),
             acc_last_lane: constant(map.acc_lanes - 1),
             bf16: Constant::new(es == Dtype::Bf16.elem_bytes() as u64),
@@ -629,10 +703,13 @@ impl PacketEngine {
             accept: Default::default(),
             data_len: Default::default(),
             access_end: Default::default(),
+            addr_high: Default::default(),
             region_size: Default::default(),
             misaligned: Default::default(),
             error: Default::default(),
-            trial: Default::default(),
+            split_row: Default::default(),
+            split_byte: Default::default(),
+            split_busy: Default::default(),
             status_index: Default::default(),
             status_byte: Default::default(),
             receiving: Default::default(),
@@ -662,7 +739,6 @@ impl Logic for PacketEngine {
             code,
             payload,
             payload_len,
-            snapshot,
             index,
             tx_data,
             tx_crc_q,
@@ -670,9 +746,6 @@ impl Logic for PacketEngine {
             row,
             lane,
             offset,
-            remainder,
-            dividend,
-            steps,
             silence
         );
         self.buffer.clock.next = self.clock.val();
@@ -714,8 +787,9 @@ impl Logic for PacketEngine {
         if self.kind.q.val() == self.cmd_write_memory.val() {
             self.data_len.next = self.len.q.val() - 5;
         }
-        self.access_end.next =
-            bit_cast::<40, 32>(self.addr.q.val()) + bit_cast::<40, 16>(self.data_len.val());
+        self.access_end.next = bit_cast::<40, 32>(self.addr.q.val() & self.addr_low.val())
+            + bit_cast::<40, 16>(self.data_len.val());
+        self.addr_high.next = (self.addr.q.val() & !self.addr_low.val()).any();
         self.region_size.next = self.dram_bytes.val();
         self.misaligned.next = false;
         if self.region.q.val() == 1 {
@@ -754,7 +828,7 @@ impl Logic for PacketEngine {
                 self.error.next = self.err_region.val();
             } else if self.running.val() {
                 self.error.next = self.err_busy.val();
-            } else if self.access_end.val() > self.region_size.val() {
+            } else if self.addr_high.val() || self.access_end.val() > self.region_size.val() {
                 self.error.next = self.err_out_of_range.val();
             } else if self.misaligned.val() {
                 self.error.next = self.err_misaligned.val();
@@ -807,7 +881,7 @@ impl Logic for PacketEngine {
         self.status_index.next = self.index.q.val() - 4;
         self.status_byte.next = 0.into();
         if self.payload.q.val() == Payload::Status {
-            self.status_byte.next = self.snapshot.q.val().get_bits::<8>(0);
+            self.status_byte.next = self.assembly.q.val().get_bits::<8>(0);
         }
         if self.payload.q.val() == Payload::Identity {
             for i in 0..24 {
@@ -817,8 +891,27 @@ impl Logic for PacketEngine {
             }
         }
         self.payload_end.next = self.payload_len.q.val() + 4;
-        self.trial.next = (self.remainder.q.val() << 1)
-            | bit_cast::<16, 1>(self.dividend.q.val().get_bits::<1>(31));
+        // A byte address as a row and the byte within it: a shift and a mask for power-of-two
+        // rows, else the serial divider's result.
+        self.split_row.next = self.addr.q.val() >> self.acc_row_shift.val();
+        self.split_byte.next = self.addr.q.val() & self.acc_row_mask.val();
+        if self.region.q.val() == 1 {
+            self.split_row.next = self.addr.q.val() >> self.spad_row_shift.val();
+            self.split_byte.next = self.addr.q.val() & self.spad_row_mask.val();
+        }
+        self.split_busy.next = false;
+        for i in 0..self.divider.len() {
+            self.divider[i].clock.next = self.clock.val();
+            self.divider[i].start.next = false;
+            self.divider[i].dividend.next = self.addr.q.val();
+            self.divider[i].divisor.next = self.acc_row_bytes.val();
+            if self.region.q.val() == 1 {
+                self.divider[i].divisor.next = self.spad_row_bytes.val();
+            }
+            self.split_row.next = self.divider[i].quotient.val();
+            self.split_byte.next = self.divider[i].remainder.val();
+            self.split_busy.next = self.divider[i].busy.val();
+        }
 
         match self.state.q.val() {
             LinkState::Hunt => {
@@ -911,21 +1004,21 @@ impl Logic for PacketEngine {
                     if self.kind.q.val() == self.cmd_write_memory.val()
                         || self.kind.q.val() == self.cmd_read_memory.val()
                     {
-                        self.remainder.d.next = 0.into();
-                        self.dividend.d.next = self.addr.q.val();
-                        self.steps.d.next = 32.into();
+                        for i in 0..self.divider.len() {
+                            self.divider[i].start.next = true;
+                        }
                         self.state.d.next = LinkState::Divide;
                     }
                     if self.kind.q.val() == self.cmd_read_status.val() {
                         // core::protocol::Status::to_bytes.
                         self.payload.d.next = Payload::Status;
                         self.payload_len.d.next = 12.into();
-                        self.snapshot.d.next = bit_cast::<96, 1>(self.running.val().into())
-                            | (bit_cast::<96, 1>(self.done.val().into()) << 1)
-                            | (bit_cast::<96, 1>(self.fault.val().any().into()) << 2)
-                            | (bit_cast::<96, 4>(self.fault.val()) << 8)
-                            | (bit_cast::<96, 16>(self.fifo_free.val()) << 16)
-                            | (bit_cast::<96, 64>(self.cycles.val()) << 32);
+                        self.assembly.d.next = bit_cast::<128, 1>(self.running.val().into())
+                            | (bit_cast::<128, 1>(self.done.val().into()) << 1)
+                            | (bit_cast::<128, 1>(self.fault.val().any().into()) << 2)
+                            | (bit_cast::<128, 4>(self.fault.val()) << 8)
+                            | (bit_cast::<128, 16>(self.fifo_free.val()) << 16)
+                            | (bit_cast::<128, 64>(self.cycles.val()) << 32);
                     }
                     if self.kind.q.val() == self.cmd_identify.val() {
                         self.payload.d.next = Payload::Identity;
@@ -940,33 +1033,17 @@ impl Logic for PacketEngine {
                 }
             }
             LinkState::Divide => {
-                // One step of restoring division of the address by the row's bytes:
-                // the quotient is the row (shifted into `dividend`), the remainder the offset.
-                if self.steps.q.val().any() {
-                    self.steps.d.next = self.steps.q.val() - 1;
-                    self.dividend.d.next = self.dividend.q.val() << 1;
-                    self.remainder.d.next = self.trial.val();
-                    if (self.region.q.val() == 1 && self.trial.val() >= self.spad_row_bytes.val())
-                        || (self.region.q.val() == 2
-                            && self.trial.val() >= self.acc_row_bytes.val())
-                    {
-                        self.remainder.d.next = self.trial.val() - self.acc_row_bytes.val();
-                        if self.region.q.val() == 1 {
-                            self.remainder.d.next = self.trial.val() - self.spad_row_bytes.val();
-                        }
-                        self.dividend.d.next = (self.dividend.q.val() << 1) | 1;
-                    }
-                } else {
-                    self.row.d.next = self.dividend.q.val().get_bits::<16>(0);
-                    self.lane.d.next = self.remainder.q.val();
+                if !self.split_busy.val() {
+                    self.row.d.next = self.split_row.val().get_bits::<16>(0);
+                    self.lane.d.next = self.split_byte.val().get_bits::<16>(0);
                     self.offset.d.next = 0.into();
                     if self.region.q.val() == 1 && self.bf16.val() {
-                        self.lane.d.next = self.remainder.q.val() >> 1;
-                        self.offset.d.next = self.remainder.q.val().get_bits::<2>(0) & 1;
+                        self.lane.d.next = self.split_byte.val().get_bits::<16>(1);
+                        self.offset.d.next = self.split_byte.val().get_bits::<2>(0) & 1;
                     }
                     if self.region.q.val() == 2 {
-                        self.lane.d.next = self.remainder.q.val() >> 2;
-                        self.offset.d.next = self.remainder.q.val().get_bits::<2>(0);
+                        self.lane.d.next = self.split_byte.val().get_bits::<16>(2);
+                        self.offset.d.next = self.split_byte.val().get_bits::<2>(0);
                     }
                     if self.kind.q.val() == self.cmd_write_memory.val() {
                         self.count.d.next = 5.into();
@@ -1066,7 +1143,7 @@ impl Logic for PacketEngine {
                         && self.index.q.val() < self.payload_end.val()
                         && self.payload.q.val() == Payload::Status
                     {
-                        self.snapshot.d.next = self.snapshot.q.val() >> 8;
+                        self.assembly.d.next = self.assembly.q.val() >> 8;
                     }
                     if self.index.q.val() >= 4
                         && self.index.q.val() < self.payload_end.val()

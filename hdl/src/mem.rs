@@ -27,7 +27,10 @@ use rust_hdl::prelude::*;
 
 /// One block-RAM lane: `depth` words, write-first, registered read. It may store fewer bits
 /// than its ports carry (an INT8 scratchpad lane keeps the low byte of the 16-bit element bus);
-/// the bits above read as zero.
+/// the bits above read as zero. It decodes only the address bits its depth needs
+/// ([`Ram::address_bits`]): its users never address past its end (core's program checks and the
+/// host link's range checks see to that), and no address arithmetic is built wider than the
+/// memory.
 #[derive(LogicBlock)]
 pub struct Ram<const W: usize, const A: usize> {
     pub clock: Signal<In, Clock>,
@@ -85,6 +88,23 @@ impl<const W: usize, const A: usize> Ram<W, A> {
         self._mem.len()
     }
 
+    /// The address bits the RAM decodes: enough for its depth. Higher bits are ignored, so
+    /// that the address arithmetic that feeds it is built no wider than the memory (Yosys
+    /// drops an adder's unused high bits).
+    pub fn address_bits(&self) -> usize {
+        (usize::BITS - (self._mem.len() - 1).leading_zeros()).clamp(1, A as u32) as usize
+    }
+
+    fn decoded(&self, address: Bits<A>) -> usize {
+        let bits = self.address_bits();
+        let a = address.index();
+        if bits >= usize::BITS as usize {
+            a
+        } else {
+            a & ((1usize << bits) - 1)
+        }
+    }
+
     /// The word as stored: the bits above `bits` cleared.
     fn stored(&self, word: Bits<W>) -> Bits<W> {
         let mut v = word;
@@ -98,7 +118,8 @@ impl<const W: usize, const A: usize> Ram<W, A> {
 impl<const W: usize, const A: usize> Logic for Ram<W, A> {
     fn update(&mut self) {
         if self.clock.pos_edge() {
-            let (ra, wa) = (self.read_address.val().index(), self.write_address.val().index());
+            let ra = self.decoded(self.read_address.val());
+            let wa = self.decoded(self.write_address.val());
             let we = self.write_enable.val() && wa < self._mem.len();
             if self.read_enable.val() {
                 self._read = self._mem.get(ra).copied().unwrap_or_default();
@@ -117,6 +138,12 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
     }
 
     fn hdl(&self) -> Verilog {
+        let ab = self.address_bits();
+        let (ra, wa) = if ab == A {
+            ("read_address".to_string(), "write_address".to_string())
+        } else {
+            (format!("read_address[{}:0]", ab - 1), format!("write_address[{}:0]", ab - 1))
+        };
         let kept = if self._bits == W {
             "write_data".to_string()
         } else {
@@ -129,10 +156,10 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
 reg [{msb}:0] read_q;
 initial read_q = 0;
 always @(posedge clock) begin
-   if (write_enable) mem[write_address] <= {kept};
+   if (write_enable) mem[{wa}] <= {kept};
 end
 always @(posedge clock) begin
-   if (read_enable) read_q <= mem[read_address];
+   if (read_enable) read_q <= mem[{ra}];
 end
 always @(*) read_data = read_q;
 ",
@@ -152,13 +179,13 @@ initial begin
    forward_q = 0;
 end
 always @(posedge clock) begin
-   if (write_enable) mem[write_address] <= {kept};
+   if (write_enable) mem[{wa}] <= {kept};
 end
 always @(posedge clock) begin
    if (read_enable) begin
-      read_q <= mem[read_address];
+      read_q <= mem[{ra}];
       written_q <= {kept};
-      forward_q <= write_enable && (write_address == read_address);
+      forward_q <= write_enable && ({wa} == {ra});
    end
 end
 always @(*) read_data = forward_q ? written_q : read_q;
@@ -279,8 +306,8 @@ pub fn dram_banks(row_bytes: usize) -> usize {
 
 /// Byte-addressed DRAM of `banks` one-byte lanes (byte `a` in bank `a mod banks`, word
 /// `a / banks`). `read_data[i]` is the byte at `read_address + i` of the last enabled read;
-/// `write_data[i]` goes to `write_address + i` for `i < write_count`. Addresses past the end of
-/// the memory are not written, and read as whatever the banks return.
+/// `write_data[i]` goes to `write_address + i` for `i < write_count`. Its users keep every
+/// access inside the memory; the banks decode only the word-address bits their depth needs.
 #[derive(LogicBlock)]
 pub struct Dram {
     pub clock: Signal<In, Clock>,

@@ -392,8 +392,11 @@ impl Logic for RequantLane {
         // rounding_shift_right: halves away from zero.
         self.half.next = 0.into();
         if self.shift.val().any() {
-            self.half.next = (bits::<33>(1) << (self.shift.val() - 1))
-                - bit_cast::<33, 1>(self.high.val().get_bit(31).into());
+            // 2^(s-1), less one for a negative value: a bit, or the s - 1 bits below it.
+            self.half.next = bits::<33>(1) << (self.shift.val() - 1);
+            if self.high.val().get_bit(31) {
+                self.half.next = !(bits::<33>(0x1_FFFF_FFFFu64) << (self.shift.val() - 1));
+            }
         }
         self.biased.next = bit_cast::<33, 32>(self.high.val()) + self.half.val();
         if self.high.val().get_bit(31) {

@@ -109,11 +109,11 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         .collect();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let use_pll = (config.clock_mhz - b.clock_mhz).abs() > 1e-9;
-    let top = wrapper::wrapper(&b, &ports, use_pll)?;
+    let clock = wrapper::clock_source(&b, config.clock_mhz);
+    let top = wrapper::wrapper(&b, &ports, clock)?;
     let mut sources =
         vec![("systole_top.v".to_string(), emitted.verilog), ("board_top.v".to_string(), top)];
-    if use_pll {
+    if clock == wrapper::ClockSource::Pll {
         let file = wrapper::pll(&b, config.clock_mhz, &args.out)?;
         let text = std::fs::read_to_string(args.out.join(&file))?;
         sources.push((file, text));
