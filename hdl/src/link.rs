@@ -337,25 +337,54 @@ impl Logic for SpiSlave {
 /// `start` loads `dividend`, `busy` stays set for the 32 steps, then `quotient` and
 /// `remainder` hold. The engine needs it only for rows whose bytes are not a
 /// power of two; otherwise a shift and a mask split the address.
-#[derive(LogicBlock, Default)]
+#[derive(LogicBlock)]
 pub struct RowDivider {
     pub clock: Signal<In, Clock>,
     pub start: Signal<In, Bit>,
     pub dividend: Signal<In, Bits<32>>,
-    pub divisor: Signal<In, Bits<16>>,
+    /// Divide by a scratchpad row's bytes (else an accumulator row's).
+    pub spad: Signal<In, Bit>,
     pub busy: Signal<Out, Bit>,
     pub quotient: Signal<Out, Bits<32>>,
     pub remainder: Signal<Out, Bits<32>>,
     rest: DFF<Bits<16>>,
     shifted: DFF<Bits<32>>,
     steps: DFF<Bits<6>>,
+    spad_row_bytes: Constant<Bits<16>>,
+    acc_row_bytes: Constant<Bits<16>>,
+    divisor: Signal<Local, Bits<16>>,
     trial: Signal<Local, Bits<16>>,
+}
+
+impl RowDivider {
+    pub fn new(spad_row_bytes: u64, acc_row_bytes: u64) -> RowDivider {
+        RowDivider {
+            clock: Default::default(),
+            start: Default::default(),
+            dividend: Default::default(),
+            spad: Default::default(),
+            busy: Default::default(),
+            quotient: Default::default(),
+            remainder: Default::default(),
+            rest: Default::default(),
+            shifted: Default::default(),
+            steps: Default::default(),
+            spad_row_bytes: constant(spad_row_bytes),
+            acc_row_bytes: constant(acc_row_bytes),
+            divisor: Default::default(),
+            trial: Default::default(),
+        }
+    }
 }
 
 impl Logic for RowDivider {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, rest, shifted, steps);
+        self.divisor.next = self.acc_row_bytes.val();
+        if self.spad.val() {
+            self.divisor.next = self.spad_row_bytes.val();
+        }
         // The quotient shifts into `shifted` from the right as the dividend leaves at the left.
         self.trial.next =
             (self.rest.q.val() << 1) | bit_cast::<16, 1>(self.shifted.q.val().get_bits::<1>(31));
@@ -542,8 +571,6 @@ pub struct PacketEngine {
     /// The address bits below twice the largest region: an address with a bit above is out
     /// of range of every region, and the access end is formed in no more bits than that.
     addr_low: Constant<Bits<32>>,
-    spad_row_bytes: Constant<Bits<16>>,
-    acc_row_bytes: Constant<Bits<16>>,
     /// log2 of a row's bytes and the mask of a byte within a row (power-of-two rows).
     spad_row_shift: Constant<Bits<32>>,
     acc_row_shift: Constant<Bits<32>>,
@@ -654,7 +681,7 @@ impl PacketEngine {
             divider: if spad_row_bytes.is_power_of_two() && acc_row_bytes.is_power_of_two() {
                 Vec::new()
             } else {
-                vec![RowDivider::default()]
+                vec![RowDivider::new(spad_row_bytes, acc_row_bytes)]
             },
             silence: Default::default(),
             patience: constant(map.uart_patience),
@@ -670,8 +697,6 @@ impl PacketEngine {
                     (1u64 << (bits + 1)) - 1
                 }
             }),
-            spad_row_bytes: constant(spad_row_bytes),
-            acc_row_bytes: constant(acc_row_bytes),
             spad_row_shift: constant(spad_row_bytes.trailing_zeros() as u64),
             acc_row_shift: constant(acc_row_bytes.trailing_zeros() as u64),
             spad_row_mask: constant(spad_row_bytes - 1),
@@ -904,10 +929,7 @@ impl Logic for PacketEngine {
             self.divider[i].clock.next = self.clock.val();
             self.divider[i].start.next = false;
             self.divider[i].dividend.next = self.addr.q.val();
-            self.divider[i].divisor.next = self.acc_row_bytes.val();
-            if self.region.q.val() == 1 {
-                self.divider[i].divisor.next = self.spad_row_bytes.val();
-            }
+            self.divider[i].spad.next = self.region.q.val() == 1;
             self.split_row.next = self.divider[i].quotient.val();
             self.split_byte.next = self.divider[i].remainder.val();
             self.split_busy.next = self.divider[i].busy.val();

@@ -41,8 +41,10 @@ fn write_top(config: &TopConfig, dir: &Path) -> std::path::PathBuf {
 ///   weight-stationary machine, `shift`/`swap` in an output-stationary one);
 /// * UNUSEDSIGNAL on bits of `toward_zero` (the requantizer keeps bits 62..31 of its 64-bit
 ///   quotient), of `rounded` (the bf16 cast keeps the top half of the rounded word), of
-///   `amount` (a rotator uses its amount modulo its lanes) and of `write_data` (an INT8
-///   scratchpad lane stores the low byte of the 16-bit element bus);
+///   `amount` (a rotator uses its amount modulo its lanes), of `write_data` (an INT8
+///   scratchpad lane stores the low byte of the 16-bit element bus), of `read_address` and
+///   `write_address` (a RAM decodes the bits its depth needs) and of the host link's
+///   `split_row` / `split_byte` (a row is 16 bits, a byte within a row fewer);
 /// * UNUSEDSIGNAL on the sequencer's `requant_*` outputs in a BF16 machine, which has no
 ///   requantize lanes;
 /// * UNUSEDPARAM on an enum's variants (`AccOp$*`, `LinkState$*`, `Payload$*`): rust-hdl declares
@@ -89,11 +91,14 @@ fn explained(warning: &str) -> bool {
                 "'upper'",
                 "'nudged'",
                 "'rounded'",
-                // A read-first RAM shallower than its 16-bit address ports.
+                // A RAM decodes the address bits its depth needs.
                 "'read_address'",
                 "'write_address'",
                 "'amount'",
                 "'write_data'",
+                // The host link's address split: a row is 16 bits, a byte within a row fewer.
+                "'split_row'",
+                "'split_byte'",
             ]
             .iter()
             .any(|s| name.starts_with(s)))
