@@ -369,6 +369,17 @@ pub(crate) fn constant<const N: usize>(v: u64) -> Constant<Bits<N>> {
     Constant::new(v.into())
 }
 
+/// The bits of a `width`-bit operand below twice `limit`: an operand with a bit outside this
+/// mask exceeds `limit` on its own, so sums of masked operands need no more bits than `limit`.
+pub(crate) fn below_twice(limit: u64, width: u32) -> u64 {
+    let bits = 64 - limit.leading_zeros();
+    if bits + 1 >= width {
+        u64::MAX >> (64 - width)
+    } else {
+        (1u64 << (bits + 1)) - 1
+    }
+}
+
 /// `start + count > limit` for 16-bit `start` and `count`, in no more bits than `limit` needs:
 /// an operand at or above `2^(b+1)` (`b` the bits of `limit`) is over on its own, and the sum of
 /// two smaller ones is formed in `b + 2` bits (Yosys drops an adder's constant-zero high bits).
@@ -383,13 +394,12 @@ pub struct RangeCheck {
 
 impl RangeCheck {
     pub fn new(limit: u64) -> RangeCheck {
-        let bits = 64 - limit.leading_zeros() as usize;
         RangeCheck {
             start: Default::default(),
             count: Default::default(),
             over: Default::default(),
             limit: constant(limit),
-            low: constant(if bits + 1 >= 16 { 0xFFFF } else { (1u64 << (bits + 1)) - 1 }),
+            low: constant(below_twice(limit, 16)),
         }
     }
 }
@@ -986,6 +996,16 @@ mod tests {
 
     /// A DRAM of at most 64 KiB multiplies only the strides' low halves: a high half counts
     /// only where the stride is used (more than one row, or element).
+    #[test]
+    fn operand_masks_are_below_twice_the_limit() {
+        assert_eq!(below_twice(512, 16), 0x7FF, "512 needs 10 bits; 11 are kept");
+        assert_eq!(below_twice(511, 16), 0x3FF);
+        assert_eq!(below_twice(1, 16), 0b11);
+        assert_eq!(below_twice(40_000, 16), 0xFFFF, "no narrower than the operand");
+        assert_eq!(below_twice(4096, 32), 0x3FFF);
+        assert_eq!(below_twice(u32::MAX as u64, 32), 0xFFFF_FFFF);
+    }
+
     #[test]
     fn small_dram_strides_with_high_halves() {
         let config = ArrayConfig::new(2, 2, Dtype::Int8);

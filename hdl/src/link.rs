@@ -24,7 +24,7 @@ use systole_core::protocol::{
 };
 use systole_core::{ArrayConfig, Dtype};
 
-use crate::decode::constant;
+use crate::decode::{below_twice, constant};
 use crate::mem::Ram;
 
 /// One byte into CRC-16/CCITT-FALSE (`core::protocol::crc16_update`).
@@ -688,15 +688,10 @@ impl PacketEngine {
             dram_bytes: constant(map.dram_bytes),
             spad_bytes: constant(map.spad_bytes),
             acc_bytes: constant(map.acc_bytes),
-            addr_low: constant({
-                let largest = map.dram_bytes.max(map.spad_bytes).max(map.acc_bytes);
-                let bits = 64 - largest.leading_zeros() as u64;
-                if bits + 1 >= 32 {
-                    0xFFFF_FFFF
-                } else {
-                    (1u64 << (bits + 1)) - 1
-                }
-            }),
+            addr_low: constant(below_twice(
+                map.dram_bytes.max(map.spad_bytes).max(map.acc_bytes),
+                32,
+            )),
             spad_row_shift: constant(spad_row_bytes.trailing_zeros() as u64),
             acc_row_shift: constant(acc_row_bytes.trailing_zeros() as u64),
             spad_row_mask: constant(spad_row_bytes - 1),

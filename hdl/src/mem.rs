@@ -433,6 +433,29 @@ mod tests {
         assert_eq!(narrow.read_data.val().index(), 0xEF);
     }
 
+    /// A RAM decodes the address bits its depth needs: higher bits wrap, in the model as in the
+    /// Verilog (`mem[address[9:0]]`).
+    #[test]
+    fn ram_decodes_its_depths_address_bits() {
+        assert_eq!(Ram::<8, 32>::new(1024).address_bits(), 10);
+        assert_eq!(Ram::<8, 32>::new(1000).address_bits(), 10);
+        assert_eq!(Ram::<8, 32>::new(1025).address_bits(), 11);
+        assert_eq!(Ram::<8, 32>::new(1).address_bits(), 1);
+        assert_eq!(Ram::<8, 4>::new(16).address_bits(), 4);
+        let mut ram = Ram::<8, 32>::new(1024);
+        assert!(verilog_of(Ram::<8, 32>::new(1024)).contains("mem[write_address[9:0]]"));
+        ram.connect_all();
+        ram.read_enable.next = true;
+        ram.write_enable.next = true;
+        ram.write_address.next = (1024u64 * 5 + 3).into();
+        ram.write_data.next = 0x5Au64.into();
+        tick(&mut ram, |r| &mut r.clock);
+        ram.write_enable.next = false;
+        ram.read_address.next = 3u64.into();
+        tick(&mut ram, |r| &mut r.clock);
+        assert_eq!(ram.read_data.val().index(), 0x5A);
+    }
+
     #[test]
     fn rotator_rotates() {
         let mut r = Rotator::new(8);
