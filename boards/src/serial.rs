@@ -71,13 +71,13 @@ pub fn serve<P: Read + Write>(mut port: P, device: &mut Emulator, lossy: &[usize
     let mut frames = 0;
     loop {
         let mut head = [0u8; HEADER_BYTES];
-        if port.read_exact(&mut head).is_err() {
+        if !wait_for(&mut port, &mut head) {
             return;
         }
         let len = u16::from_le_bytes([head[2], head[3]]) as usize;
         let mut frame = head.to_vec();
         frame.resize(frame_len(len), 0);
-        if port.read_exact(&mut frame[HEADER_BYTES..]).is_err() {
+        if !wait_for(&mut port, &mut frame[HEADER_BYTES..]) {
             return;
         }
         let mut response = device.serve(&frame);
@@ -89,6 +89,26 @@ pub fn serve<P: Read + Write>(mut port: P, device: &mut Emulator, lossy: &[usize
             return;
         }
     }
+}
+
+/// Fills `buf` from `port`, waiting through read time-outs as a board waits for its host
+/// however long it is idle; false once the host end is closed or fails.
+fn wait_for<P: Read>(port: &mut P, mut buf: &mut [u8]) -> bool {
+    while !buf.is_empty() {
+        match port.read(buf) {
+            Ok(0) => return false,
+            Ok(n) => buf = &mut buf[n..],
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]

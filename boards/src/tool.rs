@@ -99,7 +99,9 @@ impl Tool {
         self.run_logged(dir, args, None)
     }
 
-    /// As [`Tool::run`], and writes the whole output to `dir/log` when `log` is given.
+    /// As [`Tool::run`], and writes the whole output to `dir/log` when `log` is given, as the
+    /// tool runs: a long place-and-route can be watched there, and one stopped from outside
+    /// leaves what it printed.
     pub fn run_logged(
         &self,
         dir: &Path,
@@ -107,20 +109,31 @@ impl Tool {
         log: Option<&str>,
     ) -> Result<String, ToolError> {
         let exe = self.find()?;
-        let out =
-            Command::new(&exe).args(args).current_dir(dir).output().map_err(ToolError::io(&exe))?;
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stderr));
-        if let Some(log) = log {
-            let path = dir.join(log);
-            std::fs::write(&path, &text).map_err(ToolError::io(path))?;
-        }
-        if !out.status.success() {
+        let mut command = Command::new(&exe);
+        command.args(args).current_dir(dir);
+        let (status, text) = match log {
+            Some(log) => {
+                let path = dir.join(log);
+                let file = std::fs::File::create(&path).map_err(ToolError::io(&path))?;
+                let err = file.try_clone().map_err(ToolError::io(&path))?;
+                let status =
+                    command.stdout(file).stderr(err).status().map_err(ToolError::io(&exe))?;
+                let bytes = std::fs::read(&path).map_err(ToolError::io(&path))?;
+                (status, String::from_utf8_lossy(&bytes).into_owned())
+            }
+            None => {
+                let out = command.output().map_err(ToolError::io(&exe))?;
+                let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&out.stderr));
+                (out.status, text)
+            }
+        };
+        if !status.success() {
             let lines: Vec<&str> = text.lines().collect();
             let tail = lines[lines.len().saturating_sub(60)..].join("\n");
             return Err(ToolError::Failed {
                 tool: exe.display().to_string(),
-                code: out.status.code().map_or("signal".into(), |c| c.to_string()),
+                code: status.code().map_or("signal".into(), |c| c.to_string()),
                 output: tail,
             });
         }

@@ -28,7 +28,8 @@ pub fn synthesize(
         Family::Ice40 => YOSYS,
         Family::Ecp5 => YOSYS_ECP5,
     };
-    tool.run(dir, &["-q", "-p", &script])?;
+    // The whole log goes to yosys.log as it runs (the console gets warnings and errors only).
+    tool.run(dir, &["-q", "-l", "yosys.log", "-p", &script])?;
     let stat = dir.join("stat.txt");
     std::fs::read_to_string(&stat).map_err(ToolError::io(stat))
 }

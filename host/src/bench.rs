@@ -78,6 +78,13 @@ pub struct BenchArgs {
     /// committed measurement.
     #[arg(long, value_name = "report.json")]
     pub report: Option<PathBuf>,
+    /// With --machine board: also run the GEMMs that fit the board's DRAM on the board attached
+    /// to this serial port, checked exactly, with its cycle counter read back.
+    #[arg(long, value_name = "PATH")]
+    pub port: Option<String>,
+    /// Baud rate of the board's UART (with --port).
+    #[arg(long, default_value_t = systole_boards::serial::DEFAULT_BAUD)]
+    pub baud: u32,
     /// Write every row as JSON.
     #[arg(long, value_name = "bench.json")]
     pub json: Option<PathBuf>,
@@ -93,6 +100,15 @@ pub enum BenchMachine {
     Model,
     /// A board's measured build, at its achieved fmax.
     Board,
+}
+
+/// A board attached over its serial port (`--port`), opened for the build's accelerator.
+pub struct BoardLink {
+    pub machine: Box<dyn systole_core::Machine>,
+    /// The board's DRAM, from the build's report (checked against what the board says).
+    pub dram: usize,
+    pub port: String,
+    pub baud: u32,
 }
 
 /// The array and achieved clock of a board's measured build.
@@ -433,6 +449,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         }
         (BenchMachine::Model, None) => None,
     };
+    if args.port.is_some() && board.is_none() {
+        bail!("--port needs --machine board --board NAME (the build on that board)");
+    }
     let mut suite = args.suite;
     let (config, fmax_mhz) = match &board {
         Some(build) => {
@@ -468,6 +487,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         None => (args.array.config(Dtype::from(args.dtype)), args.fmax_mhz),
     };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    let mut link = match (&board, &args.port) {
+        (Some(build), Some(port)) => Some(open_board(build, port, args.baud)?),
+        _ => None,
+    };
     if let Some(f) = fmax_mhz {
         ArrayConfig { clock_mhz: f, ..config }
             .validate()
@@ -518,7 +541,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 
     let mut rows = Vec::new();
     if matches!(suite, Suite::Gemm | Suite::All) {
-        gemm::suite(&bench, &args.sizes, &mut rows)?;
+        gemm::suite(&bench, &args.sizes, link.as_mut(), &mut rows)?;
     }
     if matches!(suite, Suite::Train | Suite::All) {
         train::suite(&bench, &args.batches, &mut rows)?;
@@ -582,6 +605,21 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
     println!("done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Opens the board on `port`: it must identify as the accelerator `build` describes, with at
+/// least the DRAM the build has.
+fn open_board(build: &BoardBuild, port: &str, baud: u32) -> anyhow::Result<BoardLink> {
+    let dram = build.report.built.as_ref().map_or(0, |b| b.dram_bytes);
+    let link = crate::cli::LinkArgs { port: Some(port.to_string()), baud, threads: None };
+    let machine = crate::machines::open(crate::cli::MachineArg::Board, &link, build.config, dram)?;
+    println!(
+        "board on {port} at {baud} baud: {}x{} {} with {dram} bytes of DRAM; GEMMs that fit run there",
+        build.config.rows,
+        build.config.cols,
+        build.config.dtype.name()
+    );
+    Ok(BoardLink { machine, dram, port: port.to_string(), baud })
 }
 
 fn open_gpu() -> (Option<Gpu>, GpuReport) {

@@ -574,6 +574,93 @@ fn a_board_built_for_another_array_is_refused() {
     assert_fails_naming(&out, &["--port"]);
 }
 
+#[test]
+fn training_on_a_board_over_serial_equals_the_cycle_machine() {
+    let (path, _server) = emulated_board(ArrayConfig::new(16, 16, Dtype::Bf16), 1 << 20);
+    let s = Scratch::new();
+    let run = |machine: &[&str], json: &Path| -> Value {
+        let mut args = vec!["train", "--epochs", "2", "--hidden", "12", "--json"];
+        args.push(json.to_str().unwrap());
+        args.extend(machine);
+        let out = systole(&args);
+        assert!(out.status.success(), "{:?}: {}", machine, String::from_utf8_lossy(&out.stderr));
+        serde_json::from_reader(File::open(json).unwrap()).unwrap()
+    };
+    let cycle = run(&["--machine", "cycle"], &s.path("cycle.json"));
+    let board = run(&["--machine", "board", "--port", &path], &s.path("board.json"));
+    assert_eq!(board["config"]["machine"], "board");
+    assert_eq!(cycle["epochs"].as_array().unwrap().len(), 2);
+    // Every epoch's loss, accuracies and cycles, bit for bit: one semantics on both machines.
+    assert_eq!(board["epochs"], cycle["epochs"]);
+    assert_eq!(board["step"], cycle["step"]);
+    assert_eq!(board["test_accuracy_bf16"], cycle["test_accuracy_bf16"]);
+    assert!(board["test_accuracy_bf16"].as_f64().unwrap() > 0.3, "it learns: {}", board);
+}
+
+#[test]
+fn bench_runs_the_gemms_that_fit_an_attached_board_there() {
+    // The iCEBreaker's committed build: 1 x 1 INT8, 512 / 256 rows, 4 KiB of DRAM, 6 MHz.
+    let config = ArrayConfig {
+        spad_depth: 512,
+        acc_depth: 256,
+        clock_mhz: 6.0,
+        ..ArrayConfig::new(1, 1, Dtype::Int8)
+    };
+    let (path, _server) = emulated_board(config, 4096);
+    let s = Scratch::new();
+    let json = s.path("bench.json");
+    let out = systole([
+        "bench",
+        "--machine",
+        "board",
+        "--board",
+        "icebreaker",
+        "--port",
+        &path,
+        "--suite",
+        "gemm",
+        "--sizes",
+        "4,8,40",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_reader(File::open(&json).unwrap()).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    let board_rows = |workload: &str| -> Vec<&Value> {
+        rows.iter()
+            .filter(|r| {
+                r["workload"] == workload && r["machine"].as_str().unwrap().starts_with("board")
+            })
+            .collect()
+    };
+    for n in [4u32, 8] {
+        let found = board_rows(&format!("{n}x{n}x{n}"));
+        assert_eq!(found.len(), 2, "a counted and a wall-clock row for {n}: {found:?}");
+        for r in &found {
+            assert_eq!(r["kind"], "measured", "{r}");
+            assert!(r["check"].as_str().unwrap().contains("exact"), "{r}");
+            assert!(r["seconds"].as_f64().unwrap() > 0.0, "{r}");
+        }
+        let plan = plan_for(&config, GemmShape { m: n, k: n, n });
+        assert_eq!(found[0]["cycles"], plan.cycles(), "the counter read back");
+        assert_eq!(found[0]["seconds"].as_f64().unwrap(), plan.cycles() as f64 / 6e6);
+    }
+    // 40 x 40 x 40 needs 8,000 bytes of DRAM: too much for the board, said so.
+    let big = board_rows("40x40x40");
+    assert_eq!(big.len(), 2);
+    for r in big {
+        assert_eq!(r["kind"], "skipped", "{r}");
+        assert!(r["note"].as_str().unwrap().contains("the board has 4096"), "{r}");
+    }
+}
+
+#[test]
+fn bench_port_needs_a_board_build() {
+    let out = systole(["bench", "--port", "/dev/null", "--suite", "gemm", "--sizes", "4"]);
+    assert_fails_naming(&out, &["--port needs --machine board"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // systole firmware blob
 

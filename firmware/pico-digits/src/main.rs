@@ -30,7 +30,7 @@ use systole_firmware::{first_mismatch, Blob, Error, Identity, Input, Options, Sy
 const BLOBS: [&[u8]; 4] = [
     include_bytes!("../blobs/digits-1x1-int8.blob"),
     include_bytes!("../blobs/digits-2x2-int8.blob"),
-    include_bytes!("../blobs/digits-4x4-int8.blob"),
+    include_bytes!("../blobs/digits-3x3-int8.blob"),
     include_bytes!("../blobs/digits-8x8-int8.blob"),
 ];
 

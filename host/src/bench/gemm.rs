@@ -10,7 +10,8 @@ use systole_core::tiler::{k_chunk, GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Bf16, Dtype, Int8, BF16};
 
 use super::{
-    close, dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, Kind, Row,
+    close, dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, BoardLink, Kind,
+    Row,
 };
 use crate::gpu::gemm::DeviceGemm;
 use crate::gpu::plan::Precision;
@@ -189,13 +190,20 @@ fn model_row(config: &ArrayConfig, plan: &GemmPlan, kind: Kind, check: &str) -> 
     r
 }
 
-pub fn suite(bench: &Bench, sizes: &[u32], rows: &mut Vec<Row>) -> anyhow::Result<()> {
+pub fn suite(
+    bench: &Bench,
+    sizes: &[u32],
+    mut board: Option<&mut BoardLink>,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<()> {
     let config = bench.config;
     let dtype = config.dtype.name();
     for (i, (family, shape)) in shapes(sizes).into_iter().enumerate() {
         let macs = shape.macs();
         let (plan, dram) = plan_of(&config, shape)?;
-        let ops_needed = macs <= FUNCTIONAL_MAX_MACS || macs <= CPU_MAX_MACS || bench.gpu.is_some();
+        let on_board = board.as_ref().is_some_and(|b| dram <= b.dram);
+        let ops_needed =
+            macs <= FUNCTIONAL_MAX_MACS || macs <= CPU_MAX_MACS || bench.gpu.is_some() || on_board;
         let ops = ops_needed.then(|| operands(&shape, config.dtype, 1 + i as u64));
         let at = positions(&shape, i as u64);
 
@@ -238,6 +246,11 @@ pub fn suite(bench: &Bench, sizes: &[u32], rows: &mut Vec<Row>) -> anyhow::Resul
             rows.push(
                 model_row(&at_fmax, &plan, Kind::Model, model_check).noted("at the board's fmax"),
             );
+        }
+
+        // The board, over its serial port.
+        if let Some(link) = board.as_deref_mut() {
+            rows.extend(board_rows(link, &config, &plan, dram, ops.as_ref())?);
         }
 
         // The functional machine.
@@ -343,6 +356,59 @@ pub fn suite(bench: &Bench, sizes: &[u32], rows: &mut Vec<Row>) -> anyhow::Resul
         rows.push(p.noted("TPU-class array, closed-form model"));
     }
     Ok(())
+}
+
+/// The GEMM of `plan` on the attached board: every output checked against core's reference,
+/// and the cycle counter it reads back against the closed form. Two rows: the time the array
+/// took (counted cycles at the build's clock), and the whole run over the serial link.
+fn board_rows(
+    link: &mut BoardLink,
+    config: &ArrayConfig,
+    plan: &GemmPlan,
+    dram: usize,
+    ops: Option<&Operands>,
+) -> anyhow::Result<Vec<Row>> {
+    let shape = plan.shape;
+    let dtype = config.dtype.name();
+    let array = format!("board {} (cycle counter)", link.port);
+    let wire = format!("board {} over serial (wall clock)", link.port);
+    let (Some(ops), true) = (ops, dram <= link.dram) else {
+        let why = format!("needs {dram} bytes of DRAM, the board has {}", link.dram);
+        return Ok([array, wire]
+            .into_iter()
+            .map(|m| row(&shape, m, Kind::Skipped, dtype).checked("-").noted(why.clone()))
+            .collect());
+    };
+    let at: Vec<(usize, usize)> =
+        (0..shape.m as usize).flat_map(|i| (0..shape.n as usize).map(move |j| (i, j))).collect();
+    let want = reference_words(config, &shape, ops, &at);
+    let started = std::time::Instant::now();
+    let (c, stats) = run_gemm(link.machine.as_mut(), plan, &ops.a_elems, &ops.b_elems)
+        .map_err(|e| anyhow!("board on {}, {}: {e}", link.port, workload(&shape)))?;
+    let seconds = started.elapsed().as_secs_f64();
+    check_exact("board", &shape, &c, &want, &at)?;
+    let Some(cycles) = stats.cycles else {
+        bail!("board on {}, {}: no cycle count came back", link.port, workload(&shape));
+    };
+    if cycles != plan.cycles() {
+        bail!(
+            "board on {}, {}: its counter says {cycles} cycles, the closed form {}",
+            link.port,
+            workload(&shape),
+            plan.cycles()
+        );
+    }
+    let check = format!("{} exact; counter = closed form", count(&at, &shape));
+    let mut counted = row(&shape, array, Kind::Measured, dtype)
+        .timed(cycles as f64 / (config.clock_mhz * 1e6), Some(peak_of(config)))
+        .checked(check.clone())
+        .noted(format!("{cycles} cycles counted at the build's {} MHz", config.clock_mhz));
+    counted.cycles = Some(cycles);
+    let over_link = row(&shape, wire, Kind::Measured, dtype)
+        .timed(seconds, None)
+        .checked(check)
+        .noted(format!("writes, program, run and read-back at {} baud", link.baud));
+    Ok(vec![counted, over_link])
 }
 
 fn count(at: &[(usize, usize)], shape: &GemmShape) -> String {
