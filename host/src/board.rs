@@ -22,30 +22,47 @@ fn board(name: &str) -> anyhow::Result<Board> {
 
 /// `systole board list`: each board, its default array, and whether its tools are installed.
 pub fn list() -> anyhow::Result<()> {
-    println!(
-        "{:<12} {:<8} {:<12} {:>8}  {:<28} {:<22} board",
-        "name", "family", "default", "clock", "memories", "measured"
-    );
+    let mut lines =
+        vec![["name", "family", "default", "clock", "memories", "measured", "board"]
+            .map(String::from)];
     for b in BOARDS {
         let family = match b.family {
             systole_boards::Family::Ice40 => "iCE40",
             systole_boards::Family::Ecp5 => "ECP5",
         };
-        let array = format!("{}x{} {}", b.default_rows, b.default_cols, b.default_dtype.name());
         let m = b.memories;
-        let memories = format!(
-            "spad {} acc {} dram {} fifo {}",
-            m.spad_depth, m.acc_depth, m.dram_bytes, m.fifo_depth
-        );
         let measured = match b.measured.map(systole_boards::Report::from_json) {
             Some(Ok(r)) => format!("fmax {:.1} MHz", r.fmax_mhz),
             Some(Err(e)) => format!("unreadable: {e}"),
             None => "none".into(),
         };
-        println!(
-            "{:<12} {:<8} {:<12} {:>4} MHz  {:<28} {:<22} {}",
-            b.name, family, array, b.default_mhz, memories, measured, b.title
-        );
+        lines.push([
+            b.name.to_string(),
+            family.to_string(),
+            format!("{}x{} {}", b.default_rows, b.default_cols, b.default_dtype.name()),
+            format!("{} MHz", b.default_mhz),
+            format!(
+                "spad {} acc {} dram {} fifo {}",
+                m.spad_depth, m.acc_depth, m.dram_bytes, m.fifo_depth
+            ),
+            measured,
+            b.title.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> =
+        (0..7).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
+    for line in &lines {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, &w))| match c {
+                3 => format!("{cell:>w$}"),
+                6 => cell.clone(),
+                _ => format!("{cell:<w$}"),
+            })
+            .collect();
+        println!("{}", cells.join("  "));
     }
     Ok(())
 }
