@@ -34,6 +34,9 @@ pub struct Board {
     pub default_cols: u16,
     pub default_dtype: Dtype,
     pub default_mhz: f64,
+    /// The clock a BF16 build defaults to: its accumulator lane's one-cycle f32 multiply and
+    /// add is a longer path than INT8's requantize.
+    pub bf16_mhz: f64,
     /// Default memories, sized to the board's block RAM: scratchpad and accumulator rows, DRAM
     /// bytes, instruction FIFO words.
     pub memories: Memories,
@@ -58,7 +61,12 @@ pub struct Memories {
 impl Board {
     /// The default accelerator config for this board, at its default clock, with its memories.
     pub fn default_config(&self) -> ArrayConfig {
-        self.config(self.default_rows, self.default_cols, self.default_dtype, self.default_mhz)
+        self.config(
+            self.default_rows,
+            self.default_cols,
+            self.default_dtype,
+            self.default_clock(self.default_dtype),
+        )
     }
 
     /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories; the scratchpad
@@ -70,6 +78,14 @@ impl Board {
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
         c.acc_depth = self.memories.acc_depth.max(rows as u32);
         c
+    }
+
+    /// The clock a build in `dtype` defaults to.
+    pub fn default_clock(&self, dtype: Dtype) -> f64 {
+        match dtype {
+            Dtype::Int8 => self.default_mhz,
+            Dtype::Bf16 => self.bf16_mhz,
+        }
     }
 
     /// File name of the bitstream.
@@ -102,6 +118,7 @@ pub const ICEBREAKER: Board = Board {
     default_cols: 1,
     default_dtype: Dtype::Int8,
     default_mhz: 6.0,
+    bf16_mhz: 6.0,
     memories: ICE40_MEMORIES,
     measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     programmer: &["iceprog"],
@@ -117,10 +134,13 @@ pub const ALCHITRY_CU: Board = Board {
     clock_mhz: 100.0,
     constraints: include_str!("../alchitry-cu/alchitry-cu.pcf"),
     constraints_name: "alchitry-cu.pcf",
-    default_rows: 2,
-    default_cols: 2,
+    // Does not fit yet: the 1 x 1 needs 9,410 of its 7,680 cells with every multiplier in LUTs
+    // (docs/BOARDS.md). The clock is a target (the oscillator divided by 8), not a measurement.
+    default_rows: 1,
+    default_cols: 1,
     default_dtype: Dtype::Int8,
-    default_mhz: 25.0,
+    default_mhz: 12.5,
+    bf16_mhz: 12.5,
     memories: ICE40_MEMORIES,
     measured: None,
     programmer: &["iceprog"],
@@ -140,6 +160,8 @@ pub const ULX3S_85F: Board = Board {
     default_cols: 8,
     default_dtype: Dtype::Int8,
     default_mhz: 15.0,
+    // 25 MHz / 2, no PLL: the 3 x 3 BF16 build reaches 13.1 MHz on the 25F (docs/BOARDS.md).
+    bf16_mhz: 12.5,
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
     measured: None,
     programmer: &["openFPGALoader", "-b", "ulx3s"],
@@ -192,5 +214,17 @@ mod tests {
             measured += 1;
         }
         assert!(measured >= 1, "at least one board's default build is measured");
+    }
+
+    #[test]
+    fn bf16_builds_default_to_their_own_clock() {
+        use crate::wrapper::{clock_source, ClockSource};
+        for b in [ULX3S_85F, ULX3S_25F] {
+            assert_eq!(b.default_clock(Dtype::Int8), 15.0);
+            assert_eq!(b.default_clock(Dtype::Bf16), 12.5);
+            // The 25 MHz oscillator halved in logic: no PLL.
+            assert_eq!(clock_source(&b, b.default_clock(Dtype::Bf16)), ClockSource::Divided(2));
+        }
+        assert_eq!(ICEBREAKER.default_config().clock_mhz, 6.0);
     }
 }

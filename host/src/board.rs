@@ -40,7 +40,11 @@ pub fn list() -> anyhow::Result<()> {
             b.name.to_string(),
             family.to_string(),
             format!("{}x{} {}", b.default_rows, b.default_cols, b.default_dtype.name()),
-            format!("{} MHz", b.default_mhz),
+            if b.bf16_mhz == b.default_mhz {
+                format!("{} MHz", b.default_mhz)
+            } else {
+                format!("{} MHz (bf16 {})", b.default_mhz, b.bf16_mhz)
+            },
             format!(
                 "spad {} acc {} dram {} fifo {}",
                 m.spad_depth, m.acc_depth, m.dram_bytes, m.fifo_depth
@@ -81,8 +85,8 @@ pub fn top_config(
     if rows == 0 || cols == 0 {
         bail!("--rows and --cols must be at least 1");
     }
-    let config =
-        b.config(rows, cols, dtype.unwrap_or(b.default_dtype), clock_mhz.unwrap_or(b.default_mhz));
+    let dtype = dtype.unwrap_or(b.default_dtype);
+    let config = b.config(rows, cols, dtype, clock_mhz.unwrap_or(b.default_clock(dtype)));
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,

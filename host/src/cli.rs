@@ -95,7 +95,9 @@ pub struct BoardBuildArgs {
     /// Datapath (default: the board's).
     #[arg(long, value_enum)]
     pub dtype: Option<DtypeArg>,
-    /// Clock the design must meet; another frequency than the board's oscillator adds a PLL.
+    /// Clock the design must meet (default: the board's for the dtype, `systole board list`);
+    /// an even fraction of the board's oscillator divides it in logic, another frequency adds
+    /// a PLL.
     #[arg(long)]
     pub clock_mhz: Option<f64>,
     /// Output directory.

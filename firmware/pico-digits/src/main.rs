@@ -27,9 +27,8 @@ use rp_pico::hal::{pac, Clock, Sio, Spi, Timer, Watchdog};
 use systole_firmware::{first_mismatch, Blob, Error, Identity, Input, Options, Systole};
 
 /// The digits model (64-32-10, INT8) compiled for each board's default array.
-const BLOBS: [&[u8]; 4] = [
+const BLOBS: [&[u8]; 3] = [
     include_bytes!("../blobs/digits-1x1-int8.blob"),
-    include_bytes!("../blobs/digits-2x2-int8.blob"),
     include_bytes!("../blobs/digits-3x3-int8.blob"),
     include_bytes!("../blobs/digits-8x8-int8.blob"),
 ];
