@@ -599,14 +599,10 @@ fn training_on_a_board_over_serial_equals_the_cycle_machine() {
 
 #[test]
 fn bench_runs_the_gemms_that_fit_an_attached_board_there() {
-    // The iCEBreaker's committed build: 1 x 1 INT8, 512 / 256 rows, 4 KiB of DRAM, 6 MHz.
-    let config = ArrayConfig {
-        spad_depth: 512,
-        acc_depth: 256,
-        clock_mhz: 6.0,
-        ..ArrayConfig::new(1, 1, Dtype::Int8)
-    };
-    let (path, _server) = emulated_board(config, 4096);
+    // A board running the iCEBreaker's default build (its committed report describes it).
+    let board = systole_boards::board::ICEBREAKER;
+    let (config, dram) = (board.default_config(), board.memories.dram_bytes);
+    let (path, _server) = emulated_board(config, dram);
     let s = Scratch::new();
     let json = s.path("bench.json");
     let out = systole([
@@ -644,14 +640,18 @@ fn bench_runs_the_gemms_that_fit_an_attached_board_there() {
         }
         let plan = plan_for(&config, GemmShape { m: n, k: n, n });
         assert_eq!(found[0]["cycles"], plan.cycles(), "the counter read back");
-        assert_eq!(found[0]["seconds"].as_f64().unwrap(), plan.cycles() as f64 / 6e6);
+        let at_clock = plan.cycles() as f64 / (config.clock_mhz * 1e6);
+        assert_eq!(found[0]["seconds"].as_f64().unwrap(), at_clock);
     }
-    // 40 x 40 x 40 needs 8,000 bytes of DRAM: too much for the board, said so.
+    // 40 x 40 x 40 needs more DRAM than the board has (A, B and the int32 C): said so.
+    let (_, need) = GemmLayout::packed(&config, &GemmShape { m: 40, k: 40, n: 40 }).unwrap();
+    assert!(need > dram, "{need} bytes");
     let big = board_rows("40x40x40");
     assert_eq!(big.len(), 2);
     for r in big {
         assert_eq!(r["kind"], "skipped", "{r}");
-        assert!(r["note"].as_str().unwrap().contains("the board has 4096"), "{r}");
+        let want = format!("needs {need} bytes of DRAM, the board has {dram}");
+        assert!(r["note"].as_str().unwrap().contains(&want), "{r}");
     }
 }
 
