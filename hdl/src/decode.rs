@@ -415,6 +415,228 @@ impl Logic for RangeCheck {
     }
 }
 
+/// Where a field of the DRAM instructions sits in the word, and its width: the same in `Load`,
+/// `Store`, `LoadAcc` and `StoreSpad` (checked against core's layouts), `elem_stride` in `Load`
+/// only.
+fn dram_field(name: &str) -> (usize, usize) {
+    let mut place = None;
+    for op in [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad] {
+        let mut at = OPCODE_BITS;
+        for f in op.layout() {
+            if f.name == name {
+                assert!(
+                    place.is_none() || place == Some((at, f.bits)),
+                    "core's DRAM instructions place `{name}` differently"
+                );
+                place = Some((at, f.bits));
+            }
+            at += f.bits;
+        }
+    }
+    place.unwrap_or_else(|| panic!("no DRAM instruction has a field `{name}`"))
+}
+
+/// The DRAM extent check of core's `validate_program`, for a word read as a DRAM access
+/// (`Load`, `Store`, `LoadAcc`, `StoreSpad`): whether `dram_addr + ((rows - 1) * row_stride +
+/// (len - 1) * stride + 1) * bytes` passes the end of the DRAM (`stride` is `elem_stride` for
+/// `Load`, else 1; `bytes` 4 for `Store` and `LoadAcc`, else the scratchpad element's).
+///
+/// It multiplies without a multiplier: one bit of `rows - 1` and of `len - 1` per cycle, most
+/// significant first (`acc = 2 acc + row_stride [bit] + stride [bit]`, 16 cycles), so the
+/// host link runs it as it queues the word and the FIFO carries the answer to the dispatcher
+/// (a multiplier-less FPGA would otherwise spend over a thousand LUTs on the two products). The
+/// extent is formed in no more bits than the DRAM size needs: a term or running sum at or above
+/// `2^b` (`2^b > dram_bytes`) can only grow, so it sets a sticky `over` and the sum keeps `b`
+/// bits.
+#[derive(LogicBlock)]
+pub struct ExtentCheck {
+    pub clock: Signal<In, Clock>,
+    /// Held high, with `word` steady, until `done`; low clears the check for the next word.
+    pub check: Signal<In, Bit>,
+    pub word: Signal<In, Bits<128>>,
+    /// The answer is ready (the 18th cycle of `check`).
+    pub done: Signal<Out, Bit>,
+    /// With `done`: the access would pass the end of the DRAM.
+    pub bad: Signal<Out, Bit>,
+    busy: DFF<Bit>,
+    finished: DFF<Bit>,
+    steps: DFF<Bits<5>>,
+    /// `rows - 1` and `len - 1`, shifted left a bit per step.
+    rows_left: DFF<Bits<16>>,
+    len_left: DFF<Bits<16>>,
+    acc: DFF<Bits<36>>,
+    over: DFF<Bit>,
+    /// `2^b - 1` and the bits above it.
+    mask: Constant<Bits<36>>,
+    above: Constant<Bits<36>>,
+    dram_bytes: Constant<Bits<36>>,
+    elem_shift: Constant<Bits<2>>,
+    load_code: Constant<Bits<5>>,
+    store_code: Constant<Bits<5>>,
+    load_acc_code: Constant<Bits<5>>,
+    addr_at: Constant<Bits<8>>,
+    rows_at: Constant<Bits<8>>,
+    len_at: Constant<Bits<8>>,
+    row_stride_at: Constant<Bits<8>>,
+    elem_stride_at: Constant<Bits<8>>,
+    opcode: Signal<Local, Bits<5>>,
+    addr_word: Signal<Local, Bits<128>>,
+    rows_word: Signal<Local, Bits<128>>,
+    len_word: Signal<Local, Bits<128>>,
+    row_stride_word: Signal<Local, Bits<128>>,
+    elem_stride_word: Signal<Local, Bits<128>>,
+    addr: Signal<Local, Bits<36>>,
+    row_stride: Signal<Local, Bits<36>>,
+    stride: Signal<Local, Bits<36>>,
+    row_term: Signal<Local, Bits<36>>,
+    elem_term: Signal<Local, Bits<36>>,
+    term_over: Signal<Local, Bit>,
+    sum: Signal<Local, Bits<36>>,
+    shift_bytes: Signal<Local, Bits<2>>,
+    /// The byte after the access's last.
+    limit_end: Signal<Local, Bits<36>>,
+}
+
+impl ExtentCheck {
+    /// The check for `dram_bytes` (at most 2^32) of DRAM and scratchpad elements of `elem_bytes`
+    /// (1 or 2).
+    pub fn new(dram_bytes: u64, elem_bytes: u64) -> ExtentCheck {
+        assert!(elem_bytes == 1 || elem_bytes == 2, "{elem_bytes}-byte elements");
+        assert!(dram_bytes <= 1 << 32, "DRAM of {dram_bytes} bytes");
+        let fields = [("dram_addr", 32), ("rows", 16), ("len", 9), ("row_stride", 24)];
+        for (name, bits) in fields {
+            assert_eq!(dram_field(name).1, bits, "core's `{name}` is no longer {bits} bits");
+        }
+        let (elem_at, elem_bits) = Opcode::Load
+            .layout()
+            .iter()
+            .scan(OPCODE_BITS, |at, f| {
+                *at += f.bits;
+                Some((*at - f.bits, f))
+            })
+            .find(|(_, f)| f.name == "elem_stride")
+            .map(|(at, f)| (at, f.bits))
+            .expect("core's Load has an elem_stride");
+        assert_eq!(elem_bits, 24, "core's `elem_stride` is no longer 24 bits");
+        let b = 64 - dram_bytes.leading_zeros();
+        let mask = (1u64 << b) - 1;
+        ExtentCheck {
+            clock: Default::default(),
+            check: Default::default(),
+            word: Default::default(),
+            done: Default::default(),
+            bad: Default::default(),
+            busy: Default::default(),
+            finished: Default::default(),
+            steps: Default::default(),
+            rows_left: Default::default(),
+            len_left: Default::default(),
+            acc: Default::default(),
+            over: Default::default(),
+            mask: constant(mask),
+            above: constant(!mask & ((1 << 36) - 1)),
+            dram_bytes: constant(dram_bytes),
+            elem_shift: constant(elem_bytes / 2),
+            load_code: constant(Opcode::Load as u64),
+            store_code: constant(Opcode::Store as u64),
+            load_acc_code: constant(Opcode::LoadAcc as u64),
+            addr_at: constant(dram_field("dram_addr").0 as u64),
+            rows_at: constant(dram_field("rows").0 as u64),
+            len_at: constant(dram_field("len").0 as u64),
+            row_stride_at: constant(dram_field("row_stride").0 as u64),
+            elem_stride_at: constant(elem_at as u64),
+            opcode: Default::default(),
+            addr_word: Default::default(),
+            rows_word: Default::default(),
+            len_word: Default::default(),
+            row_stride_word: Default::default(),
+            elem_stride_word: Default::default(),
+            addr: Default::default(),
+            row_stride: Default::default(),
+            stride: Default::default(),
+            row_term: Default::default(),
+            elem_term: Default::default(),
+            term_over: Default::default(),
+            sum: Default::default(),
+            shift_bytes: Default::default(),
+            limit_end: Default::default(),
+        }
+    }
+}
+
+impl Logic for ExtentCheck {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, busy, finished, steps, rows_left, len_left, acc, over);
+        // The fields, at their places in the word (constant shifts: wires).
+        self.opcode.next = self.word.val().get_bits::<5>(0);
+        self.addr_word.next = self.word.val() >> self.addr_at.val();
+        self.rows_word.next = self.word.val() >> self.rows_at.val();
+        self.len_word.next = self.word.val() >> self.len_at.val();
+        self.row_stride_word.next = self.word.val() >> self.row_stride_at.val();
+        self.elem_stride_word.next = self.word.val() >> self.elem_stride_at.val();
+        self.addr.next = bit_cast::<36, 32>(self.addr_word.val().get_bits::<32>(0));
+        self.row_stride.next = bit_cast::<36, 24>(self.row_stride_word.val().get_bits::<24>(0));
+        self.stride.next = 1.into();
+        if self.opcode.val() == self.load_code.val() {
+            self.stride.next = bit_cast::<36, 24>(self.elem_stride_word.val().get_bits::<24>(0));
+        }
+        // One step: the terms of the current bits of `rows - 1` and `len - 1`.
+        self.row_term.next = 0.into();
+        self.elem_term.next = 0.into();
+        self.term_over.next = false;
+        if self.rows_left.q.val().get_bit(15) {
+            self.row_term.next = self.row_stride.val() & self.mask.val();
+            if (self.row_stride.val() & self.above.val()).any() {
+                self.term_over.next = true;
+            }
+        }
+        if self.len_left.q.val().get_bit(15) {
+            self.elem_term.next = self.stride.val() & self.mask.val();
+            if (self.stride.val() & self.above.val()).any() {
+                self.term_over.next = true;
+            }
+        }
+        self.sum.next = (self.acc.q.val() << 1) + self.row_term.val() + self.elem_term.val();
+        if !self.check.val() {
+            self.busy.d.next = false;
+            self.finished.d.next = false;
+        } else if self.busy.q.val() {
+            self.acc.d.next = self.sum.val() & self.mask.val();
+            if self.term_over.val() || (self.sum.val() & self.above.val()).any() {
+                self.over.d.next = true;
+            }
+            self.rows_left.d.next = self.rows_left.q.val() << 1;
+            self.len_left.d.next = self.len_left.q.val() << 1;
+            self.steps.d.next = self.steps.q.val() - 1;
+            if self.steps.q.val() == 1 {
+                self.busy.d.next = false;
+                self.finished.d.next = true;
+            }
+        } else if !self.finished.q.val() {
+            self.busy.d.next = true;
+            self.steps.d.next = 16.into();
+            self.rows_left.d.next = self.rows_word.val().get_bits::<16>(0) - 1;
+            self.len_left.d.next = bit_cast::<16, 9>(self.len_word.val().get_bits::<9>(0)) - 1;
+            self.acc.d.next = 0.into();
+            self.over.d.next = false;
+        }
+        // The end: `addr + (extent + 1) * bytes`, below 2^(b + 3) when neither is over.
+        self.shift_bytes.next = self.elem_shift.val();
+        if self.opcode.val() == self.store_code.val()
+            || self.opcode.val() == self.load_acc_code.val()
+        {
+            self.shift_bytes.next = 2.into();
+        }
+        self.limit_end.next = (self.addr.val() & self.mask.val())
+            + ((self.acc.q.val() + 1) << self.shift_bytes.val());
+        self.done.next = self.finished.q.val();
+        self.bad.next = self.over.q.val()
+            || (self.addr.val() & self.above.val()).any()
+            || self.limit_end.val() > self.dram_bytes.val();
+    }
+}
+
 /// Fault code of the first check `validate_program` would fail for a decoded instruction (0 if
 /// none), for one config and DRAM size.
 #[derive(LogicBlock)]
@@ -438,24 +660,17 @@ pub struct Checker {
     pub b_row: Signal<In, Bits<16>>,
     pub dst: Signal<In, Bits<16>>,
     pub src: Signal<In, Bits<16>>,
-    pub dram_addr: Signal<In, Bits<32>>,
     pub rows: Signal<In, Bits<16>>,
     pub len: Signal<In, Bits<16>>,
-    pub row_stride: Signal<In, Bits<32>>,
-    pub elem_stride: Signal<In, Bits<32>>,
     pub k: Signal<In, Bits<16>>,
     pub cols: Signal<In, Bits<16>>,
+    /// The word's DRAM extent passes the end of the DRAM ([`ExtentCheck`], run as the word was
+    /// queued); counts only for the DRAM instructions.
+    pub extent_over: Signal<In, Bit>,
     pub fault: Signal<Out, Bits<4>>,
     width: Constant<Bits<16>>,
     array_rows: Constant<Bits<16>>,
     array_cols: Constant<Bits<16>>,
-    dram_bytes: Constant<Bits<48>>,
-    small_dram_bytes: Constant<Bits<24>>,
-    /// The DRAM holds at most 64 KiB: a stride at or above `2^16` that is used puts the access
-    /// out of range, so only the strides' low halves are multiplied.
-    small_dram: Constant<Bit>,
-    /// log2 of the scratchpad element's bytes (0 for INT8, 1 for BF16).
-    elem_shift: Constant<Bits<2>>,
     weight_stationary: Constant<Bit>,
     bf16: Constant<Bit>,
     code_dataflow: Constant<Bits<4>>,
@@ -471,23 +686,6 @@ pub struct Checker {
     dst_range: RangeCheck,
     src_one: RangeCheck,
     src_range: RangeCheck,
-    /// `(rows - 1) * row_stride + (len - 1) * stride` in elements, and the DRAM end in bytes.
-    rows_m1: Signal<Local, Bits<16>>,
-    len_m1: Signal<Local, Bits<16>>,
-    stride: Signal<Local, Bits<32>>,
-    span: Signal<Local, Bits<48>>,
-    /// The small DRAM's extent: `span` from the strides' low halves, and whether a used stride
-    /// has a high half. Its products and address are over on their own at or above `2^18` and
-    /// `2^17` (`small_over`); below, the end is formed in 24 bits.
-    row_product: Signal<Local, Bits<32>>,
-    elem_product: Signal<Local, Bits<32>>,
-    small_span: Signal<Local, Bits<24>>,
-    small_end: Signal<Local, Bits<24>>,
-    small_over: Signal<Local, Bit>,
-    stride_high: Signal<Local, Bit>,
-    /// Bytes per element of the access (1, 2 or 4) as a shift.
-    shift_bytes: Signal<Local, Bits<2>>,
-    dram_end: Signal<Local, Bits<48>>,
     dram_access: Signal<Local, Bit>,
     dram_bad: Signal<Local, Bit>,
     wrong_dataflow: Signal<Local, Bit>,
@@ -497,7 +695,7 @@ pub struct Checker {
 }
 
 impl Checker {
-    pub fn new(config: &ArrayConfig, dram_bytes: u64) -> Checker {
+    pub fn new(config: &ArrayConfig) -> Checker {
         Checker {
             load: Default::default(),
             store: Default::default(),
@@ -518,21 +716,15 @@ impl Checker {
             b_row: Default::default(),
             dst: Default::default(),
             src: Default::default(),
-            dram_addr: Default::default(),
             rows: Default::default(),
             len: Default::default(),
-            row_stride: Default::default(),
-            elem_stride: Default::default(),
             k: Default::default(),
             cols: Default::default(),
+            extent_over: Default::default(),
             fault: Default::default(),
             width: constant(config.spad_width() as u64),
             array_rows: constant(config.rows as u64),
             array_cols: constant(config.cols as u64),
-            dram_bytes: constant(dram_bytes),
-            small_dram_bytes: constant(dram_bytes.min(1 << 16)),
-            small_dram: Constant::new(dram_bytes <= 1 << 16),
-            elem_shift: constant((config.dtype == Dtype::Bf16) as u64),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
             bf16: Constant::new(config.dtype == Dtype::Bf16),
             code_dataflow: constant(FaultCode::Dataflow as u64),
@@ -547,18 +739,6 @@ impl Checker {
             dst_range: RangeCheck::new(config.acc_depth as u64),
             src_one: RangeCheck::new(config.acc_depth as u64),
             src_range: RangeCheck::new(config.acc_depth as u64),
-            rows_m1: Default::default(),
-            len_m1: Default::default(),
-            stride: Default::default(),
-            span: Default::default(),
-            row_product: Default::default(),
-            elem_product: Default::default(),
-            small_span: Default::default(),
-            small_end: Default::default(),
-            small_over: Default::default(),
-            stride_high: Default::default(),
-            shift_bytes: Default::default(),
-            dram_end: Default::default(),
             dram_access: Default::default(),
             dram_bad: Default::default(),
             wrong_dataflow: Default::default(),
@@ -572,49 +752,10 @@ impl Checker {
 impl Logic for Checker {
     #[hdl_gen]
     fn update(&mut self) {
-        // DRAM extent of Load, Store, LoadAcc, StoreSpad: the last byte touched, plus one.
-        self.rows_m1.next = self.rows.val() - 1;
-        self.len_m1.next = self.len.val() - 1;
-        self.stride.next = 1.into();
-        if self.load.val() {
-            self.stride.next = self.elem_stride.val();
-        }
-        self.span.next =
-            bit_cast::<48, 32>(self.rows_m1.val() * self.row_stride.val().get_bits::<16>(0))
-                + (bit_cast::<48, 32>(
-                    self.rows_m1.val() * self.row_stride.val().get_bits::<16>(16),
-                ) << 16)
-                + bit_cast::<48, 32>(self.len_m1.val() * self.stride.val().get_bits::<16>(0))
-                + (bit_cast::<48, 32>(self.len_m1.val() * self.stride.val().get_bits::<16>(16))
-                    << 16);
-        self.shift_bytes.next = self.elem_shift.val();
-        if self.store.val() || self.load_acc.val() {
-            self.shift_bytes.next = 2.into();
-        }
-        self.dram_end.next = bit_cast::<48, 32>(self.dram_addr.val())
-            + ((self.span.val() + 1) << self.shift_bytes.val());
+        // DRAM extent of Load, Store, LoadAcc, StoreSpad: checked as the word was queued.
         self.dram_access.next =
             self.load.val() || self.store.val() || self.load_acc.val() || self.store_spad.val();
-        self.dram_bad.next =
-            self.dram_access.val() && (self.dram_end.val() > self.dram_bytes.val());
-        self.row_product.next = self.rows_m1.val() * self.row_stride.val().get_bits::<16>(0);
-        self.elem_product.next = self.len_m1.val() * self.stride.val().get_bits::<16>(0);
-        self.small_span.next = bit_cast::<24, 18>(self.row_product.val().get_bits::<18>(0))
-            + bit_cast::<24, 18>(self.elem_product.val().get_bits::<18>(0));
-        self.small_end.next = bit_cast::<24, 17>(self.dram_addr.val().get_bits::<17>(0))
-            + ((self.small_span.val() + 1) << self.shift_bytes.val());
-        self.small_over.next = self.row_product.val().get_bits::<14>(18).any()
-            || self.elem_product.val().get_bits::<14>(18).any()
-            || self.dram_addr.val().get_bits::<15>(17).any();
-        self.stride_high.next = (self.rows_m1.val().any()
-            && self.row_stride.val().get_bits::<16>(16).any())
-            || (self.len_m1.val().any() && self.stride.val().get_bits::<16>(16).any());
-        if self.small_dram.val() {
-            self.dram_bad.next = self.dram_access.val()
-                && (self.stride_high.val()
-                    || self.small_over.val()
-                    || self.small_end.val() > self.small_dram_bytes.val());
-        }
+        self.dram_bad.next = self.dram_access.val() && self.extent_over.val();
 
         self.wrong_dataflow.next = ((self.load_weights.val() || self.matmul.val())
             && !self.weight_stationary.val())
@@ -698,7 +839,7 @@ impl Logic for Checker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{settle, verilog_of, yosys_eval};
+    use crate::testing::{settle, tick, verilog_of, yosys_eval};
     use systole_core::isa::{decode, encode, DecodeError, Instruction, Word};
     use systole_core::machine::{validate_program, ProgramErrorKind};
 
@@ -818,9 +959,26 @@ mod tests {
         }
     }
 
+    /// The extent check's answer for a word, and the cycles it took.
+    fn extent_over(dram: u64, elem_bytes: u64, word: u128) -> (bool, usize) {
+        let mut e = ExtentCheck::new(dram, elem_bytes);
+        e.connect_all();
+        e.word.next = word.to_bits();
+        e.check.next = true;
+        for cycle in 1..=40 {
+            tick(&mut e, |e| &mut e.clock);
+            if e.done.val() {
+                return (e.bad.val(), cycle);
+            }
+        }
+        panic!("the extent check of {word:#x} never finished");
+    }
+
     fn checked(config: &ArrayConfig, dram: u64, ins: &Instruction) -> u64 {
-        let d = decoded(encode(ins).unwrap().0);
-        let mut c = Checker::new(config, dram);
+        let word = encode(ins).unwrap().0;
+        let d = decoded(word);
+        let mut c = Checker::new(config);
+        c.extent_over.next = extent_over(dram, config.dtype.elem_bytes() as u64, word).0;
         c.connect_all();
         macro_rules! wire {
             ($($f:ident),*) => { $(c.$f.next = d.$f.val();)* };
@@ -845,11 +1003,8 @@ mod tests {
             b_row,
             dst,
             src,
-            dram_addr,
             rows,
             len,
-            row_stride,
-            elem_stride,
             k,
             cols
         );
@@ -1045,10 +1200,59 @@ mod tests {
         assert!(seen[0] > 50 && seen[FaultCode::Range as usize] > 50, "{seen:?}");
     }
 
+    /// The extent check against the arithmetic it stands for, on any fields (encodable or not)
+    /// of each DRAM opcode, for DRAM sizes from 1 byte to 4 GiB, always after 17 clock edges.
+    #[test]
+    fn extent_check_is_the_exact_extent() {
+        let mut seed = 11;
+        let place = |name: &str| dram_field(name).0;
+        let elem_at = place("row_stride") + 24;
+        for dram in [1u64, 100, 4096, 1 << 16, 1_000_003, 1 << 32] {
+            for i in 0..300 {
+                let op = [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad][i % 4];
+                let pick = |seed: &mut u64, bits: u32| -> u64 {
+                    let r = lcg(seed);
+                    match r % 4 {
+                        0 => r >> 8 & ((1 << bits) - 1),
+                        1 => r >> 8 & 7,
+                        2 => ((r >> 8) % (dram + 2)) & ((1 << bits) - 1),
+                        _ => (1 << bits) - 1 - (r >> 8 & 3),
+                    }
+                };
+                let (addr, rows, len) =
+                    (pick(&mut seed, 32), pick(&mut seed, 16), pick(&mut seed, 9));
+                let (rs, es) = (pick(&mut seed, 24), pick(&mut seed, 24));
+                let word = op as u128
+                    | (addr as u128) << place("dram_addr")
+                    | (rows as u128) << place("rows")
+                    | (len as u128) << place("len")
+                    | (rs as u128) << place("row_stride")
+                    | if op == Opcode::Load { (es as u128) << elem_at } else { 0 };
+                for elem_bytes in [1u64, 2] {
+                    let bytes = match op {
+                        Opcode::Store | Opcode::LoadAcc => 4,
+                        _ => elem_bytes as u128,
+                    };
+                    let stride = if op == Opcode::Load { es } else { 1 } as u128;
+                    let span = (rows.wrapping_sub(1) & 0xFFFF) as u128 * rs as u128
+                        + (len.wrapping_sub(1) & 0xFFFF) as u128 * stride;
+                    let want = addr as u128 + (span + 1) * bytes > dram as u128;
+                    let (got, cycles) = extent_over(dram, elem_bytes, word);
+                    assert_eq!(
+                        got, want,
+                        "{op:?} addr {addr} rows {rows} len {len} strides {rs} {es}, DRAM {dram}"
+                    );
+                    assert_eq!(cycles, 17, "clock edges to the answer");
+                }
+            }
+        }
+    }
+
     #[test]
     fn verilog_is_valid() {
         yosys_validate("decoder", &verilog_of(Decoder::default())).unwrap();
         let config = ArrayConfig::new(4, 4, Dtype::Int8);
-        yosys_validate("checker", &verilog_of(Checker::new(&config, 4096))).unwrap();
+        yosys_validate("checker", &verilog_of(Checker::new(&config))).unwrap();
+        yosys_validate("extent", &verilog_of(ExtentCheck::new(4096, 1))).unwrap();
     }
 }

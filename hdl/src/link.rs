@@ -24,7 +24,7 @@ use systole_core::protocol::{
 };
 use systole_core::{ArrayConfig, Dtype};
 
-use crate::decode::{below_twice, constant};
+use crate::decode::{below_twice, constant, ExtentCheck};
 use crate::mem::Ram;
 
 /// One byte into CRC-16/CCITT-FALSE (`core::protocol::crc16_update`).
@@ -422,6 +422,8 @@ pub enum LinkState {
     Divide,
     PushRead,
     PushByte,
+    /// The word is assembled: its DRAM extent is checked, then it is queued.
+    PushCheck,
     WriteRead,
     WriteByte,
     RespNext,
@@ -519,6 +521,8 @@ pub struct PacketEngine {
     pub cycles: Signal<In, Bits<64>>,
     pub fifo_push: Signal<Out, Bit>,
     pub fifo_word: Signal<Out, Bits<128>>,
+    /// With `fifo_push`: the word, read as a DRAM access, passes the end of the DRAM.
+    pub fifo_extent_over: Signal<Out, Bit>,
     pub run: Signal<Out, Bit>,
     pub machine_reset: Signal<Out, Bit>,
     // The host port of the memories (used only while no program runs).
@@ -536,6 +540,7 @@ pub struct PacketEngine {
     pub acc_word: Signal<In, Bits<32>>,
     pub dram_byte: Signal<In, Bits<8>>,
     buffer: Ram<8, 16>,
+    extent: ExtentCheck,
     rx_crc: Crc16Step,
     tx_crc: Crc16Step,
     state: DFF<LinkState>,
@@ -642,6 +647,7 @@ impl PacketEngine {
             cycles: Default::default(),
             fifo_push: Default::default(),
             fifo_word: Default::default(),
+            fifo_extent_over: Default::default(),
             run: Default::default(),
             machine_reset: Default::default(),
             host_region: Default::default(),
@@ -656,6 +662,7 @@ impl PacketEngine {
             acc_word: Default::default(),
             dram_byte: Default::default(),
             buffer: Ram::read_first(MAX_PAYLOAD.next_power_of_two()),
+            extent: ExtentCheck::new(map.dram_bytes, map.spad_elem_bytes),
             rx_crc: Default::default(),
             tx_crc: Default::default(),
             state: Default::default(),
@@ -782,6 +789,10 @@ impl Logic for PacketEngine {
         self.accept.next = self.rx_valid.val() && (self.rx_spi.val() == self.from_spi.q.val());
         self.fifo_push.next = false;
         self.fifo_word.next = self.assembly.q.val();
+        self.extent.clock.next = self.clock.val();
+        self.extent.check.next = self.state.q.val() == LinkState::PushCheck;
+        self.extent.word.next = self.assembly.q.val();
+        self.fifo_extent_over.next = self.extent.bad.val();
         self.run.next = false;
         self.machine_reset.next = false;
         self.host_write.next = false;
@@ -1083,10 +1094,15 @@ impl Logic for PacketEngine {
                 self.count.d.next = self.count.q.val() + 1;
                 self.state.d.next = LinkState::PushRead;
                 if self.count.q.val().get_bits::<4>(0) == 15 {
+                    self.state.d.next = LinkState::PushCheck;
+                }
+            }
+            LinkState::PushCheck => {
+                // `assembly` holds the word while the extent check runs (18 cycles).
+                if self.extent.done.val() {
                     self.fifo_push.next = true;
-                    self.fifo_word.next = (self.assembly.q.val() >> 8)
-                        | (bit_cast::<128, 8>(self.buffer.read_data.val()) << 120);
-                    if self.count.q.val() == self.len.q.val() - 1 {
+                    self.state.d.next = LinkState::PushRead;
+                    if self.count.q.val() == self.len.q.val() {
                         self.state.d.next = LinkState::RespNext;
                     }
                 }

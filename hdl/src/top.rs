@@ -285,7 +285,7 @@ impl SystoleTop {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth),
-            checks: Checker::new(&config, top.dram_bytes as u64),
+            checks: Checker::new(&config),
             candidate: Default::default(),
             dispatcher: Default::default(),
             seq: Sequencer::new(&config),
@@ -359,6 +359,7 @@ impl Logic for SystoleTop {
         // Instructions: FIFO (its head is the candidate) -> decoder and checks -> dispatcher, units.
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
+        self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
         self.fifo.pop.next = self.dispatcher.pop.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
         self.checks.load.next = self.candidate.load.val();
@@ -380,13 +381,11 @@ impl Logic for SystoleTop {
         self.checks.b_row.next = self.candidate.b_row.val();
         self.checks.dst.next = self.candidate.dst.val();
         self.checks.src.next = self.candidate.src.val();
-        self.checks.dram_addr.next = self.candidate.dram_addr.val();
         self.checks.rows.next = self.candidate.rows.val();
         self.checks.len.next = self.candidate.len.val();
-        self.checks.row_stride.next = self.candidate.row_stride.val();
-        self.checks.elem_stride.next = self.candidate.elem_stride.val();
         self.checks.k.next = self.candidate.k.val();
         self.checks.cols.next = self.candidate.cols.val();
+        self.checks.extent_over.next = self.fifo.head_flag.val();
         self.dispatcher.head_valid.next = self.fifo.valid.val();
         self.dispatcher.head_word.next = self.fifo.head.val();
         self.dispatcher.fault_in.next = self.checks.fault.val();
