@@ -73,7 +73,9 @@ pub fn clock_source(board: &Board, mhz: f64) -> ClockSource {
     }
     let ratio = board.clock_mhz / mhz;
     let n = ratio.round();
-    if (ratio - n).abs() <= 1e-9 && (2.0..=65536.0).contains(&n) && n as u32 % 2 == 0 {
+    // A ratio within a millionth of an even integer is that divisor (`--clock-mhz 8.333333`
+    // divides 100 MHz by 12).
+    if (ratio - n).abs() <= 1e-6 * n && (2.0..=65536.0).contains(&n) && n as u32 % 2 == 0 {
         ClockSource::Divided(n as u32)
     } else {
         ClockSource::Pll
@@ -190,7 +192,7 @@ pub fn wrapper(board: &Board, ports: &[TopPort], clock: ClockSource) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::board::{ICEBREAKER, ULX3S_85F};
+    use crate::board::{ALCHITRY_CU, ICEBREAKER, ULX3S_85F};
 
     fn ports(names: &[&str]) -> Vec<TopPort> {
         names.iter().map(|n| TopPort { name: n.to_string(), input: true, bits: 1 }).collect()
@@ -215,6 +217,9 @@ mod tests {
         assert_eq!(clock_source(&ICEBREAKER, 4.0), ClockSource::Pll, "12 / 3: odd");
         assert_eq!(clock_source(&ICEBREAKER, 30.0), ClockSource::Pll);
         assert_eq!(clock_source(&ULX3S_85F, 15.0), ClockSource::Pll);
+        assert_eq!(clock_source(&ALCHITRY_CU, 8.333333), ClockSource::Divided(12), "typed");
+        assert_eq!(clock_source(&ALCHITRY_CU, 100.0 / 12.0), ClockSource::Divided(12));
+        assert_eq!(clock_source(&ALCHITRY_CU, 8.3), ClockSource::Pll, "100 / 8.3 is no integer");
     }
 
     /// A stand-in top with the host-interface ports: the wrapper, with a PLL or a divided

@@ -156,7 +156,7 @@ pub fn board_build(board: &str, report: Option<&Path>) -> anyhow::Result<BoardBu
             "{source}: timing was not met ({:.2} MHz achieved for {} MHz): that bitstream is not \
              usable",
             report.fmax_mhz,
-            report.target_mhz
+            crate::board::mhz(report.target_mhz)
         );
     }
     let dtype = match built.dtype.as_str() {
@@ -466,7 +466,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 build.config.dtype.name(),
                 build.source,
                 build.fmax_mhz,
-                build.report.target_mhz
+                crate::board::mhz(build.report.target_mhz)
             );
             if build.config.dtype != Dtype::Bf16 && suite != Suite::Gemm {
                 if suite == Suite::Train {
@@ -673,7 +673,7 @@ pub fn accel_label(config: &ArrayConfig) -> String {
         config.rows,
         config.cols,
         config.dataflow.short_name(),
-        config.clock_mhz
+        crate::board::mhz(config.clock_mhz)
     )
 }
 

@@ -41,9 +41,9 @@ pub fn list() -> anyhow::Result<()> {
             family.to_string(),
             format!("{}x{} {}", b.default_rows, b.default_cols, b.default_dtype.name()),
             if b.bf16_mhz == b.default_mhz {
-                format!("{} MHz", b.default_mhz)
+                format!("{} MHz", mhz(b.default_mhz))
             } else {
-                format!("{} MHz (bf16 {})", b.default_mhz, b.bf16_mhz)
+                format!("{} MHz (bf16 {})", mhz(b.default_mhz), mhz(b.bf16_mhz))
             },
             format!(
                 "spad {} acc {} dram {} fifo {}",
@@ -150,7 +150,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         m.dram_bytes,
         m.fifo_depth,
         b.name,
-        config.clock_mhz,
+        mhz(config.clock_mhz),
         args.out.display()
     );
     match flow::build(&b, &design, config.clock_mhz, &args.out) {
@@ -167,7 +167,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
                 r.dsps,
                 r.dsps_available,
                 r.fmax_mhz,
-                r.target_mhz,
+                mhz(r.target_mhz),
                 r.peak_macs_per_s().unwrap_or(0.0) / 1e6,
                 args.out.join(b.bitstream_name()).display()
             );
@@ -177,7 +177,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             "timing not met on {}: {:.2} MHz achieved for {} MHz; lower --clock-mhz or the array (report in {dir}/report.json)",
             b.name,
             report.fmax_mhz,
-            report.target_mhz
+            mhz(report.target_mhz)
         ),
         Err(e @ FlowError::DoesNotFit { .. }) => {
             Err(anyhow!("{e}\nlower --rows/--cols or pick a larger board (systole board list)"))
@@ -218,4 +218,10 @@ pub fn program(args: &BoardProgramArgs) -> anyhow::Result<()> {
         bail!("{tool} failed ({status}): is the board connected and powered?");
     }
     Ok(())
+}
+
+/// A clock in MHz to two decimals at most: 15, 12.5, 8.33.
+pub(crate) fn mhz(f: f64) -> String {
+    let s = format!("{f:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -269,7 +269,7 @@ fn bad_words_fault_with_their_code_and_stop_the_program() {
     let mut link = Framed { stream: UartLink::new(verilated(&top), 4) };
     let enc = |ins: Instruction| encode(&ins).unwrap();
     let halt = enc(Instruction::Halt);
-    let bad: [(Word, FaultCode); 8] = [
+    let bad: [(Word, FaultCode); 10] = [
         (Word(0), FaultCode::Opcode),
         (Word(enc(Instruction::Sync).0 | 1 << 100), FaultCode::Reserved),
         (
@@ -309,6 +309,28 @@ fn bad_words_fault_with_their_code_and_stop_the_program() {
         (enc(Instruction::LoadWeights { spad_row: 0, rows: 3, cols: 1 }), FaultCode::TooWide),
         (
             enc(Instruction::Store { acc_row: 11, dram_addr: 0, rows: 2, len: 1, row_stride: 0 }),
+            FaultCode::Range,
+        ),
+        // Past the DRAM's end, found by the link's extent check as the word was queued.
+        (
+            enc(Instruction::Store {
+                acc_row: 0,
+                dram_addr: 0,
+                rows: 2,
+                len: 1,
+                row_stride: 0xFF_FFFF,
+            }),
+            FaultCode::Range,
+        ),
+        (
+            enc(Instruction::Load {
+                spad_row: 0,
+                dram_addr: 0,
+                rows: 1,
+                len: 2,
+                row_stride: 0,
+                elem_stride: 0x1_0000,
+            }),
             FaultCode::Range,
         ),
     ];
