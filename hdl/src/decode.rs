@@ -11,8 +11,9 @@
 //!
 //! [`Checker`] takes the decoded fields and the config (as constants) and gives the fault code
 //! of the first check core's `validate_program` would fail: dataflow, dtype, widths against the
-//! array, and every memory range, DRAM included (a 2-D strided extent, whose products are built
-//! from 16 x 16 multiplies).
+//! array, and every memory range. The DRAM range, a 2-D strided extent, comes from
+//! [`ExtentCheck`], which the host link runs without a multiplier as it queues the word; the FIFO
+//! carries its answer to the checker.
 
 use rust_hdl::prelude::*;
 use systole_core::isa::{Opcode, VectorOp, WORD_BITS};
