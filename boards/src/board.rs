@@ -160,7 +160,7 @@ pub const ULX3S_85F: Board = Board {
     default_rows: 8,
     default_cols: 8,
     default_dtype: Dtype::Int8,
-    // The 8 x 8 routes at 17.78 MHz (docs/BOARDS.md).
+    // The 8 x 8 routes at 19.81 MHz (docs/BOARDS.md).
     default_mhz: 15.0,
     // 25 MHz / 2, no PLL: the 3 x 3 BF16 build reaches 13.1 MHz on the 25F, 15 MHz is not met.
     bf16_mhz: 12.5,
