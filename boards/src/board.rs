@@ -140,7 +140,7 @@ pub const ALCHITRY_CU: Board = Board {
     default_cols: 1,
     default_dtype: Dtype::Int8,
     default_mhz: 12.5,
-    // The 1 x 1 BF16 fits (6,986 cells) but reaches 9.23 MHz: the oscillator divided by 12.
+    // The 1 x 1 BF16 fits (6,998 cells) but reaches 9.23 MHz: the oscillator divided by 12.
     bf16_mhz: 100.0 / 12.0,
     memories: ICE40_MEMORIES,
     measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),

@@ -227,7 +227,8 @@ const fn count(name: &'static str, bits: usize, max: u64) -> Field {
     Field { name, bits, min: 1, max }
 }
 
-const OPCODE_BITS: usize = 5;
+/// Bits 0..5 of a word hold the opcode; the fields follow, LSB first.
+pub const OPCODE_BITS: usize = 5;
 const ROWS16: Field = count("rows", 16, 0xFFFF);
 const LEN: Field = count("len", 9, 256);
 const SIDE_ROWS: Field = count("rows", 9, 256);
@@ -314,6 +315,18 @@ impl Opcode {
             Opcode::StoreSpad => STORE_SPAD,
             Opcode::Sync | Opcode::Halt => &[],
         }
+    }
+
+    /// Where the field `name` sits in this opcode's words: its first bit and its width.
+    pub fn place(self, name: &str) -> Option<(usize, usize)> {
+        let mut at = OPCODE_BITS;
+        for f in self.layout() {
+            if f.name == name {
+                return Some((at, f.bits));
+            }
+            at += f.bits;
+        }
+        None
     }
 
     /// Bits used by the opcode and its fields; all bits above are reserved.
@@ -647,6 +660,32 @@ mod tests {
             assert!(op.used_bits() <= WORD_BITS, "{op:?} uses {} bits", op.used_bits());
             assert!(op.layout().len() <= MAX_FIELDS);
         }
+    }
+
+    /// `place` finds each field where `encode` puts it.
+    #[test]
+    fn places_are_where_encode_puts_the_fields() {
+        let load = Instruction::Load {
+            spad_row: 0x1234,
+            dram_addr: 0xDEAD_BEEF,
+            rows: 0xABCD,
+            len: 0xA5,
+            row_stride: 0x12_3456,
+            elem_stride: 0x65_4321,
+        };
+        let w = encode(&load).unwrap().0;
+        let at = |name| {
+            let (at, bits) = Opcode::Load.place(name).unwrap();
+            (w >> at) as u64 & ((1u64 << bits) - 1)
+        };
+        assert_eq!(at("spad_row"), 0x1234);
+        assert_eq!(at("dram_addr"), 0xDEAD_BEEF);
+        assert_eq!(at("rows"), 0xABCD);
+        assert_eq!(at("len"), 0xA5);
+        assert_eq!(at("row_stride"), 0x12_3456);
+        assert_eq!(at("elem_stride"), 0x65_4321);
+        assert_eq!(Opcode::Store.place("elem_stride"), None);
+        assert_eq!(Opcode::Halt.place("rows"), None);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! carries its answer to the checker.
 
 use rust_hdl::prelude::*;
-use systole_core::isa::{Opcode, VectorOp, WORD_BITS};
+use systole_core::isa::{Opcode, VectorOp, OPCODE_BITS, WORD_BITS};
 use systole_core::protocol::FaultCode;
 use systole_core::{ArrayConfig, Dataflow, Dtype};
 
@@ -134,8 +134,6 @@ impl Decoder {
         names
     }
 }
-
-const OPCODE_BITS: usize = 5;
 
 /// Where a vector op's unused fields sit: (field name, vector ops that must leave it zero).
 fn unused_rules() -> Vec<(&'static str, Vec<VectorOp>)> {
@@ -417,24 +415,14 @@ impl Logic for RangeCheck {
 }
 
 /// Where a field of the DRAM instructions sits in the word, and its width: the same in `Load`,
-/// `Store`, `LoadAcc` and `StoreSpad` (checked against core's layouts), `elem_stride` in `Load`
-/// only.
+/// `Store`, `LoadAcc` and `StoreSpad` (checked against core's layouts); `elem_stride` is
+/// `Load`'s only.
 fn dram_field(name: &str) -> (usize, usize) {
-    let mut place = None;
-    for op in [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad] {
-        let mut at = OPCODE_BITS;
-        for f in op.layout() {
-            if f.name == name {
-                assert!(
-                    place.is_none() || place == Some((at, f.bits)),
-                    "core's DRAM instructions place `{name}` differently"
-                );
-                place = Some((at, f.bits));
-            }
-            at += f.bits;
-        }
-    }
-    place.unwrap_or_else(|| panic!("no DRAM instruction has a field `{name}`"))
+    let ops = [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad];
+    let places: Vec<(usize, usize)> = ops.iter().filter_map(|op| op.place(name)).collect();
+    let place = *places.first().unwrap_or_else(|| panic!("no DRAM instruction has `{name}`"));
+    assert!(places.iter().all(|p| *p == place), "core's DRAM instructions place `{name}` apart");
+    place
 }
 
 /// The DRAM extent check of core's `validate_program`, for a word read as a DRAM access
@@ -504,21 +492,12 @@ impl ExtentCheck {
     pub fn new(dram_bytes: u64, elem_bytes: u64) -> ExtentCheck {
         assert!(elem_bytes == 1 || elem_bytes == 2, "{elem_bytes}-byte elements");
         assert!(dram_bytes <= 1 << 32, "DRAM of {dram_bytes} bytes");
-        let fields = [("dram_addr", 32), ("rows", 16), ("len", 9), ("row_stride", 24)];
+        // The widths the generated logic slices (`get_bits` takes them as constants).
+        let fields =
+            [("dram_addr", 32), ("rows", 16), ("len", 9), ("row_stride", 24), ("elem_stride", 24)];
         for (name, bits) in fields {
             assert_eq!(dram_field(name).1, bits, "core's `{name}` is no longer {bits} bits");
         }
-        let (elem_at, elem_bits) = Opcode::Load
-            .layout()
-            .iter()
-            .scan(OPCODE_BITS, |at, f| {
-                *at += f.bits;
-                Some((*at - f.bits, f))
-            })
-            .find(|(_, f)| f.name == "elem_stride")
-            .map(|(at, f)| (at, f.bits))
-            .expect("core's Load has an elem_stride");
-        assert_eq!(elem_bits, 24, "core's `elem_stride` is no longer 24 bits");
         let b = 64 - dram_bytes.leading_zeros();
         let mask = (1u64 << b) - 1;
         ExtentCheck {
@@ -545,7 +524,7 @@ impl ExtentCheck {
             rows_at: constant(dram_field("rows").0 as u64),
             len_at: constant(dram_field("len").0 as u64),
             row_stride_at: constant(dram_field("row_stride").0 as u64),
-            elem_stride_at: constant(elem_at as u64),
+            elem_stride_at: constant(dram_field("elem_stride").0 as u64),
             opcode: Default::default(),
             addr_word: Default::default(),
             rows_word: Default::default(),
@@ -639,7 +618,7 @@ impl Logic for ExtentCheck {
 }
 
 /// Fault code of the first check `validate_program` would fail for a decoded instruction (0 if
-/// none), for one config and DRAM size.
+/// none), for one config; the DRAM range comes in as [`ExtentCheck`]'s answer.
 #[derive(LogicBlock)]
 pub struct Checker {
     pub load: Signal<In, Bit>,
@@ -1207,7 +1186,6 @@ mod tests {
     fn extent_check_is_the_exact_extent() {
         let mut seed = 11;
         let place = |name: &str| dram_field(name).0;
-        let elem_at = place("row_stride") + 24;
         for dram in [1u64, 100, 4096, 1 << 16, 1_000_003, 1 << 32] {
             for i in 0..300 {
                 let op = [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad][i % 4];
@@ -1228,7 +1206,7 @@ mod tests {
                     | (rows as u128) << place("rows")
                     | (len as u128) << place("len")
                     | (rs as u128) << place("row_stride")
-                    | if op == Opcode::Load { (es as u128) << elem_at } else { 0 };
+                    | if op == Opcode::Load { (es as u128) << place("elem_stride") } else { 0 };
                 for elem_bytes in [1u64, 2] {
                     let bytes = match op {
                         Opcode::Store | Opcode::LoadAcc => 4,
