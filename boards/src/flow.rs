@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::board::Board;
+use crate::nextpnr::Pnr;
 use crate::report::{self, Built, Report};
 use crate::tool::ToolError;
 use crate::{nextpnr, pack, yosys};
@@ -33,14 +34,16 @@ pub enum FlowError {
     Timing { report: Box<Report>, dir: String },
 }
 
-/// Builds `design` for `board` at `target_mhz` in `out` (created if needed): writes the
-/// sources, the constraints, the netlist, the bitstream and `report.json`. A design that does
+/// Builds `design` for `board` at `target_mhz` in `out` (created if needed), placed and routed
+/// as `pnr` says: writes the sources, the constraints, the netlist, the bitstream and
+/// `report.json`. A design that does
 /// not fit fails in nextpnr with its own message; one that misses timing fails with
 /// [`FlowError::Timing`] after writing its report.
 pub fn build(
     board: &Board,
     design: &Design,
     target_mhz: f64,
+    pnr: Pnr,
     out: &Path,
 ) -> Result<Report, FlowError> {
     std::fs::create_dir_all(out).map_err(ToolError::io(out))?;
@@ -53,7 +56,7 @@ pub fn build(
     let constraints = out.join(board.constraints_name);
     std::fs::write(&constraints, board.constraints).map_err(ToolError::io(&constraints))?;
     let stat = yosys::synthesize(board, out, &names, &design.top)?;
-    match nextpnr::place_and_route(board, out, board.constraints_name, target_mhz, 1) {
+    match nextpnr::place_and_route(board, out, board.constraints_name, target_mhz, pnr) {
         Err(ToolError::Failed { output, .. }) if does_not_fit(&output).is_some() => {
             let log = out.join("nextpnr.log");
             let full = std::fs::read_to_string(&log).unwrap_or(output.clone());
@@ -80,6 +83,7 @@ pub fn build(
         report::yosys_flip_flops(&stat),
     )?;
     report.built = design.built.clone();
+    report.pnr = pnr;
     // Our report replaces nextpnr's raw one under the documented name; keep the raw one too.
     let raw = out.join("nextpnr-report.json");
     std::fs::rename(&json_path, &raw).map_err(ToolError::io(&raw))?;
@@ -166,7 +170,8 @@ mod tests {
     fn icebreaker_flow_builds_a_bitstream_and_reports() {
         let dir = tempfile::tempdir().unwrap();
         let report =
-            build(&ICEBREAKER, &blink(&ICEBREAKER, "led_red_n"), 12.0, dir.path()).unwrap();
+            build(&ICEBREAKER, &blink(&ICEBREAKER, "led_red_n"), 12.0, Pnr::default(), dir.path())
+                .unwrap();
         assert!(dir.path().join("systole.bin").metadata().unwrap().len() > 100_000);
         assert!(report.luts > 0 && report.luts < 200, "{report:?}");
         assert_eq!(report.flip_flops, 24);
@@ -198,8 +203,14 @@ mod tests {
     #[test]
     fn an_impossible_clock_fails_with_the_report() {
         let dir = tempfile::tempdir().unwrap();
-        let err =
-            build(&ICEBREAKER, &blink(&ICEBREAKER, "led_red_n"), 2000.0, dir.path()).unwrap_err();
+        let err = build(
+            &ICEBREAKER,
+            &blink(&ICEBREAKER, "led_red_n"),
+            2000.0,
+            Pnr::default(),
+            dir.path(),
+        )
+        .unwrap_err();
         assert!(matches!(err, FlowError::Timing { .. }), "{err}");
         assert!(err.to_string().contains("timing not met"), "{err}");
         assert!(dir.path().join("report.json").is_file());
@@ -208,10 +219,15 @@ mod tests {
     #[test]
     fn ecp5_flow_builds_when_the_yowasp_tools_are_installed() {
         let dir = tempfile::tempdir().unwrap();
-        match build(&ULX3S_25F, &blink(&ULX3S_25F, "led"), 25.0, dir.path()) {
+        // router2 and another seed, as `board build --router router2 --seed 5` asks.
+        let pnr = Pnr { seed: 5, router: crate::nextpnr::Router::Router2 };
+        match build(&ULX3S_25F, &blink(&ULX3S_25F, "led"), 25.0, pnr, dir.path()) {
             Ok(report) => {
                 assert!(dir.path().join("systole.bit").is_file());
                 assert_eq!(report.flip_flops, 24);
+                assert_eq!(report.pnr, pnr);
+                let log = std::fs::read_to_string(dir.path().join("nextpnr.log")).unwrap();
+                assert!(log.contains("router2"), "nextpnr was not asked for router2");
             }
             Err(FlowError::Tool(ToolError::Missing { tool, provider, .. })) => {
                 panic!("{tool} is missing: CI installs it ({provider})")

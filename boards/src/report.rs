@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::board::Family;
+use crate::nextpnr::Pnr;
 use crate::tool::ToolError;
 
 /// What was built: the accelerator's array, memories and clock.
@@ -32,6 +33,9 @@ pub struct Report {
     /// The accelerator built (absent for designs other than `systole_top`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built: Option<Built>,
+    /// nextpnr's seed and router (reports from before they were recorded used the defaults).
+    #[serde(default)]
+    pub pnr: Pnr,
     /// iCE40 logic cells (LUT4 + FF pairs) or ECP5 LUT4s ("TRELLIS_COMB").
     pub luts: u64,
     pub luts_available: u64,
@@ -104,6 +108,7 @@ pub fn parse(
         board: board.into(),
         device: device.into(),
         built: None,
+        pnr: Pnr::default(),
         luts,
         luts_available,
         flip_flops,
@@ -167,6 +172,23 @@ mod tests {
         assert!(!r.timing_met);
         assert!(parse("{}", Family::Ice40, "b", "d", 1.0, 0).is_err());
         assert!(parse("not json", Family::Ice40, "b", "d", 1.0, 0).is_err());
+    }
+
+    #[test]
+    fn records_nextpnrs_seed_and_router() {
+        let json = r#"{"fmax": {"clk": {"achieved": 20.5}},
+            "utilization": {"TRELLIS_COMB": {"available": 83640, "used": 100}}}"#;
+        let mut r = parse(json, Family::Ecp5, "ulx3s", "85k", 15.0, 0).unwrap();
+        assert_eq!(r.pnr, Pnr::default());
+        r.pnr = Pnr { seed: 7, router: crate::nextpnr::Router::Router2 };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains(r#""pnr":{"seed":7,"router":"router2"}"#), "{text}");
+        assert_eq!(Report::from_json(&text).unwrap(), r);
+        // Reports written before the seed and router were recorded used nextpnr's defaults.
+        let old = text.replace(r#""pnr":{"seed":7,"router":"router2"},"#, "");
+        assert_eq!(Report::from_json(&old).unwrap().pnr, Pnr::default());
+        let bad = text.replace("router2", "router9");
+        assert!(Report::from_json(&bad).unwrap_err().to_string().contains("router9"));
     }
 
     #[test]

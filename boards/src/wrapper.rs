@@ -256,7 +256,8 @@ mod tests {
                 );
             }
             let design = crate::flow::Design { sources, top: "board_top".into(), built: None };
-            let report = crate::flow::build(&board, &design, mhz, dir.path()).unwrap();
+            let report =
+                crate::flow::build(&board, &design, mhz, Default::default(), dir.path()).unwrap();
             assert!(report.timing_met, "{} at {mhz} MHz: {report:?}", board.name);
         }
     }

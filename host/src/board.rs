@@ -6,12 +6,13 @@ use std::process::Command;
 use anyhow::{anyhow, bail, Context};
 use systole_boards::board::{by_name, BOARDS};
 use systole_boards::flow::{self, Design, FlowError};
+use systole_boards::nextpnr::{Pnr, Router};
 use systole_boards::report::Built;
 use systole_boards::wrapper::{self, TopPort};
 use systole_boards::Board;
 use systole_core::ArrayConfig;
 
-use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg};
+use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg, RouterArg};
 
 fn board(name: &str) -> anyhow::Result<Board> {
     by_name(name).ok_or_else(|| {
@@ -140,10 +141,17 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         sources.push((file, text));
     }
     let design = Design { sources, top: "board_top".into(), built: Some(built(&top_config)) };
+    let pnr = Pnr {
+        seed: args.seed,
+        router: match args.router {
+            RouterArg::Router1 => Router::Router1,
+            RouterArg::Router2 => Router::Router2,
+        },
+    };
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words) for \
-         {} at {} MHz in {}",
+         {} at {} MHz in {} (nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
         config.acc_depth,
@@ -151,9 +159,11 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         m.fifo_depth,
         b.name,
         mhz(config.clock_mhz),
-        args.out.display()
+        args.out.display(),
+        pnr.router.name(),
+        pnr.seed
     );
-    match flow::build(&b, &design, config.clock_mhz, &args.out) {
+    match flow::build(&b, &design, config.clock_mhz, pnr, &args.out) {
         Ok(r) => {
             println!(
                 "{}: {} LUTs of {}, {} flip-flops, {} block RAMs of {}, {} DSPs of {}; fmax {:.1} \
