@@ -8,7 +8,7 @@ use crate::board::{Board, Family};
 use crate::tool::{ToolError, NEXTPNR_ECP5, NEXTPNR_ICE40};
 
 /// nextpnr's router. `router1` (nextpnr's default) is the one every committed figure used
-/// unless its report says otherwise; `router2` routes large ECP5 designs several times faster.
+/// unless its report says otherwise; `router2` is its newer, congestion-driven router.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Router {

@@ -100,8 +100,8 @@ pub struct BoardBuildArgs {
     /// a PLL.
     #[arg(long)]
     pub clock_mhz: Option<f64>,
-    /// nextpnr's router: router1 (nextpnr's default), or router2, several times faster on
-    /// large ECP5 designs (the achieved fmax differs a little).
+    /// nextpnr's router: router1 (nextpnr's default) or router2 (docs/BOARDS.md compares them
+    /// on this project's builds).
     #[arg(long, value_enum, default_value_t = RouterArg::Router1)]
     pub router: RouterArg,
     /// nextpnr's placement seed (another seed gives another placement and fmax).
