@@ -105,7 +105,7 @@ pub struct BoardBuildArgs {
     #[arg(long, value_enum, default_value_t = RouterArg::Router1)]
     pub router: RouterArg,
     /// nextpnr's placement seed (another seed gives another placement and fmax).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = systole_boards::nextpnr::Pnr::default().seed)]
     pub seed: u32,
     /// Output directory.
     #[arg(short = 'o', long = "out", value_name = "DIR")]
