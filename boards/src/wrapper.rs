@@ -39,7 +39,7 @@ pub const PLL_TOLERANCE: f64 = 1e-4;
 /// at a clock the UART divisor and the timing report were not computed for.
 pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
     let (fin, fout) = (format!("{}", board.clock_mhz), format!("{mhz}"));
-    let (tool, text) = match board.family {
+    let (tool, file, text) = match board.family {
         Family::Ice40 => {
             // The boards' clock pins feed the PLL pads directly: SB_PLL40_PAD.
             ICEPLL.run(
@@ -48,7 +48,7 @@ pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
             )?;
             let text = std::fs::read_to_string(dir.join("pll.v"))
                 .map_err(ToolError::io(dir.join("pll.v")))?;
-            ("icepll", text)
+            ("icepll", "pll.v", text)
         }
         Family::Ecp5 => {
             ECPPLL
@@ -60,13 +60,13 @@ pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
                         systole_pll_raw raw(.clkin(clock_in), .clkout0(clock_out), .locked(locked));\nendmodule\n";
             std::fs::write(dir.join("pll.v"), raw.clone() + shim)
                 .map_err(ToolError::io(dir.join("pll.v")))?;
-            ("ecppll", raw)
+            ("ecppll", "pll_raw.v", raw)
         }
     };
     let made = pll_output_mhz(board.family, &text).ok_or_else(|| {
         ToolError::Report(format!(
             "{tool} wrote {} without the output frequency it achieved",
-            dir.join("pll.v").display()
+            dir.join(file).display()
         ))
     })?;
     if (made - mhz).abs() > PLL_TOLERANCE * mhz {
