@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::board::Board;
 use crate::nextpnr::Pnr;
-use crate::report::{self, Built, Report};
+use crate::report::{self, Bitstream, Built, Report};
 use crate::tool::ToolError;
 use crate::{nextpnr, pack, yosys};
 
@@ -36,9 +36,9 @@ pub enum FlowError {
 
 /// Builds `design` for `board` at `target_mhz` in `out` (created if needed), placed and routed
 /// as `pnr` says: writes the sources, the constraints, the netlist, the bitstream and
-/// `report.json`. A design that does
-/// not fit fails in nextpnr with its own message; one that misses timing fails with
-/// [`FlowError::Timing`] after writing its report.
+/// `report.json`, which records the bitstream's SHA-256. A design that does not fit fails in
+/// nextpnr with its own message, leaving a previous build's bitstream and report in `out`
+/// untouched; one that misses timing fails with [`FlowError::Timing`] after writing both.
 pub fn build(
     board: &Board,
     design: &Design,
@@ -70,9 +70,15 @@ pub fn build(
         }
         r => r?,
     }
-    pack::pack(board, out)?;
-    let json_path = out.join("report.json");
-    let json = std::fs::read_to_string(&json_path).map_err(ToolError::io(&json_path))?;
+    // The new bitstream and its report replace a previous build's only once both are whole: a
+    // build that fails before this point leaves the previous bitstream and report.json as they
+    // were. The bitstream goes first; were the report not to follow, the old report's checksum
+    // would no longer match and `board program` would refuse the pair.
+    let file = board.bitstream_name();
+    let pending = format!("{file}.new");
+    pack::pack(board, out, &pending)?;
+    let raw_path = out.join("nextpnr-report.json");
+    let json = std::fs::read_to_string(&raw_path).map_err(ToolError::io(&raw_path))?;
     let device = board.device.join(" ");
     let mut report = report::parse(
         &json,
@@ -84,12 +90,17 @@ pub fn build(
     )?;
     report.built = design.built.clone();
     report.pnr = pnr;
-    // Our report replaces nextpnr's raw one under the documented name; keep the raw one too.
-    let raw = out.join("nextpnr-report.json");
-    std::fs::rename(&json_path, &raw).map_err(ToolError::io(&raw))?;
+    let pending_path = out.join(&pending);
+    let bits = std::fs::read(&pending_path).map_err(ToolError::io(&pending_path))?;
+    report.bitstream = Some(Bitstream::of(file, &bits));
     let text =
         serde_json::to_string_pretty(&report).map_err(|e| ToolError::Report(e.to_string()))?;
-    std::fs::write(&json_path, text + "\n").map_err(ToolError::io(&json_path))?;
+    let json_path = out.join("report.json");
+    let json_pending = out.join("report.json.new");
+    std::fs::write(&json_pending, text + "\n").map_err(ToolError::io(&json_pending))?;
+    let bit_path = out.join(file);
+    std::fs::rename(&pending_path, &bit_path).map_err(ToolError::io(&bit_path))?;
+    std::fs::rename(&json_pending, &json_path).map_err(ToolError::io(&json_path))?;
     if !report.timing_met {
         return Err(FlowError::Timing { report: Box::new(report), dir: out.display().to_string() });
     }
@@ -214,6 +225,31 @@ mod tests {
         assert!(matches!(err, FlowError::Timing { .. }), "{err}");
         assert!(err.to_string().contains("timing not met"), "{err}");
         assert!(dir.path().join("report.json").is_file());
+        // Both are written, and `board program` refuses them unless forced.
+        let err = crate::program::loadable(&ICEBREAKER, dir.path(), false).unwrap_err();
+        assert!(err.to_string().contains("missed timing"), "{err}");
+        assert!(crate::program::loadable(&ICEBREAKER, dir.path(), true).is_ok());
+    }
+
+    #[test]
+    fn a_failed_rebuild_leaves_the_previous_build_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = blink(&ICEBREAKER, "led_red_n");
+        let report = build(&ICEBREAKER, &good, 12.0, Pnr::default(), dir.path()).unwrap();
+        let bin = std::fs::read(dir.path().join("systole.bin")).unwrap();
+        let json = std::fs::read(dir.path().join("report.json")).unwrap();
+        assert_eq!(report.bitstream, Some(Bitstream::of("systole.bin", &bin)));
+        // The same counter with an output no pin is assigned to: nextpnr refuses it.
+        let mut bad = good.clone();
+        bad.sources[0].1 = bad.sources[0]
+            .1
+            .replace("output wire", "output wire nope, output wire")
+            .replace("endmodule", "  assign nope = c[22];\nendmodule");
+        let err = build(&ICEBREAKER, &bad, 12.0, Pnr::default(), dir.path()).unwrap_err();
+        assert!(err.to_string().contains("nope"), "{err}");
+        assert_eq!(std::fs::read(dir.path().join("systole.bin")).unwrap(), bin);
+        assert_eq!(std::fs::read(dir.path().join("report.json")).unwrap(), json);
+        assert!(crate::program::loadable(&ICEBREAKER, dir.path(), false).is_ok());
     }
 
     #[test]

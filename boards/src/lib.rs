@@ -7,13 +7,15 @@
 //! * [`board`]: the boards, their parts, pins and default array configs.
 //! * [`tool`]: finding and running the tools; a missing one names its package.
 //! * [`yosys`], [`nextpnr`], [`pack`]: one module per tool of the flow.
-//! * [`report`]: utilisation and fmax from nextpnr's JSON report.
+//! * [`report`]: utilisation and fmax from nextpnr's JSON report, and the bitstream's checksum.
+//! * [`program`]: which bitstream may be loaded onto a board.
 //! * [`flow`]: synthesis, place and route, packing, report.
 
 pub mod board;
 pub mod flow;
 pub mod nextpnr;
 pub mod pack;
+pub mod program;
 pub mod report;
 pub mod serial;
 pub mod tool;

@@ -41,7 +41,7 @@ impl Default for Pnr {
 }
 
 /// Places and routes `dir/netlist.json` against `constraints` (a file in `dir`) at
-/// `target_mhz`. Writes `dir/report.json` and the routed design (`routed.asc` or
+/// `target_mhz`. Writes nextpnr's own report, `dir/nextpnr-report.json`, and the routed design (`routed.asc` or
 /// `routed.config`) and its whole output to `dir/nextpnr.log`. Timing failures do not stop it:
 /// the report says whether timing was met.
 pub fn place_and_route(
@@ -58,7 +58,7 @@ pub fn place_and_route(
         "--json",
         "netlist.json",
         "--report",
-        "report.json",
+        "nextpnr-report.json",
         "--freq",
         &freq,
         "--seed",

@@ -3,6 +3,7 @@
 //! timing was met.
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::board::Family;
 use crate::nextpnr::Pnr;
@@ -50,6 +51,31 @@ pub struct Report {
     pub fmax_mhz: f64,
     pub target_mhz: f64,
     pub timing_met: bool,
+    /// The bitstream this build wrote beside the report (absent in reports from before it was
+    /// recorded): `systole board program` loads only that file, byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bitstream: Option<Bitstream>,
+}
+
+/// A bitstream as its report records it: its file name in the build directory, its size and its
+/// SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bitstream {
+    pub file: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+impl Bitstream {
+    /// The record of `bytes`, a bitstream saved as `file`.
+    pub fn of(file: &str, bytes: &[u8]) -> Bitstream {
+        let digest = Sha256::digest(bytes);
+        Bitstream {
+            file: file.into(),
+            bytes: bytes.len() as u64,
+            sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
 }
 
 fn used(util: &serde_json::Value, cell: &str) -> (u64, u64) {
@@ -120,6 +146,7 @@ pub fn parse(
         fmax_mhz: (fmax * 100.0).round() / 100.0,
         target_mhz,
         timing_met: fmax >= target_mhz,
+        bitstream: None,
     })
 }
 
@@ -189,6 +216,24 @@ mod tests {
         assert_eq!(Report::from_json(&old).unwrap().pnr, Pnr::default());
         let bad = text.replace("router2", "router9");
         assert!(Report::from_json(&bad).unwrap_err().to_string().contains("router9"));
+    }
+
+    #[test]
+    fn records_the_bitstream_it_describes() {
+        let json = r#"{"fmax": {"clk": {"achieved": 20.5}},
+            "utilization": {"TRELLIS_COMB": {"available": 83640, "used": 100}}}"#;
+        let mut r = parse(json, Family::Ecp5, "ulx3s", "85k", 15.0, 0).unwrap();
+        assert_eq!(r.bitstream, None);
+        r.bitstream = Some(Bitstream::of("systole.bit", b"abc"));
+        let text = serde_json::to_string(&r).unwrap();
+        // SHA-256 of "abc" (FIPS 180-2's example).
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        let want = format!(r#""bitstream":{{"file":"systole.bit","bytes":3,"sha256":"{abc}"}}"#);
+        assert!(text.contains(&want), "{text}");
+        assert_eq!(Report::from_json(&text).unwrap(), r);
+        // Reports from before the bitstream was recorded still read.
+        let old = text.replace(&format!(",{want}"), "");
+        assert_eq!(Report::from_json(&old).unwrap().bitstream, None);
     }
 
     #[test]

@@ -1,6 +1,5 @@
 //! `systole board`: list the supported dev boards, build a bitstream for one, program it.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context};
@@ -203,15 +202,7 @@ fn describe(c: &ArrayConfig) -> String {
 /// `systole board program`: load DIR's bitstream with the board's programmer.
 pub fn program(args: &BoardProgramArgs) -> anyhow::Result<()> {
     let b = board(&args.board)?;
-    let bitstream: PathBuf = args.dir.join(b.bitstream_name());
-    if !bitstream.is_file() {
-        bail!(
-            "{} not found: run `systole board build {} -o {}` first",
-            bitstream.display(),
-            b.name,
-            args.dir.display()
-        );
-    }
+    let (bitstream, _) = systole_boards::program::loadable(&b, &args.dir, args.force)?;
     let (tool, rest) =
         b.programmer.split_first().ok_or_else(|| anyhow!("no programmer for {}", b.name))?;
     let package = if *tool == "iceprog" {

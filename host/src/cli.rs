@@ -123,6 +123,10 @@ pub struct BoardProgramArgs {
     pub board: String,
     /// The directory `board build` wrote.
     pub dir: PathBuf,
+    /// Load a bitstream whose build missed timing, or whose report.json predates bitstream
+    /// checksums (a changed or missing bitstream is never loaded).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]

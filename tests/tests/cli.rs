@@ -675,6 +675,75 @@ fn board_build_refuses_a_clock_its_pll_cannot_make() {
     assert!(!out_dir.join("systole.bit").exists() && !out_dir.join("report.json").exists());
 }
 
+/// `board program` loads a bitstream only beside the report of the build that wrote it: a build
+/// that missed timing needs `--force`, and a bitstream that is not the one its report describes
+/// is never loaded. A stand-in `iceprog` on PATH records what it was asked to load.
+#[test]
+fn board_program_loads_only_the_bitstream_its_report_vouches_for() {
+    use systole_boards::report::{Bitstream, Report};
+    let s = Scratch::new();
+    let bin_dir = s.path("bin");
+    fs::create_dir(&bin_dir).unwrap();
+    let loaded = s.path("loaded.txt");
+    let iceprog = bin_dir.join("iceprog");
+    fs::write(&iceprog, format!("#!/bin/sh\necho \"$@\" >> '{}'\n", loaded.display())).unwrap();
+    fs::set_permissions(&iceprog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let program = |dir: &Path, force: bool| {
+        let mut args = vec!["board", "program", "icebreaker", dir.to_str().unwrap()];
+        if force {
+            args.push("--force");
+        }
+        std::process::Command::new(systole_tests::systole_binary())
+            .args(&args)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let build_dir = |name: &str, timing_met: bool| {
+        let dir = s.path(name);
+        fs::create_dir(&dir).unwrap();
+        let bits = format!("bitstream of {name}").into_bytes();
+        fs::write(dir.join("systole.bin"), &bits).unwrap();
+        let report = serde_json::json!({
+            "board": "icebreaker", "device": "--up5k --package sg48",
+            "luts": 4920, "luts_available": 5280, "flip_flops": 1097, "bram": 24,
+            "bram_available": 30, "spram": 4, "dsps": 5, "dsps_available": 8,
+            "fmax_mhz": if timing_met { 8.97 } else { 5.5 }, "target_mhz": 6.0,
+            "timing_met": timing_met,
+            "bitstream": Bitstream::of("systole.bin", &bits),
+        });
+        let report: Report = serde_json::from_value(report).unwrap();
+        fs::write(dir.join("report.json"), serde_json::to_string_pretty(&report).unwrap()).unwrap();
+        dir
+    };
+    let loads = || fs::read_to_string(&loaded).unwrap_or_default();
+
+    let good = build_dir("good", true);
+    let out = program(&good, false);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(loads(), format!("{}\n", good.join("systole.bin").display()));
+
+    let slow = build_dir("slow", false);
+    assert_fails_naming(
+        &program(&slow, false),
+        &["missed timing (5.50 MHz achieved for 6 MHz)", "--force"],
+    );
+    assert_eq!(loads().lines().count(), 1, "a build that missed timing was loaded unforced");
+    assert!(program(&slow, true).status.success());
+    assert_eq!(loads().lines().last(), Some(slow.join("systole.bin").to_str().unwrap()));
+
+    fs::write(good.join("systole.bin"), b"another bitstream").unwrap();
+    for force in [false, true] {
+        assert_fails_naming(&program(&good, force), &["is not the bitstream", "report.json"]);
+    }
+    assert_fails_naming(
+        &program(&s.path("nothing"), false),
+        &["is not the output of `systole board build`"],
+    );
+    assert_eq!(loads().lines().count(), 2);
+}
+
 // ---------------------------------------------------------------------------------------------
 // systole firmware blob
 
