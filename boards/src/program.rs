@@ -16,8 +16,9 @@ pub enum ProgramError {
          board build {board} -o {dir}`)"
     )]
     NoReport { report: String, dir: String, board: String },
+    /// The report or the bitstream could not be read, or the report did not parse.
     #[error("{path}: {error}")]
-    BadReport { path: String, error: String },
+    Unreadable { path: String, error: String },
     #[error("{dir} holds a build for {built_for}, not {board}")]
     OtherBoard { dir: String, built_for: String, board: String },
     #[error("{path} not found, though {report} describes it: its build did not finish; rebuild")]
@@ -62,11 +63,11 @@ pub fn loadable(board: &Board, dir: &Path, force: bool) -> Result<(PathBuf, Repo
                 board: board.name.into(),
             }
         } else {
-            ProgramError::BadReport { path: show(&report_path), error: e.to_string() }
+            ProgramError::Unreadable { path: show(&report_path), error: e.to_string() }
         }
     })?;
     let report = Report::from_json(&json)
-        .map_err(|e| ProgramError::BadReport { path: show(&report_path), error: e.to_string() })?;
+        .map_err(|e| ProgramError::Unreadable { path: show(&report_path), error: e.to_string() })?;
     if report.board != board.name {
         return Err(ProgramError::OtherBoard {
             dir: show(dir),
@@ -80,7 +81,7 @@ pub fn loadable(board: &Board, dir: &Path, force: bool) -> Result<(PathBuf, Repo
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(ProgramError::NoBitstream { path: show(&path), report: show(&report_path) })
         }
-        Err(e) => return Err(ProgramError::BadReport { path: show(&path), error: e.to_string() }),
+        Err(e) => return Err(ProgramError::Unreadable { path: show(&path), error: e.to_string() }),
     };
     match &report.bitstream {
         Some(want) => {
@@ -114,7 +115,7 @@ pub fn loadable(board: &Board, dir: &Path, force: bool) -> Result<(PathBuf, Repo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::board::{ICEBREAKER, ULX3S_85F as ULX3S};
+    use crate::board::{ICEBREAKER, ULX3S_85F};
     use crate::nextpnr::Pnr;
 
     /// A build directory as `board build` leaves it: a bitstream and the report naming it.
@@ -187,7 +188,7 @@ mod tests {
     #[test]
     fn another_boards_build_or_no_report_is_refused() {
         let dir = build_dir(&ICEBREAKER, true);
-        let err = loadable(&ULX3S, dir.path(), true).unwrap_err().to_string();
+        let err = loadable(&ULX3S_85F, dir.path(), true).unwrap_err().to_string();
         assert!(err.contains("holds a build for icebreaker, not ulx3s"), "{err}");
         std::fs::write(dir.path().join("report.json"), "{").unwrap();
         let err = loadable(&ICEBREAKER, dir.path(), true).unwrap_err().to_string();
