@@ -1,5 +1,5 @@
-//! The boards: their FPGA, clock, constraint file, and the accelerator each builds by default
-//! (array, memories, clock), with the report of the last measured build of that default.
+//! The boards: their FPGA, clock, constraint file, and the accelerator each builds by default in
+//! each dtype (array, memories, clock), with the report of the measured build of that default.
 
 use systole_core::{ArrayConfig, Dtype};
 
@@ -29,23 +29,29 @@ pub struct Board {
     /// The constraint file (`.pcf` for iCE40, `.lpf` for ECP5) in this board's folder.
     pub constraints: &'static str,
     pub constraints_name: &'static str,
-    /// Default array: rows, cols, dtype, and the clock the design is built for.
-    pub default_rows: u16,
-    pub default_cols: u16,
-    pub default_dtype: Dtype,
-    pub default_mhz: f64,
-    /// The clock a BF16 build defaults to: its accumulator lane's one-cycle f32 multiply and
-    /// add is a longer path than INT8's requantize.
-    pub bf16_mhz: f64,
+    /// The default INT8 build: what `systole board build <name>` makes. Every board holds one.
+    pub int8: Preset,
+    /// The default BF16 build (`--dtype bf16`), if a BF16 array fits the part. Its PEs are
+    /// larger, and its accumulator lane's one-cycle f32 multiply and add is a longer path than
+    /// INT8's requantize, so its array is smaller or its clock slower.
+    pub bf16: Option<Preset>,
     /// Default memories, sized to the board's block RAM: scratchpad and accumulator rows, DRAM
     /// bytes, instruction FIFO words.
     pub memories: Memories,
-    /// `report.json` of the measured build of the default config (`report-<name>.json` in the
-    /// board's folder, written by `systole board build <name> -o DIR` and copied there), if
-    /// one was measured.
-    pub measured: Option<&'static str>,
     /// How the bitstream is loaded: `iceprog` or `openFPGALoader -b <board>`.
     pub programmer: &'static [&'static str],
+}
+
+/// A board's default build in one dtype: the array, the clock it is built for, and the report
+/// of that build as measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Preset {
+    pub rows: u16,
+    pub cols: u16,
+    pub mhz: f64,
+    /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
+    /// by `systole board build` and copied there), if it was measured.
+    pub measured: Option<&'static str>,
 }
 
 /// The memories a board's accelerator is built with (what `systole_hdl::TopConfig` and
@@ -59,14 +65,23 @@ pub struct Memories {
 }
 
 impl Board {
-    /// The default accelerator config for this board, at its default clock, with its memories.
+    /// The default accelerator config for this board (its INT8 build), at its clock, with its
+    /// memories.
     pub fn default_config(&self) -> ArrayConfig {
-        self.config(
-            self.default_rows,
-            self.default_cols,
-            self.default_dtype,
-            self.default_clock(self.default_dtype),
-        )
+        self.config(self.int8.rows, self.int8.cols, Dtype::Int8, self.int8.mhz)
+    }
+
+    /// The default build in `dtype`, if one fits the board.
+    pub fn preset(&self, dtype: Dtype) -> Option<&Preset> {
+        match dtype {
+            Dtype::Int8 => Some(&self.int8),
+            Dtype::Bf16 => self.bf16.as_ref(),
+        }
+    }
+
+    /// The config of the default build in `dtype`, if one fits the board.
+    pub fn preset_config(&self, dtype: Dtype) -> Option<ArrayConfig> {
+        self.preset(dtype).map(|p| self.config(p.rows, p.cols, dtype, p.mhz))
     }
 
     /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories; the scratchpad
@@ -80,12 +95,9 @@ impl Board {
         c
     }
 
-    /// The clock a build in `dtype` defaults to.
+    /// The clock a build in `dtype` defaults to: its default build's, else the INT8 build's.
     pub fn default_clock(&self, dtype: Dtype) -> f64 {
-        match dtype {
-            Dtype::Int8 => self.default_mhz,
-            Dtype::Bf16 => self.bf16_mhz,
-        }
+        self.preset(dtype).unwrap_or(&self.int8).mhz
     }
 
     /// File name of the bitstream.
@@ -114,13 +126,15 @@ pub const ICEBREAKER: Board = Board {
     clock_mhz: 12.0,
     constraints: include_str!("../icebreaker/icebreaker.pcf"),
     constraints_name: "icebreaker.pcf",
-    default_rows: 1,
-    default_cols: 1,
-    default_dtype: Dtype::Int8,
-    default_mhz: 6.0,
-    bf16_mhz: 6.0,
+    int8: Preset {
+        rows: 1,
+        cols: 1,
+        mhz: 6.0,
+        measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
+    },
+    // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
+    bf16: None,
     memories: ICE40_MEMORIES,
-    measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     programmer: &["iceprog"],
 };
 
@@ -136,14 +150,20 @@ pub const ALCHITRY_CU: Board = Board {
     constraints_name: "alchitry-cu.pcf",
     // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36): the 1 x 1
     // takes 7,197 of the 7,680 cells and reaches 16.2 MHz; the oscillator divided by 8.
-    default_rows: 1,
-    default_cols: 1,
-    default_dtype: Dtype::Int8,
-    default_mhz: 12.5,
+    int8: Preset {
+        rows: 1,
+        cols: 1,
+        mhz: 12.5,
+        measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
+    },
     // The 1 x 1 BF16 fits (6,998 cells) but reaches 9.23 MHz: the oscillator divided by 12.
-    bf16_mhz: 100.0 / 12.0,
+    bf16: Some(Preset {
+        rows: 1,
+        cols: 1,
+        mhz: 100.0 / 12.0,
+        measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
+    }),
     memories: ICE40_MEMORIES,
-    measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     programmer: &["iceprog"],
 };
 
@@ -157,15 +177,22 @@ pub const ULX3S_85F: Board = Board {
     clock_mhz: 25.0,
     constraints: include_str!("../ulx3s/ulx3s.lpf"),
     constraints_name: "ulx3s.lpf",
-    default_rows: 8,
-    default_cols: 8,
-    default_dtype: Dtype::Int8,
     // The 8 x 8 routes at 19.81 MHz (docs/BOARDS.md).
-    default_mhz: 15.0,
-    // 25 MHz / 2, no PLL: the 3 x 3 BF16 build reaches 13.1 MHz on the 25F, 15 MHz is not met.
-    bf16_mhz: 12.5,
+    int8: Preset {
+        rows: 8,
+        cols: 8,
+        mhz: 15.0,
+        measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
+    },
+    // The largest BF16 that fits (89% of the LUTs) routes at 11.95 MHz: 12.5 is missed, so the
+    // PLL makes 25 * 3 / 7 MHz. The 8 x 8 fills 98% and is not known to place.
+    bf16: Some(Preset {
+        rows: 8,
+        cols: 7,
+        mhz: 10.7143,
+        measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
+    }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
-    measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     programmer: &["openFPGALoader", "-b", "ulx3s"],
 };
 
@@ -174,16 +201,26 @@ pub const ULX3S_25F: Board = Board {
     title: "ULX3S (Lattice ECP5 LFE5U-25F)",
     device: &["--25k", "--package", "CABGA381"],
     // 3 x 3 takes 23 of its 28 multipliers (docs/BOARDS.md); the iCE40 boards' memories.
-    default_rows: 3,
-    default_cols: 3,
+    int8: Preset {
+        rows: 3,
+        cols: 3,
+        mhz: 15.0,
+        measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
+    },
+    // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 13.1 MHz, 15 MHz is not met.
+    bf16: Some(Preset {
+        rows: 3,
+        cols: 3,
+        mhz: 12.5,
+        measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
+    }),
     memories: ICE40_MEMORIES,
-    measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     ..ULX3S_85F
 };
 
 /// Every supported board.
 ///
-/// A measured report must describe the board's default build (checked by a test).
+/// A measured report must describe the default build it belongs to (checked by a test).
 pub const BOARDS: [Board; 4] = [ICEBREAKER, ALCHITRY_CU, ULX3S_85F, ULX3S_25F];
 
 /// A board by its command-line name.
@@ -199,35 +236,48 @@ mod tests {
     fn measured_reports_describe_the_default_builds_and_met_timing() {
         let mut measured = 0;
         for b in BOARDS {
-            let Some(json) = b.measured else { continue };
-            let r = crate::Report::from_json(json).unwrap();
-            let built = r.built.as_ref().expect("a systole_top build");
-            let c = b.default_config();
-            assert_eq!(r.board, b.name);
-            assert_eq!((built.rows, built.cols), (c.rows, c.cols), "{}", b.name);
-            assert_eq!(built.dtype, c.dtype.name(), "{}", b.name);
-            assert_eq!((built.spad_depth, built.acc_depth), (c.spad_depth, c.acc_depth));
-            assert_eq!(
-                (built.dram_bytes, built.fifo_depth),
-                (b.memories.dram_bytes, b.memories.fifo_depth)
-            );
-            assert_eq!(built.clock_mhz, b.default_mhz, "{}", b.name);
-            assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{}: {r:?}", b.name);
-            measured += 1;
+            for dtype in [Dtype::Int8, Dtype::Bf16] {
+                let Some(p) = b.preset(dtype) else { continue };
+                let Some(json) = p.measured else { continue };
+                let what = format!("{} {}", b.name, dtype.name());
+                let r = crate::Report::from_json(json).unwrap();
+                let built = r.built.as_ref().expect("a systole_top build");
+                let c = b.preset_config(dtype).unwrap();
+                assert_eq!(r.board, b.name);
+                assert_eq!((built.rows, built.cols), (c.rows, c.cols), "{what}");
+                assert_eq!(built.dtype, c.dtype.name(), "{what}");
+                assert_eq!((built.spad_depth, built.acc_depth), (c.spad_depth, c.acc_depth));
+                assert_eq!(
+                    (built.dram_bytes, built.fifo_depth),
+                    (b.memories.dram_bytes, b.memories.fifo_depth)
+                );
+                assert_eq!(built.clock_mhz, p.mhz, "{what}");
+                assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{what}: {r:?}");
+                measured += 1;
+            }
         }
-        assert_eq!(measured, BOARDS.len(), "every board's default build is measured");
+        let presets = BOARDS.iter().map(|b| 1 + b.bf16.is_some() as usize).sum::<usize>();
+        assert_eq!(measured, presets, "every default build is measured");
     }
 
     #[test]
-    fn bf16_builds_default_to_their_own_clock() {
+    fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
         for b in [ULX3S_85F, ULX3S_25F] {
             assert_eq!(b.default_clock(Dtype::Int8), 15.0);
-            assert_eq!(b.default_clock(Dtype::Bf16), 12.5);
-            // The 25 MHz oscillator halved in logic: no PLL.
-            assert_eq!(clock_source(&b, b.default_clock(Dtype::Bf16)), ClockSource::Divided(2));
         }
+        // The 25F's 25 MHz oscillator halved in logic: no PLL.
+        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 12.5);
+        let clock = ULX3S_25F.default_clock(Dtype::Bf16);
+        assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Divided(2));
+        // The 85F's BF16 is a smaller array than its INT8, on the PLL.
+        let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
+        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 7, 10.7143));
+        assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
         assert_eq!(ICEBREAKER.default_config().clock_mhz, 6.0);
+        // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
+        assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
+        assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 6.0);
         // The Alchitry Cu's 100 MHz divided by 8 for INT8, by 12 for BF16.
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Int8)),

@@ -22,7 +22,7 @@ pub mod tool;
 pub mod wrapper;
 pub mod yosys;
 
-pub use board::{Board, Family};
+pub use board::{Board, Family, Preset};
 pub use flow::{build, Design};
 pub use report::Report;
 pub use tool::ToolError;

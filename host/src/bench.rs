@@ -17,8 +17,9 @@
 //!
 //! With `--machine board --board NAME`, the accelerator is that board's measured build: its
 //! array, dtype and memories, and the fmax nextpnr achieved, from the build's `report.json`
-//! (the board's committed `boards/<name>/report.json`, or `--report FILE`). No board need be
-//! attached: the exact cycle counts become time at the measured clock.
+//! (the board's committed report of its default build in `--dtype`, INT8 unless asked, or
+//! `--report FILE`). No board need be attached: the exact cycle counts become time at the
+//! measured clock.
 //!
 //! Every result is checked before it is timed. Outputs: an aligned table, `--json`, and
 //! `--plot` (an SVG of throughput against size and a roofline), each written whole or not at
@@ -52,9 +53,10 @@ pub struct BenchArgs {
     pub suite: Suite,
     #[command(flatten)]
     pub array: ArrayArgs,
-    /// The accelerator's datapath for the GEMM suite (training always runs in bf16).
-    #[arg(long, value_enum, default_value_t = DtypeArg::Bf16)]
-    pub dtype: DtypeArg,
+    /// The accelerator's datapath for the GEMM suite (training always runs in bf16): bf16
+    /// unless asked. With --machine board, which of the board's builds: int8 unless asked.
+    #[arg(long, value_enum)]
+    pub dtype: Option<DtypeArg>,
     /// A board's achieved clock (nextpnr's fmax): adds accelerator rows at that clock.
     #[arg(long, value_name = "MHZ")]
     pub fmax_mhz: Option<f64>,
@@ -122,8 +124,13 @@ pub struct BoardBuild {
 }
 
 /// The measured build `--machine board` uses: `report` if given, else the board's committed
-/// one. A report must describe a `systole_top` build that met timing.
-pub fn board_build(board: &str, report: Option<&Path>) -> anyhow::Result<BoardBuild> {
+/// report of its default build in `dtype` (INT8 if none). A report must describe a
+/// `systole_top` build that met timing, in `dtype` if one is given.
+pub fn board_build(
+    board: &str,
+    dtype: Option<Dtype>,
+    report: Option<&Path>,
+) -> anyhow::Result<BoardBuild> {
     let b = systole_boards::board::by_name(board).ok_or_else(|| {
         let names: Vec<&str> = systole_boards::board::BOARDS.iter().map(|b| b.name).collect();
         anyhow!("unknown board `{board}`: the boards are {}", names.join(", "))
@@ -134,15 +141,26 @@ pub fn board_build(board: &str, report: Option<&Path>) -> anyhow::Result<BoardBu
                 .with_context(|| format!("cannot read {}", path.display()))?,
             path.display().to_string(),
         ),
-        None => match b.measured {
-            Some(json) => (json.to_string(), format!("{}'s committed measured build", b.name)),
-            None => bail!(
-                "board {} has no measured build: run `systole board build {} -o DIR` and pass \
-                 --report DIR/report.json",
-                b.name,
-                b.name
-            ),
-        },
+        None => {
+            let want = dtype.unwrap_or(Dtype::Int8);
+            let Some(preset) = b.preset(want) else {
+                bail!("no {} array fits board {} (docs/BOARDS.md)", want.name(), b.name)
+            };
+            match preset.measured {
+                Some(json) => (
+                    json.to_string(),
+                    format!("{}'s committed measured {} build", b.name, want.name()),
+                ),
+                None => bail!(
+                    "board {} has no measured {} build: run `systole board build {} --dtype {} \
+                     -o DIR` and pass --report DIR/report.json",
+                    b.name,
+                    want.name(),
+                    b.name,
+                    want.name()
+                ),
+            }
+        }
     };
     let report = systole_boards::Report::from_json(&json).map_err(|e| anyhow!("{source}: {e}"))?;
     if report.board != b.name {
@@ -159,11 +177,14 @@ pub fn board_build(board: &str, report: Option<&Path>) -> anyhow::Result<BoardBu
             crate::board::mhz(report.target_mhz)
         );
     }
-    let dtype = match built.dtype.as_str() {
+    let built_dtype = match built.dtype.as_str() {
         "int8" => Dtype::Int8,
         "bf16" => Dtype::Bf16,
         other => bail!("{source}: unknown dtype `{other}`"),
     };
+    if let Some(want) = dtype.filter(|&want| want != built_dtype) {
+        bail!("{source} is a build in {}, not {}", built_dtype.name(), want.name());
+    }
     let dataflow = match built.dataflow.as_str() {
         "ws" => systole_core::Dataflow::WeightStationary,
         "os" => systole_core::Dataflow::OutputStationary,
@@ -173,7 +194,7 @@ pub fn board_build(board: &str, report: Option<&Path>) -> anyhow::Result<BoardBu
         spad_depth: built.spad_depth,
         acc_depth: built.acc_depth,
         clock_mhz: built.clock_mhz,
-        ..ArrayConfig::new(built.rows, built.cols, dtype).with_dataflow(dataflow)
+        ..ArrayConfig::new(built.rows, built.cols, built_dtype).with_dataflow(dataflow)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
     Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })
@@ -441,7 +462,9 @@ pub struct ConfigReport {
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let board = match (args.machine, &args.board) {
-        (BenchMachine::Board, Some(name)) => Some(board_build(name, args.report.as_deref())?),
+        (BenchMachine::Board, Some(name)) => {
+            Some(board_build(name, args.dtype.map(Dtype::from), args.report.as_deref())?)
+        }
         (BenchMachine::Board, None) => bail!("--machine board needs --board NAME"),
         (BenchMachine::Model, Some(_)) => bail!("--board needs --machine board"),
         (BenchMachine::Model, None) if args.report.is_some() => {
@@ -484,7 +507,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             }
             (build.config, Some(build.fmax_mhz))
         }
-        None => (args.array.config(Dtype::from(args.dtype)), args.fmax_mhz),
+        None => {
+            let dtype = args.dtype.map_or(Dtype::Bf16, Dtype::from);
+            (args.array.config(dtype), args.fmax_mhz)
+        }
     };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     let mut link = match (&board, &args.port) {

@@ -8,8 +8,8 @@ use systole_boards::flow::{self, Design, FlowError};
 use systole_boards::nextpnr::{Pnr, Router};
 use systole_boards::report::Built;
 use systole_boards::wrapper::{self, TopPort};
-use systole_boards::Board;
-use systole_core::ArrayConfig;
+use systole_boards::{Board, Preset};
+use systole_core::{ArrayConfig, Dtype};
 
 use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg, RouterArg};
 
@@ -20,72 +20,77 @@ fn board(name: &str) -> anyhow::Result<Board> {
     })
 }
 
-/// `systole board list`: each board, its default array, and whether its tools are installed.
+/// `systole board list`: each board, its default INT8 and BF16 builds with their measured fmax,
+/// and its memories.
 pub fn list() -> anyhow::Result<()> {
-    let mut lines =
-        vec![["name", "family", "default", "clock", "memories", "measured", "board"]
-            .map(String::from)];
+    let mut lines = vec![["name", "family", "int8", "bf16", "memories", "board"].map(String::from)];
     for b in BOARDS {
         let family = match b.family {
             systole_boards::Family::Ice40 => "iCE40",
             systole_boards::Family::Ecp5 => "ECP5",
         };
         let m = b.memories;
-        let measured = match b.measured.map(systole_boards::Report::from_json) {
-            Some(Ok(r)) => format!("fmax {:.1} MHz", r.fmax_mhz),
-            Some(Err(e)) => format!("unreadable: {e}"),
-            None => "none".into(),
+        let preset = |p: Option<&Preset>| match p {
+            None => "none fits".to_string(),
+            Some(p) => {
+                let measured = match p.measured.map(systole_boards::Report::from_json) {
+                    Some(Ok(r)) => format!("fmax {:.2}", r.fmax_mhz),
+                    Some(Err(e)) => format!("report unreadable: {e}"),
+                    None => "not measured".into(),
+                };
+                format!("{}x{} at {} MHz ({measured})", p.rows, p.cols, mhz(p.mhz))
+            }
         };
         lines.push([
             b.name.to_string(),
             family.to_string(),
-            format!("{}x{} {}", b.default_rows, b.default_cols, b.default_dtype.name()),
-            if b.bf16_mhz == b.default_mhz {
-                format!("{} MHz", mhz(b.default_mhz))
-            } else {
-                format!("{} MHz (bf16 {})", mhz(b.default_mhz), mhz(b.bf16_mhz))
-            },
+            preset(b.preset(Dtype::Int8)),
+            preset(b.preset(Dtype::Bf16)),
             format!(
                 "spad {} acc {} dram {} fifo {}",
                 m.spad_depth, m.acc_depth, m.dram_bytes, m.fifo_depth
             ),
-            measured,
             b.title.to_string(),
         ]);
     }
     let widths: Vec<usize> =
-        (0..7).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
+        (0..6).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
     for line in &lines {
         let cells: Vec<String> = line
             .iter()
             .zip(&widths)
             .enumerate()
-            .map(|(c, (cell, &w))| match c {
-                3 => format!("{cell:>w$}"),
-                6 => cell.clone(),
-                _ => format!("{cell:<w$}"),
-            })
+            .map(|(c, (cell, &w))| if c == 5 { cell.clone() } else { format!("{cell:<w$}") })
             .collect();
         println!("{}", cells.join("  "));
     }
     Ok(())
 }
 
-/// The accelerator a board build makes: the board's default array, memories and clock, with
-/// the array, dtype and clock overridden where asked. The memories stay the board's (grown to
-/// core's minimum for a larger array).
+/// The accelerator a board build makes: the board's default build in the dtype asked (INT8
+/// unless asked), with the array and clock overridden where asked. The memories stay the
+/// board's (grown to core's minimum for a larger array).
 pub fn top_config(
     b: &Board,
     rows: Option<u16>,
     cols: Option<u16>,
-    dtype: Option<systole_core::Dtype>,
+    dtype: Option<Dtype>,
     clock_mhz: Option<f64>,
 ) -> anyhow::Result<systole_hdl::TopConfig> {
-    let (rows, cols) = (rows.unwrap_or(b.default_rows), cols.unwrap_or(b.default_cols));
+    let dtype = dtype.unwrap_or(Dtype::Int8);
+    let (rows, cols) = match (b.preset(dtype), rows, cols) {
+        (_, Some(rows), Some(cols)) => (rows, cols),
+        (Some(p), rows, cols) => (rows.unwrap_or(p.rows), cols.unwrap_or(p.cols)),
+        (None, ..) => bail!(
+            "no {} array fits board {} (docs/BOARDS.md): pass both --rows and --cols to try one \
+             anyway",
+            dtype.name(),
+            b.name
+        ),
+    };
     if rows == 0 || cols == 0 {
         bail!("--rows and --cols must be at least 1");
     }
-    let dtype = dtype.unwrap_or(b.default_dtype);
     let config = b.config(rows, cols, dtype, clock_mhz.unwrap_or(b.default_clock(dtype)));
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     Ok(systole_hdl::TopConfig {

@@ -661,6 +661,66 @@ fn bench_port_needs_a_board_build() {
     assert_fails_naming(&out, &["--port needs --machine board"]);
 }
 
+/// Each board has a default build per dtype, each with its committed measured report: `bench
+/// --machine board --dtype D` times that build's exact cycles at the fmax its report records, a
+/// board no BF16 array fits says so (for `bench` and for `board build`, before synthesis), and a
+/// `--report` in another dtype than asked is refused.
+#[test]
+fn each_dtype_has_its_own_measured_board_build() {
+    let s = Scratch::new();
+    let mut seen = 0;
+    for board in systole_boards::board::BOARDS {
+        for dtype in [Dtype::Int8, Dtype::Bf16] {
+            let (name, d) = (board.name, dtype.name());
+            let Some(config) = board.preset_config(dtype) else {
+                let out = systole(["bench", "--machine", "board", "--board", name, "--dtype", d]);
+                assert_fails_naming(&out, &[&format!("no {d} array fits board {name}")]);
+                let dir = s.path(&format!("{name}-{d}"));
+                let out =
+                    systole(["board", "build", name, "--dtype", d, "-o", dir.to_str().unwrap()]);
+                assert_fails_naming(&out, &["pass both --rows and --cols"]);
+                assert!(!dir.exists(), "nothing written for {name} {d}");
+                continue;
+            };
+            let json = s.path(&format!("{name}-{d}.json"));
+            let args = ["bench", "--machine", "board", "--board", name, "--dtype", d];
+            let more = ["--suite", "gemm", "--sizes", "8", "--json", json.to_str().unwrap()];
+            let out = systole(args.iter().chain(&more));
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let report: Value = serde_json::from_reader(File::open(&json).unwrap()).unwrap();
+            let c = &report["config"];
+            assert_eq!(
+                (c["rows"].as_u64(), c["cols"].as_u64()),
+                (Some(config.rows.into()), Some(config.cols.into()))
+            );
+            assert_eq!(
+                (c["dtype"].as_str(), c["clock_mhz"].as_f64()),
+                (Some(d), Some(config.clock_mhz))
+            );
+            let measured = board.preset(dtype).unwrap().measured.unwrap();
+            let fmax = systole_boards::Report::from_json(measured).unwrap().fmax_mhz;
+            assert_eq!(c["fmax_mhz"].as_f64(), Some(fmax), "{name} {d}");
+            let cycles = plan_for(&config, GemmShape { m: 8, k: 8, n: 8 }).cycles();
+            let at_fmax = report["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["workload"] == "8x8x8" && r["note"] == "at the board's fmax")
+                .unwrap_or_else(|| panic!("{name} {d}: no row at the fmax"));
+            assert_eq!(at_fmax["cycles"], cycles, "{name} {d}");
+            assert_eq!(at_fmax["seconds"].as_f64(), Some(cycles as f64 / (fmax * 1e6)));
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 7, "four INT8 builds and three BF16");
+    // The ULX3S 85F's INT8 report is not a BF16 build.
+    let int8 = s.path("ulx3s-int8.json");
+    fs::write(&int8, systole_boards::board::ULX3S_85F.int8.measured.unwrap()).unwrap();
+    let args = ["bench", "--machine", "board", "--board", "ulx3s", "--dtype", "bf16", "--report"];
+    let out = systole(args.iter().copied().chain([int8.to_str().unwrap()]));
+    assert_fails_naming(&out, &["is a build in int8, not bf16"]);
+}
+
 /// The ULX3S's PLL makes 12.5 MHz when asked for 12 (its 25 MHz input cannot give 12 within the
 /// PLL's limits): the build is refused before synthesis, naming the frequency it can make, and
 /// writes no bitstream, rather than run the board 4% faster than its UART divisor and timing
