@@ -207,7 +207,7 @@ pub const ULX3S_25F: Board = Board {
         mhz: 15.0,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
-    // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 13.1 MHz, 15 MHz is not met.
+    // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 12.8 MHz, 15 MHz is not met.
     bf16: Some(Preset {
         rows: 3,
         cols: 3,
