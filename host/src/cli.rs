@@ -86,16 +86,16 @@ pub enum BoardCommand {
 pub struct BoardBuildArgs {
     /// icebreaker, alchitry-cu, ulx3s or ulx3s-25f.
     pub board: String,
-    /// PE rows (default: the board's).
+    /// PE rows (default: the board's default build in the dtype, `systole board list`).
     #[arg(long)]
     pub rows: Option<u16>,
-    /// PE columns (default: the board's).
+    /// PE columns (default: the board's default build in the dtype).
     #[arg(long)]
     pub cols: Option<u16>,
-    /// Datapath (default: the board's).
+    /// Datapath (default: int8).
     #[arg(long, value_enum)]
     pub dtype: Option<DtypeArg>,
-    /// Clock the design must meet (default: the board's for the dtype, `systole board list`);
+    /// Clock the design must meet (default: the board's default build's in the dtype);
     /// an even fraction of the board's oscillator divides it in logic, another frequency adds
     /// a PLL.
     #[arg(long)]
