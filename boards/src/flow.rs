@@ -6,15 +6,18 @@ use crate::board::Board;
 use crate::nextpnr::Pnr;
 use crate::report::{self, Bitstream, Built, Report};
 use crate::tool::ToolError;
+use crate::yosys::PeProducts;
 use crate::{nextpnr, pack, yosys};
 
 /// What to build: Verilog sources (file name, text) and the top module; `built` describes the
-/// accelerator inside, for the report.
+/// accelerator inside, for the report; `pe_products`, where an ECP5 build forms its PEs'
+/// products.
 #[derive(Clone, Debug)]
 pub struct Design {
     pub sources: Vec<(String, String)>,
     pub top: String,
     pub built: Option<Built>,
+    pub pe_products: PeProducts,
 }
 
 /// Why a build did not give a usable bitstream.
@@ -55,7 +58,7 @@ pub fn build(
     }
     let constraints = out.join(board.constraints_name);
     std::fs::write(&constraints, board.constraints).map_err(ToolError::io(&constraints))?;
-    let stat = yosys::synthesize(board, out, &names, &design.top)?;
+    let stat = yosys::synthesize(board, out, &names, &design.top, design.pe_products)?;
     match nextpnr::place_and_route(board, out, board.constraints_name, target_mhz, pnr) {
         Err(ToolError::Failed { output, .. }) if does_not_fit(&output).is_some() => {
             let log = out.join("nextpnr.log");
@@ -174,7 +177,12 @@ mod tests {
              always @(posedge {clk}) c <= c + 1;\n  assign {led} = c[23];\nendmodule\n",
             clk = board.clock_port
         );
-        Design { sources: vec![("blink.v".into(), v)], top: "blink".into(), built: None }
+        Design {
+            sources: vec![("blink.v".into(), v)],
+            top: "blink".into(),
+            built: None,
+            pe_products: PeProducts::Dsp,
+        }
     }
 
     #[test]

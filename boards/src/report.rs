@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 use crate::board::Family;
 use crate::nextpnr::Pnr;
 use crate::tool::ToolError;
+use crate::yosys::PeProducts;
 
 /// What was built: the accelerator's array, memories and clock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,10 @@ pub struct Built {
     pub fifo_depth: usize,
     pub uart_divisor: u16,
     pub clock_mhz: f64,
+    /// Where the PEs' products were built (absent in reports from before it was recorded,
+    /// which built them in multipliers where the part has them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe_products: Option<PeProducts>,
 }
 
 /// `report.json` of `systole board build`.

@@ -324,7 +324,12 @@ mod tests {
                     sources[1].1
                 );
             }
-            let design = crate::flow::Design { sources, top: "board_top".into(), built: None };
+            let design = crate::flow::Design {
+                sources,
+                top: "board_top".into(),
+                built: None,
+                pe_products: Default::default(),
+            };
             let report =
                 crate::flow::build(&board, &design, mhz, Default::default(), dir.path()).unwrap();
             assert!(report.timing_met, "{} at {mhz} MHz: {report:?}", board.name);

@@ -2,16 +2,44 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::board::{Board, Family};
 use crate::tool::{ToolError, YOSYS, YOSYS_BOOTH, YOSYS_ECP5};
 
-/// Synthesizes `sources` (file names in `dir`) with top module `top` into `dir/netlist.json`;
-/// returns Yosys' cell statistics.
+/// Where the PEs' products are built: in the FPGA's multiplier blocks, or in LUTs by Yosys'
+/// radix-4 Booth pass. The other multipliers (the accumulator lanes' requantize and f32
+/// products) stay in multiplier blocks where the part has them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeProducts {
+    #[default]
+    Dsp,
+    Logic,
+}
+
+impl PeProducts {
+    pub fn name(self) -> &'static str {
+        match self {
+            PeProducts::Dsp => "dsp",
+            PeProducts::Logic => "logic",
+        }
+    }
+}
+
+/// The modules of `systole_top` that form the PEs' products (`MacInt8`, `Bf16Mul`; both
+/// dataflows): the selection the Booth pass maps with [`PeProducts::Logic`].
+const PE_PRODUCTS: &str = "systole_top_array_*pes_mac*";
+
+/// Synthesizes `sources` (file names in `dir`) with top module `top` into `dir/netlist.json`,
+/// the PEs' products built as `products` says (ECP5 only: the iCE40 boards build them as their
+/// part allows); returns Yosys' cell statistics.
 pub fn synthesize(
     board: &Board,
     dir: &Path,
     sources: &[&str],
     top: &str,
+    products: PeProducts,
 ) -> Result<String, ToolError> {
     // `-abc9`: ABC's timing-driven mapping; on the iCEBreaker's 1 x 1 systole_top it gives 4,306
     // LUTs and 1,413 carries where the default mapping gives 4,420 and 1,552 (DECISIONS 34).
@@ -28,7 +56,17 @@ pub fn synthesize(
             "hierarchy -top {top}; proc; opt; wreduce; booth; synth_ice40 -abc9 -top {top}; \
              delete t:$scopeinfo; write_json netlist.json"
         ),
-        Family::Ecp5 => format!("synth_ecp5 -top {top} -json netlist.json"),
+        Family::Ecp5 if products == PeProducts::Dsp => {
+            format!("synth_ecp5 -top {top} -json netlist.json")
+        }
+        // The PEs' products in LUTs, the rest as before. On the 85F's 9 x 8 INT8 this trades 72
+        // multipliers for about 12,000 LUTs, and router1 then routes the design several times
+        // faster (DECISIONS 38). A design without those modules fails here rather than build
+        // its products where it was not asked to.
+        Family::Ecp5 => format!(
+            "hierarchy -top {top}; proc; opt; wreduce; select -assert-min 1 {PE_PRODUCTS}; \
+             booth {PE_PRODUCTS}; synth_ecp5 -top {top} -json netlist.json"
+        ),
     };
     let script =
         format!("read_verilog -sv {}; {synth}; tee -q -o stat.txt stat", sources.join(" "));

@@ -8,10 +8,11 @@ use systole_boards::flow::{self, Design, FlowError};
 use systole_boards::nextpnr::{Pnr, Router};
 use systole_boards::report::Built;
 use systole_boards::wrapper::{self, TopPort};
+use systole_boards::yosys::PeProducts;
 use systole_boards::{Board, Preset};
 use systole_core::{ArrayConfig, Dtype};
 
-use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg, RouterArg};
+use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg, PeProductsArg, RouterArg};
 
 fn board(name: &str) -> anyhow::Result<Board> {
     by_name(name).ok_or_else(|| {
@@ -100,8 +101,33 @@ pub fn top_config(
     })
 }
 
+/// Where a build on `b` forms the PEs' products: as asked on the ECP5 boards, which have
+/// multipliers and a Yosys with the Booth pass; in its DSPs on the iCEBreaker (Debian's Yosys
+/// has no Booth pass); in logic on the Alchitry Cu, which has no multipliers.
+pub fn pe_products(b: &Board, asked: Option<PeProductsArg>) -> anyhow::Result<PeProducts> {
+    let asked = asked.map(|a| match a {
+        PeProductsArg::Dsp => PeProducts::Dsp,
+        PeProductsArg::Logic => PeProducts::Logic,
+    });
+    let only = match (b.family, b.dsps) {
+        (systole_boards::Family::Ecp5, _) => return Ok(asked.unwrap_or_default()),
+        (systole_boards::Family::Ice40, true) => PeProducts::Dsp,
+        (systole_boards::Family::Ice40, false) => PeProducts::Logic,
+    };
+    match asked {
+        Some(a) if a != only => bail!(
+            "--pe-products {}: {} builds its PEs' products only in {} (the ECP5 boards take \
+             either)",
+            a.name(),
+            b.name,
+            if only == PeProducts::Dsp { "its DSPs" } else { "logic: it has no multipliers" }
+        ),
+        _ => Ok(only),
+    }
+}
+
 /// What `report.json` records of the accelerator.
-pub fn built(top: &systole_hdl::TopConfig) -> Built {
+pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
     let a = &top.array;
     Built {
         rows: a.rows,
@@ -114,6 +140,7 @@ pub fn built(top: &systole_hdl::TopConfig) -> Built {
         fifo_depth: top.fifo_depth,
         uart_divisor: top.uart_divisor,
         clock_mhz: a.clock_mhz,
+        pe_products: Some(pe_products),
     }
 }
 
@@ -126,6 +153,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         DtypeArg::Bf16 => systole_core::Dtype::Bf16,
     });
     let top_config = top_config(&b, args.rows, args.cols, dtype, args.clock_mhz)?;
+    let pe_products = pe_products(&b, args.pe_products)?;
     let config = top_config.array;
     let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;
     let ports: Vec<TopPort> = emitted
@@ -144,7 +172,12 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(args.out.join(&file))?;
         sources.push((file, text));
     }
-    let design = Design { sources, top: "board_top".into(), built: Some(built(&top_config)) };
+    let design = Design {
+        sources,
+        top: "board_top".into(),
+        built: Some(built(&top_config, pe_products)),
+        pe_products,
+    };
     let pnr = Pnr {
         seed: args.seed,
         router: match args.router {
@@ -155,7 +188,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words) for \
-         {} at {} MHz in {} (nextpnr {}, seed {})",
+         {} at {} MHz in {} (PE products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
         config.acc_depth,
@@ -164,6 +197,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         b.name,
         mhz(config.clock_mhz),
         args.out.display(),
+        pe_products.name(),
         pnr.router.name(),
         pnr.seed
     );

@@ -104,12 +104,23 @@ pub struct BoardBuildArgs {
     /// on this project's builds).
     #[arg(long, value_enum, default_value_t = RouterArg::Router1)]
     pub router: RouterArg,
+    /// Where the PEs' products are built, on the ECP5 boards: in the FPGA's multipliers (dsp,
+    /// the default) or in LUTs (logic; docs/BOARDS.md). The iCEBreaker builds them in its DSPs,
+    /// the Alchitry Cu, which has none, in logic.
+    #[arg(long, value_enum)]
+    pub pe_products: Option<PeProductsArg>,
     /// nextpnr's placement seed (another seed gives another placement and fmax).
     #[arg(long, default_value_t = systole_boards::nextpnr::Pnr::default().seed)]
     pub seed: u32,
     /// Output directory.
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PeProductsArg {
+    Dsp,
+    Logic,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

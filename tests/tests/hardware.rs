@@ -326,3 +326,49 @@ fn verilated_ws_array_matches_core_cycle_for_cycle() {
         }
     }
 }
+
+/// `systole board build --pe-products logic` on an ECP5 board: Yosys' Booth pass forms every
+/// PE's product in LUTs and nothing else, so the build uses exactly one multiplier block per PE
+/// fewer than the default, in both dtypes and both dataflows, and keeps the accumulator lanes'
+/// multipliers. Synthesis only (YoWASP Yosys, as the board flow runs it), with the ULX3S 25F's
+/// memories.
+#[test]
+fn ecp5_pe_products_in_logic_take_exactly_the_pes_multipliers_out() {
+    use systole_boards::board::ULX3S_25F;
+    use systole_boards::yosys::{synthesize, PeProducts};
+    let mults = |config: &TopConfig, products: PeProducts| -> u64 {
+        let dir = tempfile::tempdir().expect("temp dir");
+        write_top(config, dir.path());
+        let stat = synthesize(&ULX3S_25F, dir.path(), &["systole_top.v"], TOP_MODULE, products)
+            .unwrap_or_else(|e| panic!("{config:?} {products:?}: {e}"));
+        // The flattened top's own count: "     12   MULT18X18D".
+        stat.lines()
+            .filter_map(|l| l.trim().split_once(' '))
+            .filter(|(_, cell)| cell.trim() == "MULT18X18D")
+            .filter_map(|(n, _)| n.parse().ok())
+            .next_back()
+            .unwrap_or(0)
+    };
+    for (dtype, dataflow) in
+        [(Dtype::Int8, Dataflow::WeightStationary), (Dtype::Bf16, Dataflow::OutputStationary)]
+    {
+        let array = ULX3S_25F.config(2, 2, dtype, 15.0).with_dataflow(dataflow);
+        let m = ULX3S_25F.memories;
+        let config = TopConfig {
+            dram_bytes: m.dram_bytes,
+            fifo_depth: m.fifo_depth,
+            ..TopConfig::new(array)
+        };
+        let (dsp, logic) = std::thread::scope(|s| {
+            let logic = s.spawn(|| mults(&config, PeProducts::Logic));
+            (mults(&config, PeProducts::Dsp), logic.join().expect("synthesis thread"))
+        });
+        eprintln!(
+            "2x2 {} {}: {dsp} multipliers, {logic} with the PE products in logic",
+            dtype.name(),
+            dataflow.short_name()
+        );
+        assert!(logic > 0, "{config:?}: the accumulator lanes keep their multipliers");
+        assert_eq!(dsp - logic, array.pe_count(), "{config:?}: one multiplier per PE");
+    }
+}
