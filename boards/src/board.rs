@@ -3,6 +3,8 @@
 
 use systole_core::{ArrayConfig, Dtype};
 
+use crate::yosys::PeProducts;
+
 /// FPGA family, which picks the flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
@@ -42,13 +44,14 @@ pub struct Board {
     pub programmer: &'static [&'static str],
 }
 
-/// A board's default build in one dtype: the array, the clock it is built for, and the report
-/// of that build as measured.
+/// A board's default build in one dtype: the array, the clock it is built for, where its PEs'
+/// products are formed, and the report of that build as measured.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Preset {
     pub rows: u16,
     pub cols: u16,
     pub mhz: f64,
+    pub pe_products: PeProducts,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
     /// by `systole board build` and copied there), if it was measured.
     pub measured: Option<&'static str>,
@@ -130,6 +133,7 @@ pub const ICEBREAKER: Board = Board {
         rows: 1,
         cols: 1,
         mhz: 6.0,
+        pe_products: PeProducts::Dsp,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -154,6 +158,7 @@ pub const ALCHITRY_CU: Board = Board {
         rows: 1,
         cols: 1,
         mhz: 12.5,
+        pe_products: PeProducts::Logic,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,998 cells) but reaches 9.23 MHz: the oscillator divided by 12.
@@ -161,6 +166,7 @@ pub const ALCHITRY_CU: Board = Board {
         rows: 1,
         cols: 1,
         mhz: 100.0 / 12.0,
+        pe_products: PeProducts::Logic,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -182,6 +188,7 @@ pub const ULX3S_85F: Board = Board {
         rows: 8,
         cols: 8,
         mhz: 15.0,
+        pe_products: PeProducts::Dsp,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // The largest BF16 that fits (89% of the LUTs) routes at 11.95 MHz: 12.5 is missed, so the
@@ -190,6 +197,7 @@ pub const ULX3S_85F: Board = Board {
         rows: 8,
         cols: 7,
         mhz: 10.7143,
+        pe_products: PeProducts::Dsp,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
@@ -205,6 +213,7 @@ pub const ULX3S_25F: Board = Board {
         rows: 3,
         cols: 3,
         mhz: 15.0,
+        pe_products: PeProducts::Dsp,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 12.8 MHz, 15 MHz is not met.
@@ -212,6 +221,7 @@ pub const ULX3S_25F: Board = Board {
         rows: 3,
         cols: 3,
         mhz: 12.5,
+        pe_products: PeProducts::Dsp,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -252,6 +262,9 @@ mod tests {
                     (b.memories.dram_bytes, b.memories.fifo_depth)
                 );
                 assert_eq!(built.clock_mhz, p.mhz, "{what}");
+                // Reports from before it was recorded built them where the part has them.
+                let part = if b.dsps { PeProducts::Dsp } else { PeProducts::Logic };
+                assert_eq!(built.pe_products.unwrap_or(part), p.pe_products, "{what}");
                 assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{what}: {r:?}");
                 measured += 1;
             }

@@ -39,7 +39,12 @@ pub fn list() -> anyhow::Result<()> {
                     Some(Err(e)) => format!("report unreadable: {e}"),
                     None => "not measured".into(),
                 };
-                format!("{}x{} at {} MHz ({measured})", p.rows, p.cols, mhz(p.mhz))
+                // The PEs' products where the part's usual place is not: LUTs beside multipliers.
+                let products = match (b.dsps, p.pe_products) {
+                    (true, PeProducts::Logic) => ", PE products in logic",
+                    _ => "",
+                };
+                format!("{}x{} at {} MHz{products} ({measured})", p.rows, p.cols, mhz(p.mhz))
             }
         };
         lines.push([
@@ -101,18 +106,24 @@ pub fn top_config(
     })
 }
 
-/// Where a build on `b` forms the PEs' products: as asked on the ECP5 boards, which have
-/// multipliers and a Yosys with the Booth pass; in its DSPs on the iCEBreaker (Debian's Yosys
-/// has no Booth pass); in logic on the Alchitry Cu, which has no multipliers.
-pub fn pe_products(b: &Board, asked: Option<PeProductsArg>) -> anyhow::Result<PeProducts> {
+/// Where a build on `b` in `dtype` forms the PEs' products: as asked on the ECP5 boards, which
+/// have multipliers and a Yosys with the Booth pass, else as the board's default build in that
+/// dtype does; in its DSPs on the iCEBreaker (Debian's Yosys has no Booth pass); in logic on
+/// the Alchitry Cu, which has no multipliers.
+pub fn pe_products(
+    b: &Board,
+    dtype: Dtype,
+    asked: Option<PeProductsArg>,
+) -> anyhow::Result<PeProducts> {
     let asked = asked.map(|a| match a {
         PeProductsArg::Dsp => PeProducts::Dsp,
         PeProductsArg::Logic => PeProducts::Logic,
     });
-    let only = match (b.family, b.dsps) {
-        (systole_boards::Family::Ecp5, _) => return Ok(asked.unwrap_or_default()),
-        (systole_boards::Family::Ice40, true) => PeProducts::Dsp,
-        (systole_boards::Family::Ice40, false) => PeProducts::Logic,
+    let part = if b.dsps { PeProducts::Dsp } else { PeProducts::Logic };
+    let default = b.preset(dtype).map_or(part, |p| p.pe_products);
+    let only = match b.family {
+        systole_boards::Family::Ecp5 => return Ok(asked.unwrap_or(default)),
+        systole_boards::Family::Ice40 => part,
     };
     match asked {
         Some(a) if a != only => bail!(
@@ -153,7 +164,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         DtypeArg::Bf16 => systole_core::Dtype::Bf16,
     });
     let top_config = top_config(&b, args.rows, args.cols, dtype, args.clock_mhz)?;
-    let pe_products = pe_products(&b, args.pe_products)?;
+    let pe_products = pe_products(&b, top_config.array.dtype, args.pe_products)?;
     let config = top_config.array;
     let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;
     let ports: Vec<TopPort> = emitted

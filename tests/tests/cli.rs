@@ -735,6 +735,23 @@ fn board_build_refuses_a_clock_its_pll_cannot_make() {
     assert!(!out_dir.join("systole.bit").exists() && !out_dir.join("report.json").exists());
 }
 
+/// Only the ECP5 boards choose where the PEs' products go: the iCEBreaker's Yosys has no Booth
+/// pass and the Alchitry Cu has no multipliers, so asking otherwise is refused before
+/// synthesis, and nothing is written.
+#[test]
+fn board_build_refuses_pe_products_the_board_cannot_make() {
+    let s = Scratch::new();
+    for (board, asked, only) in
+        [("icebreaker", "logic", "only in its DSPs"), ("alchitry-cu", "dsp", "no multipliers")]
+    {
+        let out_dir = s.path(board);
+        let dir = out_dir.to_str().unwrap();
+        let out = systole(["board", "build", board, "--pe-products", asked, "-o", dir]);
+        assert_fails_naming(&out, &[&format!("--pe-products {asked}: {board}"), only]);
+        assert!(!out_dir.exists(), "{board}: nothing written");
+    }
+}
+
 /// `board program` loads a bitstream only beside the report of the build that wrote it: a build
 /// that missed timing needs `--force`, and a bitstream that is not the one its report describes
 /// is never loaded. A stand-in `iceprog` on PATH records what it was asked to load.
