@@ -246,7 +246,10 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
 }
 
 fn describe(c: &ArrayConfig) -> String {
-    format!("a {}x{} {} array", c.rows, c.cols, c.dtype.name())
+    // "an 8x8", "an 11x4", "an 18x2": the article follows the number as it is spoken.
+    let rows = c.rows.to_string();
+    let article = if rows.starts_with('8') || rows == "11" || rows == "18" { "an" } else { "a" };
+    format!("{article} {rows}x{} {} array", c.cols, c.dtype.name())
 }
 
 /// `systole board program`: load DIR's bitstream with the board's programmer.
