@@ -183,12 +183,13 @@ pub const ULX3S_85F: Board = Board {
     clock_mhz: 25.0,
     constraints: include_str!("../ulx3s/ulx3s.lpf"),
     constraints_name: "ulx3s.lpf",
-    // The 8 x 8 routes at 19.81 MHz (docs/BOARDS.md).
+    // The 8 x 8 with its PEs' products in LUTs routes at 20.29 MHz in half an hour; with them
+    // in multipliers, at 19.81 MHz in over an hour (DECISIONS 38).
     int8: Preset {
         rows: 8,
         cols: 8,
         mhz: 15.0,
-        pe_products: PeProducts::Dsp,
+        pe_products: PeProducts::Logic,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // The largest BF16 that fits (89% of the LUTs) routes at 11.95 MHz: 12.5 is missed, so the
