@@ -209,7 +209,7 @@ pub const ULX3S_25F: Board = Board {
     name: "ulx3s-25f",
     title: "ULX3S (Lattice ECP5 LFE5U-25F)",
     device: &["--25k", "--package", "CABGA381"],
-    // 3 x 3 takes 23 of its 28 multipliers (docs/BOARDS.md); the iCE40 boards' memories.
+    // 3 x 3 takes 21 of its 28 multipliers (docs/BOARDS.md); the iCE40 boards' memories.
     int8: Preset {
         rows: 3,
         cols: 3,
