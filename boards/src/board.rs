@@ -98,6 +98,17 @@ impl Board {
         c
     }
 
+    /// Where this board's flow forms the PEs' products when it has only one way: in the
+    /// iCEBreaker's DSPs (Debian's Yosys has no Booth pass), in the Alchitry Cu's logic (it has
+    /// no multipliers). `None` on the ECP5 boards, which take either (`--pe-products`).
+    pub fn only_pe_products(&self) -> Option<PeProducts> {
+        match (self.family, self.dsps) {
+            (Family::Ecp5, _) => None,
+            (Family::Ice40, true) => Some(PeProducts::Dsp),
+            (Family::Ice40, false) => Some(PeProducts::Logic),
+        }
+    }
+
     /// The clock a build in `dtype` defaults to: its default build's, else the INT8 build's.
     pub fn default_clock(&self, dtype: Dtype) -> f64 {
         self.preset(dtype).unwrap_or(&self.int8).mhz
@@ -263,9 +274,13 @@ mod tests {
                     (b.memories.dram_bytes, b.memories.fifo_depth)
                 );
                 assert_eq!(built.clock_mhz, p.mhz, "{what}");
-                // Reports from before it was recorded built them where the part has them.
-                let part = if b.dsps { PeProducts::Dsp } else { PeProducts::Logic };
-                assert_eq!(built.pe_products.unwrap_or(part), p.pe_products, "{what}");
+                // Reports from before it was recorded built them in multipliers where the part
+                // has them.
+                let before = b.only_pe_products().unwrap_or(PeProducts::Dsp);
+                assert_eq!(built.pe_products.unwrap_or(before), p.pe_products, "{what}");
+                if let Some(only) = b.only_pe_products() {
+                    assert_eq!(p.pe_products, only, "{what}: the only way its flow has");
+                }
                 assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{what}: {r:?}");
                 measured += 1;
             }

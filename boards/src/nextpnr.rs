@@ -42,8 +42,8 @@ impl Default for Pnr {
 
 /// Places and routes `dir/netlist.json` against `constraints` (a file in `dir`) at
 /// `target_mhz`. Writes nextpnr's own report, `dir/nextpnr-report.json`, the routed design
-/// (`routed.asc` or `routed.config`) and its whole output to `dir/nextpnr.log`. Timing failures do not stop it:
-/// the report says whether timing was met.
+/// (`routed.asc` or `routed.config`) and its whole output to `dir/nextpnr.log`. Timing
+/// failures do not stop it: the report says whether timing was met.
 pub fn place_and_route(
     board: &Board,
     dir: &Path,

@@ -106,10 +106,9 @@ pub fn top_config(
     })
 }
 
-/// Where a build on `b` in `dtype` forms the PEs' products: as asked on the ECP5 boards, which
-/// have multipliers and a Yosys with the Booth pass, else as the board's default build in that
-/// dtype does; in its DSPs on the iCEBreaker (Debian's Yosys has no Booth pass); in logic on
-/// the Alchitry Cu, which has no multipliers.
+/// Where a build on `b` in `dtype` forms the PEs' products: as asked, else as the board's
+/// default build in that dtype does; a board with only one way (`Board::only_pe_products`)
+/// refuses the other.
 pub fn pe_products(
     b: &Board,
     dtype: Dtype,
@@ -119,11 +118,9 @@ pub fn pe_products(
         PeProductsArg::Dsp => PeProducts::Dsp,
         PeProductsArg::Logic => PeProducts::Logic,
     });
-    let part = if b.dsps { PeProducts::Dsp } else { PeProducts::Logic };
-    let default = b.preset(dtype).map_or(part, |p| p.pe_products);
-    let only = match b.family {
-        systole_boards::Family::Ecp5 => return Ok(asked.unwrap_or(default)),
-        systole_boards::Family::Ice40 => part,
+    let Some(only) = b.only_pe_products() else {
+        let default = b.preset(dtype).map_or(PeProducts::Dsp, |p| p.pe_products);
+        return Ok(asked.unwrap_or(default));
     };
     match asked {
         Some(a) if a != only => bail!(
