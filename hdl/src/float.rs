@@ -324,6 +324,29 @@ mod tests {
         }
     }
 
+    /// Every alignment from 0 to 40 places, both effective operations, around the exponents
+    /// where results overflow or flush, with significands whose low bits make ties, near ties,
+    /// carries and long cancellations.
+    #[test]
+    fn f32_add_is_exact_at_every_alignment() {
+        let fracs =
+            [0u32, 1, 2, 3, 0x40_0000, 0x40_0001, 0x7F_FFFF, 0x7F_FFFE, 0x55_5555, 0x00_8001];
+        for ea in [1u32, 2, 25, 26, 27, 127, 253, 254] {
+            for d in 0..=40u32 {
+                let Some(eb) = ea.checked_sub(d).filter(|&e| e >= 1) else { continue };
+                for &fa in &fracs {
+                    for &fb in &fracs {
+                        for (sa, sb) in [(0u32, 0u32), (0, 1), (1, 0), (1, 1)] {
+                            let a = sa << 31 | ea << 23 | fa;
+                            let b = sb << 31 | eb << 23 | fb;
+                            assert_eq!(add(a, b), expected_add(a, b), "{a:#010x} + {b:#010x}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn bf16_mul_and_f32_mul_known_cases() {
         let mut m = Bf16Mul::default();
