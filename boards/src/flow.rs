@@ -145,19 +145,21 @@ fn overused(output: &str) -> String {
     }
 }
 
-/// The cell counts of Yosys' `stat` (the lines of the top's totals that name a cell type).
+/// The cell counts of Yosys' `stat` (the lines of the top's totals that name a cell type):
+/// Yosys 0.23 prints the name first (`SB_CARRY 22`), newer ones the count (`2626 CCU2C`).
 fn cell_lines(stat: &str) -> String {
+    let is_cell = |name: &str| name.chars().next().is_some_and(|c| c.is_ascii_uppercase());
     let lines: Vec<String> = stat
         .lines()
         .filter_map(|l| {
             let mut it = l.split_whitespace();
-            match (it.next(), it.next(), it.next()) {
-                (Some(name), Some(n), None)
-                    if name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                        && n.parse::<u64>().is_ok() =>
-                {
-                    Some(format!("{name} {n}"))
-                }
+            let (a, b) = (it.next()?, it.next()?);
+            if it.next().is_some() {
+                return None;
+            }
+            match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Err(_), Ok(n)) if is_cell(a) => Some(format!("{a} {n}")),
+                (Ok(n), Err(_)) if is_cell(b) => Some(format!("{b} {n}")),
                 _ => None,
             }
         })
@@ -210,6 +212,8 @@ mod tests {
         assert_eq!(overused("Info: nothing"), "placement failed");
         let stat = "   Number of cells:   60\n     SB_CARRY   22\n     SB_MAC16   9\n";
         assert_eq!(cell_lines(stat), "SB_CARRY 22, SB_MAC16 9");
+        let stat = "    29924 cells\n      753   $scopeinfo\n     2626   CCU2C\n    18354   LUT4\n";
+        assert_eq!(cell_lines(stat), "CCU2C 2626, LUT4 18354");
         let err = "ERROR: Unable to place cell 'x', no BELs remaining to implement cell type 'ICESTORM_DSP'";
         assert!(does_not_fit(err).is_some());
         assert!(does_not_fit("ERROR: something else").is_none());
