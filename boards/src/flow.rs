@@ -145,25 +145,10 @@ fn overused(output: &str) -> String {
     }
 }
 
-/// The cell counts of Yosys' `stat` (the lines of the top's totals that name a cell type):
-/// Yosys 0.23 prints the name first (`SB_CARRY 22`), newer ones the count (`2626 CCU2C`).
+/// The cell counts of Yosys' `stat`, for an error message: `SB_CARRY 22, SB_MAC16 9`.
 fn cell_lines(stat: &str) -> String {
-    let is_cell = |name: &str| name.chars().next().is_some_and(|c| c.is_ascii_uppercase());
-    let lines: Vec<String> = stat
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let (a, b) = (it.next()?, it.next()?);
-            if it.next().is_some() {
-                return None;
-            }
-            match (a.parse::<u64>(), b.parse::<u64>()) {
-                (Err(_), Ok(n)) if is_cell(a) => Some(format!("{a} {n}")),
-                (Ok(n), Err(_)) if is_cell(b) => Some(format!("{b} {n}")),
-                _ => None,
-            }
-        })
-        .collect();
+    let lines: Vec<String> =
+        report::yosys_cells(stat).map(|(name, count)| format!("{name} {count}")).collect();
     lines.join(", ")
 }
 

@@ -167,24 +167,31 @@ impl Report {
     }
 }
 
+/// The cell counts in Yosys' `stat` text, as (cell type, count): every line of exactly a name
+/// and a count whose name starts with a capital (so `$scopeinfo` and the totals are left out).
+/// Yosys 0.23 writes a cell line as `name count`, later ones as `count name`; both are read.
+pub fn yosys_cells(stat: &str) -> impl Iterator<Item = (&str, u64)> {
+    let is_cell = |name: &str| name.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+    stat.lines().filter_map(move |l| {
+        let mut it = l.split_whitespace();
+        let (a, b) = (it.next()?, it.next()?);
+        if it.next().is_some() {
+            return None;
+        }
+        match (a.parse::<u64>(), b.parse::<u64>()) {
+            (Err(_), Ok(count)) if is_cell(a) => Some((a, count)),
+            (Ok(count), Err(_)) if is_cell(b) => Some((b, count)),
+            _ => None,
+        }
+    })
+}
+
 /// Flip-flop cells in Yosys' `stat` text: every cell type whose name contains `DFF` or is
-/// `TRELLIS_FF`, summed. Yosys 0.23 writes a cell line as `name count`, later ones as `count
-/// name`; both are read.
+/// `TRELLIS_FF`, summed.
 pub fn yosys_flip_flops(stat: &str) -> u64 {
-    let is_ff = |name: &str| name.contains("DFF") || name == "TRELLIS_FF";
-    stat.lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let (a, b) = (it.next()?, it.next()?);
-            if it.next().is_some() {
-                return None;
-            }
-            match (a.parse::<u64>(), b.parse::<u64>()) {
-                (Err(_), Ok(count)) if is_ff(a) => Some(count),
-                (Ok(count), Err(_)) if is_ff(b) => Some(count),
-                _ => None,
-            }
-        })
+    yosys_cells(stat)
+        .filter(|(name, _)| name.contains("DFF") || *name == "TRELLIS_FF")
+        .map(|(_, count)| count)
         .sum()
 }
 
