@@ -50,7 +50,10 @@ impl Dataflow {
 pub const MAX_SIDE: u16 = 256;
 /// Memory depths are addressed by 16-bit row fields in the ISA.
 pub const MAX_DEPTH: u32 = 1 << 16;
-/// Upper bound on the clock, a sanity limit for the performance model.
+/// Lowest clock, 1 kHz: a sanity limit for the performance model, which prints cycles as time
+/// (`1e-320` MHz made a run "take" `inf` us, and `1e-300` printed 300 digits).
+pub const MIN_CLOCK_MHZ: f64 = 0.001;
+/// Highest clock, 10 GHz: a sanity limit for the performance model.
 pub const MAX_CLOCK_MHZ: f64 = 10_000.0;
 
 /// One accelerator instance.
@@ -102,7 +105,13 @@ impl core::fmt::Display for ConfigError {
                  (one output tile of `rows` rows, and 16-bit row addresses)"
             ),
             ConfigError::Clock { mhz } => {
-                write!(f, "clock_mhz = {mhz}: must be finite, > 0 and <= {MAX_CLOCK_MHZ}")
+                // `1e-320`, not the 320 digits `{}` writes for it.
+                if mhz != 0.0 && !(1e-3..1e6).contains(&mhz.abs()) && mhz.is_finite() {
+                    write!(f, "clock_mhz = {mhz:e}")?;
+                } else {
+                    write!(f, "clock_mhz = {mhz}")?;
+                }
+                write!(f, ": must be {MIN_CLOCK_MHZ} to {MAX_CLOCK_MHZ} MHz")
             }
         }
     }
@@ -164,10 +173,18 @@ impl ArrayConfig {
         if self.acc_depth < min_acc || self.acc_depth > MAX_DEPTH {
             return Err(ConfigError::AccDepth { depth: self.acc_depth, min: min_acc });
         }
-        if !self.clock_mhz.is_finite() || self.clock_mhz <= 0.0 || self.clock_mhz > MAX_CLOCK_MHZ {
-            return Err(ConfigError::Clock { mhz: self.clock_mhz });
+        ArrayConfig::check_clock(self.clock_mhz)
+    }
+
+    /// Whether `mhz` is a clock an [`ArrayConfig`] may have: [`MIN_CLOCK_MHZ`] to
+    /// [`MAX_CLOCK_MHZ`]. The host's `--clock-mhz` and `--fmax-mhz` flags are parsed with it.
+    pub fn check_clock(mhz: f64) -> Result<(), ConfigError> {
+        // NaN fails the range test too.
+        if (MIN_CLOCK_MHZ..=MAX_CLOCK_MHZ).contains(&mhz) {
+            Ok(())
+        } else {
+            Err(ConfigError::Clock { mhz })
         }
-        Ok(())
     }
 }
 
@@ -194,6 +211,23 @@ mod tests {
         );
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());
+        // A clock so low that cycles as time overflow to `inf` us, or print 300 digits.
+        for mhz in [1e-320, 1e-300, 0.000_999, 10_000.5, f64::INFINITY] {
+            assert_eq!(
+                ArrayConfig { clock_mhz: mhz, ..ok }.validate(),
+                Err(ConfigError::Clock { mhz }),
+                "{mhz}"
+            );
+        }
+        for mhz in [MIN_CLOCK_MHZ, 12.0, MAX_CLOCK_MHZ] {
+            assert_eq!(ArrayConfig::check_clock(mhz), Ok(()), "{mhz}");
+        }
+        extern crate alloc;
+        use alloc::string::ToString;
+        let message = |mhz| ConfigError::Clock { mhz }.to_string();
+        assert_eq!(message(1e-320), "clock_mhz = 1e-320: must be 0.001 to 10000 MHz");
+        assert_eq!(message(-2.5), "clock_mhz = -2.5: must be 0.001 to 10000 MHz");
+        assert_eq!(message(f64::NAN), "clock_mhz = NaN: must be 0.001 to 10000 MHz");
         assert_eq!(ArrayConfig::new(8, 32, Dtype::Bf16).spad_width(), 32);
     }
 }

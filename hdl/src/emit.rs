@@ -14,7 +14,7 @@ use serde::Serialize;
 use systole_core::{ArrayConfig, ConfigError, Dataflow};
 
 use crate::array::{ArrayOs, ArrayWs};
-use crate::top::{SystoleTop, TopConfig};
+use crate::top::{SystoleTop, TopConfig, MAX_DRAM_BYTES};
 
 /// Name of the emitted top module.
 pub const TOP_MODULE: &str = "systole_top";
@@ -33,7 +33,8 @@ pub enum EmitError {
     #[error("generated Verilog has no module `{0}`")]
     Malformed(String),
     #[error(
-        "dram_bytes = {0}: the DRAM holds 1 to 2^32 - 1 bytes (Identify reports it in 32 bits)"
+        "dram_bytes = {0}: an emitted DRAM holds 1 to {MAX_DRAM_BYTES} bytes; the limit is 16 \
+         MiB"
     )]
     Dram(usize),
     #[error("fifo_depth = {0}: the instruction FIFO holds 1 to 65,535 words")]
@@ -97,7 +98,7 @@ fn check_array(config: &ArrayConfig) -> Result<(), EmitError> {
 /// Checks a machine config: the array's, and the sizes the hardware adds.
 pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     check_array(&top.array)?;
-    if top.dram_bytes == 0 || top.dram_bytes as u64 > u32::MAX as u64 {
+    if top.dram_bytes == 0 || top.dram_bytes > MAX_DRAM_BYTES {
         return Err(EmitError::Dram(top.dram_bytes));
     }
     if top.fifo_depth == 0 || top.fifo_depth > 65535 {
@@ -403,6 +404,11 @@ mod tests {
         assert!(matches!(emit_array(&big), Err(EmitError::TooLarge { .. })));
         let ok = TopConfig::new(ArrayConfig::new(2, 2, Dtype::Int8));
         assert!(matches!(check(&TopConfig { dram_bytes: 0, ..ok }), Err(EmitError::Dram(0))));
+        // Refused before rust-hdl allocates its 8 bytes per DRAM byte.
+        let huge = TopConfig { dram_bytes: u32::MAX as usize, ..ok };
+        assert!(matches!(emit(&huge), Err(EmitError::Dram(_))));
+        assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES, ..ok }).is_ok());
+        assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES + 1, ..ok }).is_err());
         assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
         assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
     }

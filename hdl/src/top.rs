@@ -25,6 +25,13 @@ use crate::vector::{AccLane, AccOp, CastLane, RequantLane};
 pub const DEFAULT_FIFO_DEPTH: usize = systole_core::link::emulator::FIFO_DEPTH;
 /// DRAM bytes by default.
 pub const DEFAULT_DRAM_BYTES: usize = 64 * 1024;
+/// The most DRAM an emitted design holds: 16 MiB. A board keeps its DRAM in block RAM, and the
+/// largest part here (the ULX3S's LFE5U-85F, 208 blocks of 18 Kbit) has 468 KiB of it; the
+/// other target, the Verilated model, is loaded through its UART (about 40 clock cycles a byte:
+/// 16 MiB is some 670 million simulated cycles). While emitting, rust-hdl keeps 8 bytes of
+/// simulation state per DRAM byte (128 MiB at this limit; `--dram-bytes 4294967295` asked for 32
+/// GiB and aborted).
+pub const MAX_DRAM_BYTES: usize = 16 << 20;
 /// The UART's default rate, from which the default divisor follows the clock.
 pub const DEFAULT_BAUD: f64 = 115_200.0;
 

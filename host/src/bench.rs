@@ -31,7 +31,6 @@ mod pytorch;
 mod train;
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -44,7 +43,7 @@ use systole_core::{ArrayConfig, Dtype};
 use crate::cli::{ArrayArgs, DtypeArg};
 use crate::gpu::device::Gpu;
 use crate::gpu::{GpuAvailability, GpuError};
-use crate::staged::StagedFile;
+use crate::outputs::Outputs;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -59,6 +58,7 @@ pub struct BenchArgs {
     pub dtype: Option<DtypeArg>,
     /// A board's achieved clock (nextpnr's fmax): adds accelerator rows at that clock.
     #[arg(long, value_name = "MHZ")]
+    #[arg(value_parser = crate::cli::parse_mhz, allow_negative_numbers = true)]
     pub fmax_mhz: Option<f64>,
     /// GEMM sizes N: square N x N x N and skinny 64 x N x N shapes.
     #[arg(long, value_delimiter = ',', default_value = "64,128,256,512,1024,2048,4096,8192")]
@@ -137,7 +137,8 @@ pub fn board_build(
     })?;
     let (json, source) = match report {
         Some(path) => (
-            std::fs::read_to_string(path)
+            crate::limits::read_file(path)
+                .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
                 .with_context(|| format!("cannot read {}", path.display()))?,
             path.display().to_string(),
         ),
@@ -528,9 +529,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     if args.batches.is_empty() || args.batches.iter().any(|&b| b == 0 || b > 65535) {
         bail!("--batches: every batch size must be 1 to 65535");
     }
-    // Create the outputs first, so an unwritable path fails before minutes of work.
-    let mut json_file = args.json.as_deref().map(stage).transpose()?;
-    let mut plot_file = args.plot.as_deref().map(stage).transpose()?;
+    // The outputs first, so a path that cannot be written fails before minutes of work.
+    let mut outputs = Outputs::new();
+    if let Some(report) = &args.report {
+        outputs.reads("--report", report)?;
+    }
+    let json_file = outputs.writes_opt("--json", args.json.as_deref())?;
+    let plot_file = outputs.writes_opt("--plot", args.plot.as_deref())?;
 
     let (projected_rows, projected_cols, projected_mhz) = PROJECTED;
     let projected = ArrayConfig {
@@ -608,26 +613,19 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         seconds: started.elapsed().as_secs_f64(),
         rows,
     };
-    if let (Some(file), Some(path)) = (json_file.as_mut(), args.json.as_deref()) {
-        let mut out = std::io::BufWriter::new(file.file());
-        serde_json::to_writer_pretty(&mut out, &report)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush())
-            .with_context(|| format!("writing {}", path.display()))?;
+    if let Some(file) = json_file {
+        outputs.write(file, |out| {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            out.write_all(b"\n")
+        })?;
     }
-    if let (Some(file), Some(path)) = (plot_file.as_mut(), args.plot.as_deref()) {
-        let svg =
-            plot::svg(&report, &bench).map_err(|e| anyhow!("drawing {}: {e}", path.display()))?;
-        file.file()
-            .write_all(svg.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+    if let Some(file) = plot_file {
+        let path = outputs.path(file).display().to_string();
+        let svg = plot::svg(&report, &bench).map_err(|e| anyhow!("drawing {path}: {e}"))?;
+        outputs.write(file, |out| out.write_all(svg.as_bytes()))?;
     }
-    for (file, path) in [(json_file, &args.json), (plot_file, &args.plot)] {
-        if let (Some(file), Some(path)) = (file, path) {
-            file.commit().with_context(|| format!("cannot write {}", path.display()))?;
-            println!("wrote {}", path.display());
-        }
+    for path in outputs.commit()? {
+        println!("wrote {}", path.display());
     }
     println!("done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
@@ -686,10 +684,6 @@ fn open_gpu() -> (Option<Gpu>, GpuReport) {
             ),
         },
     }
-}
-
-fn stage(path: &Path) -> anyhow::Result<StagedFile> {
-    StagedFile::beside(path).with_context(|| format!("cannot create {}", path.display()))
 }
 
 /// `accelerator 16x16 ws @ 100 MHz`.

@@ -98,7 +98,7 @@ pub struct BoardBuildArgs {
     /// Clock the design must meet (default: the board's default build's in the dtype);
     /// an even fraction of the board's oscillator divides it in logic, another frequency adds
     /// a PLL.
-    #[arg(long)]
+    #[arg(long, value_name = "MHZ", value_parser = parse_mhz, allow_negative_numbers = true)]
     pub clock_mhz: Option<f64>,
     /// nextpnr's router: router1 (nextpnr's default) or router2 (docs/BOARDS.md compares them
     /// on this project's builds).
@@ -167,7 +167,8 @@ pub struct EmitArgs {
     #[arg(long, default_value_t = DEFAULT_ARRAY.acc_depth)]
     pub acc_depth: u32,
     /// The clock the design is built for (sets the default UART divisor).
-    #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz, value_name = "MHZ")]
+    #[arg(value_parser = parse_mhz, allow_negative_numbers = true)]
     pub clock_mhz: f64,
     /// DRAM bytes (on-chip memory the host link writes).
     #[arg(long, default_value_t = systole_hdl::top::DEFAULT_DRAM_BYTES)]
@@ -314,8 +315,17 @@ pub struct ArrayArgs {
     #[arg(long, default_value_t = DEFAULT_ARRAY.acc_depth)]
     pub acc_depth: u32,
     /// Clock frequency, for turning cycles into time.
-    #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz, value_name = "MHZ")]
+    #[arg(value_parser = parse_mhz, allow_negative_numbers = true)]
     pub clock_mhz: f64,
+}
+
+/// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
+/// an [`ArrayConfig`] ([`ArrayConfig::check_clock`], in core's words), so a clock that would
+/// print as `inf us` or as hundreds of digits is refused with the flag's name.
+pub fn parse_mhz(s: &str) -> Result<f64, String> {
+    let mhz: f64 = s.trim().parse().map_err(|_| "not a number of MHz".to_string())?;
+    ArrayConfig::check_clock(mhz).map(|()| mhz).map_err(|e| e.to_string())
 }
 
 impl ArrayArgs {
@@ -416,5 +426,29 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `--clock-mhz 1e-320` printed `inf us`, and `1e-300` a time of 300 digits.
+    #[test]
+    fn clock_flags_hold_to_the_core_clock_range() {
+        use super::parse_mhz;
+        assert_eq!(parse_mhz("12"), Ok(12.0));
+        assert_eq!(parse_mhz("0.001"), Ok(0.001));
+        assert_eq!(parse_mhz("10000"), Ok(10_000.0));
+        let refused = [
+            ("1e-320", "1e-320"),
+            ("1e-300", "1e-300"),
+            ("0", "0"),
+            ("-1", "-1"),
+            ("0.0009", "9e-4"),
+            ("10001", "10001"),
+            ("inf", "inf"),
+            ("NaN", "NaN"),
+        ];
+        for (bad, shown) in refused {
+            let message = format!("clock_mhz = {shown}: must be 0.001 to 10000 MHz");
+            assert_eq!(parse_mhz(bad), Err(message), "{bad}");
+        }
+        assert_eq!(parse_mhz("fast"), Err("not a number of MHz".to_string()));
     }
 }

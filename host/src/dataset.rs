@@ -6,6 +6,8 @@
 //! row is a header of column names when any of its cells is not a number (so `p0,...,label`
 //! works, and so does a file without a header). Labels are integers 0 to 255 (`3` and `3.0` both
 //! read as 3); the model has `max label + 1` classes, and at least two distinct labels must occur.
+//! A row holds at most [`MAX_COLUMNS`] cells (the widest model input, and the label) and
+//! [`MAX_ROW_BYTES`] bytes; a longer one is refused while it is read.
 //!
 //! **Split** (deterministic for a seed): each class's rows, in file order, are shuffled with
 //! [`SplitMix64`] and the first `round(0.8 n)` go to training, the rest to test; both sides then
@@ -19,6 +21,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::PathBuf;
 
+use systole_core::graph::MAX_WIDTH;
 use systole_core::params::SplitMix64;
 
 /// The digits CSV (data/digits.csv; data/README.md has its provenance), compiled in so that
@@ -27,6 +30,19 @@ pub const DIGITS_CSV: &str = include_str!("../../data/digits.csv");
 
 /// Largest label: labels travel as `u16` on the host side, and 256 classes is a generous bound.
 pub const MAX_LABEL: u32 = 255;
+
+/// Most columns a row may have: the widest input a model takes (core's [`MAX_WIDTH`]
+/// features), and the label.
+pub const MAX_COLUMNS: usize = MAX_WIDTH as usize + 1;
+
+/// Most bytes of one cell that [`MAX_ROW_BYTES`] allows for, on average: more than any f32
+/// needs (`Dataset::to_csv` writes at most 48), so every data set read writes back readable.
+pub const MAX_CELL_BYTES: usize = 64;
+
+/// Longest row, in bytes with its line break: [`MAX_COLUMNS`] cells of [`MAX_CELL_BYTES`]
+/// (4 MiB). The reader stops at this many bytes of one row, while reading it: a file with no
+/// line break (`/dev/zero`) or one very wide row is refused without holding it.
+pub const MAX_ROW_BYTES: usize = MAX_COLUMNS * MAX_CELL_BYTES;
 
 /// Seeds the split's shuffles: `SplitMix64(seed ^ SPLIT_STREAM)`, a stream of its own so the
 /// split does not reuse the numbers `Params::init(spec, seed)` draws its weights from.
@@ -115,6 +131,16 @@ pub enum DatasetError {
         "{file}: line {line}, {column}: label {value} is not an integer from 0 to {MAX_LABEL}"
     )]
     Label { file: String, line: u64, column: Column, value: String },
+    #[error(
+        "{file}: line {line} is too long: the limit is {MAX_ROW_BYTES} bytes a row ({MAX_COLUMNS} \
+         columns of up to {MAX_CELL_BYTES} bytes: {MAX_WIDTH} features and a label)"
+    )]
+    RowTooLong { file: String, line: u64 },
+    #[error(
+        "{file}: line {line} has {found} columns; the limit is {MAX_COLUMNS} ({MAX_WIDTH} \
+         features, the widest model input, and a label)"
+    )]
+    TooManyColumns { file: String, line: u64, found: usize },
     #[error("{file}: every row has label {label}: a classifier needs at least 2 classes")]
     OneClass { file: String, label: u16 },
     #[error(
@@ -149,14 +175,36 @@ impl Dataset {
             .has_headers(false)
             .flexible(true)
             .trim(csv::Trim::All)
-            .from_reader(reader);
+            .from_reader(RowLimit::new(reader));
         let mut header: Option<Vec<String>> = None;
         let mut width: Option<(usize, u64)> = None;
         let mut x = Vec::new();
         let mut labels = Vec::new();
         let mut record = csv::ByteRecord::new();
-        while reader.read_byte_record(&mut record).map_err(csv_error)? {
+        loop {
+            let start = reader.position().clone();
+            reader.get_mut().start_row();
+            match reader.read_byte_record(&mut record) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(_) if reader.get_ref().over => {
+                    return Err(DatasetError::RowTooLong { file: file.into(), line: start.line() });
+                }
+                Err(e) => return Err(csv_error(e)),
+            }
             let line = record.position().map_or(0, |p| p.line());
+            // The reader stopped a row only once it was past the limit by its read-ahead; the
+            // exact length decides, so that the limit does not depend on where reads fall.
+            if reader.position().byte() - start.byte() > MAX_ROW_BYTES as u64 {
+                return Err(DatasetError::RowTooLong { file: file.into(), line });
+            }
+            if record.len() > MAX_COLUMNS {
+                return Err(DatasetError::TooManyColumns {
+                    file: file.into(),
+                    line,
+                    found: record.len(),
+                });
+            }
             let cells: Vec<&str> =
                 record.iter().map(|c| std::str::from_utf8(c).unwrap_or("\u{fffd}")).collect();
             let first = width.is_none() && header.is_none();
@@ -338,6 +386,40 @@ impl Dataset {
     }
 }
 
+/// The file under the CSV reader, counting the bytes handed to it since the row it is reading
+/// began. The reader asks for more only while its row is unfinished, and everything handed
+/// over since the row began is then part of it, so past [`MAX_ROW_BYTES`] the row is too long:
+/// the next read fails (`over`) instead of letting the row grow in memory.
+struct RowLimit<R> {
+    inner: R,
+    /// Bytes handed over since [`RowLimit::start_row`].
+    in_row: usize,
+    over: bool,
+}
+
+impl<R> RowLimit<R> {
+    fn new(inner: R) -> RowLimit<R> {
+        RowLimit { inner, in_row: 0, over: false }
+    }
+
+    /// A row begins (part of it may be in the reader's buffer already, not counted).
+    fn start_row(&mut self) {
+        self.in_row = 0;
+    }
+}
+
+impl<R: Read> Read for RowLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.in_row > MAX_ROW_BYTES {
+            self.over = true;
+            return Err(io::Error::other(format!("a row longer than {MAX_ROW_BYTES} bytes")));
+        }
+        let n = self.inner.read(buf)?;
+        self.in_row += n;
+        Ok(n)
+    }
+}
+
 /// One side of a split, scaled, ready to feed a model.
 #[derive(Clone, Debug)]
 pub struct Samples {
@@ -419,6 +501,50 @@ mod tests {
     fn header_names_with_line_breaks_stay_on_one_line() {
         let e = parse("\"a\nb\",c,label\nx,1,0\n").unwrap_err().to_string();
         assert_eq!(e, "t.csv: line 3, column 1 (a\\nb): \"x\" is not a number");
+    }
+
+    /// A reader that hands over at most `n` bytes a read, to move where reads fall in a row.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// A wide row held about 23 times its size before anything checked it, and a file with no
+    /// line break (`/dev/zero`) never ended its row.
+    #[test]
+    fn rows_past_the_limits_are_refused_while_reading() {
+        let too_long = |line: u64| {
+            format!(
+                "t.csv: line {line} is too long: the limit is {MAX_ROW_BYTES} bytes a row (65537 \
+                 columns of up to 64 bytes: 65536 features and a label)"
+            )
+        };
+        let e = Dataset::from_csv(io::repeat(0), "t.csv").unwrap_err().to_string();
+        assert_eq!(e, too_long(1));
+        // `len` bytes with the line break: a 2-column row, one long number.
+        let long = |len: usize| format!("{}1,0\n", "0".repeat(len - 4));
+        for chunk in [1, 8191, 8192, 8193, usize::MAX] {
+            let at_limit = long(MAX_ROW_BYTES) + "1,1\n";
+            let d = Dataset::from_csv(Trickle(at_limit.as_bytes(), chunk), "t.csv").unwrap();
+            assert_eq!((d.rows(), d.features, d.x[0]), (2, 1, 1.0), "chunk {chunk}");
+            let over = "1,1\n".to_string() + &long(MAX_ROW_BYTES + 1);
+            let e = Dataset::from_csv(Trickle(over.as_bytes(), chunk), "t.csv").unwrap_err();
+            assert_eq!(e.to_string(), too_long(2), "chunk {chunk}");
+        }
+        let wide = |cells: usize, label: u8| format!("{}{label}\n", "1,".repeat(cells - 1));
+        let d = parse(&(wide(MAX_COLUMNS, 0) + &wide(MAX_COLUMNS, 1))).unwrap();
+        assert_eq!(d.features, MAX_WIDTH as usize);
+        assert_eq!(
+            parse(&wide(MAX_COLUMNS + 1, 0)).unwrap_err().to_string(),
+            "t.csv: line 1 has 65538 columns; the limit is 65537 (65536 features, the widest \
+             model input, and a label)"
+        );
     }
 
     #[test]

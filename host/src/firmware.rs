@@ -1,16 +1,23 @@
 //! `systole firmware blob`: a trained model (from `systole train --save`) compiled into the blob
 //! a firmware embeds and runs as INT8 or BF16 inference (core::blob, docs/FIRMWARE.md).
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use systole_core::compile::Int8Plan;
 use systole_core::graph::Graph;
 
 use crate::cli::{BlobArgs, DtypeArg};
+use crate::dataset::Source;
 use crate::model::Model;
-use crate::staged::StagedFile;
+use crate::outputs::Outputs;
 use crate::train::CALIBRATION_ROWS;
 
 pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
+    let mut outputs = Outputs::new();
+    outputs.reads("--model", &args.model)?;
+    if let Source::Csv(path) = &args.dataset {
+        outputs.reads("--dataset", path)?;
+    }
+    let out = outputs.writes("-o", &args.out)?;
     let model = Model::load(&args.model)?;
     let dtype = systole_core::Dtype::from(args.dtype);
     let config = args.array.config(dtype);
@@ -44,11 +51,8 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
         model.feature_scale,
     )
     .map_err(|e| anyhow!("cannot build the blob: {e}"))?;
-    let mut out = StagedFile::beside(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    std::io::Write::write_all(out.file(), &bytes)
-        .with_context(|| format!("writing {}", args.out.display()))?;
-    out.commit().with_context(|| format!("cannot write {}", args.out.display()))?;
+    outputs.write(out, |file| file.write_all(&bytes))?;
+    outputs.commit()?;
     println!(
         "{}: {} bytes, {} inference of a {} MLP on a {}x{} {} array, batch {}",
         args.out.display(),

@@ -1,47 +1,53 @@
 //! `systole gemm`: `C = A x B` from `.npy` files on any machine, with its statistics.
 
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::io::Write;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use serde::Serialize;
+use systole_core::isa::Instruction;
 use systole_core::machine::run_gemm;
 use systole_core::tiler::{scalesim_cycles, GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype, Stats};
 
 use crate::cli::GemmArgs;
+use crate::limits::check_memory;
 use crate::npy::{self, Matrix};
-use crate::staged::StagedFile;
+use crate::outputs::Outputs;
 
 pub fn run(args: &GemmArgs) -> anyhow::Result<()> {
     let dtype = Dtype::from(args.dtype);
     let config = args.array.config(dtype);
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    // The outputs first, so a path that cannot be written (or is an input) fails before any work.
+    let mut outputs = Outputs::new();
+    outputs.reads("--a", &args.a)?;
+    outputs.reads("--b", &args.b)?;
+    let c_file = outputs.writes("-o", &args.out)?;
+    let stats_file = outputs.writes_opt("--stats", args.stats.as_deref())?;
     let a = npy::read_matrix(&args.a, dtype)?;
     let b = npy::read_matrix(&args.b, dtype)?;
     let shape = gemm_shape(args, &a, &b)?;
     let (plan, dram_bytes) = plan(&config, shape)?;
-
-    // Create the outputs before the run, so an unwritable directory fails fast.
-    let mut c_file = stage(&args.out)?;
-    let mut stats_file = args.stats.as_deref().map(stage).transpose()?;
+    check_memory(
+        format_args!(
+            "{} x {}: the {}x{}x{} GEMM (its DRAM, C and program)",
+            args.a.display(),
+            args.b.display(),
+            shape.m,
+            shape.k,
+            shape.n
+        ),
+        run_bytes(&plan, dram_bytes),
+    )?;
 
     let run = run_on(args, &plan, dram_bytes, &a, &b)?;
     let report = GemmReport::new(&plan, &run);
 
-    let mut out = BufWriter::new(c_file.file());
-    npy::write_accumulators(&mut out, shape.m, shape.n, &run.c, dtype)
-        .and_then(|()| out.flush())
-        .with_context(|| format!("writing {}", args.out.display()))?;
-    drop(out);
-    if let (Some(file), Some(path)) = (stats_file.as_mut(), args.stats.as_deref()) {
-        write_json(file.file(), &report).with_context(|| format!("writing {}", path.display()))?;
+    outputs.write(c_file, |out| npy::write_accumulators(out, shape.m, shape.n, &run.c, dtype))?;
+    if let Some(file) = stats_file {
+        outputs.write(file, |out| write_json(out, &report))?;
     }
-
-    commit(c_file, &args.out)?;
-    if let (Some(file), Some(path)) = (stats_file, args.stats.as_deref()) {
-        commit(file, path)?;
-    }
+    outputs.commit()?;
     println!("{}", report.summary());
     Ok(())
 }
@@ -72,6 +78,14 @@ fn plan(config: &ArrayConfig, shape: GemmShape) -> anyhow::Result<(GemmPlan, usi
     Ok((plan, dram_bytes))
 }
 
+/// Bytes a run of `plan` allocates besides A and B (read already): the machine's DRAM, C twice
+/// (read back as bytes, then as words) and the program (twice, while its vector grows).
+fn run_bytes(plan: &GemmPlan, dram_bytes: usize) -> u64 {
+    let c = plan.shape.m as u64 * plan.shape.n as u64 * 4;
+    let program = plan.instruction_count().saturating_mul(size_of::<Instruction>() as u64);
+    (dram_bytes as u64).saturating_add(2 * c).saturating_add(program.saturating_mul(2))
+}
+
 /// One finished run: C's accumulator words (row-major), and what the machine counted.
 struct GemmRun {
     machine: &'static str,
@@ -94,19 +108,9 @@ fn run_on(
     Ok(GemmRun { machine: name, c, stats })
 }
 
-fn stage(path: &Path) -> anyhow::Result<StagedFile> {
-    StagedFile::beside(path).with_context(|| format!("cannot create {}", path.display()))
-}
-
-fn commit(file: StagedFile, path: &Path) -> anyhow::Result<()> {
-    file.commit().with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn write_json(file: impl Write, report: &GemmReport) -> std::io::Result<()> {
-    let mut out = BufWriter::new(file);
-    serde_json::to_writer_pretty(&mut out, report)?;
-    out.write_all(b"\n")?;
-    out.flush()
+fn write_json(out: &mut dyn Write, report: &GemmReport) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, report)?;
+    out.write_all(b"\n")
 }
 
 /// Where the functional machine's cycle count comes from: [`GemmPlan::cycles`].

@@ -1,8 +1,5 @@
 //! `systole hdl emit`: the Verilog of one accelerator config and its manifest.
 
-use std::io::Write;
-use std::path::Path;
-
 use anyhow::Context;
 use serde::Serialize;
 use systole_core::isa::ISA_VERSION;
@@ -10,7 +7,7 @@ use systole_core::{ArrayConfig, Dtype};
 use systole_hdl::{emit as emit_verilog, MemoryInfo, Port, TopConfig, TOP_MODULE};
 
 use crate::cli::EmitArgs;
-use crate::staged::StagedFile;
+use crate::outputs::Outputs;
 
 /// What `manifest.json` holds: enough for a simulator or a board flow to use the Verilog without
 /// reading it.
@@ -162,23 +159,14 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let v_path = args.out.join("systole_top.v");
-    let m_path = args.out.join("manifest.json");
     // Both files are staged before either is committed: a failure leaves neither half-written.
-    let mut v_file = stage(&v_path)?;
-    let mut m_file = stage(&m_path)?;
-    v_file
-        .file()
-        .write_all(emitted.verilog.as_bytes())
-        .with_context(|| format!("writing {}", v_path.display()))?;
+    let mut outputs = Outputs::new();
+    let v_file = outputs.writes("-o", &args.out.join("systole_top.v"))?;
+    let m_file = outputs.writes("-o", &args.out.join("manifest.json"))?;
+    outputs.write(v_file, |out| out.write_all(emitted.verilog.as_bytes()))?;
     let json = serde_json::to_string_pretty(&manifest)?;
-    m_file
-        .file()
-        .write_all(json.as_bytes())
-        .and_then(|()| m_file.file().write_all(b"\n"))
-        .with_context(|| format!("writing {}", m_path.display()))?;
-    v_file.commit().with_context(|| format!("writing {}", v_path.display()))?;
-    m_file.commit().with_context(|| format!("writing {}", m_path.display()))?;
+    outputs.write(m_file, |out| writeln!(out, "{json}"))?;
+    outputs.commit()?;
     println!(
         "{} {}x{} {} {}: {} modules ({} instances) -> {}",
         TOP_MODULE,
@@ -191,8 +179,4 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
         args.out.display()
     );
     Ok(())
-}
-
-fn stage(path: &Path) -> anyhow::Result<StagedFile> {
-    StagedFile::beside(path).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -10,11 +10,13 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use clap::ValueEnum;
 use systole_core::exec::transpose;
 use systole_core::exec::{argmax, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, MAX_LAYERS, MAX_WIDTH};
 use systole_core::params::{LayerParams, Params};
 
+use crate::cli::TrainDtype;
 use crate::dataset::Samples;
 
 /// The `format` metadata value of a Systole MLP file.
@@ -88,12 +90,15 @@ impl Model {
         let mut metadata = HashMap::from([
             ("format".to_string(), FORMAT.to_string()),
             ("widths".to_string(), widths.join(",")),
-            ("dtype".to_string(), self.dtype.clone()),
             ("seed".to_string(), self.seed.to_string()),
             // Display of an f32 is the shortest string that parses back to the same bits.
             ("feature_scale".to_string(), self.feature_scale.to_string()),
             ("dataset".to_string(), self.dataset.clone()),
         ]);
+        // `""`: not known (a file without it was loaded); a file must not say `""`.
+        if !self.dtype.is_empty() {
+            metadata.insert("dtype".to_string(), self.dtype.clone());
+        }
         for (name, value) in &self.accuracies {
             metadata.insert(name.clone(), value.to_string());
         }
@@ -102,8 +107,8 @@ impl Model {
 
     /// Reads and validates a model file: metadata, tensor names, dtypes and shapes.
     pub fn load(path: &Path) -> Result<Model, ModelError> {
-        let bytes =
-            std::fs::read(path).map_err(|source| ModelError::Io { path: path.into(), source })?;
+        let bytes = crate::limits::read_file(path)
+            .map_err(|source| ModelError::Io { path: path.into(), source })?;
         Model::from_safetensors(&bytes, path)
     }
 
@@ -160,11 +165,26 @@ impl Model {
                     format!("shape {:?}, expected {shape:?}", view.shape()),
                 ));
             }
-            Ok(view
+            let values: Vec<f32> = view
                 .data()
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect())
+                .collect();
+            // A NaN or infinite parameter makes every prediction through it NaN.
+            if let Some(at) = values.iter().position(|v| !v.is_finite()) {
+                let index = match *shape {
+                    [_, cols] => format!("[{}, {}]", at / cols, at % cols),
+                    _ => format!("[{at}]"),
+                };
+                return Err(tensor_error(
+                    name,
+                    format!(
+                        "element {index} is {}; every weight and bias must be finite",
+                        values[at]
+                    ),
+                ));
+            }
+            Ok(values)
         };
         // Each layer is built from its tensor once the tensor's shape is checked, so what is
         // allocated is bounded by the file's size, whatever widths the metadata claims.
@@ -191,6 +211,21 @@ impl Model {
                 ),
             ));
         }
+        // What it was trained in only labels the model (`predict` prints it): checked last, and
+        // a file that does not say is taken (as `""`).
+        let dtype = metadata.get("dtype").cloned().unwrap_or_default();
+        let trained_in = TrainDtype::value_variants().iter().map(|d| d.name());
+        if metadata.contains_key("dtype") && !trained_in.clone().any(|name| name == dtype) {
+            let names: Vec<&str> = trained_in.collect();
+            let shown: String = dtype.chars().take(40).collect();
+            return Err(meta_error(
+                "dtype",
+                format!(
+                    "{shown:?} is not one `systole train --save` writes ({})",
+                    names.join(", ")
+                ),
+            ));
+        }
         let accuracies = [
             "test_accuracy_f32",
             "test_accuracy_bf16",
@@ -203,7 +238,7 @@ impl Model {
         Ok(Model {
             spec,
             params,
-            dtype: metadata.get("dtype").cloned().unwrap_or_default(),
+            dtype,
             seed,
             feature_scale,
             dataset: metadata.get("dataset").cloned().unwrap_or_default(),
@@ -222,12 +257,91 @@ pub fn f32_predictions(spec: &MlpSpec, params: &Params, samples: &Samples) -> Ve
     let graph = Graph::mlp(spec).expect("a spec that trained is a valid graph");
     let mut ex = Executor::new(graph, Plain::<f32>::new(), params);
     let classes = spec.classes as usize;
-    let logits = ex.logits(&samples.x, samples.len());
-    logits.chunks_exact(classes).map(|row| argmax(row) as u16).collect()
+    // In passes of a bounded number of rows: the executor keeps every layer's activations, so
+    // a pass over a whole large test split of a wide model would hold rows x widths of them.
+    let pass = crate::train::EVAL_ROWS * samples.features;
+    let mut predicted = Vec::with_capacity(samples.len());
+    for x in samples.x.chunks(pass.max(1)) {
+        let logits = ex.logits(x, x.len() / samples.features.max(1));
+        predicted.extend(logits.chunks_exact(classes).map(|row| argmax(row) as u16));
+    }
+    predicted
 }
 
 /// The fraction of `predicted` equal to `labels`.
 pub fn accuracy(predicted: &[u16], labels: &[u16]) -> f64 {
     let correct = predicted.iter().zip(labels).filter(|(p, l)| p == l).count();
     correct as f64 / labels.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 3-2 model (one layer: a 2 x 3 weight and 2 biases) trained in `dtype`.
+    fn model(dtype: &str) -> Model {
+        let spec = spec_of(&[3, 2]).unwrap();
+        Model {
+            params: Params::init(&spec, 7),
+            spec,
+            dtype: dtype.into(),
+            seed: 7,
+            feature_scale: 16.0,
+            dataset: "digits".into(),
+            accuracies: vec![],
+        }
+    }
+
+    fn load(m: &Model) -> Result<Model, String> {
+        let bytes = m.to_safetensors().unwrap();
+        Model::from_safetensors(&bytes, Path::new("m.safetensors")).map_err(|e| e.to_string())
+    }
+
+    /// `systole predict` and `firmware blob` took a model "trained in fp64".
+    #[test]
+    fn dtypes_are_those_train_save_writes() {
+        for name in ["bf16", "int8", "f32"] {
+            assert_eq!(load(&model(name)).unwrap().dtype, name);
+        }
+        assert_eq!(
+            load(&model("fp64")).unwrap_err(),
+            "m.safetensors: metadata `dtype`: \"fp64\" is not one `systole train --save` writes \
+             (bf16, int8, f32)"
+        );
+        let e = load(&model("F32")).unwrap_err();
+        assert!(e.ends_with("\"F32\" is not one `systole train --save` writes (bf16, int8, f32)"));
+        // A file that does not say is taken, and saved again without it.
+        let mut bytes = model("f32").to_safetensors().unwrap();
+        let key = bytes.windows(13).position(|w| w == b"\"dtype\":\"f32\"").unwrap();
+        bytes[key + 4] = b'q';
+        let unknown = Model::from_safetensors(&bytes, Path::new("m.safetensors")).unwrap();
+        assert_eq!(load(&unknown).unwrap().dtype, "");
+        // A name that is blank (or empty) is no name `train` writes.
+        let mut bytes = model("f32").to_safetensors().unwrap();
+        let key = bytes.windows(13).position(|w| w == b"\"dtype\":\"f32\"").unwrap();
+        bytes[key + 9..key + 12].copy_from_slice(b"   ");
+        let e = Model::from_safetensors(&bytes, Path::new("m.safetensors")).unwrap_err();
+        assert!(e.to_string().contains("metadata `dtype`: \"   \" is not one"), "{e}");
+    }
+
+    /// NaN and infinite weights were loaded, and every prediction through them was NaN.
+    #[test]
+    fn non_finite_parameters_are_refused_naming_the_element() {
+        let mut m = model("bf16");
+        // Core's weights are fan_in x fan_out; the file's [fan_out, fan_in]: core's (2, 1) is
+        // the file's [1, 2].
+        m.params.layers[0].weight[2 * 2 + 1] = f32::NAN;
+        assert_eq!(
+            load(&m).unwrap_err(),
+            "m.safetensors: tensor `layers.0.weight`: element [1, 2] is NaN; every weight and \
+             bias must be finite"
+        );
+        let mut m = model("bf16");
+        m.params.layers[0].bias[1] = f32::NEG_INFINITY;
+        assert_eq!(
+            load(&m).unwrap_err(),
+            "m.safetensors: tensor `layers.0.bias`: element [1] is -inf; every weight and bias \
+             must be finite"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::io::{self, Cursor, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use npyz::{DType, Endianness, NpyHeader, Order, TypeChar, TypeStr, WriteOptions, WriterBuilder};
@@ -58,7 +59,8 @@ impl fmt::Display for Shape {
 
 /// Reads a 2-D matrix of `dtype`'s input type from `path`.
 pub fn read_matrix(path: &Path, dtype: Dtype) -> Result<Matrix, NpyError> {
-    let file = std::fs::read(path).map_err(|source| NpyError::Io { path: path.into(), source })?;
+    let file = crate::limits::read_file(path)
+        .map_err(|source| NpyError::Io { path: path.into(), source })?;
     parse_matrix(&file, path, dtype)
 }
 
@@ -104,12 +106,159 @@ fn split_header(file: &[u8]) -> Result<(NpyHeader, &[u8]), String> {
              {MAX_HEADER_NESTING}"
         ));
     }
+    // NumPy reads a header with exactly its three keys; npyz ignores others and names a
+    // missing one in its own words.
+    let entries = header_text(file).and_then(header_entries);
+    if let Some(entries) = &entries {
+        check_header_keys(entries)?;
+    }
     if element_count_overflows(file) {
         return Err("the shape's element count overflows 64 bits".into());
     }
-    let mut cursor = Cursor::new(file);
+    // npyz knows only explicit byte orders: a native-order type string (`=f4`, which NumPy
+    // reads in the reading machine's order) is given to it as that order, spelled out.
+    let spelled = entries.as_deref().and_then(|e| spell_native_order(file, e));
+    let mut cursor = Cursor::new(spelled.as_deref().unwrap_or(file));
     let header = NpyHeader::from_reader(&mut cursor).map_err(|e| one_line(&e.to_string()))?;
     Ok((header, &file[cursor.position() as usize..]))
+}
+
+/// The keys of a `.npy` header's dict: NumPy writes these and reads nothing else.
+const HEADER_KEYS: [&str; 3] = ["descr", "fortran_order", "shape"];
+
+/// The byte order `=` means here: this machine's, as NumPy reads it.
+const NATIVE_ORDER: u8 = if cfg!(target_endian = "big") { b'>' } else { b'<' };
+
+/// A missing key or one NumPy does not read, named.
+fn check_header_keys(entries: &[(Vec<u8>, Range<usize>)]) -> Result<(), String> {
+    const HOLDS: &str = "a .npy header holds exactly 'descr', 'fortran_order' and 'shape'";
+    if let Some(missing) =
+        HEADER_KEYS.iter().find(|k| !entries.iter().any(|(e, _)| e == k.as_bytes()))
+    {
+        return Err(format!("its header has no '{missing}' key; {HOLDS}"));
+    }
+    if let Some((extra, _)) =
+        entries.iter().find(|(e, _)| !HEADER_KEYS.iter().any(|k| k.as_bytes() == e))
+    {
+        return Err(format!(
+            "its header has a key '{}' that NumPy refuses; {HOLDS}",
+            quoted_key(extra)
+        ));
+    }
+    Ok(())
+}
+
+/// A key as a message shows it: on one line, at most 40 characters.
+fn quoted_key(key: &[u8]) -> String {
+    let key = String::from_utf8_lossy(key);
+    let shown: String = key.chars().take(40).flat_map(char::escape_debug).collect();
+    if key.chars().count() > 40 {
+        format!("{shown}...")
+    } else {
+        shown
+    }
+}
+
+/// The preamble and header of `file` with the `=` of each native-order type string in its
+/// `descr` (the dtype's own, or a structured dtype's fields') replaced by [`NATIVE_ORDER`];
+/// `None` if it has none.
+fn spell_native_order(file: &[u8], entries: &[(Vec<u8>, Range<usize>)]) -> Option<Vec<u8>> {
+    let (len, start) = header_len(file)?;
+    let (_, descr) = entries.iter().find(|(k, _)| k == b"descr")?;
+    let mut head = file.get(..start + len)?.to_vec();
+    let mut spelled = false;
+    let mut i = start + descr.start;
+    while i < start + descr.end {
+        if !matches!(head[i], b'\'' | b'"') {
+            i += 1;
+            continue;
+        }
+        let end = string_end(&head, i)?;
+        if head[i + 1] == b'=' {
+            head[i + 1] = NATIVE_ORDER;
+            match std::str::from_utf8(&head[i + 1..end]).map(str::parse::<TypeStr>) {
+                Ok(Ok(_)) => spelled = true,
+                _ => head[i + 1] = b'=',
+            }
+        }
+        i = end + 1;
+    }
+    spelled.then_some(head)
+}
+
+/// A header's dict, entry by entry: each key and where its value lies in `text`. `None` when
+/// `text` is not a dict of string keys this scan can follow; npyz then says what is wrong.
+fn header_entries(text: &[u8]) -> Option<Vec<(Vec<u8>, Range<usize>)>> {
+    let skip_space = |mut i: usize| {
+        while text.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = skip_space(0);
+    if text.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut entries = Vec::new();
+    i += 1;
+    loop {
+        i = skip_space(i);
+        match text.get(i)? {
+            b'}' => return Some(entries),
+            b'\'' | b'"' => {}
+            _ => return None,
+        }
+        let key_end = string_end(text, i)?;
+        let key = text[i + 1..key_end].to_vec();
+        i = skip_space(key_end + 1);
+        if text.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_space(i + 1);
+        let end = value_end(text, start)?;
+        let mut trimmed = end;
+        while trimmed > start && text[trimmed - 1].is_ascii_whitespace() {
+            trimmed -= 1;
+        }
+        if trimmed == start {
+            return None;
+        }
+        entries.push((key, start..trimmed));
+        i = end;
+        if text[i] == b',' {
+            i += 1;
+        }
+    }
+}
+
+/// Where the string literal opening at `text[open]` closes (the index of its closing quote).
+fn string_end(text: &[u8], open: usize) -> Option<usize> {
+    let quote = text[open];
+    let mut i = open + 1;
+    loop {
+        match *text.get(i)? {
+            b'\\' => i += 2,
+            b if b == quote => return Some(i),
+            _ => i += 1,
+        }
+    }
+}
+
+/// Where the dict value starting at `text[start]` ends: the `,` or `}` after it, outside any
+/// bracket or string.
+fn value_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    loop {
+        match *text.get(i)? {
+            b'\'' | b'"' => i = string_end(text, i)?,
+            b'(' | b'[' | b'{' => depth += 1,
+            b',' | b'}' if depth == 0 => return Some(i),
+            b')' | b']' | b'}' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+        i += 1;
+    }
 }
 
 /// Deepest bracket nesting a header may have: the dict, a structured dtype's list, its tuples,
@@ -424,6 +573,86 @@ mod tests {
             "a.npy: not a valid .npy file (could not parse Python expression: syntax error: at \
              1:61: expected EOI)"
         );
+    }
+
+    /// A version-1 file of `dict` and `data`.
+    fn npy(dict: &str, data: &[u8]) -> Vec<u8> {
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        file.extend_from_slice(dict.as_bytes());
+        file.extend_from_slice(data);
+        file
+    }
+
+    /// `=f4` (native byte order, which NumPy reads in the reading machine's order) was refused
+    /// as "invalid type string": npyz knows only `<`, `>` and `|`.
+    #[test]
+    fn native_byte_order_reads_as_this_machines() {
+        let dict = |descr: &str| {
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 2), }}")
+        };
+        let floats: Vec<u8> =
+            [1.0f32, -2.5, 3.0, 0.25].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let path = Path::new("a.npy");
+        let native = parse_matrix(&npy(&dict("=f4"), &floats), path, Dtype::Bf16).unwrap();
+        let spelled = if cfg!(target_endian = "big") { ">f4" } else { "<f4" };
+        let explicit = parse_matrix(&npy(&dict(spelled), &floats), path, Dtype::Bf16).unwrap();
+        assert_eq!((native.rows, native.cols, &native.elems), (2, 2, &explicit.elems));
+        let int8 = parse_matrix(&npy(&dict("=i1"), &[1, 2, 0xfe, 4]), path, Dtype::Int8).unwrap();
+        assert_eq!(int8.elems, [1, 2, 0xfe, 4]);
+        // A native-order type of the wrong kind is refused as what it is.
+        let e = parse_matrix(&npy(&dict("=u2"), &[0; 8]), path, Dtype::Int8).unwrap_err();
+        assert!(e.to_string().starts_with("a.npy: dtype uint16 ("), "{e}");
+        // Fortran order, and a structured dtype's fields, take it too.
+        let fortran = "{'descr': '=i1', 'fortran_order': True, 'shape': (2, 2), }";
+        let m = parse_matrix(&npy(fortran, &[1, 3, 2, 4]), path, Dtype::Int8).unwrap();
+        assert_eq!(m.elems, [1, 2, 3, 4]);
+        let fields = "{'descr': [('a', '=f4')], 'fortran_order': False, 'shape': (1, 1), }";
+        let e = parse_matrix(&npy(fields, &[0; 4]), path, Dtype::Bf16).unwrap_err().to_string();
+        assert!(e.contains("structured"), "{e}");
+        // `=` before something that is no type is still npyz's to refuse.
+        let e = parse_matrix(&npy(&dict("=q9"), &[0; 4]), path, Dtype::Int8).unwrap_err();
+        assert!(e.to_string().contains("invalid type string"), "{e}");
+    }
+
+    /// A header with a key NumPy refuses (`'extra': 1`) was read; a missing key was npyz's
+    /// "dict is missing key".
+    #[test]
+    fn header_keys_are_exactly_numpys_three() {
+        let path = Path::new("a.npy");
+        let e = |dict: &str| {
+            parse_matrix(&npy(dict, &[1; 4]), path, Dtype::Int8).unwrap_err().to_string()
+        };
+        let refused = |why: &str| {
+            format!(
+                "a.npy: not a valid .npy file ({why}; a .npy header holds exactly 'descr', \
+                 'fortran_order' and 'shape')"
+            )
+        };
+        assert_eq!(
+            e("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'extra': 1, }"),
+            refused("its header has a key 'extra' that NumPy refuses")
+        );
+        assert_eq!(
+            e("{'descr': '|i1', 'shape': (2, 2), }"),
+            refused("its header has no 'fortran_order' key")
+        );
+        assert_eq!(
+            e("{\"descr\": '|i1', 'fortran_order': False}"),
+            refused("its header has no 'shape' key")
+        );
+        // Keys are shown on one line and cut short.
+        let long = format!(
+            "{{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), 'a\\n{}': 0}}",
+            "b".repeat(60)
+        );
+        let message = e(&long);
+        assert!(message.contains("'a\\\\nbbb") && message.contains("b...'"), "{message}");
+        // Values with strings, brackets and commas in them are stepped over whole.
+        let tricky = "{'descr': [('x,}', '|i1')], 'shape': (2, 2), 'fortran_order': False, }";
+        assert!(e(tricky).contains("structured"), "{}", e(tricky));
+        let ok = "{ 'shape' : (2, 2) , \"fortran_order\":False,'descr':'|i1'}";
+        assert!(parse_matrix(&npy(ok, &[1; 4]), path, Dtype::Int8).is_ok());
     }
 
     #[test]

@@ -2,14 +2,14 @@
 //! reference on the test side of the same deterministic split (the seed comes from the model's
 //! metadata), so it reproduces the training run's `test_accuracy_f32` exactly.
 
-use std::io::Write;
-
-use anyhow::{anyhow, Context};
 use serde::Serialize;
+use systole_core::graph::Graph;
 
 use crate::cli::PredictArgs;
+use crate::dataset::Source;
+use crate::limits::check_memory;
 use crate::model::{accuracy, f32_predictions, Model};
-use crate::staged::StagedFile;
+use crate::outputs::Outputs;
 
 /// What `--json` writes.
 #[derive(Serialize)]
@@ -35,6 +35,12 @@ struct Prediction {
 }
 
 pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
+    let mut outputs = Outputs::new();
+    outputs.reads("--model", &args.model)?;
+    if let Source::Csv(path) = &args.dataset {
+        outputs.reads("--dataset", path)?;
+    }
+    let json_file = outputs.writes_opt("--json", args.json.as_deref())?;
     let model = Model::load(&args.model)?;
     let data = args.dataset.load()?;
     let split = data.split_for_model(
@@ -43,13 +49,15 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
         model.spec.inputs as usize,
         model.spec.classes,
     )?;
-    let mut json_file = args
-        .json
-        .as_deref()
-        .map(|p| StagedFile::beside(p).with_context(|| format!("cannot create {}", p.display())))
-        .transpose()?;
-
     let test = &split.test;
+    // The model's widths come from its file and the rows from the data set's: together they
+    // can imply far more activations than either file holds.
+    if let Ok(graph) = Graph::mlp(&model.spec) {
+        check_memory(
+            format_args!("{}: the f32 reference", args.model.display()),
+            crate::train::reference_bytes(&graph, test.len().min(crate::train::EVAL_ROWS)),
+        )?;
+    }
     let predicted = f32_predictions(&model.spec, &model.params, test);
     let correct = predicted.iter().zip(&test.labels).filter(|(p, l)| p == l).count();
     let test_accuracy_f32 = accuracy(&predicted, &test.labels);
@@ -66,7 +74,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
         test.len()
     );
 
-    if let (Some(file), Some(path)) = (json_file.as_mut(), args.json.as_deref()) {
+    if let Some(file) = json_file {
         let report = PredictReport {
             model: args.model.display().to_string(),
             dataset: args.dataset.name(),
@@ -84,15 +92,12 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
                 .map(|((&row, &label), &predicted)| Prediction { row, label, predicted })
                 .collect(),
         };
-        let mut out = std::io::BufWriter::new(file.file());
-        serde_json::to_writer_pretty(&mut out, &report)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush())
-            .with_context(|| format!("writing {}", path.display()))?;
+        outputs.write(file, |out| {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            out.write_all(b"\n")
+        })?;
     }
-    if let (Some(file), Some(path)) = (json_file, args.json.as_deref()) {
-        file.commit().map_err(|e| anyhow!("cannot write {}: {e}", path.display()))?;
+    for path in outputs.commit()? {
         println!("wrote {}", path.display());
     }
     Ok(())

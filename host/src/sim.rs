@@ -7,6 +7,7 @@
 //! writes a VCD of the last `--vcd-cycles` cycles of that prefix's run, prints its path, and
 //! exits with status 1. Errors (bad flags, files, a build that fails) exit with status 2.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -17,13 +18,24 @@ use systole_core::isa::{decode, encode, Instruction, Word};
 use systole_core::machine::{golden, validate_program, GoldenKind, Region, Stats};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype, Machine, MachineError};
+use systole_hdl::top::MAX_DRAM_BYTES;
 use systole_hdl::TopConfig;
 use systole_sim::compare::{first_difference, localize, run_from, Image, Outcome, Pair};
 use systole_sim::machine::{pins, simulated_cycles};
 use systole_sim::{rtl_top_config, BuildOptions, RtlBuild, RtlMachine};
 
 use crate::cli::{ArrayArgs, DtypeArg};
-use crate::staged::StagedFile;
+use crate::limits::check_memory;
+use crate::outputs::{OutputId, Outputs};
+use crate::progress::Phase;
+
+/// Programs of this many words or more are long to run on the RTL (each word is sent over its
+/// UART, 640 simulated cycles, about half a millisecond): their steps are announced on stderr
+/// even when it is not a terminal.
+const LONG_PROGRAM: usize = 4096;
+
+/// Where a mismatch's VCD goes without `--vcd`.
+const DEFAULT_VCD: &str = "systole-mismatch.vcd";
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -205,6 +217,25 @@ struct MismatchJson {
 pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     let config = args.array.config(Dtype::from(args.dtype));
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    // The outputs first, so a path that cannot be written (or is an input) fails before any work.
+    let mut outputs = Outputs::new();
+    if let Some(path) = &args.program {
+        outputs.reads("--program", path)?;
+    }
+    let saved_program = outputs.writes_opt("--save-program", args.save_program.as_deref())?;
+    let json_file = outputs.writes_opt("--json", args.json.as_deref())?;
+    let vcd_file = outputs.writes_opt("--vcd", args.vcd.as_deref())?;
+    // Every machine here holds as much DRAM as the RTL, which an emitted design bounds.
+    if let Some(d) = args.dram_bytes.filter(|&d| d > MAX_DRAM_BYTES) {
+        bail!(
+            "--dram-bytes {d}: needs {d} bytes of DRAM; the limit is {MAX_DRAM_BYTES} ({RTL_DRAM})"
+        );
+    }
+    let reading = args.program.as_deref().map(|path| {
+        let words = std::fs::metadata(path).map_or(0, |m| m.len() / 16);
+        let long = words >= LONG_PROGRAM as u64;
+        Phase::start(format!("reading and validating {} ({words} words)", show(path)), long)
+    });
     let (program, needed) = match (&args.program, args.gemm) {
         (Some(path), _) => (read_program(path)?, 0),
         (None, Some(shape)) => gemm_program(&config, shape)?,
@@ -224,17 +255,23 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     validate_program(&config, &program, top.dram_bytes).map_err(|e| {
         anyhow!("{}: {e}", args.program.as_deref().map_or("the program".into(), show))
     })?;
-    if let Some(path) = &args.save_program {
-        write_program(path, &program)?;
+    drop(reading);
+    if let Some(file) = saved_program {
+        outputs.write(file, |out| write_program(out, &program))?;
     }
 
     // Tracing is built in only when a VCD is wanted: it slows building and simulating.
     let verilate = |trace: bool| -> anyhow::Result<RtlBuild> {
         let started = Instant::now();
         let opts = BuildOptions { threads: args.threads, trace, ..Default::default() };
+        let tracing = if trace { " with tracing" } else { "" };
+        let (rows, cols, dtype) = (config.rows, config.cols, config.dtype.name());
+        let phase =
+            Phase::start(format!("Verilating the {rows}x{cols} {dtype} RTL{tracing}"), false);
         let build = RtlBuild::new(&top, &opts).map_err(|e| {
             anyhow!("the {}x{} {} RTL: {e}", config.rows, config.cols, config.dtype.name())
         })?;
+        phase.finish();
         let took = started.elapsed().as_secs_f64();
         if took > 2.0 {
             let what = if trace { "with tracing " } else { "" };
@@ -250,31 +287,42 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     let image = Image::random(&config, &rtl, args.seed);
     let golden_of = |kind| golden(kind, config, top.dram_bytes).map_err(|e| anyhow!("{e}"));
 
+    let long = program.len() >= LONG_PROGRAM;
+    let running = |on: &str, how: &str| {
+        let n = program.len();
+        Phase::start(format!("{on}: running {n} instructions{how}"), long)
+    };
+    let phase = running("functional machine", "");
     let functional = run_from(golden_of(GoldenKind::Functional)?.as_mut(), &image, &program)?;
+    phase.finish();
+    let phase = running("cycle machine", "");
     let cycle = run_from(golden_of(GoldenKind::Cycle)?.as_mut(), &image, &program)?;
+    phase.finish();
     if let Some(d) = first_difference(&config, &functional, &cycle) {
         bail!("core's functional and cycle machines differ on this program ({d}): a core bug");
     }
 
     // The RTL run, traced when asked.
     image.load_into(&mut rtl).context("loading the RTL's memories")?;
-    if let Some(vcd) = &args.vcd {
+    if let Some(vcd) = vcd_file {
         let now = simulated_cycles(&rtl.inner);
-        pins(&mut rtl.inner).trace_from(vcd, now);
+        pins(&mut rtl.inner).trace_from(&outputs.tool_path(vcd), now);
     }
     let before = simulated_cycles(&rtl.inner);
+    let phase = running("rtl", ", each sent over the UART");
     let t0 = Instant::now();
     let result = rtl.run(&program);
     let wall = t0.elapsed().as_secs_f64();
+    phase.finish();
     let simulated = simulated_cycles(&rtl.inner) - before;
     if let Err(MachineError::Link(e)) = &result {
         bail!("the RTL's link failed: {e}");
     }
     let got = Outcome { result, memories: Image::read_from(&mut rtl)? };
-    if let Some(vcd) = &args.vcd {
+    if let Some(vcd) = vcd_file {
         pins(&mut rtl.inner).model().close_trace();
         if let Some(e) = pins(&mut rtl.inner).trace_error() {
-            bail!("{}: {e}", show(vcd));
+            bail!("{}: {e}", show(outputs.path(vcd)));
         }
     }
     drop(rtl);
@@ -308,7 +356,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         if let Some(vcd) = &args.vcd {
             println!("VCD of the run: {}", show(vcd));
         }
-        return write_json(args, &report);
+        return commit(outputs, json_file, &report);
     }
 
     // Where the RTL first parts from the cycle machine.
@@ -316,10 +364,15 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         let want = golden_of(GoldenKind::Cycle)?;
         Ok((want, Box::new(fresh_rtl()?)))
     };
+    let phase = Phase::start(
+        "finding the first instruction where the RTL differs (rerunning prefixes)".into(),
+        long,
+    );
     let found = localize(&config, &image, &program, &mut fresh)
         .map_err(|e| e.0)
         .context("rerunning prefixes of the program")?
         .ok_or_else(|| anyhow!("the RTL differed once but not when rerun: nondeterminism"))?;
+    phase.finish();
     println!("MISMATCH: the RTL parts from the cycle machine");
     println!(
         "  first at instruction {} of {}: {:?}",
@@ -334,7 +387,11 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     println!("  {}", found.difference);
 
     // A VCD of the last cycles of that prefix: one run finds where it ends, a second traces.
-    let vcd = args.vcd.clone().unwrap_or_else(|| PathBuf::from("systole-mismatch.vcd"));
+    let vcd_file = match vcd_file {
+        Some(file) => file,
+        None => outputs.writes("--vcd (its default)", Path::new(DEFAULT_VCD))?,
+    };
+    let vcd = outputs.path(vcd_file).to_path_buf();
     let traced_build = if args.vcd.is_some() { build.clone() } else { verilate(true)? };
     let traced_rtl = || -> anyhow::Result<Injected> {
         Ok(Injected { inner: traced_build.machine()?, fault: args.inject_fault })
@@ -346,7 +403,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     drop(probe);
     let from = end.saturating_sub(args.vcd_cycles);
     let mut traced = traced_rtl()?;
-    pins(&mut traced.inner).trace_from(&vcd, from);
+    pins(&mut traced.inner).trace_from(&outputs.tool_path(vcd_file), from);
     image.load_into(&mut traced)?;
     let _ = traced.run(&found.prefix);
     pins(&mut traced.inner).model().close_trace();
@@ -365,7 +422,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         difference: found.difference.to_string(),
         vcd: show(&vcd),
     });
-    write_json(args, &report)?;
+    commit(outputs, json_file, &report)?;
     Err(Mismatch.into())
 }
 
@@ -408,53 +465,104 @@ fn print_run(
     );
 }
 
-fn write_json(args: &SimArgs, report: &Report) -> anyhow::Result<()> {
-    let Some(path) = &args.json else { return Ok(()) };
-    let mut out = StagedFile::beside(path).with_context(|| show(path))?;
-    serde_json::to_writer_pretty(out.file(), report).with_context(|| show(path))?;
-    out.commit().with_context(|| show(path))
+/// Writes the JSON report (if asked) and puts every output in place.
+fn commit(
+    mut outputs: Outputs,
+    json_file: Option<OutputId>,
+    report: &Report,
+) -> anyhow::Result<()> {
+    if let Some(file) = json_file {
+        outputs.write(file, |out| Ok(serde_json::to_writer_pretty(out, report)?))?;
+    }
+    outputs.commit()?;
+    Ok(())
 }
 
 /// A GEMM's program over the packed layout, and the DRAM it needs.
+///
+/// Both are bounded before the program is built: the DRAM by what an emitted design holds (the
+/// RTL runs every program here), the program by [`crate::limits::MEMORY_LIMIT`].
 fn gemm_program(
     config: &ArrayConfig,
     shape: GemmShape,
 ) -> anyhow::Result<(Vec<Instruction>, usize)> {
+    let what = format!("--gemm {}x{}x{}", shape.m, shape.k, shape.n);
     let (layout, dram) = GemmLayout::packed(config, &shape).map_err(|e| anyhow!("--gemm: {e}"))?;
+    if dram > MAX_DRAM_BYTES {
+        bail!("{what} needs {dram} bytes of DRAM; the limit is {MAX_DRAM_BYTES} ({RTL_DRAM})");
+    }
     let plan = GemmPlan::new(config, shape, layout).map_err(|e| anyhow!("--gemm: {e}"))?;
-    let mut program = Vec::new();
+    let count = plan.instruction_count();
+    let bytes = count.saturating_mul(size_of::<Instruction>() as u64);
+    check_memory(format_args!("{what}'s program of {count} instructions"), bytes)?;
+    let mut program = Vec::with_capacity(count as usize);
     plan.emit(&mut |i| program.push(i));
     Ok((program, dram))
 }
 
-/// Reads a program file: whole 16-byte words, each one that decodes.
+/// What [`MAX_DRAM_BYTES`] is, for the messages that name it.
+const RTL_DRAM: &str = "16 MiB, the most an emitted design holds";
+
+/// Reads a program file: whole 16-byte words, each one that decodes, no more of them than
+/// [`crate::limits::MEMORY_LIMIT`] holds decoded. A regular file's length is checked before it
+/// is read; any other file (a pipe, `/dev/zero`) is decoded word by word as it is read.
 pub fn read_program(path: &Path) -> anyhow::Result<Vec<Instruction>> {
-    let bytes = std::fs::read(path).with_context(|| show(path))?;
-    if bytes.is_empty() || bytes.len() % 16 != 0 {
-        bail!(
-            "{}: {} bytes is not a whole number of 16-byte instruction words",
-            show(path),
-            bytes.len()
+    let ragged = |len: u64| {
+        anyhow!("{}: {len} bytes is not a whole number of 16-byte instruction words", show(path))
+    };
+    let memory = |words: u64| {
+        let bytes = words.saturating_mul(size_of::<Instruction>() as u64);
+        check_memory(format_args!("{}: a program of {words} words", show(path)), bytes)
+    };
+    let file = std::fs::File::open(path).with_context(|| show(path))?;
+    let metadata = file.metadata().with_context(|| show(path))?;
+    if metadata.is_file() {
+        if metadata.len() == 0 || metadata.len() % 16 != 0 {
+            return Err(ragged(metadata.len()));
+        }
+        memory(metadata.len() / 16)?;
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut program = Vec::new();
+    loop {
+        let mut word = [0u8; 16];
+        let got = read_word(&mut reader, &mut word).with_context(|| show(path))?;
+        let i = program.len();
+        if got < 16 {
+            if got > 0 || i == 0 {
+                return Err(ragged(i as u64 * 16 + got as u64));
+            }
+            return Ok(program);
+        }
+        memory(i as u64 + 1)?;
+        program.push(
+            decode(Word::from_le_bytes(word))
+                .map_err(|e| anyhow!("{}: word {i} (byte {}): {e}", show(path), i * 16))?,
         );
     }
-    bytes
-        .chunks_exact(16)
-        .enumerate()
-        .map(|(i, w)| {
-            let mut word = [0u8; 16];
-            word.copy_from_slice(w);
-            decode(Word::from_le_bytes(word))
-                .map_err(|e| anyhow!("{}: word {i} (byte {}): {e}", show(path), i * 16))
-        })
-        .collect()
 }
 
-/// Writes `program` as a program file, atomically.
-pub fn write_program(path: &Path, program: &[Instruction]) -> anyhow::Result<()> {
-    let mut out = StagedFile::beside(path).with_context(|| show(path))?;
-    for (i, ins) in program.iter().enumerate() {
-        let word = encode(ins).map_err(|e| anyhow!("instruction {i}: {e}"))?;
-        std::io::Write::write_all(out.file(), &word.0.to_le_bytes()).with_context(|| show(path))?;
+/// Fills `word` from `reader`; fewer bytes than its length only at the end of the file.
+fn read_word(reader: &mut impl std::io::Read, word: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < word.len() {
+        match reader.read(&mut word[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
-    out.commit().with_context(|| show(path))
+    Ok(got)
+}
+
+/// Writes `program` as a program file.
+pub fn write_program(out: &mut dyn Write, program: &[Instruction]) -> std::io::Result<()> {
+    for (i, ins) in program.iter().enumerate() {
+        let word = encode(ins).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("instruction {i}: {e}"))
+        })?;
+        out.write_all(&word.0.to_le_bytes())?;
+    }
+    Ok(())
 }

@@ -8,23 +8,26 @@
 //! the trained model is then quantized (per-tensor scales calibrated on up to
 //! [`CALIBRATION_ROWS`] training rows) and run on an INT8 machine of the same shape.
 
-use std::path::Path;
+use std::io::Write;
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use systole_core::compile::Int8Plan;
 use systole_core::exec::{argmax, BatchOutcome, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, Sgd, MAX_LAYERS, MAX_WIDTH};
+use systole_core::isa::Instruction;
 use systole_core::params::{Params, SplitMix64};
+use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::train::{AccelTrainer, Int8Inference, TrainError, Work};
 use systole_core::{ArrayConfig, Dtype};
 
 use crate::cli::{TrainArgs, TrainDtype};
-use crate::dataset::{Samples, Split};
+use crate::dataset::{Samples, Source, Split};
+use crate::limits::check_memory;
 use crate::model::{self, accuracy, f32_predictions, Model};
+use crate::outputs::Outputs;
 use crate::progress::EpochProgress;
 use crate::report::{self, DatasetReport, EpochReport, RunConfig, RunReport, StepReport, Totals};
-use crate::staged::StagedFile;
 
 /// Rows per accelerator inference pass when evaluating (a bound on the evaluation's DRAM).
 pub const EVAL_ROWS: usize = 512;
@@ -37,6 +40,13 @@ const SHUFFLE_STREAM: u64 = 0x5348_5546_464c_4553; // "SHUFFLES"
 pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let sgd = check_flags(args)?;
+    // The outputs first, so a path that cannot be written (or is an input) fails before any work.
+    let mut outputs = Outputs::new();
+    if let Source::Csv(path) = &args.dataset {
+        outputs.reads("--dataset", path)?;
+    }
+    let json_file = outputs.writes_opt("--json", args.json.as_deref())?;
+    let model_file = outputs.writes_opt("--save", args.save.as_deref())?;
     let data = args.dataset.load()?;
     let split = data.split(args.seed)?;
     let mut widths = vec![data.features as u32];
@@ -44,6 +54,28 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     widths.push(data.classes);
     let spec = model::spec_of(&widths).map_err(|e| anyhow!("model {}: {e}", dashed(&widths)))?;
     let graph = Graph::training(&spec, sgd).map_err(|e| anyhow!("model: {e}"))?;
+    // Every path trains the f32 reference, and most compile accelerator steps beside it: both
+    // are checked before any of it is allocated (the accelerator's DRAM, once it is known).
+    let batch = (args.batch as usize).min(split.train.len());
+    let eval_rows = split.test.len().min(EVAL_ROWS);
+    let trains_accel = args.compare
+        || (args.device == crate::gpu::train::Device::Accel && args.dtype != TrainDtype::F32);
+    let steps = match trains_accel {
+        true => step_instructions(&graph, &args.array.config(Dtype::Bf16), batch, eval_rows),
+        false => 0,
+    };
+    check_memory(
+        format_args!(
+            "model {} (the f32 reference{})",
+            dashed(&widths),
+            match steps {
+                0 => String::new(),
+                n => format!(" and {n} instructions of the accelerator's compiled steps"),
+            }
+        ),
+        reference_bytes(&graph, batch.max(eval_rows))
+            .saturating_add(steps.saturating_mul(size_of::<Instruction>() as u64)),
+    )?;
     if args.device == crate::gpu::train::Device::Gpu || args.compare {
         // The GPU path (host/src/gpu/train.rs) trains on this run's split and batch order.
         let mut order = Batches::new(
@@ -60,7 +92,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
                 })
                 .collect()
         };
-        return crate::gpu::train::run(args, &graph, &split.test, &mut batches);
+        return crate::gpu::train::run(args, &graph, &split.test, &mut batches, outputs, json_file);
     }
     let accel = match args.dtype {
         TrainDtype::F32 => None,
@@ -70,10 +102,6 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             Some(config)
         }
     };
-
-    // Create the outputs before training, so an unwritable path fails fast.
-    let mut json_file = args.json.as_deref().map(stage).transpose()?;
-    let mut model_file = args.save.as_deref().map(stage).transpose()?;
 
     println!(
         "{}: {} rows ({} train, {} test), {} features divided by {}, {} classes",
@@ -162,10 +190,10 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         println!("{}", report::step_table(step, &a.step.config, a.per_epoch, totals));
     }
 
-    if let (Some(file), Some(path)) = (json_file.as_mut(), args.json.as_deref()) {
-        write_json(file, &report).with_context(|| format!("writing {}", path.display()))?;
+    if let Some(file) = json_file {
+        outputs.write(file, |out| write_json(out, &report))?;
     }
-    if let (Some(file), Some(path)) = (model_file.as_mut(), args.save.as_deref()) {
+    if let Some(file) = model_file {
         let model = Model {
             spec: spec.clone(),
             params,
@@ -183,15 +211,12 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             .filter_map(|(k, v)| Some((k.to_string(), v?)))
             .collect(),
         };
-        let bytes = model.to_safetensors().map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        std::io::Write::write_all(file.file(), &bytes)
-            .with_context(|| format!("writing {}", path.display()))?;
+        let path = outputs.path(file).display().to_string();
+        let bytes = model.to_safetensors().map_err(|e| anyhow!("{path}: {e}"))?;
+        outputs.write(file, |out| out.write_all(&bytes))?;
     }
-    for (file, path) in [(json_file, &args.json), (model_file, &args.save)] {
-        if let (Some(file), Some(path)) = (file, path) {
-            commit(file, path)?;
-            println!("wrote {}", path.display());
-        }
+    for path in outputs.commit()? {
+        println!("wrote {}", path.display());
     }
     println!("done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
@@ -334,6 +359,12 @@ impl Batches {
 }
 
 impl Training<'_> {
+    /// The optimizer the flags describe (what the graph was built with).
+    fn sgd(&self) -> Sgd {
+        let args = self.args;
+        Sgd { lr: args.lr, momentum: args.momentum, weight_decay: args.weight_decay }
+    }
+
     fn batch(&self) -> usize {
         (self.args.batch as usize).min(self.split.train.len())
     }
@@ -356,7 +387,7 @@ impl Training<'_> {
             for b in 0..batches.count() {
                 let (x, y) = batches.gather(b, train);
                 let outcome = reference.step(x, y);
-                check_finite(outcome.loss, "the f32 reference's", epoch, args.lr)?;
+                check_finite(outcome.loss, "the f32 reference's", epoch, &self.sgd())?;
                 sums.add(outcome, y.len());
                 progress.step();
             }
@@ -395,6 +426,20 @@ impl Training<'_> {
         let eval_rows = test.len().min(EVAL_ROWS);
         let dram = AccelTrainer::dram_needed(self.graph, &config, batch as u32, eval_rows as u32)
             .map_err(|e| anyhow!("cannot train on this array: {e}"))?;
+        // The machine's DRAM (and, for INT8, the inference machine's, never larger) beside the
+        // f32 reference and the compiled steps, checked in `run`.
+        let machines = 1 + (args.dtype == TrainDtype::Int8) as u64;
+        let steps = step_instructions(self.graph, &config, batch, eval_rows);
+        check_memory(
+            format_args!(
+                "model {} on the accelerator ({dram} bytes of DRAM, beside the f32 reference \
+                 and {steps} instructions of compiled steps)",
+                dashed(&self.spec.widths().collect::<Vec<_>>())
+            ),
+            reference_bytes(self.graph, batch.max(eval_rows))
+                .saturating_add(steps.saturating_mul(size_of::<Instruction>() as u64))
+                .saturating_add(machines.saturating_mul(dram as u64)),
+        )?;
         let machine = crate::machines::open(args.machine, &args.link, config, dram)?;
         let params = Params::init(self.spec, args.seed);
         let mut accel =
@@ -412,9 +457,9 @@ impl Training<'_> {
             for b in 0..batches.count() {
                 let (x, y) = batches.gather(b, train);
                 let (outcome, step_work) = accel.step(x, y).map_err(accel_error)?;
-                check_finite(outcome.loss, "the accelerator's", epoch, args.lr)?;
+                check_finite(outcome.loss, "the accelerator's", epoch, &self.sgd())?;
                 let reference_outcome = reference.step(x, y);
-                check_finite(reference_outcome.loss, "the f32 reference's", epoch, args.lr)?;
+                check_finite(reference_outcome.loss, "the f32 reference's", epoch, &self.sgd())?;
                 sums.add(outcome, y.len());
                 ref_sums.add(reference_outcome, y.len());
                 work += step_work;
@@ -507,40 +552,156 @@ fn accel_predictions(accel: &mut AccelTrainer, samples: &Samples) -> anyhow::Res
     Ok(predicted)
 }
 
-/// The reference's test accuracy now (a forward pass; its training state is untouched).
+/// The reference's test accuracy now (forward passes of at most [`EVAL_ROWS`] rows, so its
+/// activations stay the size [`reference_bytes`] counts; its training state is untouched).
 fn reference_accuracy(reference: &mut Executor<Plain<f32>>, samples: &Samples) -> f64 {
     let classes = reference.graph.spec.classes as usize;
-    let logits = reference.logits(&samples.x, samples.len());
-    let predicted: Vec<u16> = logits.chunks_exact(classes).map(|r| argmax(r) as u16).collect();
+    let mut predicted = Vec::with_capacity(samples.len());
+    for (x, rows) in chunks(samples) {
+        let logits = reference.logits(x, rows);
+        predicted.extend(logits.chunks_exact(classes).map(|r| argmax(r) as u16));
+    }
     accuracy(&predicted, &samples.labels)
 }
 
-fn check_finite(loss: f64, whose: &str, epoch: u32, lr: f32) -> anyhow::Result<()> {
+/// Instructions the accelerator's compiled steps hold at once, before any is compiled: training
+/// steps at `batch` rows and at the epoch's last, smaller batch, and evaluation passes at
+/// `eval_rows` and at the test split's remainder. Each layer's GEMMs (forward; weight and input
+/// gradients when training) count as plain tiled GEMMs on `config`
+/// ([`GemmPlan::instruction_count`]); their epilogues and the SGD update add a few more per
+/// output tile. A GEMM that cannot be tiled counts nothing: compiling it fails before it emits.
+fn step_instructions(graph: &Graph, config: &ArrayConfig, batch: usize, eval_rows: usize) -> u64 {
+    let gemm = |m: u32, k: u32, n: u32| {
+        let shape = GemmShape { m, k, n };
+        GemmLayout::packed(config, &shape)
+            .ok()
+            .and_then(|(layout, _)| GemmPlan::new(config, shape, layout).ok())
+            .map_or(0, |plan| plan.instruction_count())
+    };
+    let widths: Vec<u32> = graph.spec.widths().collect();
+    let pass = |rows: usize, training: bool| -> u64 {
+        let rows = rows as u32;
+        let layers = widths.windows(2).enumerate();
+        let per_layer = layers.map(|(l, w)| {
+            let (fan_in, fan_out) = (w[0], w[1]);
+            let mut n = gemm(rows, fan_in, fan_out);
+            if training {
+                n = n.saturating_add(gemm(fan_in, rows, fan_out));
+                if l > 0 {
+                    n = n.saturating_add(gemm(rows, fan_out, fan_in));
+                }
+            }
+            n
+        });
+        per_layer.fold(0, u64::saturating_add)
+    };
+    let (train, eval) = (pass(batch, true), pass(eval_rows, false));
+    train.saturating_mul(2).saturating_add(eval.saturating_mul(2))
+}
+
+/// Bytes the f32 reference holds training `graph` in passes of at most `rows` rows: every
+/// tensor of the graph (parameters, gradients, velocities, activations) at `rows` rows, and
+/// three more copies of the parameters (the initial ones it is built from, a transposed weight
+/// in the backward pass, the trained ones it hands back).
+pub fn reference_bytes(graph: &Graph, rows: usize) -> u64 {
+    let elements = |info: &systole_core::graph::TensorInfo| {
+        (info.rows(rows as u32) as u64).saturating_mul(info.cols as u64)
+    };
+    let tensors: u64 = graph.tensors.iter().map(elements).fold(0, u64::saturating_add);
+    let params = graph.spec.parameter_count();
+    tensors.saturating_add(params.saturating_mul(3)).saturating_mul(size_of::<f32>() as u64)
+}
+
+/// A loss that is no longer finite ends the run, with advice on the flag likely at fault.
+fn check_finite(loss: f64, whose: &str, epoch: u32, sgd: &Sgd) -> anyhow::Result<()> {
     if !loss.is_finite() {
         bail!(
-            "epoch {epoch}: {whose} training loss became {loss}: training diverged; try a lower \
-             --lr (now {lr})"
+            "epoch {epoch}: {whose} training loss became {loss}: training diverged; {}",
+            divergence_advice(sgd)
         );
     }
     Ok(())
+}
+
+/// What to lower after a divergence. Each step adds `weight_decay * p` to a weight's gradient,
+/// so with momentum `m` (the heavy ball of core's `sgd`) the decay alone is a quadratic of
+/// curvature `wd` that SGD climbs out of once `lr * wd >= 2 * (1 + m)`, whatever the data: each
+/// weight then swings across zero with a growing amplitude. Below that the decay still adds
+/// `wd` to the curvature the learning rate has to stay under, so both flags are named.
+fn divergence_advice(sgd: &Sgd) -> String {
+    let Sgd { lr, momentum, weight_decay: wd } = *sgd;
+    if wd == 0.0 {
+        return format!("try a lower --lr (now {lr})");
+    }
+    let (product, limit) = (lr as f64 * wd as f64, 2.0 * (1.0 + momentum as f64));
+    if product >= limit {
+        format!(
+            "--lr {lr} x --weight-decay {wd} = {} is at least 2 x (1 + --momentum {momentum}) = \
+             {}, where weight decay alone grows every weight at every step: lower \
+             --weight-decay below {} (at this --lr) or --lr below {}",
+            short(product),
+            short(limit),
+            short(limit / lr as f64),
+            short(limit / wd as f64)
+        )
+    } else {
+        format!(
+            "try a lower --lr (now {lr}) or --weight-decay (now {wd}): lr x weight decay = {} \
+             (weight decay alone diverges from 2 x (1 + momentum) = {})",
+            short(product),
+            short(limit)
+        )
+    }
+}
+
+/// `x` to three significant digits, without trailing zeros: `76`, `3.8`, `0.38`.
+fn short(x: f64) -> String {
+    let decimals = (2 - x.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 fn accel_error(e: TrainError) -> anyhow::Error {
     anyhow!("accelerator: {e}")
 }
 
-fn stage(path: &Path) -> anyhow::Result<StagedFile> {
-    StagedFile::beside(path).with_context(|| format!("cannot create {}", path.display()))
+fn write_json(out: &mut dyn Write, report: &RunReport) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, report)?;
+    out.write_all(b"\n")
 }
 
-fn commit(file: StagedFile, path: &Path) -> anyhow::Result<()> {
-    file.commit().with_context(|| format!("cannot write {}", path.display()))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn write_json(file: &mut StagedFile, report: &RunReport) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(file.file());
-    serde_json::to_writer_pretty(&mut out, report)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    /// A divergence caused by `--weight-decay` advised a lower `--lr` alone.
+    #[test]
+    fn divergence_advice_names_weight_decay_when_it_is_at_fault() {
+        let advice =
+            |lr, momentum, weight_decay| divergence_advice(&Sgd { lr, momentum, weight_decay });
+        assert_eq!(advice(0.5, 0.9, 0.0), "try a lower --lr (now 0.5)");
+        // lr x wd = 5 >= 2 x (1 + 0.9): the decay alone diverges.
+        assert_eq!(
+            advice(0.5, 0.9, 10.0),
+            "--lr 0.5 x --weight-decay 10 = 5 is at least 2 x (1 + --momentum 0.9) = 3.8, where \
+             weight decay alone grows every weight at every step: lower --weight-decay below 7.6 \
+             (at this --lr) or --lr below 0.38"
+        );
+        // Without momentum the limit is 2.
+        assert!(advice(0.1, 0.0, 20.0).starts_with("--lr 0.1 x --weight-decay 20 = 2 is at least"));
+        // Below the limit the decay only contributes: both flags are named.
+        assert_eq!(
+            advice(0.05, 0.9, 1e-3),
+            "try a lower --lr (now 0.05) or --weight-decay (now 0.001): lr x weight decay = \
+             0.00005 (weight decay alone diverges from 2 x (1 + momentum) = 3.8)"
+        );
+        assert_eq!(
+            (short(75.999), short(0.38), short(1234.6), short(2.0)),
+            ("76".into(), "0.38".into(), "1235".into(), "2".into())
+        );
+    }
 }

@@ -281,3 +281,280 @@ fn bad_model_files_to_predict_and_firmware_blob_exit_2_naming_the_file() {
         assert_eq!(s.listing(), ["model.blob", "model.safetensors", "out.json"], "{case}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Flags and files that were taken without complaint, or refused in the wrong words.
+
+/// Runs `systole` with `args` (strings and paths alike).
+fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    systole(args.iter().map(AsRef::as_ref))
+}
+
+/// Exit status 2, nothing on stdout, one `error: ` line on stderr holding every needle.
+#[track_caller]
+fn assert_error_line(case: &str, out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{case}: exit status; stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{case}: panic: {stderr}");
+    assert!(out.stdout.is_empty(), "{case}: stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "{case}: one line on stderr: {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{case}: {stderr:?}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{case}: stderr should say {needle:?}: {stderr:?}");
+    }
+}
+
+/// `--clock-mhz 1e-320` was taken and printed `inf us`; `1e-300` printed a time of 300 digits.
+#[test]
+fn clock_flags_outside_cores_range_exit_2_naming_the_flag_and_the_range() {
+    let s = Scratch::new();
+    let a = s.write(
+        "A.npy",
+        [npy_header("{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), }"), vec![1; 4]]
+            .concat(),
+    );
+    let c = s.write("C.npy", OLD);
+    let gemm = |mhz: &str| {
+        run(&[
+            "gemm".as_ref(),
+            "--dtype".as_ref(),
+            "int8".as_ref(),
+            "--a".as_ref(),
+            a.as_os_str(),
+            "--b".as_ref(),
+            a.as_os_str(),
+            "-o".as_ref(),
+            c.as_os_str(),
+            "--clock-mhz".as_ref(),
+            mhz.as_ref(),
+        ] as &[&std::ffi::OsStr])
+    };
+    let range = "must be 0.001 to 10000 MHz";
+    for mhz in ["1e-320", "1e-300", "0", "-1", "0.0009", "20000", "inf", "NaN"] {
+        assert_error_line(&format!("gemm --clock-mhz {mhz}"), &gemm(mhz), &["--clock-mhz", range]);
+        assert_eq!(fs::read(&c).unwrap(), OLD, "--clock-mhz {mhz}");
+    }
+    assert_error_line("gemm --clock-mhz fast", &gemm("fast"), &["--clock-mhz", "not a number"]);
+    // The slowest clock allowed still prints a time of a few digits.
+    let slowest = gemm("0.001");
+    let stdout = String::from_utf8_lossy(&slowest.stdout);
+    assert!(slowest.status.success(), "{}", String::from_utf8_lossy(&slowest.stderr));
+    assert!(stdout.contains(" us at 0.001 MHz") && !stdout.contains("inf"), "{stdout}");
+
+    let out = s.path("out");
+    let out = out.to_str().unwrap();
+    for (case, args) in [
+        ("bench --fmax-mhz", vec!["bench", "--fmax-mhz", "1e-320"]),
+        ("bench --clock-mhz", vec!["bench", "--clock-mhz", "-3"]),
+        ("train", vec!["train", "--clock-mhz", "1e-300"]),
+        ("hdl emit", vec!["hdl", "emit", "--dtype", "int8", "--clock-mhz", "0", "-o", out]),
+        ("board build", vec!["board", "build", "icebreaker", "--clock-mhz", "1e9", "-o", out]),
+        ("sim", vec!["sim", "--dtype", "int8", "--gemm", "2x2x2", "--clock-mhz", "1e-320"]),
+    ] {
+        let flag = args.iter().find(|a| a.ends_with("-mhz")).unwrap();
+        assert_error_line(case, &run(&args), &[flag, range]);
+    }
+    assert_eq!(s.listing(), ["A.npy", "C.npy"]);
+}
+
+/// `=f4` and `=i1` (native byte order, which NumPy reads) were refused as "invalid type string".
+#[test]
+fn native_byte_order_npys_read_as_their_explicit_twins() {
+    let dict =
+        |descr: &str| format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 3), }}");
+    let floats: Vec<u8> =
+        [1.5f32, -2.0, 0.25, 3.0, 8.0, -0.5].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let ints = vec![1u8, 0xff, 3, 0x80, 5, 6];
+    for (dtype, native, explicit, data) in
+        [("bf16", "=f4", "<f4", &floats), ("int8", "=i1", "|i1", &ints)]
+    {
+        let s = Scratch::new();
+        let mut outputs = Vec::new();
+        for descr in [native, explicit] {
+            let a = s.write("A.npy", [npy_header(&dict(descr)), data.clone()].concat());
+            let b_dict = dict(descr).replace("(2, 3)", "(3, 2)");
+            let b = s.write("B.npy", [npy_header(&b_dict), data.clone()].concat());
+            let c = s.path("C.npy");
+            let out = run(&[
+                "gemm".as_ref(),
+                "--dtype".as_ref(),
+                dtype.as_ref(),
+                "--a".as_ref(),
+                a.as_os_str(),
+                "--b".as_ref(),
+                b.as_os_str(),
+                "-o".as_ref(),
+                c.as_os_str(),
+            ] as &[&std::ffi::OsStr]);
+            assert!(out.status.success(), "{descr}: {}", String::from_utf8_lossy(&out.stderr));
+            outputs.push(fs::read(&c).unwrap());
+        }
+        assert_eq!(outputs[0], outputs[1], "{native} and {explicit} give different products");
+    }
+}
+
+/// A header with a key NumPy refuses was read as if it were not there; a missing key was
+/// npyz's "dict is missing key".
+#[test]
+fn npy_headers_with_a_key_numpy_refuses_or_without_one_it_needs_exit_2_naming_the_key() {
+    for (case, dict, key) in [
+        (
+            "an extra key",
+            "{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), 'extra': 1, }",
+            "has a key 'extra' that NumPy refuses",
+        ),
+        ("no shape", "{'descr': '|i1', 'fortran_order': False, }", "has no 'shape' key"),
+        ("no descr", "{'fortran_order': False, 'shape': (2, 2), }", "has no 'descr' key"),
+    ] {
+        let s = Scratch::new();
+        let a = s.write("A.npy", [npy_header(dict), vec![1; 4]].concat());
+        let c = s.write("C.npy", OLD);
+        let out = run(&[
+            "gemm".as_ref(),
+            "--dtype".as_ref(),
+            "int8".as_ref(),
+            "--a".as_ref(),
+            a.as_os_str(),
+            "--b".as_ref(),
+            a.as_os_str(),
+            "-o".as_ref(),
+            c.as_os_str(),
+        ] as &[&std::ffi::OsStr]);
+        assert_refused(case, &out, &a, key, &[c]);
+    }
+}
+
+/// A model "trained in fp64", or holding NaN or infinite parameters, was taken by `predict`
+/// and `firmware blob`.
+#[test]
+fn models_of_unknown_dtypes_or_with_non_finite_parameters_exit_2_naming_them() {
+    let spec = MlpSpec { inputs: 64, hidden: heapless::Vec::new(), classes: 10 };
+    let model = |dtype: &str| Model {
+        spec: spec.clone(),
+        params: Params::init(&spec, 0),
+        dtype: dtype.into(),
+        seed: 0,
+        feature_scale: 16.0,
+        dataset: "digits".into(),
+        accuracies: vec![],
+    };
+    let mut nan_weight = model("bf16");
+    // Core's (fan_in 5, fan_out 3) is the file's [3, 5].
+    nan_weight.params.layers[0].weight[5 * 10 + 3] = f32::NAN;
+    let mut inf_bias = model("int8");
+    inf_bias.params.layers[0].bias[7] = f32::INFINITY;
+    for (case, m, needles) in [
+        ("dtype fp64", model("fp64"), &["`dtype`", "\"fp64\"", "bf16, int8, f32"][..]),
+        ("NaN weight", nan_weight, &["`layers.0.weight`", "element [3, 5] is NaN"][..]),
+        ("infinite bias", inf_bias, &["`layers.0.bias`", "element [7] is inf"][..]),
+    ] {
+        let s = Scratch::new();
+        let path = s.write("model.safetensors", m.to_safetensors().unwrap());
+        let json = s.write("out.json", OLD);
+        let blob = s.write("model.blob", OLD);
+        let predict = run(&[
+            "predict".as_ref(),
+            "--model".as_ref(),
+            path.as_os_str(),
+            "--json".as_ref(),
+            json.as_os_str(),
+        ] as &[&std::ffi::OsStr]);
+        let firmware = run(&[
+            "firmware".as_ref(),
+            "blob".as_ref(),
+            "--model".as_ref(),
+            path.as_os_str(),
+            "-o".as_ref(),
+            blob.as_os_str(),
+        ] as &[&std::ffi::OsStr]);
+        for (command, out, output) in [("predict", predict, &json), ("blob", firmware, &blob)] {
+            let case = format!("{command}: {case}");
+            assert_refused(&case, &out, &path, needles[0], std::slice::from_ref(output));
+            assert_error_line(&case, &out, needles);
+        }
+    }
+}
+
+/// A run diverging from `--weight-decay` (lr x wd past 2 x (1 + momentum)) advised a lower
+/// `--lr` alone.
+#[test]
+fn a_divergence_from_weight_decay_names_weight_decay() {
+    let s = Scratch::new();
+    let json = s.write("run.json", OLD);
+    let out = run(&[
+        "train".as_ref(),
+        "--dtype".as_ref(),
+        "f32".as_ref(),
+        "--epochs".as_ref(),
+        "5".as_ref(),
+        "--lr".as_ref(),
+        "0.5".as_ref(),
+        "--weight-decay".as_ref(),
+        "10".as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ] as &[&std::ffi::OsStr]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    for needle in [
+        "training diverged",
+        "--lr 0.5 x --weight-decay 10 = 5 is at least 2 x (1 + --momentum 0.9) = 3.8",
+        "lower --weight-decay below 7.6 (at this --lr) or --lr below 0.38",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?}: {stderr}");
+    }
+    assert_eq!(fs::read(&json).unwrap(), OLD);
+}
+
+/// A 6.7 MB program ran for minutes with nothing on the screen. A program of 4096 words or more
+/// now says, on stderr, what each step is doing, and the run still prints what it did.
+#[test]
+fn sim_of_a_long_program_file_says_what_it_is_doing() {
+    let s = Scratch::new();
+    // `conformance_top(2, Int8, ws)`'s accelerator, as cli_sim's tests build it.
+    let array = [
+        "sim",
+        "--rows",
+        "2",
+        "--cols",
+        "2",
+        "--dtype",
+        "int8",
+        "--spad-depth",
+        "14",
+        "--acc-depth",
+        "12",
+        "--dram-bytes",
+        "4096",
+    ];
+    let gemm = s.path("gemm.bin");
+    let mut args: Vec<&str> = array.to_vec();
+    args.extend(["--gemm", "4x4x4", "--save-program", gemm.to_str().unwrap()]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A short run says nothing of its steps (a first build of the model says how long it took).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("running"), "{stderr}");
+    // The GEMM's body again and again, then its `Halt`.
+    let words = fs::read(&gemm).unwrap();
+    let (body, halt) = words.split_at(words.len() - 16);
+    let repeats = 4096 / (body.len() / 16) + 1;
+    let long = s.write("long.bin", [body.repeat(repeats), halt.to_vec()].concat());
+    let instructions = repeats * body.len() / 16 + 1;
+    let mut args: Vec<&str> = array.to_vec();
+    args.extend(["--program", long.to_str().unwrap()]);
+    let out = run(&args);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("program of {instructions} instructions")), "{stdout}");
+    assert!(stdout.contains("identical: every memory"), "{stdout}");
+    for step in [
+        format!("reading and validating {} ({instructions} words)", long.display()),
+        format!("cycle machine: running {instructions} instructions"),
+        format!("rtl: running {instructions} instructions, each sent over the UART"),
+    ] {
+        assert!(stderr.contains(&step), "{step:?}: {stderr}");
+    }
+}

@@ -4,6 +4,8 @@ mod board_machine;
 mod boundaries;
 mod cli;
 mod cli_audit;
+mod cli_limits;
+mod cli_outputs;
 mod cli_sim;
 mod cli_train;
 mod conformance;

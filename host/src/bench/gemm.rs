@@ -15,6 +15,7 @@ use super::{
 };
 use crate::gpu::gemm::DeviceGemm;
 use crate::gpu::plan::Precision;
+use crate::limits::MEMORY_LIMIT;
 
 /// Largest GEMM (in MACs) each simulator and the CPU loop run: about a second each on one
 /// core of the development machine (docs/PERF.md), so the default bench stays under a minute.
@@ -202,8 +203,13 @@ pub fn suite(
         let macs = shape.macs();
         let (plan, dram) = plan_of(&config, shape)?;
         let on_board = board.as_ref().is_some_and(|b| dram <= b.dram);
-        let ops_needed =
-            macs <= FUNCTIONAL_MAX_MACS || macs <= CPU_MAX_MACS || bench.gpu.is_some() || on_board;
+        // Only the GPU rows take operands of any size: past the memory limit they are skipped.
+        let host_bytes = gpu_host_bytes(&shape, config.dtype);
+        let gpu_fits = host_bytes <= MEMORY_LIMIT;
+        let ops_needed = macs <= FUNCTIONAL_MAX_MACS
+            || macs <= CPU_MAX_MACS
+            || (bench.gpu.is_some() && gpu_fits)
+            || on_board;
         let ops = ops_needed.then(|| operands(&shape, config.dtype, 1 + i as u64));
         let at = positions(&shape, i as u64);
 
@@ -315,7 +321,12 @@ pub fn suite(
                 rows.push(gpu_unavailable(bench, r));
                 continue;
             };
-            let ops = ops.as_ref().expect("operands");
+            let Some(ops) = ops.as_ref().filter(|_| gpu_fits) else {
+                rows.push(row(&shape, label, Kind::Skipped, dt).checked("-").noted(format!(
+                    "needs {host_bytes} bytes of host memory; the limit is {MEMORY_LIMIT}"
+                )));
+                continue;
+            };
             let dims = (shape.m as usize, shape.k as usize, shape.n as usize);
             let g = DeviceGemm::new(gpu, dims, &ops.a, &ops.b, precision)
                 .map_err(|e| gpu_failed(label, e))?;
@@ -437,6 +448,14 @@ fn check_exact(
         }
     }
     Ok(())
+}
+
+/// Host bytes a GPU row of `shape` holds: the f32 operands and the machines' raw elements (made
+/// for every row), the bf16-rounded copies its check makes, and C read back.
+fn gpu_host_bytes(shape: &GemmShape, dtype: Dtype) -> u64 {
+    let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
+    let operands = m * k + k * n;
+    operands * (4 + dtype.elem_bytes() as u64 + 4) + m * n * 4
 }
 
 fn skipped(shape: &GemmShape, machine: &str, dtype: &str, limit: u64) -> Row {

@@ -3,9 +3,7 @@
 //! reference ([`CpuReference`]); [`train_curve`] trains any of them over the same epochs and
 //! batches and returns the loss curve `systole train --device gpu` and `--compare` print.
 
-use std::io::Write as _;
-
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use serde::Serialize;
 use systole_core::exec::{softmax_cross_entropy, BatchOutcome, Executor, Plain};
@@ -17,7 +15,7 @@ use systole_core::Dtype;
 
 use crate::cli::{TrainArgs, TrainDtype};
 use crate::dataset::Samples;
-use crate::staged::StagedFile;
+use crate::outputs::{OutputId, Outputs};
 
 use super::device::{driver_error, median, DeviceBuf, Gpu};
 use super::plan::{Elem, Role, StepPlan};
@@ -489,15 +487,12 @@ pub fn run(
     graph: &Graph,
     test: &Samples,
     batches: &mut EpochBatches<'_>,
+    mut outputs: Outputs,
+    json_file: Option<OutputId>,
 ) -> anyhow::Result<()> {
     if args.save.is_some() {
         bail!("--save keeps the accelerator's weights: it is not available with --device gpu or --compare");
     }
-    let mut json_file = args
-        .json
-        .as_deref()
-        .map(|p| StagedFile::beside(p).with_context(|| format!("cannot create {}", p.display())))
-        .transpose()?;
     let params = Params::init(&graph.spec, args.seed);
     let mut trainers: Vec<Box<dyn StepTrainer>> = Vec::new();
     let mode = if args.compare {
@@ -560,7 +555,7 @@ pub fn run(
         .map(|(p, q)| gap(p, q).abs())
         .fold(0.0f64, f64::max);
     println!("largest per-epoch loss gap: {:.2}%", 100.0 * max_loss_gap);
-    if let (Some(file), Some(path)) = (json_file.as_mut(), args.json.as_deref()) {
+    if let Some(file) = json_file {
         let report = CompareReport {
             mode,
             dataset: args.dataset.name(),
@@ -574,15 +569,12 @@ pub fn run(
             curves: &curves,
             max_loss_gap,
         };
-        let mut out = std::io::BufWriter::new(file.file());
-        serde_json::to_writer_pretty(&mut out, &report)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush())
-            .with_context(|| format!("writing {}", path.display()))?;
+        outputs.write(file, |out| {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            out.write_all(b"\n")
+        })?;
     }
-    if let (Some(file), Some(path)) = (json_file, args.json.as_deref()) {
-        file.commit().with_context(|| format!("cannot write {}", path.display()))?;
+    for path in outputs.commit()? {
         println!("wrote {}", path.display());
     }
     Ok(())

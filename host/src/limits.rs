@@ -1,0 +1,98 @@
+//! How much memory a command may set out to allocate for what its flags and files imply.
+//!
+//! A flag or a small file can imply a huge allocation: `--gemm 20000x1x20000` a 1.6 GB DRAM,
+//! `--hidden 65536,65536` 17 GB of weights, two 30 KB `.npy` files a 3.6 GB product. Each command
+//! adds up what its inputs imply before it allocates any of it, and refuses past
+//! [`MEMORY_LIMIT`] in one line (`... needs N bytes of memory; the limit is M`), so bad input
+//! ends with status 2 and a message, never with an allocation failure's abort. The other limits
+//! are the facts of their own crates: core's `MAX_WIDTH` and `MAX_DEPTH`, the ISA's 4 GiB of
+//! DRAM, systole-hdl's `top::MAX_DRAM_BYTES`, the CSV reader's `dataset::MAX_ROW_BYTES`.
+
+use std::fmt::Display;
+use std::io::{self, Read};
+use std::path::Path;
+
+use anyhow::bail;
+
+/// The most memory one command sets out to allocate: 4 GiB, about three times what the largest
+/// default workload holds (`bench`'s 8192 x 8192 x 8192 GEMM on a GPU: 1.5 GB on the host).
+pub const MEMORY_LIMIT: u64 = 4 << 30;
+
+/// Refuses `bytes` of memory for `what` past [`MEMORY_LIMIT`].
+pub fn check_memory(what: impl Display, bytes: u64) -> anyhow::Result<()> {
+    if bytes > MEMORY_LIMIT {
+        bail!("{what} needs {bytes} bytes of memory; the limit is {MEMORY_LIMIT} (4 GiB)");
+    }
+    Ok(())
+}
+
+/// The largest input file one command reads whole (a `.npy`, a model, a report): 1 GiB, a
+/// quarter of [`MEMORY_LIMIT`], so the inputs of one run and what is made from them fit in it.
+pub const INPUT_LIMIT: u64 = 1 << 30;
+
+/// Reads a whole input file of at most [`INPUT_LIMIT`] bytes. A larger regular file is refused
+/// from its size; a stream that goes on (`/dev/zero`, a FIFO) once that much is read.
+pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() && meta.len() > INPUT_LIMIT {
+        return Err(too_long(INPUT_LIMIT));
+    }
+    read_at_most(file, INPUT_LIMIT)
+}
+
+/// Reads `file` to its end in chunks, never holding more than `limit` bytes (nor, while
+/// growing, reserving more than `limit` plus a chunk).
+fn read_at_most(mut file: impl Read, limit: u64) -> io::Result<Vec<u8>> {
+    const CHUNK: usize = 1 << 16;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if bytes.len() + n > limit {
+            return Err(too_long(limit as u64));
+        }
+        if bytes.capacity() - bytes.len() < n {
+            let grown = (bytes.capacity() * 2).clamp(CHUNK, limit.max(CHUNK));
+            bytes.try_reserve_exact(grown.max(bytes.len() + n) - bytes.len())?;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn too_long(limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("it holds more than {limit} bytes, the most one input file may"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_past_the_limit_is_refused_once_the_limit_is_read() {
+        assert_eq!(read_at_most(&b"abcd"[..], 4).unwrap(), b"abcd");
+        let endless = std::io::repeat(0);
+        let e = read_at_most(endless, 1000).unwrap_err().to_string();
+        assert!(e.contains("more than 1000 bytes"), "{e}");
+        assert_eq!(read_at_most(&[7u8; 200_000][..], 200_000).unwrap().len(), 200_000);
+    }
+
+    #[test]
+    fn the_limit_is_named_in_one_line() {
+        assert!(check_memory("x", MEMORY_LIMIT).is_ok());
+        let e = check_memory("--gemm 1x2x3", MEMORY_LIMIT + 1).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--gemm 1x2x3 needs 4294967297 bytes of memory; the limit is 4294967296 (4 GiB)"
+        );
+    }
+}

@@ -1,0 +1,262 @@
+//! Sizes that flags and files imply: each is bounded before it is allocated. The `systole`
+//! binary runs here under an address-space limit of 2 GiB (`setrlimit(RLIMIT_AS)`), so an
+//! allocation the command should have refused ends in an abort (status 134) rather than in a
+//! slow machine: every case must exit with status 2 and one `error: ` line naming the limit.
+//!
+//! Like cli.rs, these run the `systole` binary: `cargo build -p systole-host` first.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use systole_core::graph::MlpSpec;
+use systole_core::params::Params;
+use systole_host::model::Model;
+use systole_tests::{systole_binary, Scratch};
+
+/// The address space each run gets: far below what the refused cases would allocate (1.6 GB
+/// to 100 GB), far above what a refusal takes (tens of MB).
+const ADDRESS_SPACE: u64 = 2 << 30;
+
+/// What `host::limits::MEMORY_LIMIT` and `systole_hdl::top::MAX_DRAM_BYTES` say in messages.
+const MEMORY_LIMIT: &str = "the limit is 4294967296";
+const DRAM_LIMIT: &str = "16777216";
+/// `dataset::MAX_ROW_BYTES`.
+const ROW_LIMIT: &str = "the limit is 4194368 bytes a row";
+
+/// Runs `systole` with `args` under [`ADDRESS_SPACE`].
+fn systole_limited<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
+    let mut command = Command::new(systole_binary());
+    command.args(args);
+    // SAFETY: the closure runs in the child between fork and exec and calls only setrlimit,
+    // which is async-signal-safe; it allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: ADDRESS_SPACE, rlim_max: ADDRESS_SPACE };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.output().expect("spawn systole")
+}
+
+/// Status 2 (not an abort's 134), one line on stderr starting `error: ` with every needle in
+/// it, no panic.
+#[track_caller]
+fn assert_refused(case: &str, out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{case}: exit status {:?}; stderr: {stderr}",
+        out.status
+    );
+    assert!(!stderr.contains("panicked"), "{case}: panic: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{case}: one line on stderr: {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{case}: {stderr:?}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{case}: stderr should say {needle:?}: {stderr:?}");
+    }
+}
+
+/// A C-order `.npy` of int8 elements, its header padded to 64 bytes as NumPy writes it.
+fn npy_int8(rows: usize, cols: usize, fill: u8) -> Vec<u8> {
+    let dict = format!("{{'descr': '|i1', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    let padded = (10 + dict.len() + 1).div_ceil(64) * 64 - 10;
+    let mut header = format!("{dict:<width$}", width = padded - 1);
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.resize(out.len() + rows * cols, fill);
+    out
+}
+
+/// A 1.6 GB DRAM image for a 20000x1x20000 GEMM, and the RTL's 2 GiB DRAM emitted at 8 bytes a
+/// byte, grew `systole sim` to 17 GB.
+#[test]
+fn sim_gemm_needing_more_dram_than_an_emitted_design_holds_is_refused() {
+    let array = "--dtype int8 --rows 8 --cols 8 --spad-depth 32 --acc-depth 24";
+    let out = systole_limited(words(&format!("sim {array} --gemm 20000x1x20000"), &[]));
+    assert_refused("sim --gemm", &out, &["--gemm 20000x1x20000", "1600040000", DRAM_LIMIT]);
+    let out =
+        systole_limited(words(&format!("sim {array} --gemm 2x2x2 --dram-bytes 4294967295"), &[]));
+    assert_refused("sim --dram-bytes", &out, &["--dram-bytes 4294967295", DRAM_LIMIT]);
+}
+
+/// rust-hdl holds 8 bytes per DRAM byte while emitting: `--dram-bytes 4294967295` asked for 32
+/// GiB.
+#[test]
+fn hdl_emit_with_a_huge_dram_is_refused() {
+    let s = Scratch::new();
+    let dir = s.path("out");
+    let line = "hdl emit --rows 2 --cols 2 --dtype int8 --dram-bytes 4294967295 -o";
+    let out = systole_limited(words(line, &[dir.as_os_str()]));
+    assert_refused("hdl emit", &out, &["dram_bytes = 4294967295", DRAM_LIMIT]);
+    assert!(!dir.exists(), "nothing written");
+}
+
+/// `--dtype f32` had no size check: 64-65536-65536-10 asked for 17 GB of weights alone.
+#[test]
+fn train_f32_with_huge_hidden_widths_is_refused() {
+    let out = systole_limited(words("train --dtype f32 --hidden 65536,65536", &[]));
+    assert_refused("train f32", &out, &["model 64-65536-65536-10", MEMORY_LIMIT]);
+    assert!(out.stdout.is_empty(), "refused before any work");
+}
+
+/// BF16 checked only the ISA's 4 GiB of DRAM: a 2.2 GB DRAM passed, and the f32 reference
+/// beside it took as much again; and on a 1 x 1 array a 4096-wide layer compiled to 400
+/// million instructions (13 GB) before anything was checked.
+#[test]
+fn train_bf16_whose_dram_reference_and_programs_pass_the_limit_is_refused() {
+    let out = systole_limited(words("train --hidden 12000,12000", &[]));
+    assert_refused("train bf16", &out, &["model 64-12000-12000-10", "DRAM", MEMORY_LIMIT]);
+    let out = systole_limited(words("train --rows 1 --cols 1 --hidden 4096,4096", &[]));
+    assert_refused("train on 1x1", &out, &["model 64-4096-4096-10", "instructions", MEMORY_LIMIT]);
+    assert!(out.stdout.is_empty(), "refused before any work");
+}
+
+/// The CSV reader held about 23 times a wide row (a 32 MB one-row file peaked at 775 MB, a
+/// 256 MB one aborted); a file with no line break never ended its row.
+#[test]
+fn csv_rows_past_the_row_limit_are_refused_while_reading() {
+    let s = Scratch::new();
+    let wide = s.write("wide.csv", "1,".repeat(16 << 20) + "0\n");
+    let model = s.write("model.safetensors", two_class_model(&[2]));
+    for file in [wide.as_path(), Path::new("/dev/zero")] {
+        let name = file.display().to_string();
+        let out = systole_limited(words("train --dtype f32 --dataset", &[file.as_os_str()]));
+        assert_refused(&format!("train: {name}"), &out, &[&name, "line 1", ROW_LIMIT]);
+        let out = systole_limited(words(
+            "predict --model",
+            &[model.as_os_str(), "--dataset".as_ref(), file.as_os_str()],
+        ));
+        assert_refused(&format!("predict: {name}"), &out, &[&name, "line 1", ROW_LIMIT]);
+    }
+    // Within the bytes, past the columns: 70,000 one-digit cells.
+    let many = s.write("many.csv", ["1"; 70_000].join(",") + "\n");
+    let out = systole_limited(words("train --dataset", &[many.as_os_str()]));
+    let name = many.display().to_string();
+    assert_refused("train: 70,000 columns", &out, &[&name, "70000 columns", "the limit is 65537"]);
+}
+
+/// A 60 KB pair of `.npy` files implied a 3.6 GB C, read back twice, on a 3.6 GB DRAM.
+#[test]
+fn gemm_whose_result_passes_the_limit_is_refused() {
+    let s = Scratch::new();
+    let a = s.write("A.npy", npy_int8(30_000, 1, 1));
+    let b = s.write("B.npy", npy_int8(1, 30_000, 1));
+    let c = s.path("C.npy");
+    let out = systole_limited(words(
+        "gemm --dtype int8 --a",
+        &[a.as_os_str(), "--b".as_ref(), b.as_os_str(), "-o".as_ref(), c.as_os_str()],
+    ));
+    assert_refused("gemm", &out, &["A.npy", "30000x1x30000", MEMORY_LIMIT]);
+    assert!(!c.exists(), "no C written");
+}
+
+/// `.npy` files, models and board reports are read whole: a stream with no end stops at
+/// `host::limits::INPUT_LIMIT`, and a regular file past it is refused from its size.
+#[test]
+fn whole_file_inputs_with_no_end_stop_at_the_input_limit() {
+    let s = Scratch::new();
+    let npy = s.write("B.npy", npy_int8(2, 2, 1));
+    let zero = OsStr::new("/dev/zero");
+    let cases = [
+        (
+            "gemm --a /dev/zero",
+            words(
+                "gemm --dtype int8 --a",
+                &[
+                    zero,
+                    "--b".as_ref(),
+                    npy.as_os_str(),
+                    "-o".as_ref(),
+                    s.path("C.npy").as_os_str(),
+                ],
+            ),
+        ),
+        ("predict --model /dev/zero", words("predict --model", &[zero])),
+        (
+            "firmware blob --model /dev/zero",
+            words("firmware blob --model", &[zero, "-o".as_ref(), s.path("m.blob").as_os_str()]),
+        ),
+        (
+            "bench --report /dev/zero",
+            words("bench --machine board --board ulx3s --suite gemm --sizes 64 --report", &[zero]),
+        ),
+    ];
+    for (case, args) in cases {
+        let out = systole_limited(&args);
+        assert_refused(case, &out, &["/dev/zero", "more than 1073741824 bytes"]);
+    }
+    let big = s.path("big.npy");
+    std::fs::File::create(&big).unwrap().set_len((1 << 30) + 1).unwrap();
+    let out = systole_limited(words(
+        "gemm --dtype int8 --a",
+        &[
+            big.as_os_str(),
+            "--b".as_ref(),
+            npy.as_os_str(),
+            "-o".as_ref(),
+            s.path("C.npy").as_os_str(),
+        ],
+    ));
+    assert_refused(
+        "a sparse 1 GiB + 1 byte .npy",
+        &out,
+        &["big.npy", "more than 1073741824 bytes"],
+    );
+}
+
+/// `std::fs::read` of `--program /dev/zero` never ended; the words are now decoded as they come.
+#[test]
+fn sim_program_with_no_end_is_read_word_by_word() {
+    let line =
+        "sim --dtype int8 --rows 2 --cols 2 --spad-depth 8 --acc-depth 4 --program /dev/zero";
+    let out = systole_limited(words(line, &[]));
+    assert_refused("sim --program /dev/zero", &out, &["/dev/zero: word 0", "invalid opcode"]);
+}
+
+/// `predict` ran the whole test split in one pass, holding every row's activations: a
+/// 2-65536-2 model on 2,800 test rows asked for 2.2 GB. It now predicts in passes of 512 rows.
+#[test]
+fn predict_of_a_wide_model_on_many_rows_runs_in_bounded_passes() {
+    let s = Scratch::new();
+    let model = s.write("wide.safetensors", two_class_model(&[65536]));
+    let rows: Vec<String> = (0..14_000).map(|i| format!("{},{},{}", i % 7, i % 5, i % 2)).collect();
+    let csv = s.write("rows.csv", rows.join("\n") + "\n");
+    let out = systole_limited(words(
+        "predict --model",
+        &[model.as_os_str(), "--dataset".as_ref(), csv.as_os_str()],
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "exit status {:?}; stderr: {stderr}", out.status);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("test accuracy") && stdout.contains("/2800)"), "{stdout}");
+}
+
+/// The words of `line`, then `more` (paths, kept whole).
+fn words(line: &str, more: &[&OsStr]) -> Vec<OsString> {
+    let mut out: Vec<OsString> = line.split_whitespace().map(OsString::from).collect();
+    out.extend(more.iter().map(|m| m.to_os_string()));
+    out
+}
+
+/// A saved 2-feature, 2-class model with `hidden` layers, as `train --save` writes one.
+fn two_class_model(hidden: &[u32]) -> Vec<u8> {
+    let spec = MlpSpec { inputs: 2, hidden: hidden.iter().copied().collect(), classes: 2 };
+    let model = Model {
+        params: Params::init(&spec, 1),
+        spec,
+        dtype: "f32".into(),
+        seed: 0,
+        feature_scale: 1.0,
+        dataset: "rows.csv".into(),
+        accuracies: vec![],
+    };
+    model.to_safetensors().expect("serialise the model")
+}
