@@ -1,0 +1,260 @@
+//! The array unit: the unit that runs a matmul through the systolic array, feeding its edges
+//! and writing its output rows to the accumulators (`Matmul` or `MatmulOs`).
+
+use rust_hdl::prelude::*;
+use systole_core::ArrayConfig;
+
+use crate::decode::constant;
+use crate::vector::AccOp;
+
+/// The array unit: a weight-stationary `Matmul` (`rows + R + C - 1` cycles) or an
+/// output-stationary `MatmulOs` (`k + R + C - 2 + rows`), feeding the array and writing its
+/// output rows to the accumulators.
+#[derive(LogicBlock)]
+pub struct ArrayUnit {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub abort: Signal<In, Bit>,
+    pub start: Signal<In, Bit>,
+    pub a_row: Signal<In, Bits<16>>,
+    pub b_row: Signal<In, Bits<16>>,
+    pub acc_row: Signal<In, Bits<16>>,
+    pub rows: Signal<In, Bits<16>>,
+    pub k: Signal<In, Bits<16>>,
+    pub swap: Signal<In, Bit>,
+    pub accumulate: Signal<In, Bit>,
+    pub free: Signal<Out, Bit>,
+    /// Input rows enter this cycle (else the array's edges take zeros).
+    pub feed: Signal<Out, Bit>,
+    /// Weight-stationary: the shadow becomes active this cycle.
+    pub swap_now: Signal<Out, Bit>,
+    /// Output-stationary: the first pair enters (each PE restarts its sum), the sums drain.
+    pub first: Signal<Out, Bit>,
+    pub drain: Signal<Out, Bit>,
+    pub acc_write: Signal<Out, Bit>,
+    pub acc_write_row: Signal<Out, Bits<16>>,
+    pub acc_op: Signal<Out, AccOp>,
+    pub spad_read_a: Signal<Out, Bits<16>>,
+    pub spad_read_b: Signal<Out, Bits<16>>,
+    pub acc_read: Signal<Out, Bits<16>>,
+    busy: DFF<Bit>,
+    tau: DFF<Bits<18>>,
+    /// Cycle of the first output row, and the op's last cycle.
+    out_from: DFF<Bits<18>>,
+    last_tau: DFF<Bits<18>>,
+    feed_rows: DFF<Bits<18>>,
+    a_ptr: DFF<Bits<16>>,
+    b_ptr: DFF<Bits<16>>,
+    acc_ptr: DFF<Bits<16>>,
+    swapping: DFF<Bit>,
+    accumulating: DFF<Bit>,
+    weight_stationary: Constant<Bit>,
+    /// `R + C - 1` (weight-stationary) or `R + C - 2` (output-stationary).
+    skew: Constant<Bits<18>>,
+    last: Signal<Local, Bit>,
+    writing: Signal<Local, Bit>,
+}
+
+impl ArrayUnit {
+    pub fn new(config: &ArrayConfig) -> ArrayUnit {
+        let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
+        let (r, c) = (config.rows as u64, config.cols as u64);
+        ArrayUnit {
+            clock: Default::default(),
+            enable: Default::default(),
+            abort: Default::default(),
+            start: Default::default(),
+            a_row: Default::default(),
+            b_row: Default::default(),
+            acc_row: Default::default(),
+            rows: Default::default(),
+            k: Default::default(),
+            swap: Default::default(),
+            accumulate: Default::default(),
+            free: Default::default(),
+            feed: Default::default(),
+            swap_now: Default::default(),
+            first: Default::default(),
+            drain: Default::default(),
+            acc_write: Default::default(),
+            acc_write_row: Default::default(),
+            acc_op: Default::default(),
+            spad_read_a: Default::default(),
+            spad_read_b: Default::default(),
+            acc_read: Default::default(),
+            busy: Default::default(),
+            tau: Default::default(),
+            out_from: Default::default(),
+            last_tau: Default::default(),
+            feed_rows: Default::default(),
+            a_ptr: Default::default(),
+            b_ptr: Default::default(),
+            acc_ptr: Default::default(),
+            swapping: Default::default(),
+            accumulating: Default::default(),
+            weight_stationary: Constant::new(ws),
+            skew: constant(if ws { r + c - 1 } else { r + c - 2 }),
+            last: Default::default(),
+            writing: Default::default(),
+        }
+    }
+}
+
+impl Logic for ArrayUnit {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            busy,
+            tau,
+            out_from,
+            last_tau,
+            feed_rows,
+            a_ptr,
+            b_ptr,
+            acc_ptr,
+            swapping,
+            accumulating
+        );
+        self.last.next = self.tau.q.val() == self.last_tau.q.val();
+        self.writing.next = self.busy.q.val() && (self.tau.q.val() >= self.out_from.q.val());
+        self.free.next = !self.busy.q.val() || self.last.val();
+        if self.enable.val() {
+            if self.busy.q.val() {
+                self.tau.d.next = self.tau.q.val() + 1;
+                self.a_ptr.d.next = self.a_ptr.q.val() + 1;
+                self.b_ptr.d.next = self.b_ptr.q.val() + 1;
+                if self.writing.val() {
+                    self.acc_ptr.d.next = self.acc_ptr.q.val() + 1;
+                }
+                if self.last.val() {
+                    self.busy.d.next = false;
+                }
+            }
+            if self.start.val() {
+                self.busy.d.next = true;
+                self.tau.d.next = 0.into();
+                self.a_ptr.d.next = self.a_row.val();
+                self.b_ptr.d.next = self.b_row.val();
+                self.acc_ptr.d.next = self.acc_row.val();
+                self.swapping.d.next = self.swap.val() && self.weight_stationary.val();
+                self.accumulating.d.next = self.accumulate.val();
+                if self.weight_stationary.val() {
+                    // rows + R + C - 1 cycles; row m is written in cycle m + R + C - 1.
+                    self.out_from.d.next = self.skew.val();
+                    self.last_tau.d.next =
+                        self.skew.val() + bit_cast::<18, 16>(self.rows.val()) - 1;
+                    self.feed_rows.d.next = bit_cast::<18, 16>(self.rows.val());
+                } else {
+                    // k + R + C - 2 cycles of compute, then one per drained row.
+                    self.out_from.d.next = self.skew.val() + bit_cast::<18, 16>(self.k.val());
+                    self.last_tau.d.next = self.skew.val()
+                        + bit_cast::<18, 16>(self.k.val())
+                        + bit_cast::<18, 16>(self.rows.val())
+                        - 1;
+                    self.feed_rows.d.next = bit_cast::<18, 16>(self.k.val());
+                }
+            }
+            if self.abort.val() {
+                self.busy.d.next = false;
+            }
+        }
+        self.feed.next = self.busy.q.val() && (self.tau.q.val() < self.feed_rows.q.val());
+        self.swap_now.next = self.busy.q.val() && self.swapping.q.val() && !self.tau.q.val().any();
+        self.first.next = self.busy.q.val() && !self.tau.q.val().any();
+        self.drain.next = self.writing.val();
+        self.acc_write.next = self.writing.val();
+        self.acc_write_row.next = self.acc_ptr.q.val();
+        self.acc_op.next = AccOp::Overwrite;
+        if self.accumulating.q.val() {
+            self.acc_op.next = AccOp::Accumulate;
+        }
+        self.spad_read_a.next = self.a_ptr.d.val();
+        self.spad_read_b.next = self.b_ptr.d.val();
+        self.acc_read.next = self.acc_ptr.d.val();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{settle, tick, verilog_of};
+    use systole_core::{timing, Dataflow, Dtype, Instruction};
+
+    /// Runs one op from dispatch through its last cycle: per cycle, whether input rows enter,
+    /// whether the shadow swaps in, whether the sums restart, and the accumulator row written.
+    fn run(config: &ArrayConfig, rows: u64, k: u64) -> Vec<(bool, bool, bool, Option<usize>)> {
+        let mut u = ArrayUnit::new(config);
+        u.connect_all();
+        u.enable.next = true;
+        u.start.next = true;
+        u.a_row.next = 3u64.into();
+        u.acc_row.next = 20u64.into();
+        u.rows.next = rows.into();
+        u.k.next = k.into();
+        u.swap.next = true;
+        settle(&mut u);
+        assert_eq!(u.spad_read_a.val().index(), 3, "addressed before dispatch");
+        tick(&mut u, |u| &mut u.clock);
+        u.start.next = false;
+        let mut seen = vec![];
+        loop {
+            settle(&mut u);
+            seen.push((
+                u.feed.val(),
+                u.swap_now.val(),
+                u.first.val(),
+                u.acc_write.val().then(|| u.acc_write_row.val().index()),
+            ));
+            let free = u.free.val();
+            tick(&mut u, |u| &mut u.clock);
+            if free {
+                settle(&mut u);
+                assert!(!u.feed.val() && !u.acc_write.val(), "idle after its last cycle");
+                return seen;
+            }
+        }
+    }
+
+    /// A `Matmul` and a `MatmulOs` take core's cycles, feed their input rows first and write
+    /// their output rows, one per cycle, in the last ones.
+    #[test]
+    fn array_unit_takes_cores_cycles_in_both_dataflows() {
+        let ws = ArrayConfig::new(2, 3, Dtype::Int8);
+        let matmul =
+            Instruction::Matmul { a_row: 3, acc_row: 20, rows: 3, swap: true, accumulate: false };
+        let seen = run(&ws, 3, 0);
+        assert_eq!(seen.len() as u64, timing::duration(&ws, &matmul));
+        let n = seen.len();
+        assert!(seen.iter().enumerate().all(|(t, s)| s.0 == (t < 3) && s.1 == (t == 0)));
+        assert!(seen[..n - 3].iter().all(|s| s.3.is_none()));
+        let written: Vec<_> = seen[n - 3..].iter().map(|s| s.3).collect();
+        assert_eq!(written, [Some(20), Some(21), Some(22)]);
+
+        let os = ArrayConfig::new(2, 3, Dtype::Int8).with_dataflow(Dataflow::OutputStationary);
+        let matmul_os = Instruction::MatmulOs {
+            a_row: 3,
+            b_row: 0,
+            k: 4,
+            acc_row: 20,
+            rows: 2,
+            cols: 3,
+            accumulate: false,
+        };
+        let seen = run(&os, 2, 4);
+        assert_eq!(seen.len() as u64, timing::duration(&os, &matmul_os));
+        let n = seen.len();
+        assert!(seen.iter().enumerate().all(|(t, s)| s.0 == (t < 4) && s.2 == (t == 0)));
+        assert!(seen.iter().all(|s| !s.1), "no swap in output-stationary");
+        assert!(seen[..n - 2].iter().all(|s| s.3.is_none()));
+        let written: Vec<_> = seen[n - 2..].iter().map(|s| s.3).collect();
+        assert_eq!(written, [Some(20), Some(21)]);
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        let config = ArrayConfig::new(3, 4, Dtype::Bf16);
+        yosys_validate("array_unit", &verilog_of(ArrayUnit::new(&config))).unwrap();
+    }
+}

@@ -1,0 +1,178 @@
+//! The instruction FIFO: the host's words wait here, in block RAM, until the dispatcher takes
+//! them (first-word fall-through, so the oldest word is always the candidate).
+
+use rust_hdl::prelude::*;
+
+use crate::decode::constant;
+use crate::mem::Ram;
+
+/// The instruction FIFO: 128-bit words in block RAM, first-word-fall-through (`head` is the
+/// oldest word whenever `valid`), one push and one pop per cycle.
+///
+/// The RAM is read-first (no 128-bit bypass): a head read issued in the cycle its word is
+/// pushed (a push into an empty FIFO, or a push and a pop of the last word) returns a stale
+/// word, so `valid` stays low for that one cycle and the read is issued again. The word reaches
+/// the dispatcher a cycle later; the machine is frozen meanwhile and frozen cycles are
+/// not counted (docs/DECISIONS.md 23), so no result or cycle count changes.
+#[derive(LogicBlock)]
+pub struct InstrFifo {
+    pub clock: Signal<In, Clock>,
+    pub push: Signal<In, Bit>,
+    pub push_word: Signal<In, Bits<128>>,
+    /// A bit queued with the word: its DRAM extent check ([`crate::decode::ExtentCheck`]).
+    pub push_flag: Signal<In, Bit>,
+    pub pop: Signal<In, Bit>,
+    /// Empties the FIFO (wins over push and pop).
+    pub clear: Signal<In, Bit>,
+    pub head: Signal<Out, Bits<128>>,
+    pub head_flag: Signal<Out, Bit>,
+    pub valid: Signal<Out, Bit>,
+    /// Free slots.
+    pub free: Signal<Out, Bits<16>>,
+    ram: Ram<129, 16>,
+    /// The head read issued in the last cycle collided with a write to its word.
+    stale: DFF<Bit>,
+    read_ptr: DFF<Bits<16>>,
+    write_ptr: DFF<Bits<16>>,
+    count: DFF<Bits<16>>,
+    depth: Constant<Bits<16>>,
+    last: Constant<Bits<16>>,
+    read_next: Signal<Local, Bits<16>>,
+    write_next: Signal<Local, Bits<16>>,
+}
+
+impl InstrFifo {
+    pub fn new(depth: usize) -> InstrFifo {
+        assert!((1..1 << 16).contains(&depth), "FIFO depth {depth}");
+        InstrFifo {
+            clock: Default::default(),
+            push: Default::default(),
+            push_word: Default::default(),
+            push_flag: Default::default(),
+            pop: Default::default(),
+            clear: Default::default(),
+            head: Default::default(),
+            head_flag: Default::default(),
+            valid: Default::default(),
+            free: Default::default(),
+            ram: Ram::read_first(depth),
+            stale: Default::default(),
+            read_ptr: Default::default(),
+            write_ptr: Default::default(),
+            count: Default::default(),
+            depth: constant(depth as u64),
+            last: constant(depth as u64 - 1),
+            read_next: Default::default(),
+            write_next: Default::default(),
+        }
+    }
+}
+
+impl Logic for InstrFifo {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, stale, read_ptr, write_ptr, count);
+        self.read_next.next = self.read_ptr.q.val() + 1;
+        if self.read_ptr.q.val() == self.last.val() {
+            self.read_next.next = 0.into();
+        }
+        self.write_next.next = self.write_ptr.q.val() + 1;
+        if self.write_ptr.q.val() == self.last.val() {
+            self.write_next.next = 0.into();
+        }
+        self.valid.next = self.count.q.val().any() && !self.stale.q.val();
+        self.free.next = self.depth.val() - self.count.q.val();
+        self.ram.clock.next = self.clock.val();
+        self.ram.write_enable.next = self.push.val() && !self.clear.val();
+        self.ram.write_address.next = self.write_ptr.q.val();
+        self.ram.write_data.next = bit_cast::<129, 128>(self.push_word.val())
+            | (bit_cast::<129, 1>(self.push_flag.val().into()) << 128);
+        self.ram.read_enable.next = true;
+        // The head register always holds the word at the read pointer's next value.
+        self.ram.read_address.next = self.read_ptr.q.val();
+        if self.pop.val() && self.count.q.val().any() {
+            self.ram.read_address.next = self.read_next.val();
+            self.read_ptr.d.next = self.read_next.val();
+            if !self.push.val() {
+                self.count.d.next = self.count.q.val() - 1;
+            }
+        } else if self.push.val() {
+            self.count.d.next = self.count.q.val() + 1;
+        }
+        if self.push.val() {
+            self.write_ptr.d.next = self.write_next.val();
+        }
+        if self.clear.val() {
+            self.read_ptr.d.next = 0.into();
+            self.write_ptr.d.next = 0.into();
+            self.count.d.next = 0.into();
+            self.ram.read_address.next = 0.into();
+        }
+        self.stale.d.next = self.ram.write_enable.val()
+            && (self.ram.read_address.val() == self.ram.write_address.val());
+        self.head.next = self.ram.read_data.val().get_bits::<128>(0);
+        self.head_flag.next = self.ram.read_data.val().get_bit(128);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{tick, verilog_of};
+
+    fn word(v: u128) -> Bits<128> {
+        v.to_bits()
+    }
+
+    #[test]
+    fn fifo_falls_through_and_counts() {
+        let mut f = InstrFifo::new(3);
+        f.connect_all();
+        assert_eq!(f.free.val().index(), 0, "before settling");
+        tick(&mut f, |f| &mut f.clock);
+        assert!(!f.valid.val());
+        assert_eq!(f.free.val().index(), 3);
+        // Push 1, 2, 3: the head read issued with the first push collides with it, so the head
+        // is valid (and 1) from the cycle after the second push.
+        for v in 1..=3u128 {
+            f.push.next = true;
+            f.push_word.next = word(v << 100 | v);
+            tick(&mut f, |f| &mut f.clock);
+            assert_eq!(f.valid.val(), v > 1, "after push {v}");
+            if v > 1 {
+                assert_eq!(f.head.val(), word(1 << 100 | 1));
+            }
+        }
+        assert_eq!(f.free.val().index(), 0);
+        // Pop while pushing 4 (wrapping): heads 2, 3, 4.
+        f.pop.next = true;
+        f.push_word.next = word(4);
+        tick(&mut f, |f| &mut f.clock);
+        assert_eq!(f.head.val(), word(2 << 100 | 2));
+        f.push.next = false;
+        tick(&mut f, |f| &mut f.clock);
+        assert_eq!(f.head.val(), word(3 << 100 | 3));
+        tick(&mut f, |f| &mut f.clock);
+        assert_eq!(f.head.val(), word(4));
+        assert_eq!(f.free.val().index(), 2);
+        // Pop the last word while pushing 5 into its successor's slot: stale for one cycle.
+        f.push.next = true;
+        f.push_word.next = word(5);
+        tick(&mut f, |f| &mut f.clock);
+        f.push.next = false;
+        f.pop.next = false;
+        assert!(!f.valid.val(), "the head read collided with the push");
+        tick(&mut f, |f| &mut f.clock);
+        assert!(f.valid.val());
+        assert_eq!(f.head.val(), word(5));
+        f.clear.next = true;
+        tick(&mut f, |f| &mut f.clock);
+        assert!(!f.valid.val());
+        assert_eq!(f.free.val().index(), 3);
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        yosys_validate("fifo", &verilog_of(InstrFifo::new(5))).unwrap();
+    }
+}
