@@ -13,6 +13,7 @@
 //! * [`blob`]: model blobs, a compiled inference pass with its weights for firmware to run.
 //! * [`tiler`]: `C = A x B` of any shape into a program, and its closed-form cycle count.
 //! * [`reference`]: naive loops that sum in the array's order, the tests' oracle.
+//! * [`check`]: the one bit-exact comparison every machine's tests use, and a seeded generator.
 //!
 //! `#![no_std]`; the executable machines need the `alloc` feature (on by default), everything
 //! else needs no heap.
@@ -20,6 +21,8 @@
 #![forbid(unsafe_code)]
 
 pub mod blob;
+#[cfg(feature = "alloc")]
+pub mod check;
 #[cfg(feature = "alloc")]
 pub mod compile;
 pub mod config;

@@ -1,5 +1,5 @@
-//! Shared helpers of the cross-crate tests: one comparison for every machine (STYLE point 1), and
-//! the `systole` binary for the CLI tests.
+//! Shared helpers of the cross-crate tests: one comparison for every machine (STYLE point 1, from
+//! [`systole_core::check`]), and the `systole` binary for the CLI tests.
 
 use std::ffi::OsStr;
 use std::fs;
@@ -8,76 +8,11 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use systole_core::machine::{golden, run_gemm, GoldenKind};
-use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
-use systole_core::{ArrayConfig, Machine, Stats};
-
-/// First index where two accumulator dumps differ, with both words; `None` if bit-identical.
-pub fn first_difference(expected: &[u32], got: &[u32]) -> Option<(usize, u32, u32)> {
-    if expected.len() != got.len() {
-        return Some((expected.len().min(got.len()), 0, 0));
-    }
-    expected.iter().zip(got).enumerate().find(|(_, (e, g))| e != g).map(|(i, (e, g))| (i, *e, *g))
-}
-
-/// Asserts two dumps are bit-identical, naming the first differing element as (row, col).
-#[track_caller]
-pub fn assert_bit_identical(what: &str, expected: &[u32], got: &[u32], cols: usize) {
-    if let Some((i, e, g)) = first_difference(expected, got) {
-        panic!(
-            "{what}: first difference at element {i} (row {}, col {}): expected {e:#010x}, got {g:#010x} \
-             (lengths {} and {})",
-            i / cols.max(1),
-            i % cols.max(1),
-            expected.len(),
-            got.len()
-        );
-    }
-}
-
-/// Runs one GEMM on a fresh golden machine of `kind`.
-pub fn gemm_on(
-    kind: GoldenKind,
-    config: &ArrayConfig,
-    shape: GemmShape,
-    a: &[u8],
-    b: &[u8],
-) -> (Vec<u32>, Stats, GemmPlan) {
-    let (layout, dram) = GemmLayout::packed(config, &shape).expect("layout");
-    let plan = GemmPlan::new(config, shape, layout).expect("plan");
-    let mut m: Box<dyn Machine> = golden(kind, *config, dram).expect("config");
-    let (c, stats) = run_gemm(m.as_mut(), &plan, a, b).expect("run");
-    (c, stats, plan)
-}
-
-/// A small deterministic generator, so failures reproduce without proptest: core's
-/// [`SplitMix64`](systole_core::params::SplitMix64) with a random-matrix helper.
-pub struct SplitMix(pub u64);
-
-impl SplitMix {
-    pub fn next_u64(&mut self) -> u64 {
-        let mut g = systole_core::params::SplitMix64(self.0);
-        let r = g.next_u64();
-        self.0 = g.0;
-        r
-    }
-    /// Random raw matrix bytes: INT8 any byte; BF16 a normal-range value in [-4, 4).
-    pub fn matrix(&mut self, elems: usize, dtype: systole_core::Dtype) -> Vec<u8> {
-        let mut out = Vec::with_capacity(elems * dtype.elem_bytes());
-        for _ in 0..elems {
-            let r = self.next_u64();
-            match dtype {
-                systole_core::Dtype::Int8 => out.push(r as u8),
-                systole_core::Dtype::Bf16 => {
-                    let x = ((r >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0;
-                    let b = systole_core::Bf16::from_f32(x as f32).0;
-                    out.extend_from_slice(&b.to_le_bytes());
-                }
-            }
-        }
-        out
-    }
-}
+// The one comparison and its generator live in core, so core's own tests (core/tests) use them
+// without building the hardware; every cross-crate test takes them from here.
+pub use systole_core::check::{
+    assert_bit_identical, first_difference, gemm_on, random_program, SplitMix,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Finding and running the binary.

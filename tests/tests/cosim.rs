@@ -22,9 +22,7 @@ use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dataflow, Dtype, Machine};
 use systole_hdl::TopConfig;
 use systole_sim::{RtlTop, SpiLink, UartLink};
-use systole_tests::{assert_bit_identical, SplitMix};
-
-use crate::machines::random_program;
+use systole_tests::{assert_bit_identical, random_program, SplitMix};
 
 /// The model of `top`, built (or found in the cache) and reset.
 pub(crate) fn verilated(top: &TopConfig) -> RtlTop {

@@ -24,10 +24,9 @@ use systole_core::protocol::{
 use systole_core::{Dataflow, Dtype, Machine, MachineError};
 use systole_hdl::TopConfig;
 use systole_sim::UartLink;
-use systole_tests::SplitMix;
+use systole_tests::{random_program, SplitMix};
 
 use crate::cosim::{small, verilated};
-use crate::machines::random_program;
 
 const REGIONS: [Region; 3] = [Region::Dram, Region::Spad, Region::Acc];
 

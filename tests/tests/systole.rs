@@ -13,8 +13,3 @@ mod cosim;
 mod faults;
 mod gpu;
 mod hardware;
-mod isa;
-mod link;
-mod machines;
-mod numerics;
-mod training;

@@ -1,12 +1,12 @@
 //! The host link: a machine reached through protocol frames equals the golden machines, and link
 //! faults are retried or reported, never turned into wrong results.
 
+use systole_core::check::{assert_bit_identical, SplitMix};
 use systole_core::link::emulator::Emulator;
 use systole_core::link::{LinkFault, LinkMachine, Transport, TransportError};
 use systole_core::machine::{golden, run_gemm, GoldenKind};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype, Machine, MachineError};
-use systole_tests::{assert_bit_identical, SplitMix};
 
 /// What happens to one exchange.
 #[derive(Clone, Copy, Debug, PartialEq)]

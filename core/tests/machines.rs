@@ -1,10 +1,10 @@
 //! Golden machines against each other, the naive reference and the closed form.
 
+use systole_core::check::{assert_bit_identical, gemm_on, random_program, SplitMix};
 use systole_core::machine::GoldenKind;
 use systole_core::reference;
 use systole_core::tiler::GemmShape;
 use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, Int8, BF16};
-use systole_tests::{assert_bit_identical, gemm_on, SplitMix};
 
 fn reference_gemm(
     config: &ArrayConfig,
@@ -141,162 +141,6 @@ proptest! {
             }
         }
     }
-}
-
-/// A random valid program for `cfg`: every instruction kind the config allows, ranges in bounds.
-pub(crate) fn random_program(
-    cfg: &ArrayConfig,
-    dram: usize,
-    rng: &mut SplitMix,
-) -> Vec<Instruction> {
-    let (r, c, w) = (cfg.rows as u64, cfg.cols as u64, cfg.spad_width() as u64);
-    let (spad, acc) = (cfg.spad_depth as u64, cfg.acc_depth as u64);
-    let es = cfg.dtype.elem_bytes() as u64;
-    let mut pick = |lo: u64, hi: u64| lo + rng.next_u64() % (hi - lo + 1);
-    let mut program = Vec::new();
-    let len = pick(1, 24);
-    for _ in 0..len {
-        let kind = pick(0, 10);
-        let ins = match kind {
-            0 => {
-                let rows = pick(1, spad.min(6));
-                let len = pick(1, w);
-                let (rs, el) = (pick(0, 9), pick(0, 3));
-                let span = ((rows - 1) * rs + (len - 1) * el + 1) * es;
-                Instruction::Load {
-                    spad_row: pick(0, spad - rows) as u16,
-                    dram_addr: pick(0, dram as u64 - span) as u32,
-                    rows: rows as u16,
-                    len: len as u16,
-                    row_stride: rs as u32,
-                    elem_stride: el as u32,
-                }
-            }
-            1 => {
-                let rows = pick(1, acc.min(6));
-                let len = pick(1, c);
-                let rs = pick(0, 9);
-                let span = ((rows - 1) * rs + len) * 4;
-                Instruction::Store {
-                    acc_row: pick(0, acc - rows) as u16,
-                    dram_addr: pick(0, dram as u64 - span) as u32,
-                    rows: rows as u16,
-                    len: len as u16,
-                    row_stride: rs as u32,
-                }
-            }
-            2 | 3 if cfg.dataflow == Dataflow::WeightStationary => {
-                if kind == 2 {
-                    let rows = pick(1, r);
-                    Instruction::LoadWeights {
-                        spad_row: pick(0, spad - rows) as u16,
-                        rows: rows as u16,
-                        cols: pick(1, c) as u16,
-                    }
-                } else {
-                    let rows = pick(1, acc.min(spad).min(12));
-                    Instruction::Matmul {
-                        a_row: pick(0, spad - rows) as u16,
-                        acc_row: pick(0, acc - rows) as u16,
-                        rows: rows as u16,
-                        swap: pick(0, 3) != 0,
-                        accumulate: pick(0, 1) == 1,
-                    }
-                }
-            }
-            2 | 3 => {
-                let k = pick(1, spad.min(12));
-                let rows = pick(1, r);
-                Instruction::MatmulOs {
-                    a_row: pick(0, spad - k) as u16,
-                    b_row: pick(0, spad - k) as u16,
-                    k: k as u16,
-                    acc_row: pick(0, acc - rows) as u16,
-                    rows: rows as u16,
-                    cols: pick(1, c) as u16,
-                    accumulate: pick(0, 1) == 1,
-                }
-            }
-            4 | 5 => {
-                let rows = pick(1, acc.min(6));
-                let op = [
-                    VectorOp::BiasAdd,
-                    VectorOp::Relu,
-                    VectorOp::ReluGrad,
-                    VectorOp::Scale,
-                    VectorOp::Axpy,
-                ][pick(0, 4) as usize];
-                let src = match op {
-                    VectorOp::BiasAdd => pick(0, acc - 1),
-                    VectorOp::ReluGrad | VectorOp::Axpy => pick(0, acc - rows),
-                    _ => 0,
-                };
-                let imm = if op.uses_imm() {
-                    if cfg.dtype == Dtype::Bf16 {
-                        (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits()
-                    } else {
-                        pick(0, 7) as u32
-                    }
-                } else {
-                    0
-                };
-                Instruction::Vector {
-                    op,
-                    dst: pick(0, acc - rows) as u16,
-                    src: src as u16,
-                    rows: rows as u16,
-                    imm,
-                }
-            }
-            6 => {
-                let rows = pick(1, acc.min(spad).min(6));
-                let (acc_row, spad_row) = (pick(0, acc - rows) as u16, pick(0, spad - rows) as u16);
-                match cfg.dtype {
-                    Dtype::Bf16 => Instruction::CastBf16 { acc_row, spad_row, rows: rows as u16 },
-                    Dtype::Int8 => Instruction::Requantize {
-                        acc_row,
-                        spad_row,
-                        rows: rows as u16,
-                        requant: Requant::from_scale(
-                            pick(1, 1000) as f64 / 4096.0,
-                            pick(0, 20) as i8 - 10,
-                        )
-                        .unwrap(),
-                    },
-                }
-            }
-            7 => {
-                let rows = pick(1, acc.min(6));
-                let len = pick(1, c);
-                let rs = pick(0, 9);
-                let span = ((rows - 1) * rs + len) * 4;
-                Instruction::LoadAcc {
-                    acc_row: pick(0, acc - rows) as u16,
-                    dram_addr: pick(0, dram as u64 - span) as u32,
-                    rows: rows as u16,
-                    len: len as u16,
-                    row_stride: rs as u32,
-                }
-            }
-            8 => {
-                let rows = pick(1, spad.min(6));
-                let len = pick(1, w);
-                let rs = pick(0, 9);
-                let span = ((rows - 1) * rs + len) * es;
-                Instruction::StoreSpad {
-                    spad_row: pick(0, spad - rows) as u16,
-                    dram_addr: pick(0, dram as u64 - span) as u32,
-                    rows: rows as u16,
-                    len: len as u16,
-                    row_stride: rs as u32,
-                }
-            }
-            _ => Instruction::Sync,
-        };
-        program.push(ins);
-    }
-    program.push(Instruction::Halt);
-    program
 }
 
 #[test]

@@ -1,0 +1,272 @@
+//! The one comparison every machine is checked with, and what its tests feed it.
+//!
+//! The golden machines are the truth (STYLE point 1): core's own tests, the RTL's, the board's and
+//! the CLI's all compare accumulator dumps with [`assert_bit_identical`], so a failure reads the
+//! same wherever it happens. It lives here, not in a test crate, so that core's tests run without
+//! building the hardware, and `systole-tests` re-exports it for everything else.
+//!
+//! What is compared comes from [`gemm_on`] (a planned GEMM on a fresh golden machine) or from
+//! [`random_program`] (any valid program, run on two machines from the same memories), both fed
+//! by the seeded [`SplitMix`].
+//!
+//! These are test helpers: [`assert_bit_identical`] and [`gemm_on`] panic on failure, as
+//! assertions do. Machines and tools that report a difference rather than stop use
+//! [`first_difference`].
+
+extern crate alloc;
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use crate::isa::{Instruction, VectorOp};
+use crate::machine::{golden, run_gemm, GoldenKind};
+use crate::params::SplitMix64;
+use crate::tiler::{GemmLayout, GemmPlan, GemmShape};
+use crate::{ArrayConfig, Bf16, Dataflow, Dtype, Machine, Requant, Stats};
+
+/// First index where two accumulator dumps differ, with both words; `None` if bit-identical.
+///
+/// Dumps of different lengths differ at the shorter one's end (reported with both words 0).
+pub fn first_difference(expected: &[u32], got: &[u32]) -> Option<(usize, u32, u32)> {
+    if expected.len() != got.len() {
+        return Some((expected.len().min(got.len()), 0, 0));
+    }
+    expected.iter().zip(got).enumerate().find(|(_, (e, g))| e != g).map(|(i, (e, g))| (i, *e, *g))
+}
+
+/// Asserts two row-major dumps with `cols` columns are bit-identical; the panic names `what`
+/// and the first differing element as (row, col).
+#[track_caller]
+pub fn assert_bit_identical(what: &str, expected: &[u32], got: &[u32], cols: usize) {
+    if let Some((i, e, g)) = first_difference(expected, got) {
+        panic!(
+            "{what}: first difference at element {i} (row {}, col {}): expected {e:#010x}, got {g:#010x} \
+             (lengths {} and {})",
+            i / cols.max(1),
+            i % cols.max(1),
+            expected.len(),
+            got.len()
+        );
+    }
+}
+
+/// Runs one GEMM of raw little-endian operands on a fresh golden machine of `kind`, its DRAM
+/// packed by [`GemmLayout::packed`]; returns C's accumulator words, the statistics and the plan.
+///
+/// Panics if the shape does not fit or the machine fails: in a test, either is the bug.
+#[track_caller]
+pub fn gemm_on(
+    kind: GoldenKind,
+    config: &ArrayConfig,
+    shape: GemmShape,
+    a: &[u8],
+    b: &[u8],
+) -> (Vec<u32>, Stats, GemmPlan) {
+    let (layout, dram) = GemmLayout::packed(config, &shape).expect("layout");
+    let plan = GemmPlan::new(config, shape, layout).expect("plan");
+    let mut m: Box<dyn Machine> = golden(kind, *config, dram).expect("config");
+    let (c, stats) = run_gemm(m.as_mut(), &plan, a, b).expect("run");
+    (c, stats, plan)
+}
+
+/// A small deterministic generator, so failures reproduce without proptest: [`SplitMix64`]
+/// with a random-matrix helper.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_u64(&mut self) -> u64 {
+        let mut g = SplitMix64(self.0);
+        let r = g.next_u64();
+        self.0 = g.0;
+        r
+    }
+
+    /// Random raw matrix bytes: INT8 any byte; BF16 a normal-range value in [-4, 4).
+    pub fn matrix(&mut self, elems: usize, dtype: Dtype) -> Vec<u8> {
+        let mut out = Vec::with_capacity(elems * dtype.elem_bytes());
+        for _ in 0..elems {
+            let r = self.next_u64();
+            match dtype {
+                Dtype::Int8 => out.push(r as u8),
+                Dtype::Bf16 => {
+                    let x = ((r >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0;
+                    out.extend_from_slice(&Bf16::from_f32(x as f32).0.to_le_bytes());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A random valid program for `cfg` with `dram` bytes of DRAM, ending in `Halt`: every
+/// instruction kind the config allows, every range in bounds. Two machines given the same program
+/// and the same memories must end in the same state, or fail at the same instruction.
+pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec<Instruction> {
+    let (r, c, w) = (cfg.rows as u64, cfg.cols as u64, cfg.spad_width() as u64);
+    let (spad, acc) = (cfg.spad_depth as u64, cfg.acc_depth as u64);
+    let es = cfg.dtype.elem_bytes() as u64;
+    let mut pick = |lo: u64, hi: u64| lo + rng.next_u64() % (hi - lo + 1);
+    let mut program = Vec::new();
+    let len = pick(1, 24);
+    for _ in 0..len {
+        let kind = pick(0, 10);
+        let ins = match kind {
+            0 => {
+                let rows = pick(1, spad.min(6));
+                let len = pick(1, w);
+                let (rs, el) = (pick(0, 9), pick(0, 3));
+                let span = ((rows - 1) * rs + (len - 1) * el + 1) * es;
+                Instruction::Load {
+                    spad_row: pick(0, spad - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                    elem_stride: el as u32,
+                }
+            }
+            1 => {
+                let rows = pick(1, acc.min(6));
+                let len = pick(1, c);
+                let rs = pick(0, 9);
+                let span = ((rows - 1) * rs + len) * 4;
+                Instruction::Store {
+                    acc_row: pick(0, acc - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                }
+            }
+            2 | 3 if cfg.dataflow == Dataflow::WeightStationary => {
+                if kind == 2 {
+                    let rows = pick(1, r);
+                    Instruction::LoadWeights {
+                        spad_row: pick(0, spad - rows) as u16,
+                        rows: rows as u16,
+                        cols: pick(1, c) as u16,
+                    }
+                } else {
+                    let rows = pick(1, acc.min(spad).min(12));
+                    Instruction::Matmul {
+                        a_row: pick(0, spad - rows) as u16,
+                        acc_row: pick(0, acc - rows) as u16,
+                        rows: rows as u16,
+                        swap: pick(0, 3) != 0,
+                        accumulate: pick(0, 1) == 1,
+                    }
+                }
+            }
+            2 | 3 => {
+                let k = pick(1, spad.min(12));
+                let rows = pick(1, r);
+                Instruction::MatmulOs {
+                    a_row: pick(0, spad - k) as u16,
+                    b_row: pick(0, spad - k) as u16,
+                    k: k as u16,
+                    acc_row: pick(0, acc - rows) as u16,
+                    rows: rows as u16,
+                    cols: pick(1, c) as u16,
+                    accumulate: pick(0, 1) == 1,
+                }
+            }
+            4 | 5 => {
+                let rows = pick(1, acc.min(6));
+                let op = [
+                    VectorOp::BiasAdd,
+                    VectorOp::Relu,
+                    VectorOp::ReluGrad,
+                    VectorOp::Scale,
+                    VectorOp::Axpy,
+                ][pick(0, 4) as usize];
+                let src = match op {
+                    VectorOp::BiasAdd => pick(0, acc - 1),
+                    VectorOp::ReluGrad | VectorOp::Axpy => pick(0, acc - rows),
+                    _ => 0,
+                };
+                let imm = if op.uses_imm() {
+                    if cfg.dtype == Dtype::Bf16 {
+                        (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits()
+                    } else {
+                        pick(0, 7) as u32
+                    }
+                } else {
+                    0
+                };
+                Instruction::Vector {
+                    op,
+                    dst: pick(0, acc - rows) as u16,
+                    src: src as u16,
+                    rows: rows as u16,
+                    imm,
+                }
+            }
+            6 => {
+                let rows = pick(1, acc.min(spad).min(6));
+                let (acc_row, spad_row) = (pick(0, acc - rows) as u16, pick(0, spad - rows) as u16);
+                match cfg.dtype {
+                    Dtype::Bf16 => Instruction::CastBf16 { acc_row, spad_row, rows: rows as u16 },
+                    Dtype::Int8 => Instruction::Requantize {
+                        acc_row,
+                        spad_row,
+                        rows: rows as u16,
+                        requant: Requant::from_scale(
+                            pick(1, 1000) as f64 / 4096.0,
+                            pick(0, 20) as i8 - 10,
+                        )
+                        .expect("scales of 1/4096 to 1000/4096 are representable"),
+                    },
+                }
+            }
+            7 => {
+                let rows = pick(1, acc.min(6));
+                let len = pick(1, c);
+                let rs = pick(0, 9);
+                let span = ((rows - 1) * rs + len) * 4;
+                Instruction::LoadAcc {
+                    acc_row: pick(0, acc - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                }
+            }
+            8 => {
+                let rows = pick(1, spad.min(6));
+                let len = pick(1, w);
+                let rs = pick(0, 9);
+                let span = ((rows - 1) * rs + len) * es;
+                Instruction::StoreSpad {
+                    spad_row: pick(0, spad - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                }
+            }
+            _ => Instruction::Sync,
+        };
+        program.push(ins);
+    }
+    program.push(Instruction::Halt);
+    program
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_difference_is_the_earliest_and_lengths_count() {
+        assert_eq!(first_difference(&[1, 2, 3], &[1, 2, 3]), None);
+        assert_eq!(first_difference(&[1, 2, 3], &[1, 9, 8]), Some((1, 2, 9)));
+        assert_eq!(first_difference(&[1, 2], &[1, 2, 3]), Some((2, 0, 0)));
+    }
+
+    #[test]
+    #[should_panic(expected = "ws: first difference at element 4 (row 1, col 1)")]
+    fn a_difference_is_named_by_row_and_column() {
+        assert_bit_identical("ws", &[0, 0, 0, 0, 1], &[0, 0, 0, 0, 2], 3);
+    }
+}

@@ -1,0 +1,9 @@
+//! Core's own tests, one binary with a module per topic: `cargo test -p systole-core` checks the
+//! golden model without building the hardware. Tests of other machines against it live in
+//! `systole-tests`.
+
+mod isa;
+mod link;
+mod machines;
+mod numerics;
+mod training;
