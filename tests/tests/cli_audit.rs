@@ -513,23 +513,9 @@ fn a_divergence_from_weight_decay_names_weight_decay() {
 fn sim_of_a_long_program_file_says_what_it_is_doing() {
     let s = Scratch::new();
     // `conformance_top(2, Int8, ws)`'s accelerator, as cli_sim's tests build it.
-    let array = [
-        "sim",
-        "--rows",
-        "2",
-        "--cols",
-        "2",
-        "--dtype",
-        "int8",
-        "--spad-depth",
-        "14",
-        "--acc-depth",
-        "12",
-        "--dram-bytes",
-        "4096",
-    ];
+    let array: Vec<&str> = ["sim"].into_iter().chain(crate::cli_sim::SMALL_2X2).collect();
     let gemm = s.path("gemm.bin");
-    let mut args: Vec<&str> = array.to_vec();
+    let mut args: Vec<&str> = array.clone();
     args.extend(["--gemm", "4x4x4", "--save-program", gemm.to_str().unwrap()]);
     let out = run(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -542,7 +528,7 @@ fn sim_of_a_long_program_file_says_what_it_is_doing() {
     let repeats = 4096 / (body.len() / 16) + 1;
     let long = s.write("long.bin", [body.repeat(repeats), halt.to_vec()].concat());
     let instructions = repeats * body.len() / 16 + 1;
-    let mut args: Vec<&str> = array.to_vec();
+    let mut args: Vec<&str> = array.clone();
     args.extend(["--program", long.to_str().unwrap()]);
     let out = run(&args);
     let (stdout, stderr) =

@@ -14,7 +14,7 @@ use systole_core::isa::{encode, Instruction};
 use systole_tests::{assert_fails_naming, systole};
 
 /// `conformance_top(2, Int8, ws)`'s accelerator as flags.
-const SMALL_2X2: [&str; 12] = [
+pub const SMALL_2X2: [&str; 12] = [
     "--rows",
     "2",
     "--cols",
