@@ -628,7 +628,7 @@ fn check_finite(loss: f64, whose: &str, epoch: u32, sgd: &Sgd) -> anyhow::Result
 /// curvature `wd` that SGD climbs out of once `lr * wd >= 2 * (1 + m)`, whatever the data: each
 /// weight then swings across zero with a growing amplitude. Below that the decay still adds
 /// `wd` to the curvature the learning rate has to stay under, so both flags are named.
-fn divergence_advice(sgd: &Sgd) -> String {
+pub(crate) fn divergence_advice(sgd: &Sgd) -> String {
     let Sgd { lr, momentum, weight_decay: wd } = *sgd;
     if wd == 0.0 {
         return format!("try a lower --lr (now {lr})");

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail};
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use serde::Serialize;
 use systole_core::exec::{softmax_cross_entropy, BatchOutcome, Executor, Plain};
-use systole_core::graph::{Graph, TensorKind};
+use systole_core::graph::{Graph, Sgd, TensorKind};
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::Params;
 use systole_core::train::AccelTrainer;
@@ -16,6 +16,7 @@ use systole_core::Dtype;
 use crate::cli::{TrainArgs, TrainDtype};
 use crate::dataset::Samples;
 use crate::outputs::{OutputId, Outputs};
+use crate::train::divergence_advice;
 
 use super::device::{driver_error, median, DeviceBuf, Gpu};
 use super::plan::{Elem, Role, StepPlan};
@@ -378,6 +379,7 @@ pub fn train_curves(
     epochs: u32,
     batches: &mut EpochBatches<'_>,
     test: (&[f32], &[u16]),
+    sgd: &Sgd,
     mut on_epoch: impl FnMut(&[CurvePoint]),
 ) -> anyhow::Result<Vec<Curve>> {
     let mut curves: Vec<Curve> =
@@ -389,9 +391,10 @@ pub fn train_curves(
                 let o = t.step(&x, &y)?;
                 if !o.loss.is_finite() {
                     bail!(
-                        "epoch {epoch}: the training loss of {} became {}: training diverged",
+                        "epoch {epoch}: the training loss of {} became {}: training diverged; {}",
                         t.label(),
-                        o.loss
+                        o.loss,
+                        divergence_advice(sgd)
                     );
                 }
                 sum.0 += o.loss * y.len() as f64;
@@ -533,7 +536,9 @@ pub fn run(
     };
     println!("training {} and {} side by side", trainers[0].label(), trainers[1].label());
     let epochs = args.epochs;
-    let curves = train_curves(&mut trainers, epochs, batches, (&test.x, &test.labels), |points| {
+    let sgd = graph.sgd.ok_or_else(|| anyhow!("the training graph has no optimizer"))?;
+    let test_set = (&test.x[..], &test.labels[..]);
+    let curves = train_curves(&mut trainers, epochs, batches, test_set, &sgd, |points| {
         let line: Vec<String> = points
             .iter()
             .map(|p| {
@@ -638,11 +643,13 @@ mod tests {
             Box::new(AccelStepTrainer { trainer: accel, label: "accelerator".into() }),
         ];
         let mut seen = 0;
-        let curves = train_curves(&mut trainers, 4, &mut batches, (&test_x, &test_y), |points| {
-            assert_eq!(points.len(), 3);
-            seen += 1;
-        })
-        .unwrap();
+        let sgd = graph.sgd.unwrap();
+        let curves =
+            train_curves(&mut trainers, 4, &mut batches, (&test_x, &test_y), &sgd, |points| {
+                assert_eq!(points.len(), 3);
+                seen += 1;
+            })
+            .unwrap();
         assert_eq!(seen, 4);
         let (a, b, c) = (&curves[0], &curves[1], &curves[2]);
         for ((p, q), r) in a.points.iter().zip(&b.points).zip(&c.points) {
@@ -669,11 +676,11 @@ mod tests {
         let mut batches = |_: u32| vec![(x.clone(), y.clone())];
         let mut trainers: Vec<Box<dyn StepTrainer>> =
             vec![Box::new(CpuReference::new(&graph, &params))];
-        let e = train_curves(&mut trainers, 5, &mut batches, (&x, &y), |_| {}).unwrap_err();
-        assert!(
-            e.to_string().contains("cpu f32 reference") && e.to_string().contains("diverged"),
-            "{e}"
-        );
+        let sgd = graph.sgd.unwrap();
+        let e = train_curves(&mut trainers, 5, &mut batches, (&x, &y), &sgd, |_| {}).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("cpu f32 reference") && e.contains("diverged"), "{e}");
+        assert!(e.contains("; try a lower --lr (now "), "{e}");
     }
 
     #[test]
