@@ -290,6 +290,15 @@ fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     systole(args.iter().map(AsRef::as_ref))
 }
 
+/// `systole gemm --dtype DTYPE --a A --b B -o C` with `extra` flags.
+fn gemm(dtype: &str, a: &Path, b: &Path, c: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["gemm".as_ref(), "--dtype".as_ref(), dtype.as_ref()];
+    args.extend(["--a".as_ref(), a.as_os_str(), "--b".as_ref(), b.as_os_str()]);
+    args.extend(["-o".as_ref(), c.as_os_str()]);
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    systole(args)
+}
+
 /// Exit status 2, nothing on stdout, one `error: ` line on stderr holding every needle.
 #[track_caller]
 fn assert_error_line(case: &str, out: &Output, needles: &[&str]) {
@@ -314,29 +323,19 @@ fn clock_flags_outside_cores_range_exit_2_naming_the_flag_and_the_range() {
             .concat(),
     );
     let c = s.write("C.npy", OLD);
-    let gemm = |mhz: &str| {
-        run(&[
-            "gemm".as_ref(),
-            "--dtype".as_ref(),
-            "int8".as_ref(),
-            "--a".as_ref(),
-            a.as_os_str(),
-            "--b".as_ref(),
-            a.as_os_str(),
-            "-o".as_ref(),
-            c.as_os_str(),
-            "--clock-mhz".as_ref(),
-            mhz.as_ref(),
-        ] as &[&std::ffi::OsStr])
-    };
+    let gemm_at = |mhz: &str| gemm("int8", &a, &a, &c, &["--clock-mhz", mhz]);
     let range = "must be 0.001 to 10000 MHz";
     for mhz in ["1e-320", "1e-300", "0", "-1", "0.0009", "20000", "inf", "NaN"] {
-        assert_error_line(&format!("gemm --clock-mhz {mhz}"), &gemm(mhz), &["--clock-mhz", range]);
+        assert_error_line(
+            &format!("gemm --clock-mhz {mhz}"),
+            &gemm_at(mhz),
+            &["--clock-mhz", range],
+        );
         assert_eq!(fs::read(&c).unwrap(), OLD, "--clock-mhz {mhz}");
     }
-    assert_error_line("gemm --clock-mhz fast", &gemm("fast"), &["--clock-mhz", "not a number"]);
+    assert_error_line("gemm --clock-mhz fast", &gemm_at("fast"), &["--clock-mhz", "not a number"]);
     // The slowest clock allowed still prints a time of a few digits.
-    let slowest = gemm("0.001");
+    let slowest = gemm_at("0.001");
     let stdout = String::from_utf8_lossy(&slowest.stdout);
     assert!(slowest.status.success(), "{}", String::from_utf8_lossy(&slowest.stderr));
     assert!(stdout.contains(" us at 0.001 MHz") && !stdout.contains("inf"), "{stdout}");
@@ -375,17 +374,7 @@ fn native_byte_order_npys_read_as_their_explicit_twins() {
             let b_dict = dict(descr).replace("(2, 3)", "(3, 2)");
             let b = s.write("B.npy", [npy_header(&b_dict), data.clone()].concat());
             let c = s.path("C.npy");
-            let out = run(&[
-                "gemm".as_ref(),
-                "--dtype".as_ref(),
-                dtype.as_ref(),
-                "--a".as_ref(),
-                a.as_os_str(),
-                "--b".as_ref(),
-                b.as_os_str(),
-                "-o".as_ref(),
-                c.as_os_str(),
-            ] as &[&std::ffi::OsStr]);
+            let out = gemm(dtype, &a, &b, &c, &[]);
             assert!(out.status.success(), "{descr}: {}", String::from_utf8_lossy(&out.stderr));
             outputs.push(fs::read(&c).unwrap());
         }
@@ -409,17 +398,7 @@ fn npy_headers_with_a_key_numpy_refuses_or_without_one_it_needs_exit_2_naming_th
         let s = Scratch::new();
         let a = s.write("A.npy", [npy_header(dict), vec![1; 4]].concat());
         let c = s.write("C.npy", OLD);
-        let out = run(&[
-            "gemm".as_ref(),
-            "--dtype".as_ref(),
-            "int8".as_ref(),
-            "--a".as_ref(),
-            a.as_os_str(),
-            "--b".as_ref(),
-            a.as_os_str(),
-            "-o".as_ref(),
-            c.as_os_str(),
-        ] as &[&std::ffi::OsStr]);
+        let out = gemm("int8", &a, &a, &c, &[]);
         assert_refused(case, &out, &a, key, &[c]);
     }
 }
