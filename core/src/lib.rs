@@ -9,10 +9,11 @@
 //! * [`config`]: [`ArrayConfig`], the one description of an accelerator instance.
 //! * [`isa`]: the instruction set and its 128-bit encoding.
 //! * [`machine`]: the [`Machine`] trait, the functional and the cycle-accurate machines.
+//! * [`fault`]: the memory regions and the faults that machines, the link and the protocol share.
 //! * [`protocol`]: the host link's packets (SPI and UART), their checksum and codes.
 //! * [`blob`]: model blobs, a compiled inference pass with its weights for firmware to run.
 //! * [`tiler`]: `C = A x B` of any shape into a program, and its closed-form cycle count.
-//! * [`reference`]: naive loops that sum in the array's order, the tests' oracle.
+//! * [`reference`](mod@reference): naive loops that sum in the array's order, the tests' oracle.
 //! * [`check`]: the one bit-exact comparison every machine's tests use, and a seeded generator.
 //!
 //! `#![no_std]`; the executable machines need the `alloc` feature (on by default), everything
@@ -28,6 +29,7 @@ pub mod compile;
 pub mod config;
 #[cfg(feature = "alloc")]
 pub mod exec;
+pub mod fault;
 pub mod graph;
 pub mod isa;
 pub mod link;

@@ -9,22 +9,14 @@
 //! error naming the fault.
 
 use crate::config::ArrayConfig;
+use crate::fault::{ExecErrorKind, Region};
+pub use crate::fault::{LinkFault, TransportError};
 use crate::isa::{encode, Instruction};
-use crate::machine::{validate_program, ExecErrorKind, Machine, MachineError, Region, Stats};
+use crate::machine::{validate_program, Machine, MachineError, Stats};
 use crate::protocol::{
     encode_request, parse_response, ErrorCode, FaultCode, ProtocolError, Request, Response, Status,
     MAX_DATA, MAX_FRAME, MAX_WORDS,
 };
-
-/// Why one exchange failed below the protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum TransportError {
-    /// No complete response within the transport's time limit.
-    Timeout,
-    /// The transport itself failed (a closed port, an SPI bus error).
-    Io,
-}
 
 /// Exchanges whole frames with the accelerator.
 pub trait Transport {
@@ -35,52 +27,6 @@ pub trait Transport {
     /// state is gone. Transports that can tell say so; the default cannot.
     fn was_reset(&mut self) -> bool {
         false
-    }
-}
-
-/// What went wrong on the link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum LinkFault {
-    Transport(TransportError),
-    /// A response that is not a valid frame, after every retry.
-    Protocol(ProtocolError),
-    /// The accelerator refused a request.
-    Refused(ErrorCode),
-    /// The response to a non-idempotent request was lost: whether it took effect is unknown.
-    Unknown {
-        command: &'static str,
-    },
-    /// The program never finished within the poll limit.
-    Hung {
-        polls: u32,
-    },
-    /// The accelerator was reset while the program ran.
-    Reset,
-    /// The controller stopped on a fault code no valid program can cause.
-    Fault(FaultCode),
-    /// The accelerator finished a program that must fault.
-    Missed(ExecErrorKind),
-}
-
-impl core::fmt::Display for LinkFault {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            LinkFault::Transport(TransportError::Timeout) => write!(f, "no response (time-out)"),
-            LinkFault::Transport(TransportError::Io) => write!(f, "the transport failed"),
-            LinkFault::Protocol(e) => write!(f, "bad response: {e}"),
-            LinkFault::Refused(code) => write!(f, "the accelerator refused the request: {code:?}"),
-            LinkFault::Unknown { command } => write!(
-                f,
-                "the response to {command} was lost, so whether it ran is unknown; reset and retry"
-            ),
-            LinkFault::Hung { polls } => {
-                write!(f, "the program did not finish in {polls} status polls")
-            }
-            LinkFault::Reset => write!(f, "the accelerator was reset during the run"),
-            LinkFault::Fault(code) => write!(f, "the controller stopped with fault {code:?}"),
-            LinkFault::Missed(kind) => write!(f, "the accelerator did not detect {kind:?}"),
-        }
     }
 }
 

@@ -54,7 +54,8 @@
 //! one byte per byte clocked, continuing across as many transactions as the host uses. The
 //! host gives up after a bounded number of polls.
 
-use crate::machine::Region;
+use crate::fault::Region;
+pub use crate::fault::{ErrorCode, FaultCode, ProtocolError};
 
 /// First byte of every request.
 pub const REQUEST_SYNC: u8 = 0xA5;
@@ -108,89 +109,6 @@ impl Command {
 
     pub fn from_code(code: u8) -> Option<Command> {
         Command::ALL.iter().copied().find(|c| *c as u8 == code)
-    }
-}
-
-/// Why the accelerator refused a request: the response code (never 0, which is OK).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum ErrorCode {
-    /// The CRC does not match the frame.
-    Checksum = 1,
-    /// The command code is unknown.
-    Command = 2,
-    /// The payload length does not fit the command.
-    Length = 3,
-    /// The region code is not 0 (DRAM), 1 (scratchpad) or 2 (accumulators).
-    Region = 4,
-    /// The access runs past the end of the memory.
-    OutOfRange = 5,
-    /// A memory command while a program runs.
-    Busy = 6,
-    /// More instruction words than the FIFO has room for.
-    FifoFull = 7,
-    /// A scratchpad or accumulator access not aligned to its element size.
-    Misaligned = 8,
-}
-
-impl ErrorCode {
-    pub const ALL: [ErrorCode; 8] = [
-        ErrorCode::Checksum,
-        ErrorCode::Command,
-        ErrorCode::Length,
-        ErrorCode::Region,
-        ErrorCode::OutOfRange,
-        ErrorCode::Busy,
-        ErrorCode::FifoFull,
-        ErrorCode::Misaligned,
-    ];
-
-    pub fn from_code(code: u8) -> Option<ErrorCode> {
-        ErrorCode::ALL.iter().copied().find(|c| *c as u8 == code)
-    }
-}
-
-/// Why the controller stopped a program: the error code of the status register.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum FaultCode {
-    /// The opcode field holds no known opcode.
-    Opcode = 1,
-    /// A field is out of its range.
-    Field = 2,
-    /// A field the operation does not use is not zero.
-    UnusedField = 3,
-    /// Reserved bits above the last field are not zero.
-    Reserved = 4,
-    /// The instruction needs the other dataflow.
-    Dataflow = 5,
-    /// The instruction needs the other dtype.
-    Dtype = 6,
-    /// A count exceeds the array (`len`, `rows` or `cols`).
-    TooWide = 7,
-    /// Rows or bytes run past the end of a memory.
-    Range = 8,
-    /// `Matmul { swap }` with no `LoadWeights` pending.
-    NoWeightsLoaded = 9,
-}
-
-impl FaultCode {
-    pub const ALL: [FaultCode; 9] = [
-        FaultCode::Opcode,
-        FaultCode::Field,
-        FaultCode::UnusedField,
-        FaultCode::Reserved,
-        FaultCode::Dataflow,
-        FaultCode::Dtype,
-        FaultCode::TooWide,
-        FaultCode::Range,
-        FaultCode::NoWeightsLoaded,
-    ];
-
-    pub fn from_code(code: u8) -> Option<FaultCode> {
-        FaultCode::ALL.iter().copied().find(|c| *c as u8 == code)
     }
 }
 
@@ -365,48 +283,6 @@ pub enum Response<'a> {
     Err(ErrorCode),
 }
 
-/// Why bytes are not a valid frame (on either side of the link).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum ProtocolError {
-    /// The first byte is not the expected sync byte.
-    Sync { got: u8 },
-    /// Fewer bytes than the header announces, or more.
-    Frame { expected: usize, got: usize },
-    /// The CRC does not match.
-    Checksum { expected: u16, got: u16 },
-    /// The payload is longer than [`MAX_PAYLOAD`].
-    TooLong { len: usize },
-    /// What the accelerator answers this frame with.
-    Refused(ErrorCode),
-    /// A response payload that is not what the command returns.
-    Field,
-    /// The output buffer is too small.
-    Buffer { needed: usize },
-}
-
-impl core::fmt::Display for ProtocolError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match *self {
-            ProtocolError::Sync { got } => {
-                write!(f, "frame starts with {got:#04x}, not a sync byte")
-            }
-            ProtocolError::Frame { expected, got } => {
-                write!(f, "frame of {got} bytes, its header announces {expected}")
-            }
-            ProtocolError::Checksum { expected, got } => {
-                write!(f, "checksum {got:#06x} does not match the frame's {expected:#06x}")
-            }
-            ProtocolError::TooLong { len } => {
-                write!(f, "payload of {len} bytes exceeds {MAX_PAYLOAD}")
-            }
-            ProtocolError::Refused(code) => write!(f, "refused: {code:?}"),
-            ProtocolError::Field => write!(f, "malformed response payload"),
-            ProtocolError::Buffer { needed } => write!(f, "output buffer needs {needed} bytes"),
-        }
-    }
-}
-
 /// One byte into a CRC-16/CCITT-FALSE (the hardware computes exactly this per byte).
 #[inline]
 pub const fn crc16_update(crc: u16, byte: u8) -> u16 {
@@ -434,7 +310,7 @@ pub const fn crc16(bytes: &[u8]) -> u16 {
 fn frame(sync: u8, kind: u8, parts: &[&[u8]], out: &mut [u8]) -> Result<usize, ProtocolError> {
     let len: usize = parts.iter().map(|p| p.len()).sum();
     if len > MAX_PAYLOAD {
-        return Err(ProtocolError::TooLong { len });
+        return Err(ProtocolError::TooLong { len, max: MAX_PAYLOAD });
     }
     let total = HEADER_BYTES + len + CRC_BYTES;
     if out.len() < total {
@@ -476,7 +352,7 @@ fn unframe(sync: u8, bytes: &[u8]) -> Result<(u8, &[u8]), ProtocolError> {
         return Err(ProtocolError::Checksum { expected, got });
     }
     if len > MAX_PAYLOAD {
-        return Err(ProtocolError::TooLong { len });
+        return Err(ProtocolError::TooLong { len, max: MAX_PAYLOAD });
     }
     Ok((bytes[1], &bytes[HEADER_BYTES..HEADER_BYTES + len]))
 }

@@ -4,8 +4,8 @@
 //! and cheap enough to run on every training step to split cycles by operation.
 
 use crate::config::ArrayConfig;
+use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
-use crate::machine::ExecErrorKind;
 
 /// Cycles `Load` spends on one row: one when its elements are contiguous in DRAM (or it has a
 /// single element, or repeats one), else one per element. A contiguous row is one wide read of

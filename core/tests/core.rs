@@ -5,5 +5,6 @@
 mod isa;
 mod link;
 mod machines;
+mod modules;
 mod numerics;
 mod training;

@@ -258,10 +258,12 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
         };
         if len > MAX_PAYLOAD {
             self.drain()?;
-            return Err(Error::Protocol(ProtocolError::TooLong { len }));
+            return Err(Error::Protocol(ProtocolError::TooLong { len, max: MAX_PAYLOAD }));
         }
         let total = frame_len(len);
-        let rest = frame.get_mut(HEADER_BYTES..total).ok_or(ProtocolError::TooLong { len })?;
+        let rest = frame
+            .get_mut(HEADER_BYTES..total)
+            .ok_or(ProtocolError::TooLong { len, max: MAX_PAYLOAD })?;
         self.clock_in(rest)?;
         trace!("response of {} bytes after polling", total);
         Ok(total)

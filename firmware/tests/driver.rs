@@ -6,7 +6,8 @@ use embedded_hal_mock::eh1::delay::{CheckedDelay, NoopDelay, Transaction as Dela
 use embedded_hal_mock::eh1::spi::{Mock, Transaction as T};
 use systole_core::isa::{encode, Instruction, Word, ISA_VERSION};
 use systole_core::protocol::{
-    encode_request, encode_response, Request, Response, HEADER_BYTES, MAX_FRAME, SPI_IDLE,
+    encode_request, encode_response, Request, Response, HEADER_BYTES, MAX_FRAME, MAX_PAYLOAD,
+    SPI_IDLE,
 };
 use systole_core::{ArrayConfig, Dataflow, Dtype};
 use systole_firmware::{
@@ -548,7 +549,10 @@ fn an_impossible_length_is_a_protocol_error() {
     .concat();
     let expect = [one_try.clone(), one_try.clone(), one_try].concat();
     let mut d = driver(&expect);
-    assert_eq!(d.read_status(), Err(Error::Protocol(ProtocolError::TooLong { len: 0x7FFF })));
+    assert_eq!(
+        d.read_status(),
+        Err(Error::Protocol(ProtocolError::TooLong { len: 0x7FFF, max: MAX_PAYLOAD }))
+    );
     finish(d);
 }
 

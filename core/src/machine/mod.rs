@@ -25,26 +25,9 @@ pub mod cycle;
 pub mod functional;
 
 use crate::config::ArrayConfig;
+use crate::fault::LinkFault;
+pub use crate::fault::{ExecErrorKind, Region};
 use crate::isa::Instruction;
-
-/// One of a machine's memories.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Region {
-    Dram,
-    Spad,
-    Acc,
-}
-
-impl Region {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Region::Dram => "dram",
-            Region::Spad => "spad",
-            Region::Acc => "acc",
-        }
-    }
-}
 
 /// What one run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,14 +55,6 @@ impl Stats {
     }
 }
 
-/// A fault found while executing a valid program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum ExecErrorKind {
-    /// `Matmul { swap: true }` with no `LoadWeights` since the last swap: it would wait forever.
-    NoWeightsLoaded,
-}
-
 /// Everything a machine can refuse.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -93,7 +68,7 @@ pub enum MachineError {
     /// A host access not aligned to the memory's element size.
     Misaligned { region: Region, offset: usize, len: usize, align: usize },
     /// The host link to a remote machine failed (see [`crate::link`]).
-    Link(crate::link::LinkFault),
+    Link(LinkFault),
 }
 
 impl From<ProgramError> for MachineError {

@@ -1,8 +1,8 @@
 //! Static checks of a program against an `ArrayConfig` and a DRAM size.
 
 use crate::config::{ArrayConfig, Dataflow, Dtype};
+use crate::fault::Region;
 use crate::isa::{DecodeError, Instruction, Opcode};
-use crate::machine::Region;
 
 /// What is wrong with one instruction of a program.
 #[derive(Clone, Copy, Debug, PartialEq)]
