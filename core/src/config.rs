@@ -46,6 +46,37 @@ impl Dataflow {
     }
 }
 
+/// How the controller issues instructions to its units. Both give every valid program the
+/// results of program order; they differ in which instructions overlap, so in cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Schedule {
+    /// One sequencer runs loads, stores and vector ops while every other unit is idle; only the
+    /// weight loader overlaps the array (docs/DECISIONS.md 4). What the RTL builds today.
+    Blocking,
+    /// Load, weight, array and vector units run from one in-order issue stage and overlap
+    /// whenever a scoreboard of memory footprints finds no hazard; consecutive matmuls stream
+    /// back to back (docs/DECISIONS.md 41, `crate::scoreboard`).
+    Decoupled,
+}
+
+impl Schedule {
+    pub const ALL: [Schedule; 2] = [Schedule::Blocking, Schedule::Decoupled];
+    pub const fn name(self) -> &'static str {
+        match self {
+            Schedule::Blocking => "blocking",
+            Schedule::Decoupled => "decoupled",
+        }
+    }
+    /// The code an accelerator reports it by when it identifies itself.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(code: u8) -> Option<Schedule> {
+        Schedule::ALL.into_iter().find(|s| s.code() == code)
+    }
+}
+
 /// Largest array side.
 pub const MAX_SIDE: u16 = 256;
 /// Memory depths are addressed by 16-bit row fields in the ISA.
@@ -72,6 +103,8 @@ pub struct ArrayConfig {
     pub acc_depth: u32,
     /// Clock frequency, for turning cycles into time.
     pub clock_mhz: f64,
+    /// How instructions overlap.
+    pub schedule: Schedule,
 }
 
 /// Why an [`ArrayConfig`] is not buildable.
@@ -119,7 +152,7 @@ impl core::fmt::Display for ConfigError {
 
 impl ArrayConfig {
     /// A config with the default memories: 4096 scratchpad rows, 1024 accumulator rows,
-    /// weight-stationary, 100 MHz.
+    /// weight-stationary, 100 MHz, the blocking schedule.
     pub const fn new(rows: u16, cols: u16, dtype: Dtype) -> ArrayConfig {
         ArrayConfig {
             rows,
@@ -129,7 +162,13 @@ impl ArrayConfig {
             spad_depth: 4096,
             acc_depth: 1024,
             clock_mhz: 100.0,
+            schedule: Schedule::Blocking,
         }
+    }
+
+    pub const fn with_schedule(mut self, schedule: Schedule) -> ArrayConfig {
+        self.schedule = schedule;
+        self
     }
 
     pub const fn with_dataflow(mut self, dataflow: Dataflow) -> ArrayConfig {

@@ -12,6 +12,7 @@
 //! * [`fault`]: the memory regions and the faults that machines, the link and the protocol share.
 //! * [`protocol`]: the host link's packets (SPI and UART), their checksum and codes.
 //! * [`blob`]: model blobs, a compiled inference pass with its weights for firmware to run.
+//! * [`scoreboard`]: the decoupled schedule's units and the hazards between them.
 //! * [`tiler`]: `C = A x B` of any shape into a program, and its closed-form cycle count.
 //! * [`reference`](mod@reference): naive loops that sum in the array's order, the tests' oracle.
 //! * [`check`]: the one bit-exact comparison every machine's tests use, and a seeded generator.
@@ -39,12 +40,13 @@ pub mod numerics;
 pub mod params;
 pub mod protocol;
 pub mod reference;
+pub mod scoreboard;
 pub mod tiler;
 pub mod timing;
 #[cfg(feature = "alloc")]
 pub mod train;
 
-pub use config::{ArrayConfig, ConfigError, Dataflow, Dtype};
+pub use config::{ArrayConfig, ConfigError, Dataflow, Dtype, Schedule};
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};
 pub use machine::{Machine, MachineError, Region, Stats};
 pub use numerics::{Arith, Bf16, Int8, Requant, BF16};

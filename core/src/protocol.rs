@@ -205,13 +205,14 @@ impl Identity {
         b[12..16].copy_from_slice(&c.acc_depth.to_le_bytes());
         b[16..20].copy_from_slice(&self.dram_bytes.to_le_bytes());
         b[20..22].copy_from_slice(&self.fifo_depth.to_le_bytes());
+        b[22] = c.schedule.code();
         b
     }
 
     /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
     pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
-        use crate::config::{ArrayConfig, Dataflow, Dtype};
-        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] != 0 || b[23] != 0 {
+        use crate::config::{ArrayConfig, Dataflow, Dtype, Schedule};
+        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] > 1 || b[23] != 0 {
             return Err(ProtocolError::Field);
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -228,6 +229,7 @@ impl Identity {
             spad_depth: u32_at(8),
             acc_depth: u32_at(12),
             clock_mhz,
+            schedule: Schedule::from_code(b[22]).ok_or(ProtocolError::Field)?,
         };
         config.validate().map_err(|_| ProtocolError::Field)?;
         Ok(Identity {

@@ -558,8 +558,23 @@ impl GemmPlan {
     /// OS, per m-tile of `mi` rows, with `KC = ceil(K / kc)` chunks:
     /// `NT * (3K + KC*(R + C - 2 + mi) + E(mi))`. Plus one cycle for `Halt`. A plain GEMM's
     /// epilogue is its store, `E(mb) = mb`.
+    ///
+    /// Under [`Schedule::Decoupled`](crate::config::Schedule) the count is the timing model's
+    /// over the emitted program, one step per instruction.
     pub fn cycles(&self) -> u64 {
+        if self.config.schedule == crate::config::Schedule::Decoupled {
+            return self.scheduled_cycles();
+        }
         self.body_cycles() + 1
+    }
+
+    /// The timing model over the emitted program, instruction by instruction, without storing it.
+    fn scheduled_cycles(&self) -> u64 {
+        let mut scheduler = crate::timing::DecoupledScheduler::new(&self.config);
+        let mut total = 0;
+        // A tiled program's swaps each follow their weight load: it cannot fault.
+        self.emit(&mut |ins| total = scheduler.push(&ins).map_or(u64::MAX, |at| at + 1));
+        total
     }
 
     /// [`cycles`](Self::cycles) without the `Halt`: what [`emit_body`](Self::emit_body) costs

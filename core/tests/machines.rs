@@ -4,7 +4,7 @@ use systole_core::check::{assert_bit_identical, gemm_on, random_program, SplitMi
 use systole_core::machine::GoldenKind;
 use systole_core::reference;
 use systole_core::tiler::GemmShape;
-use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, Int8, BF16};
+use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, Int8, Schedule, BF16};
 
 fn reference_gemm(
     config: &ArrayConfig,
@@ -61,7 +61,10 @@ fn small_gemms_agree_everywhere() {
                     ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(r, c, dtype) }
                         .with_dataflow(dataflow);
                 for (m, k, n) in [(1, 1, 1), (5, 7, 3), (17, 9, 11), (40, 70, 5)] {
-                    check_gemm(cfg, GemmShape { m, k, n }, (m * 1000 + k * 10 + n) as u64);
+                    for schedule in Schedule::ALL {
+                        let cfg = cfg.with_schedule(schedule);
+                        check_gemm(cfg, GemmShape { m, k, n }, (m * 1000 + k * 10 + n) as u64);
+                    }
                 }
             }
         }
@@ -75,8 +78,8 @@ use systole_core::timing;
 use systole_core::Requant;
 
 fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
-    (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>(), 0u32..48, 0u32..24).prop_map(
-        |(r, c, int8, ws, extra_spad, extra_acc)| {
+    (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>(), 0u32..48, 0u32..24, any::<bool>()).prop_map(
+        |(r, c, int8, ws, extra_spad, extra_acc, decoupled)| {
             let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
             let mut cfg = ArrayConfig::new(r, c, dtype).with_dataflow(if ws {
                 Dataflow::WeightStationary
@@ -85,6 +88,7 @@ fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
             });
             cfg.spad_depth = 3 * cfg.spad_width() as u32 + extra_spad;
             cfg.acc_depth = r as u32 + extra_acc;
+            cfg.schedule = if decoupled { Schedule::Decoupled } else { Schedule::Blocking };
             cfg
         },
     )

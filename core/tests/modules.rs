@@ -34,8 +34,16 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         let path = entry.expect("entry").path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            for file in std::fs::read_dir(&path).expect("module folder") {
-                visit(name.clone(), &file.expect("entry").path());
+            let mut folders = vec![path];
+            while let Some(folder) = folders.pop() {
+                for file in std::fs::read_dir(&folder).expect("module folder") {
+                    let file = file.expect("entry").path();
+                    if file.is_dir() {
+                        folders.push(file);
+                    } else {
+                        visit(name.clone(), &file);
+                    }
+                }
             }
         } else if name != "lib" {
             visit(name, &path);

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rust_hdl::prelude::*;
 use serde::Serialize;
-use systole_core::{ArrayConfig, ConfigError, Dataflow};
+use systole_core::{ArrayConfig, ConfigError, Dataflow, Schedule};
 
 use crate::array::{ArrayOs, ArrayWs};
 use crate::top::{SystoleTop, TopConfig, MAX_DRAM_BYTES};
@@ -41,6 +41,12 @@ pub enum EmitError {
     Fifo(usize),
     #[error("uart_divisor = {0}: the UART needs at least 4 clock cycles per bit")]
     Uart(u16),
+    #[error(
+        "schedule = {}: the RTL builds the blocking schedule; the decoupled one runs on the \
+         functional and cycle machines (docs/DECISIONS.md 41)",
+        .0.name()
+    )]
+    Schedule(Schedule),
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -85,6 +91,9 @@ pub struct Emitted {
 
 fn check_array(config: &ArrayConfig) -> Result<(), EmitError> {
     config.validate().map_err(EmitError::Config)?;
+    if config.schedule != Schedule::Blocking {
+        return Err(EmitError::Schedule(config.schedule));
+    }
     if config.pe_count() > MAX_EMIT_PES {
         return Err(EmitError::TooLarge {
             rows: config.rows,

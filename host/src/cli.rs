@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use systole_core::machine::GoldenKind;
-use systole_core::{ArrayConfig, Dataflow, Dtype};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
 
 use crate::dataset::Source;
 
@@ -318,6 +318,11 @@ pub struct ArrayArgs {
     #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz, value_name = "MHZ")]
     #[arg(value_parser = parse_mhz, allow_negative_numbers = true)]
     pub clock_mhz: f64,
+    /// blocking: loads, stores and vector ops wait for an idle array (what the RTL and the
+    /// boards build); decoupled: the units overlap under a scoreboard and matmuls stream
+    /// (functional and cycle machines).
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Blocking)]
+    pub schedule: ScheduleArg,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -339,6 +344,22 @@ impl ArrayArgs {
             spad_depth: self.spad_depth,
             acc_depth: self.acc_depth,
             clock_mhz: self.clock_mhz,
+            schedule: self.schedule.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleArg {
+    Blocking,
+    Decoupled,
+}
+
+impl From<ScheduleArg> for Schedule {
+    fn from(s: ScheduleArg) -> Schedule {
+        match s {
+            ScheduleArg::Blocking => Schedule::Blocking,
+            ScheduleArg::Decoupled => Schedule::Decoupled,
         }
     }
 }

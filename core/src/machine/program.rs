@@ -3,6 +3,7 @@
 use crate::config::{ArrayConfig, Dataflow, Dtype};
 use crate::fault::Region;
 use crate::isa::{DecodeError, Instruction, Opcode};
+use crate::scoreboard::dram_end;
 
 /// What is wrong with one instruction of a program.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -124,12 +125,6 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
         } else {
             Ok(())
         }
-    };
-    // Last byte touched by a 2-D strided access, plus one.
-    let dram_end = |addr: u32, rows: u16, row_stride: u32, len: u16, elem_stride: u64, es: u64| {
-        addr as u64
-            + ((rows as u64 - 1) * row_stride as u64 + (len as u64 - 1) * elem_stride) * es
-            + es
     };
     match *ins {
         Instruction::Load { spad_row, dram_addr, rows, len, row_stride, elem_stride } => {

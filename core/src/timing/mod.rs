@@ -1,9 +1,13 @@
 //! The timing model of any program, in closed form per instruction: the dispatch rules of the
 //! cycle machine (`machine::cycle`, module docs) applied to each instruction's fixed duration,
 //! without moving any data. Equal to the cycle machine's count on every valid program (tested),
-//! and cheap enough to run on every training step to split cycles by operation.
+//! and cheap enough to run on every training step to split cycles by operation. Each
+//! [`Schedule`] has its own rules: the blocking ones below, the decoupled ones in [`decoupled`].
 
-use crate::config::ArrayConfig;
+mod decoupled;
+pub use decoupled::Scheduler as DecoupledScheduler;
+
+use crate::config::{ArrayConfig, Schedule};
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 
@@ -42,6 +46,19 @@ pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
 /// cycle)`; returns the total cycle count (the `Halt`'s cycle plus one), or the fault the cycle
 /// machine would report. The program must already be valid (`validate_program`).
 pub fn schedule(
+    config: &ArrayConfig,
+    program: &[Instruction],
+    on_dispatch: impl FnMut(usize, u64),
+) -> Result<u64, (usize, ExecErrorKind)> {
+    match config.schedule {
+        Schedule::Blocking => blocking(config, program, on_dispatch),
+        Schedule::Decoupled => decoupled::schedule(config, program, on_dispatch),
+    }
+}
+
+/// [`schedule`] under [`Schedule::Blocking`]: the sequencer waits for every unit and blocks
+/// them all; the weight loader overlaps the array.
+fn blocking(
     config: &ArrayConfig,
     program: &[Instruction],
     mut on_dispatch: impl FnMut(usize, u64),

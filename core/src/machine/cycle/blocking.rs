@@ -1,0 +1,94 @@
+//! The cycle machine under [`Schedule::Blocking`](crate::config::Schedule): the timing rules in
+//! the module docs of `machine::cycle`.
+
+use super::{unreachable_halt, CycleMachine, RowOp, WeightLoad};
+use crate::fault::ExecErrorKind;
+use crate::isa::Instruction;
+use crate::machine::{MachineError, Stats};
+use crate::numerics::Arith;
+
+impl<A: Arith> CycleMachine<A> {
+    pub(super) fn run_blocking(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
+        let mut stats = Stats { cycles: Some(0), array_cycles: Some(0), ..Stats::default() };
+        let mut seq: Option<RowOp> = None;
+        let mut wl: Option<WeightLoad> = None;
+        let mut fault: Option<MachineError> = None;
+        let mut pc = 0usize;
+        let mut t: u64 = 0;
+        loop {
+            let array_idle = self.array_ops.is_empty();
+            let idle = seq.is_none() && wl.is_none() && array_idle;
+            // Dispatch at most one instruction.
+            match (fault, program.get(pc)) {
+                (Some(e), _) => {
+                    if idle {
+                        return Err(e);
+                    }
+                }
+                (None, None) => unreachable_halt(),
+                (None, Some(&ins)) => {
+                    let mut go = false;
+                    match ins {
+                        Instruction::Halt => {
+                            if idle {
+                                stats.instructions += 1;
+                                stats.cycles = Some(t + 1);
+                                return Ok(stats);
+                            }
+                        }
+                        Instruction::LoadWeights { .. } => {
+                            if seq.is_none() && wl.is_none() {
+                                wl = Some(self.start_weight_load(ins));
+                                go = true;
+                            }
+                        }
+                        Instruction::Matmul { swap, .. } => {
+                            if seq.is_none() && array_idle {
+                                if !swap || self.shadow_full {
+                                    stats.macs += self.start_array_op(ins, t);
+                                    go = true;
+                                } else if wl.is_none() {
+                                    fault = Some(MachineError::Exec {
+                                        index: pc,
+                                        kind: ExecErrorKind::NoWeightsLoaded,
+                                    });
+                                }
+                            }
+                        }
+                        Instruction::MatmulOs { .. } => {
+                            if seq.is_none() && array_idle {
+                                stats.macs += self.start_array_op(ins, t);
+                                go = true;
+                            }
+                        }
+                        _ => {
+                            if idle {
+                                seq = Some(RowOp::new(&self.mem.config, ins));
+                                go = true;
+                            }
+                        }
+                    }
+                    if go {
+                        stats.instructions += 1;
+                        pc += 1;
+                    }
+                }
+            }
+            // Every unit does one cycle of work.
+            if seq.as_mut().is_some_and(|op| op.step::<A>(&mut self.mem)) {
+                seq = None;
+            }
+            if let Some(mut op) = wl.take() {
+                if !self.step_weight_load(&mut op) {
+                    wl = Some(op);
+                }
+            }
+            if self.step_array(t) {
+                if let Some(a) = stats.array_cycles.as_mut() {
+                    *a += 1;
+                }
+            }
+            t += 1;
+        }
+    }
+}

@@ -1,0 +1,417 @@
+//! The cycle machine: steps the controller, its units and every PE once per clock. Each
+//! [`Schedule`] has its own dispatch rules (`blocking.rs`, `decoupled.rs`); the array, the
+//! weight loader and the row-per-cycle units below are the same under both.
+//!
+//! # Timing rules of the blocking schedule (the contract the RTL meets cycle for cycle)
+//!
+//! The controller looks at one instruction per cycle, in program order, and dispatches it when
+//! its units are free at the start of that cycle; the unit does its first cycle of work in the
+//! dispatch cycle. Three units:
+//!
+//! * the **sequencer** runs `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`,
+//!   `StoreSpad` one row per cycle (`rows` cycles; a strided `Load` gather takes `len` cycles
+//!   per row, see `timing::load_row_cycles`) and `Sync` (1 cycle). It dispatches only when all three units are
+//!   idle, and nothing dispatches while it is busy.
+//! * the **weight loader** runs `LoadWeights`: R cycles shifting tile rows down the shadow
+//!   registers, bottom row first. It dispatches when the sequencer and the loader are idle, so
+//!   it overlaps a running matmul: this is what the shadow registers are for.
+//! * the **array** runs `Matmul` (WS): `rows + R + C - 1` cycles, and `MatmulOs` (OS):
+//!   `k + R + C - 2` cycles of compute plus one cycle per drained row. It dispatches when the
+//!   sequencer and the array are idle; with `swap` it also waits for the shadow to be full, and
+//!   swaps it in at dispatch.
+//!
+//! `Halt` dispatches when every unit is idle; its cycle is the last one counted.
+//!
+//! The decoupled schedule's rules are in `timing::decoupled`'s docs.
+//!
+//! # The array
+//!
+//! Weight-stationary: input row `m` enters PE row `i` at cycle `m + i` (skew), partial sums flow
+//! down, column `j` of row `m` leaves the bottom at cycle `m + R - 1 + j`, and the de-skewed row is
+//! written to the accumulator at cycle `m + R + C - 1`. Rows of consecutive matmuls may follow
+//! each other with no gap: each row carries its matmul's weight bank (two banks, active and
+//! shadow, trade roles at a swap) down its diagonal, so every PE uses the weights of the row it
+//! holds.
+//!
+//! Output-stationary: `A^T` row `k` enters PE row `i` at cycle `k + i`, `B` row `k` enters PE
+//! column `j` at cycle `k + j`; PE `(i, j)` multiplies the pair for `k` at cycle `k + i + j`.
+//! From cycle `k + R + C - 2`, PE row `i` is written to the accumulator at one row per cycle.
+
+extern crate alloc;
+use alloc::collections::VecDeque;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::config::{ArrayConfig, Schedule};
+use crate::isa::Instruction;
+use crate::machine::functional::WeightTile;
+use crate::machine::{validate_program, Machine, MachineError, Memories, Region, Stats};
+use crate::numerics::Arith;
+use crate::scoreboard::Footprint;
+
+mod blocking;
+mod decoupled;
+
+/// A row-per-cycle instruction (loads, stores, vector ops) in flight.
+struct RowOp {
+    ins: Instruction,
+    fp: Footprint,
+    /// Cycles spent so far, and in all.
+    tau: usize,
+    len: usize,
+    /// Cycles per row (`Load` gathers take one per element).
+    per_row: usize,
+}
+
+impl RowOp {
+    fn new(config: &ArrayConfig, ins: Instruction) -> RowOp {
+        let per_row = match ins {
+            Instruction::Load { len, elem_stride, .. } => {
+                crate::timing::load_row_cycles(len, elem_stride) as usize
+            }
+            _ => 1,
+        };
+        let len = crate::machine::functional::seq_rows(&ins).max(1) * per_row;
+        RowOp { ins, fp: crate::scoreboard::footprint(config, &ins), tau: 0, len, per_row }
+    }
+
+    /// One cycle; a row's effect lands in the last of its cycles. Whether it finished.
+    fn step<A: Arith>(&mut self, mem: &mut Memories) -> bool {
+        self.tau += 1;
+        if self.tau % self.per_row == 0 && !matches!(self.ins, Instruction::Sync) {
+            mem.row_step::<A>(&self.ins, self.tau / self.per_row - 1);
+        }
+        self.tau == self.len
+    }
+}
+
+struct WeightLoad {
+    spad_row: usize,
+    k: u16,
+    n: u16,
+    /// The bank it fills: the shadow when it dispatched.
+    bank: usize,
+    fp: Footprint,
+    tau: usize,
+}
+
+/// A matmul in the array.
+struct ArrayOp {
+    ins: Instruction,
+    fp: Footprint,
+    /// Dispatch cycle: (WS) row `m` enters the array's left edge at `at + m`.
+    at: u64,
+    /// Weight bank its rows use (WS).
+    bank: u8,
+    duration: u64,
+}
+
+impl ArrayOp {
+    /// The row of this matmul that enters the left edge at cycle `slot`, if any.
+    fn row_at(&self, slot: u64) -> Option<usize> {
+        let Instruction::Matmul { rows, .. } = self.ins else { return None };
+        slot.checked_sub(self.at).filter(|&m| m < rows as u64).map(|m| m as usize)
+    }
+}
+
+/// The cycle-accurate golden machine for datapath `A`.
+pub struct CycleMachine<A: Arith> {
+    pub mem: Memories,
+    /// The two weight banks; `active` is the one the newest matmul uses, the other the shadow.
+    banks: [WeightTile<A>; 2],
+    active: usize,
+    shadow_full: bool,
+    /// Matmuls in the array, oldest first.
+    array_ops: VecDeque<ArrayOp>,
+    /// Activation (WS) or A (OS) registers passing right, one per PE.
+    a_reg: Vec<A::Operand>,
+    /// The weight bank of the row each WS activation register holds.
+    bank_reg: Vec<u8>,
+    /// B registers passing down (OS), one per PE.
+    b_reg: Vec<A::Operand>,
+    /// Partial sums passing down (WS) or held (OS), one per PE.
+    p_reg: Vec<A::Acc>,
+    /// WS de-skew buffer: C rows in flight, C columns each.
+    deskew: Vec<A::Acc>,
+    left: Vec<A::Operand>,
+    left_bank: Vec<u8>,
+    top: Vec<A::Operand>,
+    /// PE-cycles stepped since the machine was made (a benchmark figure).
+    pub pe_updates: u64,
+}
+
+impl<A: Arith> CycleMachine<A> {
+    /// A machine with zeroed memories; `config` must already be valid.
+    pub fn new(config: ArrayConfig, dram_bytes: usize) -> Self {
+        let pes = config.pe_count() as usize;
+        let zero_op = A::operand(A::Elem::default());
+        CycleMachine {
+            mem: Memories::new(config, dram_bytes),
+            banks: [WeightTile::zero(&config), WeightTile::zero(&config)],
+            active: 0,
+            shadow_full: false,
+            array_ops: VecDeque::new(),
+            a_reg: vec![zero_op; pes],
+            bank_reg: vec![0; pes],
+            b_reg: vec![zero_op; pes],
+            p_reg: vec![A::zero(); pes],
+            deskew: vec![A::zero(); config.cols as usize * config.cols as usize],
+            left: vec![zero_op; config.rows as usize],
+            left_bank: vec![0; config.rows as usize],
+            top: vec![zero_op; config.cols as usize],
+            pe_updates: 0,
+        }
+    }
+
+    fn dims(&self) -> (usize, usize) {
+        (self.mem.config.rows as usize, self.mem.config.cols as usize)
+    }
+
+    fn start_weight_load(&mut self, ins: Instruction) -> WeightLoad {
+        let Instruction::LoadWeights { spad_row, rows, cols } = ins else {
+            unreachable!("start_weight_load takes LoadWeights")
+        };
+        self.shadow_full = false;
+        WeightLoad {
+            spad_row: spad_row as usize,
+            k: rows,
+            n: cols,
+            bank: self.active ^ 1,
+            fp: crate::scoreboard::footprint(&self.mem.config, &ins),
+            tau: 0,
+        }
+    }
+
+    /// One cycle of the weight loader: its bank shifts down a row; the top row takes tile row
+    /// `R - 1 - tau` (zero past the tile's `k` rows and `n` columns). Whether it finished.
+    fn step_weight_load(&mut self, wl: &mut WeightLoad) -> bool {
+        let (r, c) = self.dims();
+        let bank = &mut self.banks[wl.bank];
+        bank.w.copy_within(0..(r - 1) * c, c);
+        let tile_row = r - 1 - wl.tau;
+        let zero = A::operand(A::Elem::default());
+        for j in 0..c {
+            bank.w[j] = if tile_row < wl.k as usize && j < wl.n as usize {
+                A::operand(A::elem_from_bits(self.mem.spad_row(wl.spad_row + tile_row)[j]))
+            } else {
+                zero
+            };
+        }
+        wl.tau += 1;
+        if wl.tau == r {
+            bank.k = wl.k;
+            bank.n = wl.n;
+            self.shadow_full = true;
+        }
+        wl.tau == r
+    }
+
+    /// Starts a matmul in cycle `t` (swapping the shadow in first when asked); returns its
+    /// useful MACs.
+    fn start_array_op(&mut self, ins: Instruction, t: u64) -> u64 {
+        let config = self.mem.config;
+        let (r, c) = (config.rows as u64, config.cols as u64);
+        let (macs, duration) = match ins {
+            Instruction::Matmul { rows, swap, .. } => {
+                if swap {
+                    self.active ^= 1;
+                    self.shadow_full = false;
+                }
+                let w = &self.banks[self.active];
+                (rows as u64 * w.k as u64 * w.n as u64, rows as u64 + r + c - 1)
+            }
+            Instruction::MatmulOs { k, rows, cols, .. } => {
+                // Each PE accumulates in place from zero.
+                let zero = A::operand(A::Elem::default());
+                self.a_reg.fill(zero);
+                self.b_reg.fill(zero);
+                self.p_reg.fill(A::zero());
+                (k as u64 * rows as u64 * cols as u64, k as u64 + r + c - 2 + rows as u64)
+            }
+            _ => unreachable!("start_array_op takes matmuls"),
+        };
+        let fp = crate::scoreboard::footprint(&config, &ins);
+        self.array_ops.push_back(ArrayOp { ins, fp, at: t, bank: self.active as u8, duration });
+        macs
+    }
+
+    /// One cycle `t` of the array, if it holds a matmul; whether it did.
+    fn step_array(&mut self, t: u64) -> bool {
+        let Some(first) = self.array_ops.front() else { return false };
+        if matches!(first.ins, Instruction::MatmulOs { .. }) {
+            let tau = (t - first.at) as usize;
+            self.step_os(tau);
+        } else {
+            self.step_ws(t);
+        }
+        while self.array_ops.front().is_some_and(|op| t + 1 >= op.at + op.duration) {
+            self.array_ops.pop_front();
+        }
+        true
+    }
+
+    /// The matmul whose row enters the left edge at cycle `slot`, and that row.
+    fn fed_at(&self, slot: u64) -> Option<(&ArrayOp, usize)> {
+        self.array_ops.iter().find_map(|op| op.row_at(slot).map(|m| (op, m)))
+    }
+
+    /// One cycle `t` of the weight-stationary array: every row in flight moves one step.
+    fn step_ws(&mut self, t: u64) {
+        let (r, c) = (self.dims().0, self.dims().1);
+        // The de-skewed row that entered at `t - (R + C - 1)` leaves for the accumulator.
+        if let Some(slot) = t.checked_sub((r + c - 1) as u64) {
+            if let Some((op, m)) = self.fed_at(slot) {
+                let Instruction::Matmul { acc_row, accumulate, .. } = op.ins else { return };
+                let at = (slot % c as u64) as usize * c;
+                let out = &self.deskew[at..at + c];
+                crate::machine::functional::write_acc::<A>(
+                    self.mem.acc_row_mut(acc_row as usize + m),
+                    out,
+                    accumulate,
+                );
+            }
+        }
+        // The PEs step while a row is still inside (not in a matmul's last cycle alone).
+        if !self.array_ops.iter().any(|op| t + 1 < op.at + op.duration) {
+            return;
+        }
+        // Skewed inputs at the left edge, each with its matmul's weight bank.
+        let zero = A::operand(A::Elem::default());
+        for i in 0..r {
+            let fed = t.checked_sub(i as u64).and_then(|slot| self.fed_at(slot));
+            let (value, bank) = match fed {
+                Some((op, m)) => {
+                    let Instruction::Matmul { a_row, .. } = op.ins else { unreachable!() };
+                    let bits = self.mem.spad_row(a_row as usize + m)[i];
+                    (A::operand(A::elem_from_bits(bits)), op.bank)
+                }
+                None => (zero, 0),
+            };
+            self.left[i] = value;
+            self.left_bank[i] = bank;
+        }
+        // Every PE, bottom row first so each reads its neighbours' previous values.
+        for i in (0..r).rev() {
+            let row = i * c;
+            self.a_reg.copy_within(row..row + c - 1, row + 1);
+            self.bank_reg.copy_within(row..row + c - 1, row + 1);
+            self.a_reg[row] = self.left[i];
+            self.bank_reg[row] = self.left_bank[i];
+            let a = &self.a_reg[row..row + c];
+            let banks = &self.bank_reg[row..row + c];
+            let weights = |j: usize| self.banks[banks[j] as usize].w[row + j];
+            if i == 0 {
+                for (j, (p, &a)) in self.p_reg[..c].iter_mut().zip(a).enumerate() {
+                    *p = A::mac(A::zero(), a, weights(j));
+                }
+            } else {
+                let (above, here) = self.p_reg.split_at_mut(row);
+                let above = &above[row - c..];
+                for (j, ((p, &up), &a)) in here[..c].iter_mut().zip(above).zip(a).enumerate() {
+                    *p = A::mac(up, a, weights(j));
+                }
+            }
+        }
+        self.pe_updates += (r * c) as u64;
+        // Bottom edge into the de-skew buffer.
+        for j in 0..c {
+            let slot = t.checked_sub((r - 1 + j) as u64);
+            if slot.is_some_and(|s| self.fed_at(s).is_some()) {
+                let s = slot.unwrap_or(0);
+                self.deskew[(s % c as u64) as usize * c + j] = self.p_reg[(r - 1) * c + j];
+            }
+        }
+    }
+
+    /// One cycle of an output-stationary matmul.
+    fn step_os(&mut self, tau: usize) {
+        let Instruction::MatmulOs { a_row, b_row, k, acc_row, rows, accumulate, .. } =
+            self.array_ops[0].ins
+        else {
+            return;
+        };
+        let (r, c) = self.dims();
+        let k = k as usize;
+        let compute = k + r + c - 2;
+        if tau >= compute {
+            let i = tau - compute;
+            if i < rows as usize {
+                let out = &self.p_reg[i * c..(i + 1) * c];
+                let dst = (acc_row as usize + i) * c;
+                crate::machine::functional::write_acc::<A>(
+                    &mut self.mem.acc[dst..dst + c],
+                    out,
+                    accumulate,
+                );
+            }
+            return;
+        }
+        let zero = A::operand(A::Elem::default());
+        for i in 0..r {
+            self.left[i] = match tau.checked_sub(i).filter(|&kk| kk < k) {
+                Some(kk) => {
+                    A::operand(A::elem_from_bits(self.mem.spad_row(a_row as usize + kk)[i]))
+                }
+                None => zero,
+            };
+        }
+        for j in 0..c {
+            self.top[j] = match tau.checked_sub(j).filter(|&kk| kk < k) {
+                Some(kk) => {
+                    A::operand(A::elem_from_bits(self.mem.spad_row(b_row as usize + kk)[j]))
+                }
+                None => zero,
+            };
+        }
+        for i in (0..r).rev() {
+            let row = i * c;
+            self.a_reg.copy_within(row..row + c - 1, row + 1);
+            self.a_reg[row] = self.left[i];
+            if i == 0 {
+                self.b_reg[..c].copy_from_slice(&self.top);
+            } else {
+                self.b_reg.copy_within(row - c..row, row);
+            }
+            let a = &self.a_reg[row..row + c];
+            let b = &self.b_reg[row..row + c];
+            for ((p, &a), &b) in self.p_reg[row..row + c].iter_mut().zip(a).zip(b) {
+                *p = A::mac(*p, a, b);
+            }
+        }
+        self.pe_updates += (r * c) as u64;
+    }
+}
+
+impl<A: Arith> Machine for CycleMachine<A> {
+    fn config(&self) -> &ArrayConfig {
+        &self.mem.config
+    }
+    fn name(&self) -> &'static str {
+        "cycle"
+    }
+    fn region_size(&self, region: Region) -> usize {
+        self.mem.region_size(region)
+    }
+    fn write(&mut self, region: Region, offset: usize, bytes: &[u8]) -> Result<(), MachineError> {
+        self.mem.write(region, offset, bytes)
+    }
+    fn read(&mut self, region: Region, offset: usize, out: &mut [u8]) -> Result<(), MachineError> {
+        self.mem.read(region, offset, out)
+    }
+
+    fn run(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
+        validate_program(&self.mem.config, program, self.mem.dram.len())?;
+        // Every program starts with an empty shadow: a swap needs a load of its own program.
+        self.shadow_full = false;
+        match self.mem.config.schedule {
+            Schedule::Blocking => self.run_blocking(program),
+            Schedule::Decoupled => self.run_decoupled(program),
+        }
+    }
+}
+
+/// `validate_program` guarantees a `Halt`, and the dispatcher never passes one.
+#[cold]
+fn unreachable_halt() -> ! {
+    panic!("program ran past its end: validate_program let a program without halt through")
+}
