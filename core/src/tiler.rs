@@ -21,7 +21,7 @@
 //! the 32-bit accumulators, cast to BF16 or INT8 elements) before it leaves the accumulators:
 //! this is how the training compiler fuses a layer into one tiled GEMM.
 
-use crate::config::{ArrayConfig, ConfigError, Dataflow};
+use crate::config::{ArrayConfig, ConfigError, Dataflow, Schedule};
 use crate::isa::{Instruction, VectorOp};
 use crate::numerics::Requant;
 use crate::timing::load_row_cycles;
@@ -252,6 +252,9 @@ pub struct GemmPlan {
     group: u32,
     /// See [`k_chunk`].
     k_chunk: u32,
+    /// Scratchpad buffers the decoupled WS pipeline rotates through (see
+    /// [`emit_ws_pipelined`](Self::emit_ws_pipelined)); 0 when the program is not pipelined.
+    buffers: u32,
 }
 
 fn ceil_div(a: u64, b: u64) -> u64 {
@@ -310,7 +313,14 @@ impl GemmPlan {
         }
         let r = config.rows as u32;
         let s = config.spad_depth;
+        let pipeline = match config.schedule {
+            Schedule::Decoupled => Self::pipeline(config, m, &epilogue),
+            Schedule::Blocking => None,
+        };
         let (mb, group, k_chunk) = match config.dataflow {
+            Dataflow::WeightStationary if pipeline.is_some() => {
+                (pipeline.map_or(0, |(mb, _)| mb), 1, config.rows as u32)
+            }
             Dataflow::WeightStationary => {
                 let bias_row = epilogue.bias.is_some() as u32;
                 let per_row = 1 + epilogue.relu_grad_mask.is_some() as u32;
@@ -326,7 +336,36 @@ impl GemmPlan {
         if mb == 0 || needed > config.acc_depth {
             return Err(TileError::AccCapacity { needed, acc_depth: config.acc_depth });
         }
-        Ok(GemmPlan { config: *config, shape, layout, epilogue, mb, group, k_chunk })
+        let buffers = pipeline.map_or(0, |(_, buffers)| buffers);
+        Ok(GemmPlan { config: *config, shape, layout, epilogue, mb, group, k_chunk, buffers })
+    }
+
+    /// The decoupled WS pipeline's `(mb, buffers)`: each output block sits in one accumulator
+    /// bank (half the rows) with its mask and bias rows, and the scratchpad holds `buffers`
+    /// k-tile buffers of `R + mb` rows (a B tile and an A chunk) plus `mb` rows for a cast.
+    /// Three buffers let the loads run two k-tiles ahead; two are used when three would more
+    /// than halve the block; `None` when not even two fit (the plain order is used then).
+    fn pipeline(config: &ArrayConfig, m: u32, epilogue: &Epilogue) -> Option<(u32, u32)> {
+        if config.dataflow != Dataflow::WeightStationary {
+            return None;
+        }
+        let r = config.rows as u32;
+        let per_row = 1 + epilogue.relu_grad_mask.is_some() as u32;
+        let bank = config.acc_depth / 2;
+        let acc_mb = bank.saturating_sub(epilogue.bias.is_some() as u32) / per_row;
+        let cast = epilogue.cast.is_some() as u32;
+        let mb_for = |buffers: u32| {
+            let spad_mb = config.spad_depth.saturating_sub(buffers * r) / (buffers + cast);
+            m.min(acc_mb).min(spad_mb).min(u16::MAX as u32)
+        };
+        let (three, two) = (mb_for(3), mb_for(2));
+        if three > 0 && 2 * three >= two {
+            Some((three, 3))
+        } else if two > 0 {
+            Some((two, 2))
+        } else {
+            None
+        }
     }
 
     /// See [`k_chunk`].
@@ -357,6 +396,9 @@ impl GemmPlan {
     }
 
     fn emit_ws(&self, sink: &mut impl FnMut(Instruction)) {
+        if self.buffers > 0 {
+            return self.emit_ws_pipelined(sink);
+        }
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u32, self.config.cols as u32);
         let es = self.config.dtype.elem_bytes() as u32;
@@ -403,8 +445,110 @@ impl GemmPlan {
                         });
                     }
                 }
-                self.emit_epilogue(sink, m0, mb, n0, nj, (g * r) as u16);
+                self.emit_epilogue(sink, (m0, mb, n0, nj), (g * r) as u16, 0);
             }
+        }
+    }
+
+    /// The decoupled schedule's WS program, software-pipelined. Step `j` is one k-tile of one
+    /// output block (blocks in m, then n order); it uses scratchpad buffer `j % buffers` and
+    /// its block's accumulator bank (blocks alternate banks). In program order each step is
+    /// its `LoadWeights` and `Matmul`, then the loads of step `j + buffers - 1` (which reuse
+    /// the buffer of step `j - 1`), then at most one instruction of a finished block's
+    /// epilogue, so the vector unit drains block `b` while the array computes block `b + 1`.
+    /// A block's epilogue is complete before the block two on (its bank's next user) starts.
+    fn emit_ws_pipelined(&self, sink: &mut impl FnMut(Instruction)) {
+        let GemmShape { m, k, n } = self.shape;
+        let (r, c) = (self.config.rows as u32, self.config.cols as u32);
+        let es = self.config.dtype.elem_bytes() as u32;
+        let (a, b) = (self.layout.a, self.layout.b);
+        let kt = k.div_ceil(r);
+        let buffers = self.buffers;
+        let buffer_rows = r + self.mb;
+        let cast_row = (buffers * buffer_rows) as u16;
+        let bank_base = |block: u32| (block % 2 * self.config.acc_depth.div_ceil(2)) as u16;
+        let mb_max = self.mb;
+        let steps = move || {
+            Self::tiles(m, mb_max)
+                .flat_map(move |(m0, mb)| Self::tiles(n, c).map(move |(n0, nj)| (m0, mb, n0, nj)))
+                .enumerate()
+                .flat_map(move |(block, tile)| (0..kt).map(move |ki| (block as u32, tile, ki)))
+        };
+        let loads = |sink: &mut dyn FnMut(Instruction), j: usize, step: (u32, _, u32)| {
+            let (_, (m0, mb, n0, nj), ki): (u32, (u32, u32, u32, u32), u32) = step;
+            let base = (j as u32 % buffers) * buffer_rows;
+            let k0 = ki * r;
+            let kk = r.min(k - k0);
+            sink(Instruction::Load {
+                spad_row: base as u16,
+                dram_addr: b.at(k0, n0, es),
+                rows: kk as u16,
+                len: nj as u16,
+                row_stride: b.row_stride,
+                elem_stride: b.col_stride,
+            });
+            sink(Instruction::Load {
+                spad_row: (base + r) as u16,
+                dram_addr: a.at(m0, k0, es),
+                rows: mb as u16,
+                len: kk as u16,
+                row_stride: a.row_stride,
+                elem_stride: a.col_stride,
+            });
+        };
+        let ahead = buffers as usize - 1;
+        let mut later = steps().enumerate();
+        for (j, step) in later.by_ref().take(ahead) {
+            loads(&mut *sink, j, step);
+        }
+        // The epilogues of finished blocks, oldest first, each with its block.
+        let mut pending: heapless::Deque<(u32, Instruction), 32> = heapless::Deque::new();
+        for (j, (block, (m0, mb, n0, nj), ki)) in steps().enumerate() {
+            if ki == 0 {
+                while let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b + 2 <= block) {
+                    sink(ins);
+                }
+            }
+            let base = (j as u32 % buffers) * buffer_rows;
+            let kk = r.min(k - ki * r);
+            sink(Instruction::LoadWeights {
+                spad_row: base as u16,
+                rows: kk as u16,
+                cols: nj as u16,
+            });
+            sink(Instruction::Matmul {
+                a_row: (base + r) as u16,
+                acc_row: bank_base(block),
+                rows: mb as u16,
+                swap: true,
+                accumulate: ki > 0,
+            });
+            if let Some((later_j, later_step)) = later.next() {
+                loads(&mut *sink, later_j, later_step);
+            }
+            if let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b < block) {
+                sink(ins);
+            }
+            if ki + 1 == kt {
+                let base = bank_base(block);
+                self.emit_epilogue(
+                    &mut |ins| {
+                        if let Err((b, ins)) = pending.push_back((block, ins)) {
+                            // Full: the oldest goes now (program order is kept either way).
+                            if let Some((_, first)) = pending.pop_front() {
+                                sink(first);
+                            }
+                            let _ = pending.push_back((b, ins));
+                        }
+                    },
+                    (m0, mb, n0, nj),
+                    cast_row,
+                    base,
+                );
+            }
+        }
+        while let Some((_, ins)) = pending.pop_front() {
+            sink(ins);
         }
     }
 
@@ -444,7 +588,7 @@ impl GemmPlan {
                         accumulate: t > 0,
                     });
                 }
-                self.emit_epilogue(sink, m0, mi, n0, nj, cast_row);
+                self.emit_epilogue(sink, (m0, mi, n0, nj), cast_row, 0);
             }
         }
     }
@@ -454,17 +598,15 @@ impl GemmPlan {
     fn emit_epilogue(
         &self,
         sink: &mut impl FnMut(Instruction),
-        m0: u32,
-        mb: u32,
-        n0: u32,
-        nj: u32,
+        (m0, mb, n0, nj): (u32, u32, u32, u32),
         cast_row: u16,
+        acc_base: u16,
     ) {
         let n = self.shape.n;
         let e = &self.epilogue;
         let rows = mb as u16;
-        let mask_row = self.mb as u16;
-        let bias_row = self.mb as u16 * (1 + e.relu_grad_mask.is_some() as u16);
+        let mask_row = acc_base + self.mb as u16;
+        let bias_row = acc_base + self.mb as u16 * (1 + e.relu_grad_mask.is_some() as u16);
         if let Some(bias) = e.bias {
             sink(Instruction::LoadAcc {
                 acc_row: bias_row,
@@ -475,7 +617,7 @@ impl GemmPlan {
             });
             sink(Instruction::Vector {
                 op: VectorOp::BiasAdd,
-                dst: 0,
+                dst: acc_base,
                 src: bias_row,
                 rows,
                 imm: 0,
@@ -491,18 +633,18 @@ impl GemmPlan {
             });
             sink(Instruction::Vector {
                 op: VectorOp::ReluGrad,
-                dst: 0,
+                dst: acc_base,
                 src: mask_row,
                 rows,
                 imm: 0,
             });
         }
         if e.relu {
-            sink(Instruction::Vector { op: VectorOp::Relu, dst: 0, src: 0, rows, imm: 0 });
+            sink(Instruction::Vector { op: VectorOp::Relu, dst: acc_base, src: 0, rows, imm: 0 });
         }
         if e.store {
             sink(Instruction::Store {
-                acc_row: 0,
+                acc_row: acc_base,
                 dram_addr: self.layout.c + (m0 * n + n0) * 4,
                 rows,
                 len: nj as u16,
@@ -511,9 +653,9 @@ impl GemmPlan {
         }
         if let Some(cast) = e.cast {
             sink(match cast.requant {
-                None => Instruction::CastBf16 { acc_row: 0, spad_row: cast_row, rows },
+                None => Instruction::CastBf16 { acc_row: acc_base, spad_row: cast_row, rows },
                 Some(requant) => {
-                    Instruction::Requantize { acc_row: 0, spad_row: cast_row, rows, requant }
+                    Instruction::Requantize { acc_row: acc_base, spad_row: cast_row, rows, requant }
                 }
             });
             let es = self.config.dtype.elem_bytes() as u32;

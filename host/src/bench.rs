@@ -208,8 +208,12 @@ pub enum Suite {
     All,
 }
 
-/// The TPU-class array the projection rows describe.
+/// The TPU-class array the projection rows describe: rows, columns, MHz.
 pub const PROJECTED: (u16, u16, f64) = (128, 128, 940.0);
+/// Its memories, TPU v1's in kind (a unified buffer of megabytes, 4,096 accumulator rows): the
+/// most scratchpad rows the ISA addresses (16 MiB of BF16 rows 128 wide) and 4,096 accumulator
+/// rows (2 MiB).
+pub const PROJECTED_DEPTHS: (u32, u32) = (65_536, 4_096);
 
 /// What a row's figure is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -542,7 +546,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         rows: projected_rows,
         cols: projected_cols,
         clock_mhz: projected_mhz,
+        spad_depth: PROJECTED_DEPTHS.0,
+        acc_depth: PROJECTED_DEPTHS.1,
         ..ArrayConfig::new(projected_rows, projected_cols, config.dtype)
+            .with_schedule(config.schedule)
     };
     let (gpu, gpu_report) = open_gpu();
     match &gpu_report {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use systole_core::isa::Instruction;
 use systole_core::machine::run_gemm;
 use systole_core::tiler::{scalesim_cycles, GemmLayout, GemmPlan, GemmShape};
-use systole_core::{ArrayConfig, Dtype, Stats};
+use systole_core::{ArrayConfig, Dtype, Schedule, Stats};
 
 use crate::cli::GemmArgs;
 use crate::limits::check_memory;
@@ -113,8 +113,10 @@ fn write_json(out: &mut dyn Write, report: &GemmReport) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
-/// Where the functional machine's cycle count comes from: [`GemmPlan::cycles`].
+/// Where the functional machine's cycle count comes from: [`GemmPlan::cycles`], a closed form
+/// under the blocking schedule and the timing model over the program under the decoupled one.
 const CLOSED_FORM: &str = "closed form";
+const TIMING_MODEL: &str = "timing model";
 
 /// What `--stats` writes: the run's shape, the array, and its performance.
 #[derive(Debug, Serialize)]
@@ -122,6 +124,8 @@ struct GemmReport {
     machine: &'static str,
     dtype: &'static str,
     dataflow: &'static str,
+    /// "blocking" or "decoupled" (`--schedule`).
+    schedule: &'static str,
     rows: u16,
     cols: u16,
     spad_depth: u32,
@@ -133,7 +137,8 @@ struct GemmReport {
     macs: u64,
     instructions: u64,
     cycles: u64,
-    /// "cycle machine" when counted, "closed form" ([`GemmPlan::cycles`]) on the functional one.
+    /// "cycle machine" when counted; on the functional one "closed form" or "timing model"
+    /// ([`GemmPlan::cycles`]).
     cycles_source: &'static str,
     /// Cycles the array was busy; counted on the cycle machine only.
     array_cycles: Option<u64>,
@@ -152,12 +157,14 @@ impl GemmReport {
         let (cycles, cycles_source) = match (stats.cycles, run.machine) {
             (Some(c), "cycle") => (c, "cycle machine"),
             (Some(c), _) => (c, "the accelerator's cycle counter"),
+            (None, _) if config.schedule == Schedule::Decoupled => (plan.cycles(), TIMING_MODEL),
             (None, _) => (plan.cycles(), CLOSED_FORM),
         };
         GemmReport {
             machine: run.machine,
             dtype: config.dtype.name(),
             dataflow: config.dataflow.short_name(),
+            schedule: config.schedule.name(),
             rows: config.rows,
             cols: config.cols,
             spad_depth: config.spad_depth,
@@ -179,9 +186,16 @@ impl GemmReport {
 
     /// One line for the terminal.
     fn summary(&self) -> String {
-        let note = if self.cycles_source == CLOSED_FORM { " (closed form)" } else { "" };
+        let note = match self.cycles_source {
+            CLOSED_FORM | TIMING_MODEL => format!(" ({})", self.cycles_source),
+            _ => String::new(),
+        };
+        let schedule = match self.schedule {
+            "blocking" => String::new(),
+            other => format!(" ({other})"),
+        };
         format!(
-            "gemm {}x{}x{} {} on a {}x{} {} array, {} machine: {} cycles{}, {:.1}% utilization, \
+            "gemm {}x{}x{} {} on a {}x{} {} array{}, {} machine: {} cycles{}, {:.1}% utilization, \
              {:.3} us at {} MHz",
             self.m,
             self.k,
@@ -190,6 +204,7 @@ impl GemmReport {
             self.rows,
             self.cols,
             self.dataflow,
+            schedule,
             self.machine,
             self.cycles,
             note,

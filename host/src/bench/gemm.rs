@@ -240,12 +240,12 @@ pub fn suite(
             cycle_row = Some(
                 row(&shape, "cycle machine (wall clock)", Kind::Simulator, dtype)
                     .timed(seconds, None)
-                    .checked(format!("{} exact; cycles = closed form", count(&at, &shape)))
+                    .checked(format!("{} exact; cycles = {}", count(&at, &shape), model(&config)))
                     .noted(format!("{} PE-cycles/s simulated", super::si(pe_rate).trim_end())),
             );
         }
         let model_check =
-            if cycle_row.is_some() { "cycles = cycle machine" } else { "closed form" };
+            if cycle_row.is_some() { "cycles = cycle machine" } else { model(&config) };
         rows.push(model_row(&config, &plan, Kind::Model, model_check).noted(family));
         if let Some(f) = bench.fmax_mhz {
             let at_fmax = ArrayConfig { clock_mhz: f, ..config };
@@ -359,12 +359,12 @@ pub fn suite(
         // The projection.
         let projected = bench.projected;
         let (pplan, _) = plan_of(&projected, shape)?;
-        let mut p = model_row(&projected, &pplan, Kind::Projected, "closed form");
+        let mut p = model_row(&projected, &pplan, Kind::Projected, model(&projected));
         p.machine = format!(
             "projected {}x{} @ {} MHz",
             projected.rows, projected.cols, projected.clock_mhz
         );
-        rows.push(p.noted("TPU-class array, closed-form model"));
+        rows.push(p.noted(format!("TPU-class array, {}", model(&projected))));
     }
     Ok(())
 }
@@ -479,6 +479,16 @@ pub fn cpu_gemm(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> 
         }
     }
     c
+}
+
+/// Where a model row's cycles come from ([`GemmPlan::cycles`](systole_core::tiler::GemmPlan)):
+/// a closed form under the blocking schedule, the timing model over the program under the
+/// decoupled one.
+fn model(config: &ArrayConfig) -> &'static str {
+    match config.schedule {
+        systole_core::Schedule::Blocking => "closed form",
+        systole_core::Schedule::Decoupled => "timing model",
+    }
 }
 
 #[cfg(test)]
