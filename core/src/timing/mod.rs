@@ -22,13 +22,47 @@ pub const fn load_row_cycles(len: u16, elem_stride: u32) -> u64 {
     }
 }
 
+/// A decoupled machine's `Load` of a transposed view: consecutive scratchpad rows are
+/// consecutive DRAM elements (`row_stride` 1) and a row's elements are `elem_stride > 1` apart.
+/// It goes through the load unit's transpose buffer in blocks of `W = spad_width` rows: `len`
+/// wide DRAM reads fill a block (read `e` holds element `e` of each of its rows), and its rows
+/// are written one a cycle while the next block is read. Block `b` starts at cycle
+/// `b * max(len, W)`; its row `i` lands at `b * max(len, W) + len + i`.
+pub const fn transposes(config: &ArrayConfig, ins: &Instruction) -> bool {
+    match *ins {
+        Instruction::Load { rows, len, row_stride, elem_stride, .. } => {
+            matches!(config.schedule, Schedule::Decoupled)
+                && row_stride == 1
+                && elem_stride > 1
+                && len > 1
+                && rows > 1
+        }
+        _ => false,
+    }
+}
+
+/// The cycle, counted from its dispatch, in which row `r` of a row-by-row instruction (loads,
+/// stores, vector ops, casts) takes effect: the last of the row's cycles, or for a transposing
+/// `Load` the cycle its block writes it (see [`transposes`]).
+pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
+    match *ins {
+        Instruction::Load { len, .. } if transposes(config, ins) => {
+            let w = config.spad_width() as u64;
+            let len = len as u64;
+            (r / w) * len.max(w) + len + r % w
+        }
+        Instruction::Load { len, elem_stride, .. } => {
+            (r + 1) * load_row_cycles(len, elem_stride) - 1
+        }
+        _ => r,
+    }
+}
+
 /// Cycles each unit stays busy for one instruction.
 pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
     let (r, c) = (config.rows as u64, config.cols as u64);
     match *ins {
-        Instruction::Load { rows, len, elem_stride, .. } => {
-            rows as u64 * load_row_cycles(len, elem_stride)
-        }
+        Instruction::Load { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
         Instruction::Store { rows, .. }
         | Instruction::Vector { rows, .. }
         | Instruction::CastBf16 { rows, .. }

@@ -52,35 +52,36 @@ use crate::scoreboard::Footprint;
 mod blocking;
 mod decoupled;
 
-/// A row-per-cycle instruction (loads, stores, vector ops) in flight.
+/// A row-by-row instruction (loads, stores, vector ops, casts; `Sync`) in flight.
 struct RowOp {
     ins: Instruction,
     fp: Footprint,
     /// Cycles spent so far, and in all.
-    tau: usize,
-    len: usize,
-    /// Cycles per row (`Load` gathers take one per element).
-    per_row: usize,
+    tau: u64,
+    len: u64,
+    /// Rows done, and in all.
+    row: u64,
+    rows: u64,
 }
 
 impl RowOp {
     fn new(config: &ArrayConfig, ins: Instruction) -> RowOp {
-        let per_row = match ins {
-            Instruction::Load { len, elem_stride, .. } => {
-                crate::timing::load_row_cycles(len, elem_stride) as usize
-            }
-            _ => 1,
-        };
-        let len = crate::machine::functional::seq_rows(&ins).max(1) * per_row;
-        RowOp { ins, fp: crate::scoreboard::footprint(config, &ins), tau: 0, len, per_row }
+        let rows = crate::machine::functional::seq_rows(&ins) as u64;
+        let len = crate::timing::duration(config, &ins);
+        RowOp { ins, fp: crate::scoreboard::footprint(config, &ins), tau: 0, len, row: 0, rows }
     }
 
-    /// One cycle; a row's effect lands in the last of its cycles. Whether it finished.
+    /// One cycle: the rows that land in it take effect (`timing::row_lands`). Whether it
+    /// finished.
     fn step<A: Arith>(&mut self, mem: &mut Memories) -> bool {
-        self.tau += 1;
-        if self.tau % self.per_row == 0 && !matches!(self.ins, Instruction::Sync) {
-            mem.row_step::<A>(&self.ins, self.tau / self.per_row - 1);
+        let config = mem.config;
+        while self.row < self.rows
+            && crate::timing::row_lands(&config, &self.ins, self.row) == self.tau
+        {
+            mem.row_step::<A>(&self.ins, self.row as usize);
+            self.row += 1;
         }
+        self.tau += 1;
         self.tau == self.len
     }
 }
