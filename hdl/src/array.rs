@@ -1,6 +1,6 @@
 //! The R x C array with its input skew and output de-skew, in both dataflows.
 //!
-//! Timing is core's (`core/src/machine/cycle.rs`), with `tau` counting cycles from a matmul's
+//! Timing is core's (`core/src/machine/cycle/mod.rs`), with `tau` counting cycles from a matmul's
 //! dispatch:
 //!
 //! * [`ArrayWs`]: in cycle `tau` the caller presents scratchpad row `tau` (zero past the matmul's

@@ -1,5 +1,5 @@
 //! The controller: the instruction FIFO, the dispatcher and its three units, each a next-state
-//! function of its registers, timed exactly as core's `CycleMachine` (core/src/machine/cycle.rs,
+//! function of its registers, timed exactly as core's `CycleMachine` (core/src/machine/cycle/mod.rs,
 //! module docs).
 //!
 //! # Dispatch one cycle ahead
