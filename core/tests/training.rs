@@ -6,7 +6,7 @@ use systole_core::graph::{Graph, MlpSpec, Sgd};
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
 use systole_core::train::AccelTrainer;
-use systole_core::{ArrayConfig, Dataflow, Dtype};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
 
 fn spec(inputs: u32, hidden: &[u32], classes: u32) -> MlpSpec {
     MlpSpec { inputs, hidden: heapless::Vec::from_slice(hidden).unwrap(), classes }
@@ -99,19 +99,30 @@ fn compiled_step_equals_the_reference_bit_for_bit() {
     let plain = Sgd { lr: 0.2, momentum: 0.0, weight_decay: 0.0 };
     let spec = spec(13, &[9, 6], 4);
     for dataflow in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
-        let config =
-            ArrayConfig { spad_depth: 64, acc_depth: 24, ..ArrayConfig::new(4, 3, Dtype::Bf16) }
-                .with_dataflow(dataflow);
-        compiled_equals_reference(config, GoldenKind::Functional, sgd, &spec, &[7, 7, 5, 7]);
-        compiled_equals_reference(config, GoldenKind::Functional, plain, &spec, &[7, 3]);
+        for schedule in Schedule::ALL {
+            let config = ArrayConfig {
+                spad_depth: 64,
+                acc_depth: 24,
+                ..ArrayConfig::new(4, 3, Dtype::Bf16)
+            }
+            .with_dataflow(dataflow)
+            .with_schedule(schedule);
+            compiled_equals_reference(config, GoldenKind::Functional, sgd, &spec, &[7, 7, 5, 7]);
+            compiled_equals_reference(config, GoldenKind::Functional, plain, &spec, &[7, 3]);
+        }
     }
 }
 
 #[test]
 fn one_training_step_on_the_cycle_machine_equals_the_functional_machine() {
+    for schedule in Schedule::ALL {
+        cycle_step_equals_functional(ArrayConfig::new(8, 8, Dtype::Bf16).with_schedule(schedule));
+    }
+}
+
+fn cycle_step_equals_functional(config: ArrayConfig) {
     let spec = spec(64, &[32], 10);
     let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
-    let config = ArrayConfig::new(8, 8, Dtype::Bf16);
     compiled_equals_reference(config, GoldenKind::Cycle, sgd, &spec, &[16]);
     // And the cycle counts: the machine's equals the compiler's timing model.
     let graph = Graph::training(&spec, sgd).unwrap();
@@ -127,7 +138,7 @@ fn one_training_step_on_the_cycle_machine_equals_the_functional_machine() {
     let (a, wa) = cycle.step(&x, &y).unwrap();
     let (b, wb) = functional.step(&x, &y).unwrap();
     assert_eq!(a, b);
-    assert_eq!(wa, wb, "the cycle machine's count and the timing model's");
+    assert_eq!(wa, wb, "{:?}: the cycle machine's count and the timing model's", config.schedule);
     let compiled = cycle.compiled(16).unwrap();
     assert_eq!(compiled.segments.iter().map(|s| s.cycles).sum::<u64>() + 2, compiled.cycles());
 }
