@@ -6,8 +6,8 @@
 //! building the hardware, and `systole-tests` re-exports it for everything else.
 //!
 //! What is compared comes from [`gemm_on`] (a planned GEMM on a fresh golden machine) or from
-//! [`random_program`] (any valid program, run on two machines from the same memories), both fed
-//! by the seeded [`SplitMix`].
+//! [`random_program`] (any valid program, run on the two golden machines from the same memories
+//! by [`golden_pair_agree`]), both fed by the seeded [`SplitMix`].
 //!
 //! These are test helpers: [`assert_bit_identical`] and [`gemm_on`] panic on failure, as
 //! assertions do. Machines and tools that report a difference rather than stop use
@@ -251,6 +251,67 @@ pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec
     }
     program.push(Instruction::Halt);
     program
+}
+
+/// Runs `program` on a fresh functional and a fresh cycle machine for `cfg` whose memories start
+/// with the same random bytes, and checks what every valid program must give both: the same
+/// outcome (MACs and instructions, or the same fault), every byte of every memory equal after,
+/// and the timing model's count (or fault) equal to the cycle machine's. Returns the first
+/// disagreement in words.
+pub fn golden_pair_agree(
+    cfg: &ArrayConfig,
+    dram: usize,
+    program: &[Instruction],
+    rng: &mut SplitMix,
+) -> Result<(), alloc::string::String> {
+    use crate::{MachineError, Region};
+    use alloc::format;
+    let machine = |kind| golden(kind, *cfg, dram).map_err(|e| format!("{e}"));
+    let (mut f, mut c) = (machine(GoldenKind::Functional)?, machine(GoldenKind::Cycle)?);
+    let regions = [Region::Dram, Region::Spad, Region::Acc];
+    for region in regions {
+        let bytes: Vec<u8> = (0..f.region_size(region)).map(|_| rng.next_u64() as u8).collect();
+        f.write(region, 0, &bytes).map_err(|e| format!("{e}"))?;
+        c.write(region, 0, &bytes).map_err(|e| format!("{e}"))?;
+    }
+    let timing = crate::timing::program_cycles(cfg, program);
+    match (f.run(program), c.run(program)) {
+        (Ok(sf), Ok(sc)) => {
+            if (sf.macs, sf.instructions) != (sc.macs, sc.instructions) {
+                return Err(format!("functional {sf:?} but cycle {sc:?}"));
+            }
+            let cycles = sc.cycles.unwrap_or(0);
+            if cycles < sc.instructions || timing != Ok(cycles) {
+                return Err(format!("cycle machine {cycles} cycles, timing model {timing:?}"));
+            }
+        }
+        (Err(ef), Err(ec)) => {
+            if ef != ec {
+                return Err(format!("functional faults with {ef:?} but cycle with {ec:?}"));
+            }
+            if let MachineError::Exec { index, kind } = ef {
+                if timing != Err((index, kind)) {
+                    return Err(format!("both fault with {ef:?}, the timing model {timing:?}"));
+                }
+            }
+        }
+        (rf, rc) => return Err(format!("functional {rf:?} but cycle {rc:?}")),
+    }
+    for region in regions {
+        let size = f.region_size(region);
+        let (mut bf, mut bc) = (alloc::vec![0u8; size], alloc::vec![0u8; size]);
+        f.read(region, 0, &mut bf).map_err(|e| format!("{e}"))?;
+        c.read(region, 0, &mut bc).map_err(|e| format!("{e}"))?;
+        if let Some(at) = bf.iter().zip(&bc).position(|(x, y)| x != y) {
+            return Err(format!(
+                "{} differs at byte {at}: functional {:#04x}, cycle {:#04x}",
+                region.name(),
+                bf[at],
+                bc[at]
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

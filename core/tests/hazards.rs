@@ -6,9 +6,8 @@
 //! programs hold and the instructions that really overlapped, so a generator that stopped making
 //! either would fail it.
 
-use systole_core::check::{random_program, SplitMix};
+use systole_core::check::{golden_pair_agree, random_program, SplitMix};
 use systole_core::isa::Instruction;
-use systole_core::machine::{golden, GoldenKind, Region};
 use systole_core::scoreboard::{footprint, unit, Span};
 use systole_core::timing;
 use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
@@ -101,37 +100,8 @@ fn decoupled_machines_keep_program_order_under_dense_hazards() {
         let program = long_program(&cfg, &mut rng);
         count_hazards(&cfg, &program, &mut counts);
         counts.overlapped += count_overlaps(&cfg, &program);
-        let mut f = golden(GoldenKind::Functional, cfg, DRAM).unwrap();
-        let mut c = golden(GoldenKind::Cycle, cfg, DRAM).unwrap();
-        for region in [Region::Dram, Region::Spad, Region::Acc] {
-            let bytes: Vec<u8> = (0..f.region_size(region)).map(|_| rng.next_u64() as u8).collect();
-            f.write(region, 0, &bytes).unwrap();
-            c.write(region, 0, &bytes).unwrap();
-        }
-        let (rf, rc) = (f.run(&program), c.run(&program));
-        let what = format!("seed {seed}, {cfg:?}, program {program:?}");
-        match (&rf, &rc) {
-            (Ok(sf), Ok(sc)) => {
-                assert_eq!(sf.macs, sc.macs, "MACs, {what}");
-                let cycles = sc.cycles.expect("the cycle machine counts cycles");
-                assert_eq!(timing::program_cycles(&cfg, &program), Ok(cycles), "{what}");
-            }
-            (Err(ef), Err(ec)) => assert_eq!(ef, ec, "{what}"),
-            _ => panic!("functional {rf:?} but cycle {rc:?}: {what}"),
-        }
-        for region in [Region::Dram, Region::Spad, Region::Acc] {
-            let size = f.region_size(region);
-            let (mut bf, mut bc) = (vec![0u8; size], vec![0u8; size]);
-            f.read(region, 0, &mut bf).unwrap();
-            c.read(region, 0, &mut bc).unwrap();
-            if let Some(at) = bf.iter().zip(&bc).position(|(x, y)| x != y) {
-                panic!(
-                    "{} differs at byte {at}: functional {:#04x}, cycle {:#04x}; {what}",
-                    region.name(),
-                    bf[at],
-                    bc[at]
-                );
-            }
+        if let Err(e) = golden_pair_agree(&cfg, DRAM, &program, &mut rng) {
+            panic!("seed {seed}: {e}; {cfg:?}, program {program:?}");
         }
     }
     // The programs are what the test claims: dense in hazards, and overlapping.

@@ -1,6 +1,8 @@
 //! Golden machines against each other, the naive reference and the closed form.
 
-use systole_core::check::{assert_bit_identical, gemm_on, random_program, SplitMix};
+use systole_core::check::{
+    assert_bit_identical, gemm_on, golden_pair_agree, random_program, SplitMix,
+};
 use systole_core::machine::GoldenKind;
 use systole_core::reference;
 use systole_core::tiler::GemmShape;
@@ -110,39 +112,8 @@ proptest! {
         let mut rng = SplitMix(seed);
         let dram = 2048usize;
         let program = random_program(&cfg, dram, &mut rng);
-        let mut f = golden(GoldenKind::Functional, cfg, dram).unwrap();
-        let mut c = golden(GoldenKind::Cycle, cfg, dram).unwrap();
-        for region in [Region::Dram, Region::Spad, Region::Acc] {
-            let bytes: Vec<u8> = (0..f.region_size(region)).map(|_| rng.next_u64() as u8).collect();
-            f.write(region, 0, &bytes).unwrap();
-            c.write(region, 0, &bytes).unwrap();
-        }
-        let rf = f.run(&program);
-        let rc = c.run(&program);
-        match (&rf, &rc) {
-            (Ok(sf), Ok(sc)) => {
-                prop_assert_eq!(sf.macs, sc.macs);
-                prop_assert_eq!(sf.instructions, sc.instructions);
-                prop_assert!(sc.cycles.unwrap() >= sc.instructions);
-                prop_assert_eq!(timing::program_cycles(&cfg, &program), Ok(sc.cycles.unwrap()));
-            }
-            (Err(ef), Err(ec)) => {
-                prop_assert_eq!(ef, ec);
-                if let systole_core::MachineError::Exec { index, kind } = *ef {
-                    prop_assert_eq!(timing::program_cycles(&cfg, &program), Err((index, kind)));
-                }
-            }
-            _ => prop_assert!(false, "functional {:?} but cycle {:?}", rf, rc),
-        }
-        for region in [Region::Dram, Region::Spad, Region::Acc] {
-            let size = f.region_size(region);
-            let (mut bf, mut bc) = (vec![0u8; size], vec![0u8; size]);
-            f.read(region, 0, &mut bf).unwrap();
-            c.read(region, 0, &mut bc).unwrap();
-            if let Some(at) = bf.iter().zip(&bc).position(|(x, y)| x != y) {
-                prop_assert!(false, "{} differs at byte {}: functional {:#04x}, cycle {:#04x}; program {:?}",
-                    region.name(), at, bf[at], bc[at], program);
-            }
+        if let Err(e) = golden_pair_agree(&cfg, dram, &program, &mut rng) {
+            prop_assert!(false, "{}; program {:?}", e, program);
         }
     }
 }

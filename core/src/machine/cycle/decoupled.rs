@@ -97,16 +97,7 @@ impl<A: Arith> CycleMachine<A> {
             if vector.as_mut().is_some_and(|op| op.step::<A>(&mut self.mem)) {
                 vector = None;
             }
-            if let Some(mut op) = wl.take() {
-                if !self.step_weight_load(&mut op) {
-                    wl = Some(op);
-                }
-            }
-            if self.step_array(t) {
-                if let Some(a) = stats.array_cycles.as_mut() {
-                    *a += 1;
-                }
-            }
+            self.step_loader_and_array(&mut wl, &mut stats, t);
             t += 1;
         }
     }

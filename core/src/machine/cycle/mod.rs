@@ -236,6 +236,21 @@ impl<A: Arith> CycleMachine<A> {
         macs
     }
 
+    /// One cycle `t` of the weight loader and the array, the same under both schedules; a
+    /// finished load leaves `wl`, and a busy array cycle is counted.
+    fn step_loader_and_array(&mut self, wl: &mut Option<WeightLoad>, stats: &mut Stats, t: u64) {
+        if let Some(mut op) = wl.take() {
+            if !self.step_weight_load(&mut op) {
+                *wl = Some(op);
+            }
+        }
+        if self.step_array(t) {
+            if let Some(a) = stats.array_cycles.as_mut() {
+                *a += 1;
+            }
+        }
+    }
+
     /// One cycle `t` of the array, if it holds a matmul; whether it did.
     fn step_array(&mut self, t: u64) -> bool {
         let Some(first) = self.array_ops.front() else { return false };
