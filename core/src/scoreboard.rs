@@ -63,6 +63,18 @@ pub const fn unit(ins: &Instruction) -> Option<Unit> {
 /// queue of drain descriptors (accumulator row, rows, accumulate).
 pub const ARRAY_SLOTS: usize = 4;
 
+/// Weight banks in each PE: the active one, the one `LoadWeights` fills (the shadow), and one
+/// more, so a weight load need not wait for the matmul before the active one to drain. Rows carry
+/// their bank down the array; a swap makes the shadow active and the next bank the shadow. (The
+/// blocking schedule never swaps under a running matmul, so two banks give it the same
+/// behaviour; its RTL has two.)
+pub const WEIGHT_BANKS: usize = 3;
+
+/// The bank after `bank`: where a `LoadWeights` goes while `bank` is active.
+pub const fn next_bank(bank: usize) -> usize {
+    (bank + 1) % WEIGHT_BANKS
+}
+
 /// A half-open span `lo..hi` of rows or bytes; empty when `lo >= hi`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

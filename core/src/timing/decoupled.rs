@@ -9,15 +9,17 @@
 //!   empty array;
 //! * no instruction in flight on another unit [`conflicts`] with it (an instruction is in flight
 //!   from its dispatch to its last cycle, `duration` cycles);
-//! * for `LoadWeights`: the shadow bank's last matmul has left the array (the two weight banks
-//!   trade roles at each swap, and a matmul's rows carry their bank down the array); for
-//!   `Matmul { swap }`: the shadow is full;
+//! * for `LoadWeights`: the shadow bank's last matmul has left the array (the weight banks,
+//!   `WEIGHT_BANKS` of them, take turns at each swap, and a matmul's rows carry their bank down
+//!   the array); for `Matmul { swap }`: the shadow is full;
 //! * for `Sync` and `Halt`: nothing is in flight.
 
 use crate::config::{ArrayConfig, Dataflow};
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
-use crate::scoreboard::{conflicts, footprint, unit, Footprint, Unit, ARRAY_SLOTS};
+use crate::scoreboard::{
+    conflicts, footprint, next_bank, unit, Footprint, Unit, ARRAY_SLOTS, WEIGHT_BANKS,
+};
 
 use super::duration;
 
@@ -64,7 +66,7 @@ pub struct Scheduler {
     feed_free: u64,
     shadow_full_at: Option<u64>,
     /// First cycle the last matmul of each weight bank has left the array.
-    bank_done: [u64; 2],
+    bank_done: [u64; WEIGHT_BANKS],
     active: usize,
 }
 
@@ -89,7 +91,7 @@ impl Scheduler {
             array_next: 0,
             feed_free: 0,
             shadow_full_at: None,
-            bank_done: [0; 2],
+            bank_done: [0; WEIGHT_BANKS],
             active: 0,
         }
     }
@@ -125,7 +127,7 @@ impl Scheduler {
                 if swap {
                     at = at.max(self.shadow_full_at.ok_or(ExecErrorKind::NoWeightsLoaded)?);
                     self.shadow_full_at = None;
-                    self.active ^= 1;
+                    self.active = next_bank(self.active);
                 }
                 self.feed_free = at + rows as u64;
                 self.bank_done[self.active] = at + dur;
@@ -138,7 +140,7 @@ impl Scheduler {
             }
             (Unit::Weights, _) => {
                 let free = self.last[slot(Unit::Weights)].map_or(0, |e| e.done);
-                at = at.max(free).max(self.bank_done[self.active ^ 1]);
+                at = at.max(free).max(self.bank_done[next_bank(self.active)]);
                 self.shadow_full_at = Some(at + dur);
             }
             (u, _) => at = at.max(self.last[slot(u)].map_or(0, |e| e.done)),

@@ -8,7 +8,7 @@ use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 use crate::machine::{MachineError, Stats};
 use crate::numerics::Arith;
-use crate::scoreboard::{conflicts, footprint, unit, Footprint, Unit, ARRAY_SLOTS};
+use crate::scoreboard::{conflicts, footprint, next_bank, unit, Footprint, Unit, ARRAY_SLOTS};
 
 impl<A: Arith> CycleMachine<A> {
     pub(super) fn run_decoupled(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
@@ -60,7 +60,7 @@ impl<A: Arith> CycleMachine<A> {
                                     Unit::Load => load.is_none(),
                                     Unit::Vector => vector.is_none(),
                                     Unit::Weights => {
-                                        let shadow = (self.active ^ 1) as u8;
+                                        let shadow = next_bank(self.active) as u8;
                                         wl.is_none()
                                             && !self.array_ops.iter().any(|op| op.bank == shadow)
                                     }

@@ -29,9 +29,9 @@
 //! Weight-stationary: input row `m` enters PE row `i` at cycle `m + i` (skew), partial sums flow
 //! down, column `j` of row `m` leaves the bottom at cycle `m + R - 1 + j`, and the de-skewed row is
 //! written to the accumulator at cycle `m + R + C - 1`. Rows of consecutive matmuls may follow
-//! each other with no gap: each row carries its matmul's weight bank (two banks, active and
-//! shadow, trade roles at a swap) down its diagonal, so every PE uses the weights of the row it
-//! holds.
+//! each other with no gap: each row carries its matmul's weight bank (`scoreboard::WEIGHT_BANKS`
+//! of them, taking turns as active and shadow) down its diagonal, so every PE uses the weights of
+//! the row it holds.
 //!
 //! Output-stationary: `A^T` row `k` enters PE row `i` at cycle `k + i`, `B` row `k` enters PE
 //! column `j` at cycle `k + j`; PE `(i, j)` multiplies the pair for `k` at cycle `k + i + j`.
@@ -47,7 +47,7 @@ use crate::isa::Instruction;
 use crate::machine::functional::WeightTile;
 use crate::machine::{validate_program, Machine, MachineError, Memories, Region, Stats};
 use crate::numerics::Arith;
-use crate::scoreboard::Footprint;
+use crate::scoreboard::{next_bank, Footprint, WEIGHT_BANKS};
 
 mod blocking;
 mod decoupled;
@@ -118,8 +118,8 @@ impl ArrayOp {
 /// The cycle-accurate golden machine for datapath `A`.
 pub struct CycleMachine<A: Arith> {
     pub mem: Memories,
-    /// The two weight banks; `active` is the one the newest matmul uses, the other the shadow.
-    banks: [WeightTile<A>; 2],
+    /// The weight banks; `active` is the one the newest matmul uses, the next one the shadow.
+    banks: [WeightTile<A>; WEIGHT_BANKS],
     active: usize,
     shadow_full: bool,
     /// Matmuls in the array, oldest first.
@@ -148,7 +148,7 @@ impl<A: Arith> CycleMachine<A> {
         let zero_op = A::operand(A::Elem::default());
         CycleMachine {
             mem: Memories::new(config, dram_bytes),
-            banks: [WeightTile::zero(&config), WeightTile::zero(&config)],
+            banks: core::array::from_fn(|_| WeightTile::zero(&config)),
             active: 0,
             shadow_full: false,
             array_ops: VecDeque::new(),
@@ -177,7 +177,7 @@ impl<A: Arith> CycleMachine<A> {
             spad_row: spad_row as usize,
             k: rows,
             n: cols,
-            bank: self.active ^ 1,
+            bank: next_bank(self.active),
             fp: crate::scoreboard::footprint(&self.mem.config, &ins),
             tau: 0,
         }
@@ -215,7 +215,7 @@ impl<A: Arith> CycleMachine<A> {
         let (macs, duration) = match ins {
             Instruction::Matmul { rows, swap, .. } => {
                 if swap {
-                    self.active ^= 1;
+                    self.active = next_bank(self.active);
                     self.shadow_full = false;
                 }
                 let w = &self.banks[self.active];

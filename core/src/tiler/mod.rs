@@ -1,5 +1,5 @@
 //! The GEMM tiler: `C = A x B` of any shape as one program for an [`ArrayConfig`], and the
-//! closed-form cycle count of that program.
+//! cycle count of that program (closed form under the blocking schedule).
 //!
 //! DRAM holds `A` (M x K, row-major, one element each), `B` (K x N, row-major) and receives `C`
 //! (M x N, row-major, 32-bit accumulators). See docs/PERFORMANCE_MODEL.md for the derivation of
@@ -11,7 +11,9 @@
 //! B tiles and A chunks fit the scratchpad together. For each m-block, n-tile and group: load the
 //! group's B tiles and A chunks, then `LoadWeights` / `Matmul` pairs; the shadow registers load
 //! tile `t + 1` while tile `t` streams. The first k-tile overwrites the accumulators, the rest add
-//! to them; after the last group the block is stored.
+//! to them; after the last group the block is stored (`blocking.rs`). Under the decoupled
+//! schedule the same tiles are software-pipelined instead, with buffers rotating in the
+//! scratchpad and output blocks alternating accumulator banks (`pipeline.rs`).
 //!
 //! **Output-stationary**: M is cut into m-tiles of R rows, N into n-tiles of C columns, K into
 //! chunks of `kc = min(K, (spad_depth - R) / 2, 65535)`. For each tile and chunk: load `A^T` (a
@@ -21,10 +23,14 @@
 //! the 32-bit accumulators, cast to BF16 or INT8 elements) before it leaves the accumulators:
 //! this is how the training compiler fuses a layer into one tiled GEMM.
 
+mod blocking;
+mod epilogue;
+mod pipeline;
+
 use crate::config::{ArrayConfig, ConfigError, Dataflow, Schedule};
-use crate::isa::{Instruction, VectorOp};
+use crate::isa::Instruction;
 use crate::numerics::Requant;
-use crate::timing::load_row_cycles;
+use pipeline::Pipeline;
 
 /// Largest value of a 24-bit stride field.
 const MAX_STRIDE: u32 = (1 << 24) - 1;
@@ -252,9 +258,9 @@ pub struct GemmPlan {
     group: u32,
     /// See [`k_chunk`].
     k_chunk: u32,
-    /// Scratchpad buffers the decoupled WS pipeline rotates through (see
-    /// [`emit_ws_pipelined`](Self::emit_ws_pipelined)); 0 when the program is not pipelined.
-    buffers: u32,
+    /// How the decoupled WS program uses the scratchpad (`pipeline.rs`); `None` for the plain
+    /// order.
+    pipeline: Option<Pipeline>,
 }
 
 fn ceil_div(a: u64, b: u64) -> u64 {
@@ -314,12 +320,12 @@ impl GemmPlan {
         let r = config.rows as u32;
         let s = config.spad_depth;
         let pipeline = match config.schedule {
-            Schedule::Decoupled => Self::pipeline(config, m, &epilogue),
+            Schedule::Decoupled => Pipeline::choose(config, &shape, &epilogue),
             Schedule::Blocking => None,
         };
         let (mb, group, k_chunk) = match config.dataflow {
             Dataflow::WeightStationary if pipeline.is_some() => {
-                (pipeline.map_or(0, |(mb, _)| mb), 1, config.rows as u32)
+                (pipeline.map_or(0, |p| p.mb), 1, config.rows as u32)
             }
             Dataflow::WeightStationary => {
                 let bias_row = epilogue.bias.is_some() as u32;
@@ -336,36 +342,7 @@ impl GemmPlan {
         if mb == 0 || needed > config.acc_depth {
             return Err(TileError::AccCapacity { needed, acc_depth: config.acc_depth });
         }
-        let buffers = pipeline.map_or(0, |(_, buffers)| buffers);
-        Ok(GemmPlan { config: *config, shape, layout, epilogue, mb, group, k_chunk, buffers })
-    }
-
-    /// The decoupled WS pipeline's `(mb, buffers)`: each output block sits in one accumulator
-    /// bank (half the rows) with its mask and bias rows, and the scratchpad holds `buffers`
-    /// k-tile buffers of `R + mb` rows (a B tile and an A chunk) plus `mb` rows for a cast.
-    /// Three buffers let the loads run two k-tiles ahead; two are used when three would more
-    /// than halve the block; `None` when not even two fit (the plain order is used then).
-    fn pipeline(config: &ArrayConfig, m: u32, epilogue: &Epilogue) -> Option<(u32, u32)> {
-        if config.dataflow != Dataflow::WeightStationary {
-            return None;
-        }
-        let r = config.rows as u32;
-        let per_row = 1 + epilogue.relu_grad_mask.is_some() as u32;
-        let bank = config.acc_depth / 2;
-        let acc_mb = bank.saturating_sub(epilogue.bias.is_some() as u32) / per_row;
-        let cast = epilogue.cast.is_some() as u32;
-        let mb_for = |buffers: u32| {
-            let spad_mb = config.spad_depth.saturating_sub(buffers * r) / (buffers + cast);
-            m.min(acc_mb).min(spad_mb).min(u16::MAX as u32)
-        };
-        let (three, two) = (mb_for(3), mb_for(2));
-        if three > 0 && 2 * three >= two {
-            Some((three, 3))
-        } else if two > 0 {
-            Some((two, 2))
-        } else {
-            None
-        }
+        Ok(GemmPlan { config: *config, shape, layout, epilogue, mb, group, k_chunk, pipeline })
     }
 
     /// See [`k_chunk`].
@@ -395,280 +372,6 @@ impl GemmPlan {
         }
     }
 
-    fn emit_ws(&self, sink: &mut impl FnMut(Instruction)) {
-        if self.buffers > 0 {
-            return self.emit_ws_pipelined(sink);
-        }
-        let GemmShape { m, k, n } = self.shape;
-        let (r, c) = (self.config.rows as u32, self.config.cols as u32);
-        let es = self.config.dtype.elem_bytes() as u32;
-        let (a, b) = (self.layout.a, self.layout.b);
-        let kt = k.div_ceil(r);
-        let g = self.group;
-        for (m0, mb) in Self::tiles(m, self.mb) {
-            for (n0, nj) in Self::tiles(n, c) {
-                for g0 in (0..kt).step_by(g as usize) {
-                    let tiles = g0..(g0 + g).min(kt);
-                    for (t, ki) in tiles.clone().enumerate() {
-                        let k0 = ki * r;
-                        let kk = r.min(k - k0);
-                        sink(Instruction::Load {
-                            spad_row: (t as u32 * r) as u16,
-                            dram_addr: b.at(k0, n0, es),
-                            rows: kk as u16,
-                            len: nj as u16,
-                            row_stride: b.row_stride,
-                            elem_stride: b.col_stride,
-                        });
-                        sink(Instruction::Load {
-                            spad_row: (g * r + t as u32 * self.mb) as u16,
-                            dram_addr: a.at(m0, k0, es),
-                            rows: mb as u16,
-                            len: kk as u16,
-                            row_stride: a.row_stride,
-                            elem_stride: a.col_stride,
-                        });
-                    }
-                    for (t, ki) in tiles.enumerate() {
-                        let kk = r.min(k - ki * r);
-                        sink(Instruction::LoadWeights {
-                            spad_row: (t as u32 * r) as u16,
-                            rows: kk as u16,
-                            cols: nj as u16,
-                        });
-                        sink(Instruction::Matmul {
-                            a_row: (g * r + t as u32 * self.mb) as u16,
-                            acc_row: 0,
-                            rows: mb as u16,
-                            swap: true,
-                            accumulate: ki > 0,
-                        });
-                    }
-                }
-                self.emit_epilogue(sink, (m0, mb, n0, nj), (g * r) as u16, 0);
-            }
-        }
-    }
-
-    /// The decoupled schedule's WS program, software-pipelined. Step `j` is one k-tile of one
-    /// output block (blocks in m, then n order); it uses scratchpad buffer `j % buffers` and
-    /// its block's accumulator bank (blocks alternate banks). In program order each step is
-    /// its `LoadWeights` and `Matmul`, then the loads of step `j + buffers - 1` (which reuse
-    /// the buffer of step `j - 1`), then at most one instruction of a finished block's
-    /// epilogue, so the vector unit drains block `b` while the array computes block `b + 1`.
-    /// A block's epilogue is complete before the block two on (its bank's next user) starts.
-    fn emit_ws_pipelined(&self, sink: &mut impl FnMut(Instruction)) {
-        let GemmShape { m, k, n } = self.shape;
-        let (r, c) = (self.config.rows as u32, self.config.cols as u32);
-        let es = self.config.dtype.elem_bytes() as u32;
-        let (a, b) = (self.layout.a, self.layout.b);
-        let kt = k.div_ceil(r);
-        let buffers = self.buffers;
-        let buffer_rows = r + self.mb;
-        let cast_row = (buffers * buffer_rows) as u16;
-        let bank_base = |block: u32| (block % 2 * self.config.acc_depth.div_ceil(2)) as u16;
-        let mb_max = self.mb;
-        let steps = move || {
-            Self::tiles(m, mb_max)
-                .flat_map(move |(m0, mb)| Self::tiles(n, c).map(move |(n0, nj)| (m0, mb, n0, nj)))
-                .enumerate()
-                .flat_map(move |(block, tile)| (0..kt).map(move |ki| (block as u32, tile, ki)))
-        };
-        let loads = |sink: &mut dyn FnMut(Instruction), j: usize, step: (u32, _, u32)| {
-            let (_, (m0, mb, n0, nj), ki): (u32, (u32, u32, u32, u32), u32) = step;
-            let base = (j as u32 % buffers) * buffer_rows;
-            let k0 = ki * r;
-            let kk = r.min(k - k0);
-            sink(Instruction::Load {
-                spad_row: base as u16,
-                dram_addr: b.at(k0, n0, es),
-                rows: kk as u16,
-                len: nj as u16,
-                row_stride: b.row_stride,
-                elem_stride: b.col_stride,
-            });
-            sink(Instruction::Load {
-                spad_row: (base + r) as u16,
-                dram_addr: a.at(m0, k0, es),
-                rows: mb as u16,
-                len: kk as u16,
-                row_stride: a.row_stride,
-                elem_stride: a.col_stride,
-            });
-        };
-        let ahead = buffers as usize - 1;
-        let mut later = steps().enumerate();
-        for (j, step) in later.by_ref().take(ahead) {
-            loads(&mut *sink, j, step);
-        }
-        // The epilogues of finished blocks, oldest first, each with its block.
-        let mut pending: heapless::Deque<(u32, Instruction), 32> = heapless::Deque::new();
-        for (j, (block, (m0, mb, n0, nj), ki)) in steps().enumerate() {
-            if ki == 0 {
-                while let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b + 2 <= block) {
-                    sink(ins);
-                }
-            }
-            let base = (j as u32 % buffers) * buffer_rows;
-            let kk = r.min(k - ki * r);
-            sink(Instruction::LoadWeights {
-                spad_row: base as u16,
-                rows: kk as u16,
-                cols: nj as u16,
-            });
-            sink(Instruction::Matmul {
-                a_row: (base + r) as u16,
-                acc_row: bank_base(block),
-                rows: mb as u16,
-                swap: true,
-                accumulate: ki > 0,
-            });
-            if let Some((later_j, later_step)) = later.next() {
-                loads(&mut *sink, later_j, later_step);
-            }
-            if let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b < block) {
-                sink(ins);
-            }
-            if ki + 1 == kt {
-                let base = bank_base(block);
-                self.emit_epilogue(
-                    &mut |ins| {
-                        if let Err((b, ins)) = pending.push_back((block, ins)) {
-                            // Full: the oldest goes now (program order is kept either way).
-                            if let Some((_, first)) = pending.pop_front() {
-                                sink(first);
-                            }
-                            let _ = pending.push_back((b, ins));
-                        }
-                    },
-                    (m0, mb, n0, nj),
-                    cast_row,
-                    base,
-                );
-            }
-        }
-        while let Some((_, ins)) = pending.pop_front() {
-            sink(ins);
-        }
-    }
-
-    fn emit_os(&self, sink: &mut impl FnMut(Instruction)) {
-        let GemmShape { m, k, n } = self.shape;
-        let (r, c) = (self.config.rows as u32, self.config.cols as u32);
-        let es = self.config.dtype.elem_bytes() as u32;
-        let (a, b) = (self.layout.a, self.layout.b);
-        let kc = self.k_chunk;
-        let cast_row = (self.config.spad_depth - r) as u16;
-        for (m0, mi) in Self::tiles(m, r) {
-            for (n0, nj) in Self::tiles(n, c) {
-                for (t, (k0, kk)) in Self::tiles(k, kc).enumerate() {
-                    sink(Instruction::Load {
-                        spad_row: 0,
-                        dram_addr: a.at(m0, k0, es),
-                        rows: kk as u16,
-                        len: mi as u16,
-                        row_stride: a.col_stride,
-                        elem_stride: a.row_stride,
-                    });
-                    sink(Instruction::Load {
-                        spad_row: kc as u16,
-                        dram_addr: b.at(k0, n0, es),
-                        rows: kk as u16,
-                        len: nj as u16,
-                        row_stride: b.row_stride,
-                        elem_stride: b.col_stride,
-                    });
-                    sink(Instruction::MatmulOs {
-                        a_row: 0,
-                        b_row: kc as u16,
-                        k: kk as u16,
-                        acc_row: 0,
-                        rows: mi as u16,
-                        cols: nj as u16,
-                        accumulate: t > 0,
-                    });
-                }
-                self.emit_epilogue(sink, (m0, mi, n0, nj), cast_row, 0);
-            }
-        }
-    }
-
-    /// The epilogue of the output block in accumulator rows `0..mb`: rows `m0..m0 + mb`,
-    /// columns `n0..n0 + nj` of C. Mask rows follow the outputs; the bias row follows those.
-    fn emit_epilogue(
-        &self,
-        sink: &mut impl FnMut(Instruction),
-        (m0, mb, n0, nj): (u32, u32, u32, u32),
-        cast_row: u16,
-        acc_base: u16,
-    ) {
-        let n = self.shape.n;
-        let e = &self.epilogue;
-        let rows = mb as u16;
-        let mask_row = acc_base + self.mb as u16;
-        let bias_row = acc_base + self.mb as u16 * (1 + e.relu_grad_mask.is_some() as u16);
-        if let Some(bias) = e.bias {
-            sink(Instruction::LoadAcc {
-                acc_row: bias_row,
-                dram_addr: bias + n0 * 4,
-                rows: 1,
-                len: nj as u16,
-                row_stride: 0,
-            });
-            sink(Instruction::Vector {
-                op: VectorOp::BiasAdd,
-                dst: acc_base,
-                src: bias_row,
-                rows,
-                imm: 0,
-            });
-        }
-        if let Some(mask) = e.relu_grad_mask {
-            sink(Instruction::LoadAcc {
-                acc_row: mask_row,
-                dram_addr: mask + (m0 * n + n0) * 4,
-                rows,
-                len: nj as u16,
-                row_stride: n,
-            });
-            sink(Instruction::Vector {
-                op: VectorOp::ReluGrad,
-                dst: acc_base,
-                src: mask_row,
-                rows,
-                imm: 0,
-            });
-        }
-        if e.relu {
-            sink(Instruction::Vector { op: VectorOp::Relu, dst: acc_base, src: 0, rows, imm: 0 });
-        }
-        if e.store {
-            sink(Instruction::Store {
-                acc_row: acc_base,
-                dram_addr: self.layout.c + (m0 * n + n0) * 4,
-                rows,
-                len: nj as u16,
-                row_stride: n,
-            });
-        }
-        if let Some(cast) = e.cast {
-            sink(match cast.requant {
-                None => Instruction::CastBf16 { acc_row: acc_base, spad_row: cast_row, rows },
-                Some(requant) => {
-                    Instruction::Requantize { acc_row: acc_base, spad_row: cast_row, rows, requant }
-                }
-            });
-            let es = self.config.dtype.elem_bytes() as u32;
-            sink(Instruction::StoreSpad {
-                spad_row: cast_row,
-                dram_addr: cast.addr + (m0 * n + n0) * es,
-                rows,
-                len: nj as u16,
-                row_stride: n,
-            });
-        }
-    }
-
     /// Instructions [`emit`](Self::emit) produces, `Halt` included.
     pub fn instruction_count(&self) -> u64 {
         let GemmShape { m, k, n } = self.shape;
@@ -681,7 +384,15 @@ impl GemmPlan {
             // Two loads and a matmul per K chunk, then the epilogue.
             Dataflow::OutputStationary => 3 * ceil_div(k as u64, self.k_chunk as u64) + epilogue,
         };
-        ceil_div(m as u64, self.mb as u64) * nt * per_tile + 1
+        let mblocks = ceil_div(m as u64, self.mb as u64);
+        match self.pipeline {
+            // A resident A chunk is loaded once per m-block, not once per n-tile.
+            Some(p) if p.resident => {
+                let kt = ceil_div(k as u64, r);
+                mblocks * (nt * (per_tile - kt) + kt) + 1
+            }
+            _ => mblocks * nt * per_tile + 1,
+        }
     }
 
     /// Closed-form cycle count of the emitted program on the cycle machine (and the RTL).
@@ -708,63 +419,6 @@ impl GemmPlan {
             return self.scheduled_cycles();
         }
         self.body_cycles() + 1
-    }
-
-    /// The timing model over the emitted program, instruction by instruction, without storing it.
-    fn scheduled_cycles(&self) -> u64 {
-        let mut scheduler = crate::timing::DecoupledScheduler::new(&self.config);
-        let mut total = 0;
-        // A tiled program's swaps each follow their weight load: it cannot fault.
-        self.emit(&mut |ins| total = scheduler.push(&ins).map_or(u64::MAX, |at| at + 1));
-        total
-    }
-
-    /// [`cycles`](Self::cycles) without the `Halt`: what [`emit_body`](Self::emit_body) costs
-    /// when it starts with every unit idle.
-    pub fn body_cycles(&self) -> u64 {
-        let GemmShape { m, k, n } = self.shape;
-        let (r, c) = (self.config.rows as u64, self.config.cols as u64);
-        let k = k as u64;
-        let (a, b) = (self.layout.a, self.layout.b);
-        // Cycles to load one row of `len` elements from a view whose elements are `stride` apart.
-        let row = |len: u64, stride: u32| load_row_cycles(len as u16, stride);
-        // One output block of `mb` rows and `nj` columns, from its first load to its epilogue.
-        let block = |mb: u64, nj: u64| -> u64 {
-            let (epilogue, _) = self.epilogue.cost(mb);
-            match self.config.dataflow {
-                Dataflow::WeightStationary => {
-                    let kt = ceil_div(k, r);
-                    let groups = ceil_div(kt, self.group as u64);
-                    let d = mb + r + c - 1;
-                    // A chunk rows are k-tile wide: R, and the remainder for the last one.
-                    let (full, rest) = (k / r, k % r);
-                    let a_rows = mb
-                        * (full * row(r, a.col_stride)
-                            + if rest > 0 { row(rest, a.col_stride) } else { 0 });
-                    let b_rows = k * row(nj, b.col_stride);
-                    b_rows + a_rows + groups * (r + d) + (kt - groups) * d.max(r + 1) + epilogue
-                }
-                Dataflow::OutputStationary => {
-                    let kc = ceil_div(k, self.k_chunk as u64);
-                    // A^T rows gather `mb` elements down a column of A; B rows are rows of B.
-                    k * (row(mb, a.row_stride) + row(nj, b.col_stride) + 1)
-                        + kc * (r + c - 2 + mb)
-                        + epilogue
-                }
-            }
-        };
-        let split = |extent: u64, step: u64| {
-            [(extent / step, step), (u64::from(extent % step > 0), extent % step)]
-        };
-        let mut total = 0;
-        for (m_count, mb) in split(m as u64, self.mb as u64) {
-            for (n_count, nj) in split(n as u64, c) {
-                if m_count > 0 && n_count > 0 {
-                    total += m_count * n_count * block(mb, nj);
-                }
-            }
-        }
-        total
     }
 
     /// Useful MACs over peak MACs in [`cycles`](Self::cycles).

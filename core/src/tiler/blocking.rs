@@ -1,0 +1,153 @@
+//! The blocking schedule's GEMM programs (and the output-stationary one under both schedules),
+//! and their closed-form cycle count.
+
+use super::{ceil_div, GemmPlan, GemmShape};
+use crate::config::Dataflow;
+use crate::isa::Instruction;
+use crate::timing::load_row_cycles;
+
+impl GemmPlan {
+    pub(super) fn emit_ws(&self, sink: &mut impl FnMut(Instruction)) {
+        if let Some(p) = self.pipeline {
+            return self.emit_ws_pipelined(p, sink);
+        }
+        let GemmShape { m, k, n } = self.shape;
+        let (r, c) = (self.config.rows as u32, self.config.cols as u32);
+        let es = self.config.dtype.elem_bytes() as u32;
+        let (a, b) = (self.layout.a, self.layout.b);
+        let kt = k.div_ceil(r);
+        let g = self.group;
+        for (m0, mb) in Self::tiles(m, self.mb) {
+            for (n0, nj) in Self::tiles(n, c) {
+                for g0 in (0..kt).step_by(g as usize) {
+                    let tiles = g0..(g0 + g).min(kt);
+                    for (t, ki) in tiles.clone().enumerate() {
+                        let k0 = ki * r;
+                        let kk = r.min(k - k0);
+                        sink(Instruction::Load {
+                            spad_row: (t as u32 * r) as u16,
+                            dram_addr: b.at(k0, n0, es),
+                            rows: kk as u16,
+                            len: nj as u16,
+                            row_stride: b.row_stride,
+                            elem_stride: b.col_stride,
+                        });
+                        sink(Instruction::Load {
+                            spad_row: (g * r + t as u32 * self.mb) as u16,
+                            dram_addr: a.at(m0, k0, es),
+                            rows: mb as u16,
+                            len: kk as u16,
+                            row_stride: a.row_stride,
+                            elem_stride: a.col_stride,
+                        });
+                    }
+                    for (t, ki) in tiles.enumerate() {
+                        let kk = r.min(k - ki * r);
+                        sink(Instruction::LoadWeights {
+                            spad_row: (t as u32 * r) as u16,
+                            rows: kk as u16,
+                            cols: nj as u16,
+                        });
+                        sink(Instruction::Matmul {
+                            a_row: (g * r + t as u32 * self.mb) as u16,
+                            acc_row: 0,
+                            rows: mb as u16,
+                            swap: true,
+                            accumulate: ki > 0,
+                        });
+                    }
+                }
+                self.emit_epilogue(sink, (m0, mb, n0, nj), (g * r) as u16, 0);
+            }
+        }
+    }
+
+    pub(super) fn emit_os(&self, sink: &mut impl FnMut(Instruction)) {
+        let GemmShape { m, k, n } = self.shape;
+        let (r, c) = (self.config.rows as u32, self.config.cols as u32);
+        let es = self.config.dtype.elem_bytes() as u32;
+        let (a, b) = (self.layout.a, self.layout.b);
+        let kc = self.k_chunk;
+        let cast_row = (self.config.spad_depth - r) as u16;
+        for (m0, mi) in Self::tiles(m, r) {
+            for (n0, nj) in Self::tiles(n, c) {
+                for (t, (k0, kk)) in Self::tiles(k, kc).enumerate() {
+                    sink(Instruction::Load {
+                        spad_row: 0,
+                        dram_addr: a.at(m0, k0, es),
+                        rows: kk as u16,
+                        len: mi as u16,
+                        row_stride: a.col_stride,
+                        elem_stride: a.row_stride,
+                    });
+                    sink(Instruction::Load {
+                        spad_row: kc as u16,
+                        dram_addr: b.at(k0, n0, es),
+                        rows: kk as u16,
+                        len: nj as u16,
+                        row_stride: b.row_stride,
+                        elem_stride: b.col_stride,
+                    });
+                    sink(Instruction::MatmulOs {
+                        a_row: 0,
+                        b_row: kc as u16,
+                        k: kk as u16,
+                        acc_row: 0,
+                        rows: mi as u16,
+                        cols: nj as u16,
+                        accumulate: t > 0,
+                    });
+                }
+                self.emit_epilogue(sink, (m0, mi, n0, nj), cast_row, 0);
+            }
+        }
+    }
+
+    /// [`cycles`](Self::cycles) without the `Halt`: what [`emit_body`](Self::emit_body) costs
+    /// when it starts with every unit idle.
+    pub fn body_cycles(&self) -> u64 {
+        let GemmShape { m, k, n } = self.shape;
+        let (r, c) = (self.config.rows as u64, self.config.cols as u64);
+        let k = k as u64;
+        let (a, b) = (self.layout.a, self.layout.b);
+        // Cycles to load one row of `len` elements from a view whose elements are `stride` apart.
+        let row = |len: u64, stride: u32| load_row_cycles(len as u16, stride);
+        // One output block of `mb` rows and `nj` columns, from its first load to its epilogue.
+        let block = |mb: u64, nj: u64| -> u64 {
+            let (epilogue, _) = self.epilogue.cost(mb);
+            match self.config.dataflow {
+                Dataflow::WeightStationary => {
+                    let kt = ceil_div(k, r);
+                    let groups = ceil_div(kt, self.group as u64);
+                    let d = mb + r + c - 1;
+                    // A chunk rows are k-tile wide: R, and the remainder for the last one.
+                    let (full, rest) = (k / r, k % r);
+                    let a_rows = mb
+                        * (full * row(r, a.col_stride)
+                            + if rest > 0 { row(rest, a.col_stride) } else { 0 });
+                    let b_rows = k * row(nj, b.col_stride);
+                    b_rows + a_rows + groups * (r + d) + (kt - groups) * d.max(r + 1) + epilogue
+                }
+                Dataflow::OutputStationary => {
+                    let kc = ceil_div(k, self.k_chunk as u64);
+                    // A^T rows gather `mb` elements down a column of A; B rows are rows of B.
+                    k * (row(mb, a.row_stride) + row(nj, b.col_stride) + 1)
+                        + kc * (r + c - 2 + mb)
+                        + epilogue
+                }
+            }
+        };
+        let split = |extent: u64, step: u64| {
+            [(extent / step, step), (u64::from(extent % step > 0), extent % step)]
+        };
+        let mut total = 0;
+        for (m_count, mb) in split(m as u64, self.mb as u64) {
+            for (n_count, nj) in split(n as u64, c) {
+                if m_count > 0 && n_count > 0 {
+                    total += m_count * n_count * block(mb, nj);
+                }
+            }
+        }
+        total
+    }
+}

@@ -1,0 +1,208 @@
+//! The decoupled schedule's weight-stationary GEMM program, software-pipelined.
+//!
+//! Step `j` is one k-tile of one output block (an m-block of `mb` rows by one n-tile; blocks in m,
+//! then n order). Each block sits in one accumulator bank, blocks alternating, so the vector unit
+//! drains block `b` while the array computes block `b + 1`. The B tile of step `j` goes into
+//! scratchpad buffer `j % buffers`; its A chunk either shares that buffer (**streamed**: reloaded
+//! for every n-tile) or stays for the whole m-block in one of two regions of `KT * mb` rows that
+//! alternate between m-blocks (**resident**: loaded with the m-block's first n-tile only). In
+//! program order a step is its `LoadWeights` and `Matmul`, then the loads of step
+//! `j + buffers - 1` (which reuse step `j - 1`'s buffer), then at most one instruction of a
+//! finished block's epilogue. A block's epilogue is complete before the block two on (its bank's
+//! next user) starts. The hardware's scoreboard makes every reuse wait for its last reader.
+
+use super::{GemmPlan, GemmShape};
+use crate::config::{ArrayConfig, Dataflow};
+use crate::isa::Instruction;
+use crate::tiler::Epilogue;
+
+/// How a decoupled WS GEMM uses the scratchpad.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Pipeline {
+    /// Rows of an m-block.
+    pub mb: u32,
+    /// B tile buffers; the loads run `buffers - 1` steps ahead.
+    pub buffers: u32,
+    /// Whether the A chunks stay for the whole m-block.
+    pub resident: bool,
+}
+
+impl Pipeline {
+    /// The layout with the fewest estimated cycles, or `None` when not even two streamed
+    /// buffers fit (the plain order is used then). Each output block needs its mask and bias
+    /// rows in half the accumulator, and a cast needs `mb` scratchpad rows of its own.
+    pub fn choose(
+        config: &ArrayConfig,
+        shape: &GemmShape,
+        epilogue: &Epilogue,
+    ) -> Option<Pipeline> {
+        if config.dataflow != Dataflow::WeightStationary {
+            return None;
+        }
+        let (r, c) = (config.rows as u32, config.cols as u32);
+        let kt = shape.k.div_ceil(r);
+        let per_row = 1 + epilogue.relu_grad_mask.is_some() as u32;
+        let acc_mb =
+            (config.acc_depth / 2).saturating_sub(epilogue.bias.is_some() as u32) / per_row;
+        let cast = epilogue.cast.is_some() as u32;
+        let candidates =
+            [(3, false), (2, false), (3, true), (2, true)].map(|(buffers, resident)| {
+                // Scratchpad rows per block row: an A row per buffer (streamed) or per k-tile in
+                // each of two regions (resident), and the cast's.
+                let per_mb = if resident { 2 * kt } else { buffers } + cast;
+                let spad_mb = config.spad_depth.saturating_sub(buffers * r) / per_mb;
+                let mb = shape.m.min(acc_mb).min(spad_mb).min(u16::MAX as u32);
+                Pipeline { mb, buffers, resident }
+            });
+        candidates.into_iter().filter(|p| p.mb > 0).min_by_key(|p| p.estimate(shape, r, c))
+    }
+
+    /// Napkin cycles: steps times the slowest of what a step needs (its rows streamed, the
+    /// loads into the scratchpad, a weight load), plus one fill and drain. The exact count is the
+    /// timing model's; this only ranks layouts.
+    fn estimate(&self, shape: &GemmShape, r: u32, c: u32) -> u64 {
+        let (kt, nt) = (shape.k.div_ceil(r) as u64, shape.n.div_ceil(c) as u64);
+        let (mb, r, c) = (self.mb as u64, r as u64, c as u64);
+        let loads = if self.resident { r + mb.div_ceil(nt) } else { r + mb };
+        let steps = (shape.m as u64).div_ceil(mb) * nt * kt;
+        steps * mb.max(loads).max(r) + r + c
+    }
+
+    /// First scratchpad row of step `j`'s B tile, and of its A chunk for k-tile `ki` of
+    /// m-block `mblock`.
+    fn rows(&self, r: u32, kt: u32, j: usize, mblock: u32, ki: u32) -> (u16, u16) {
+        let buffer = j as u32 % self.buffers;
+        if self.resident {
+            let b_at = 2 * kt * self.mb + buffer * r;
+            (b_at as u16, ((mblock % 2 * kt + ki) * self.mb) as u16)
+        } else {
+            let base = buffer * (r + self.mb);
+            (base as u16, (base + r) as u16)
+        }
+    }
+
+    /// The cast's scratchpad rows: after everything else.
+    fn cast_row(&self, r: u32, kt: u32) -> u16 {
+        let used = if self.resident {
+            2 * kt * self.mb + self.buffers * r
+        } else {
+            self.buffers * (r + self.mb)
+        };
+        used as u16
+    }
+}
+
+/// One step: its block (index, m-block index, n-tile index, and `(m0, mb, n0, nj)`) and k-tile.
+#[derive(Clone, Copy)]
+struct Step {
+    block: u32,
+    mblock: u32,
+    ntile: u32,
+    tile: (u32, u32, u32, u32),
+    ki: u32,
+}
+
+impl GemmPlan {
+    /// See the module docs.
+    pub(super) fn emit_ws_pipelined(&self, p: Pipeline, sink: &mut impl FnMut(Instruction)) {
+        let GemmShape { m, k, n } = self.shape;
+        let (r, c) = (self.config.rows as u32, self.config.cols as u32);
+        let es = self.config.dtype.elem_bytes() as u32;
+        let (a, b) = (self.layout.a, self.layout.b);
+        let kt = k.div_ceil(r);
+        let cast_row = p.cast_row(r, kt);
+        let bank_base = |block: u32| (block % 2 * self.config.acc_depth.div_ceil(2)) as u16;
+        let nt = n.div_ceil(c);
+        let steps = move || {
+            Self::tiles(m, p.mb).enumerate().flat_map(move |(mblock, (m0, mb))| {
+                Self::tiles(n, c).enumerate().flat_map(move |(ntile, (n0, nj))| {
+                    (0..kt).map(move |ki| Step {
+                        block: mblock as u32 * nt + ntile as u32,
+                        mblock: mblock as u32,
+                        ntile: ntile as u32,
+                        tile: (m0, mb, n0, nj),
+                        ki,
+                    })
+                })
+            })
+        };
+        let loads = |sink: &mut dyn FnMut(Instruction), j: usize, s: Step| {
+            let (m0, mb, n0, nj) = s.tile;
+            let (b_row, a_row) = p.rows(r, kt, j, s.mblock, s.ki);
+            let k0 = s.ki * r;
+            let kk = r.min(k - k0);
+            sink(Instruction::Load {
+                spad_row: b_row,
+                dram_addr: b.at(k0, n0, es),
+                rows: kk as u16,
+                len: nj as u16,
+                row_stride: b.row_stride,
+                elem_stride: b.col_stride,
+            });
+            if !p.resident || s.ntile == 0 {
+                sink(Instruction::Load {
+                    spad_row: a_row,
+                    dram_addr: a.at(m0, k0, es),
+                    rows: mb as u16,
+                    len: kk as u16,
+                    row_stride: a.row_stride,
+                    elem_stride: a.col_stride,
+                });
+            }
+        };
+        let mut later = steps().enumerate();
+        for (j, step) in later.by_ref().take(p.buffers as usize - 1) {
+            loads(&mut *sink, j, step);
+        }
+        // The epilogues of finished blocks, oldest first, each with its block.
+        let mut pending: heapless::Deque<(u32, Instruction), 32> = heapless::Deque::new();
+        for (j, s) in steps().enumerate() {
+            let (m0, mb, n0, nj) = s.tile;
+            if s.ki == 0 {
+                while let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b + 2 <= s.block) {
+                    sink(ins);
+                }
+            }
+            let (b_row, a_row) = p.rows(r, kt, j, s.mblock, s.ki);
+            let kk = r.min(k - s.ki * r);
+            sink(Instruction::LoadWeights { spad_row: b_row, rows: kk as u16, cols: nj as u16 });
+            sink(Instruction::Matmul {
+                a_row,
+                acc_row: bank_base(s.block),
+                rows: mb as u16,
+                swap: true,
+                accumulate: s.ki > 0,
+            });
+            if let Some((later_j, later_step)) = later.next() {
+                loads(&mut *sink, later_j, later_step);
+            }
+            if let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b < s.block) {
+                sink(ins);
+            }
+            if s.ki + 1 == kt {
+                let mut queue = |ins| {
+                    if let Err((b, ins)) = pending.push_back((s.block, ins)) {
+                        // Full: the oldest goes now (program order is kept either way).
+                        if let Some((_, first)) = pending.pop_front() {
+                            sink(first);
+                        }
+                        let _ = pending.push_back((b, ins));
+                    }
+                };
+                self.emit_epilogue(&mut queue, (m0, mb, n0, nj), cast_row, bank_base(s.block));
+            }
+        }
+        while let Some((_, ins)) = pending.pop_front() {
+            sink(ins);
+        }
+    }
+
+    /// The timing model over the emitted program, instruction by instruction, without storing it.
+    pub(super) fn scheduled_cycles(&self) -> u64 {
+        let mut scheduler = crate::timing::DecoupledScheduler::new(&self.config);
+        let mut total = 0;
+        // A tiled program's swaps each follow their weight load: it cannot fault.
+        self.emit(&mut |ins| total = scheduler.push(&ins).map_or(u64::MAX, |at| at + 1));
+        total
+    }
+}
