@@ -59,27 +59,27 @@ struct RowOp {
     /// Cycles spent so far, and in all.
     tau: u64,
     len: u64,
-    /// Rows done, and in all.
+    /// Rows done, and in all; the cycle the next one lands in (`timing::row_lands`).
     row: u64,
     rows: u64,
+    lands: u64,
 }
 
 impl RowOp {
     fn new(config: &ArrayConfig, ins: Instruction) -> RowOp {
         let rows = crate::machine::functional::seq_rows(&ins) as u64;
         let len = crate::timing::duration(config, &ins);
-        RowOp { ins, fp: crate::scoreboard::footprint(config, &ins), tau: 0, len, row: 0, rows }
+        let lands = crate::timing::row_lands(config, &ins, 0);
+        let fp = crate::scoreboard::footprint(config, &ins);
+        RowOp { ins, fp, tau: 0, len, row: 0, rows, lands }
     }
 
-    /// One cycle: the rows that land in it take effect (`timing::row_lands`). Whether it
-    /// finished.
+    /// One cycle: the rows that land in it take effect. Whether it finished.
     fn step<A: Arith>(&mut self, mem: &mut Memories) -> bool {
-        let config = mem.config;
-        while self.row < self.rows
-            && crate::timing::row_lands(&config, &self.ins, self.row) == self.tau
-        {
+        while self.row < self.rows && self.lands == self.tau {
             mem.row_step::<A>(&self.ins, self.row as usize);
             self.row += 1;
+            self.lands = crate::timing::row_lands(&mem.config, &self.ins, self.row);
         }
         self.tau += 1;
         self.tau == self.len
@@ -126,8 +126,10 @@ pub struct CycleMachine<A: Arith> {
     array_ops: VecDeque<ArrayOp>,
     /// Activation (WS) or A (OS) registers passing right, one per PE.
     a_reg: Vec<A::Operand>,
-    /// The weight bank of the row each WS activation register holds.
+    /// The weight bank of the row each WS activation register holds; kept only while matmuls of
+    /// different banks share the array (`tags_live`), since otherwise every row has the one bank.
     bank_reg: Vec<u8>,
+    tags_live: bool,
     /// B registers passing down (OS), one per PE.
     b_reg: Vec<A::Operand>,
     /// Partial sums passing down (WS) or held (OS), one per PE.
@@ -136,6 +138,8 @@ pub struct CycleMachine<A: Arith> {
     deskew: Vec<A::Acc>,
     left: Vec<A::Operand>,
     left_bank: Vec<u8>,
+    /// One PE row's weights when its PEs hold rows of different banks.
+    mixed: Vec<A::Operand>,
     top: Vec<A::Operand>,
     /// PE-cycles stepped since the machine was made (a benchmark figure).
     pub pe_updates: u64,
@@ -154,11 +158,13 @@ impl<A: Arith> CycleMachine<A> {
             array_ops: VecDeque::new(),
             a_reg: vec![zero_op; pes],
             bank_reg: vec![0; pes],
+            tags_live: false,
             b_reg: vec![zero_op; pes],
             p_reg: vec![A::zero(); pes],
             deskew: vec![A::zero(); config.cols as usize * config.cols as usize],
             left: vec![zero_op; config.rows as usize],
             left_bank: vec![0; config.rows as usize],
+            mixed: vec![zero_op; config.cols as usize],
             top: vec![zero_op; config.cols as usize],
             pe_updates: 0,
         }
@@ -291,50 +297,77 @@ impl<A: Arith> CycleMachine<A> {
         if !self.array_ops.iter().any(|op| t + 1 < op.at + op.duration) {
             return;
         }
-        // Skewed inputs at the left edge, each with its matmul's weight bank.
-        let zero = A::operand(A::Elem::default());
-        for i in 0..r {
-            let fed = t.checked_sub(i as u64).and_then(|slot| self.fed_at(slot));
-            let (value, bank) = match fed {
-                Some((op, m)) => {
-                    let Instruction::Matmul { a_row, .. } = op.ins else { unreachable!() };
-                    let bits = self.mem.spad_row(a_row as usize + m)[i];
-                    (A::operand(A::elem_from_bits(bits)), op.bank)
-                }
-                None => (zero, 0),
-            };
-            self.left[i] = value;
-            self.left_bank[i] = bank;
+        // Skewed inputs at the left edge, each with its matmul's weight bank: PE row `i` takes
+        // the row that entered at `t - i`, so a matmul feeds the rows `i` in `t - at - rows <
+        // i <= t - at`; the others take zero.
+        self.left.fill(A::operand(A::Elem::default()));
+        for op in &self.array_ops {
+            let Instruction::Matmul { a_row, rows, .. } = op.ins else { continue };
+            let Some(newest) = t.checked_sub(op.at) else { continue };
+            let first = (newest + 1).saturating_sub(rows as u64) as usize;
+            for i in first..r.min(newest as usize + 1) {
+                let bits = self.mem.spad_row(a_row as usize + (newest as usize - i))[i];
+                self.left[i] = A::operand(A::elem_from_bits(bits));
+                self.left_bank[i] = op.bank;
+            }
+        }
+        // When every matmul in the array uses one bank, so does every PE (a bubble's result is
+        // never kept, whatever weights it met).
+        let first_bank = self.array_ops.front().map_or(0, |op| op.bank);
+        let one_bank = self.array_ops.iter().all(|op| op.bank == first_bank);
+        if one_bank {
+            self.tags_live = false;
+        } else if !self.tags_live {
+            // The first cycle with two banks: every row inside came from the oldest matmuls,
+            // which until now shared one bank; the newest's rows enter with their tags below.
+            self.bank_reg.fill(first_bank);
+            self.tags_live = true;
         }
         // Every PE, bottom row first so each reads its neighbours' previous values.
         for i in (0..r).rev() {
             let row = i * c;
             self.a_reg.copy_within(row..row + c - 1, row + 1);
-            self.bank_reg.copy_within(row..row + c - 1, row + 1);
             self.a_reg[row] = self.left[i];
-            self.bank_reg[row] = self.left_bank[i];
+            if self.tags_live {
+                self.bank_reg.copy_within(row..row + c - 1, row + 1);
+                self.bank_reg[row] = self.left_bank[i];
+            }
             let a = &self.a_reg[row..row + c];
-            let banks = &self.bank_reg[row..row + c];
-            let weights = |j: usize| self.banks[banks[j] as usize].w[row + j];
+            let tags = &self.bank_reg[row..row + c];
+            // One bank across the row (always, but where two matmuls meet): its weights as they
+            // lie; else each PE's own bank's, gathered.
+            let w: &[A::Operand] = if one_bank {
+                &self.banks[first_bank as usize].w[row..row + c]
+            } else if tags.iter().fold(0, |diff, &b| diff | (b ^ tags[0])) == 0 {
+                &self.banks[tags[0] as usize].w[row..row + c]
+            } else {
+                for (j, (w, &b)) in self.mixed.iter_mut().zip(tags).enumerate() {
+                    *w = self.banks[b as usize].w[row + j];
+                }
+                &self.mixed
+            };
             if i == 0 {
-                for (j, (p, &a)) in self.p_reg[..c].iter_mut().zip(a).enumerate() {
-                    *p = A::mac(A::zero(), a, weights(j));
+                for ((p, &a), &w) in self.p_reg[..c].iter_mut().zip(a).zip(w) {
+                    *p = A::mac(A::zero(), a, w);
                 }
             } else {
                 let (above, here) = self.p_reg.split_at_mut(row);
                 let above = &above[row - c..];
-                for (j, ((p, &up), &a)) in here[..c].iter_mut().zip(above).zip(a).enumerate() {
-                    *p = A::mac(up, a, weights(j));
+                for (((p, &up), &a), &w) in here[..c].iter_mut().zip(above).zip(a).zip(w) {
+                    *p = A::mac(up, a, w);
                 }
             }
         }
         self.pe_updates += (r * c) as u64;
-        // Bottom edge into the de-skew buffer.
-        for j in 0..c {
-            let slot = t.checked_sub((r - 1 + j) as u64);
-            if slot.is_some_and(|s| self.fed_at(s).is_some()) {
-                let s = slot.unwrap_or(0);
-                self.deskew[(s % c as u64) as usize * c + j] = self.p_reg[(r - 1) * c + j];
+        // Bottom edge into the de-skew buffer: column `j` holds the row that entered at
+        // `t - (R - 1) - j`, kept where some matmul fed that row.
+        for op in &self.array_ops {
+            let Instruction::Matmul { rows, .. } = op.ins else { continue };
+            let Some(newest) = t.checked_sub(op.at + (r - 1) as u64) else { continue };
+            let first = (newest + 1).saturating_sub(rows as u64) as usize;
+            for j in first..c.min(newest as usize + 1) {
+                let slot = t - (r - 1 + j) as u64;
+                self.deskew[(slot % c as u64) as usize * c + j] = self.p_reg[(r - 1) * c + j];
             }
         }
     }
