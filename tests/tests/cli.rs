@@ -14,7 +14,7 @@ use npyz::{Order, WriterBuilder};
 use serde_json::Value;
 use systole_core::reference;
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
-use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, BF16};
+use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, Schedule, BF16};
 use systole_tests::{assert_bit_identical, assert_fails_naming, systole, SplitMix};
 
 #[track_caller]
@@ -174,6 +174,16 @@ fn int8_gemm_on_cycle_machine_equals_triple_loop() {
 }
 
 #[test]
+fn int8_gemm_on_decoupled_machines_equals_triple_loop() {
+    for machine in ["functional", "cycle"] {
+        let array = ["--rows", "8", "--cols", "4", "--schedule", "decoupled"];
+        check_int8_gemm(machine, (37, 29, 23), &array, 6);
+        let array = ["--dataflow", "os", "--rows", "4", "--cols", "4", "--schedule", "decoupled"];
+        check_int8_gemm(machine, (5, 40, 3), &array, 7);
+    }
+}
+
+#[test]
 fn int8_gemm_300x70x45_on_8x8_cycle_machine() {
     check_int8_gemm("cycle", (300, 70, 45), &["--rows", "8", "--cols", "8"], 5);
 }
@@ -267,7 +277,7 @@ fn fortran_order_input_gives_the_same_product() {
 // ---------------------------------------------------------------------------------------------
 // Statistics.
 
-fn check_stats(machine: &str, dataflow: Dataflow) {
+fn check_stats(machine: &str, dataflow: Dataflow, schedule: Schedule) {
     let s = Scratch::new();
     let mut rng = SplitMix(11);
     let (m, k, n) = (33u32, 21u32, 13u32);
@@ -289,6 +299,8 @@ fn check_stats(machine: &str, dataflow: Dataflow) {
         "4".as_ref(),
         "--clock-mhz".as_ref(),
         "250".as_ref(),
+        "--schedule".as_ref(),
+        schedule.name().as_ref(),
         "--a".as_ref(),
         pa.as_os_str(),
         "--b".as_ref(),
@@ -303,9 +315,14 @@ fn check_stats(machine: &str, dataflow: Dataflow) {
         serde_json::from_slice(&fs::read(&ps).expect("stats written")).expect("stats are JSON");
 
     let config = ArrayConfig { clock_mhz: 250.0, ..ArrayConfig::new(8, 4, Dtype::Int8) }
-        .with_dataflow(dataflow);
+        .with_dataflow(dataflow)
+        .with_schedule(schedule);
     let plan = plan_for(&config, GemmShape { m, k, n });
-    let source = if machine == "cycle" { "cycle machine" } else { "closed form" };
+    let source = match (machine, schedule) {
+        ("cycle", _) => "cycle machine",
+        (_, Schedule::Blocking) => "closed form",
+        (_, Schedule::Decoupled) => "timing model",
+    };
     let what = format!("{machine} {flow}: {stats}");
     assert_eq!(stats["cycles"], plan.cycles(), "{what}");
     assert_eq!(stats["cycles_source"], source, "{what}");
@@ -314,7 +331,13 @@ fn check_stats(machine: &str, dataflow: Dataflow) {
     for (field, want) in [("rows", 8), ("cols", 4), ("m", m), ("k", k), ("n", n)] {
         assert_eq!(stats[field], want, "{field}, {what}");
     }
-    for (field, want) in [("dataflow", flow), ("dtype", "int8"), ("machine", machine)] {
+    let fields = [
+        ("dataflow", flow),
+        ("dtype", "int8"),
+        ("machine", machine),
+        ("schedule", schedule.name()),
+    ];
+    for (field, want) in fields {
         assert_eq!(stats[field], want, "{field}, {what}");
     }
     let float = |field: &str| {
@@ -327,14 +350,28 @@ fn check_stats(machine: &str, dataflow: Dataflow) {
 
 #[test]
 fn stats_on_functional_machine_are_the_closed_form() {
-    check_stats("functional", Dataflow::WeightStationary);
-    check_stats("functional", Dataflow::OutputStationary);
+    check_stats("functional", Dataflow::WeightStationary, Schedule::Blocking);
+    check_stats("functional", Dataflow::OutputStationary, Schedule::Blocking);
 }
 
 #[test]
 fn stats_on_cycle_machine_equal_the_closed_form() {
-    check_stats("cycle", Dataflow::WeightStationary);
-    check_stats("cycle", Dataflow::OutputStationary);
+    check_stats("cycle", Dataflow::WeightStationary, Schedule::Blocking);
+    check_stats("cycle", Dataflow::OutputStationary, Schedule::Blocking);
+}
+
+#[test]
+fn stats_under_the_decoupled_schedule_are_the_timing_models_and_fewer() {
+    for machine in ["functional", "cycle"] {
+        check_stats(machine, Dataflow::WeightStationary, Schedule::Decoupled);
+        check_stats(machine, Dataflow::OutputStationary, Schedule::Decoupled);
+    }
+    // The overlap is real: the same GEMM in fewer cycles than the blocking machine's.
+    let shape = GemmShape { m: 200, k: 300, n: 100 };
+    let blocking = ArrayConfig::new(16, 16, Dtype::Int8);
+    let decoupled = blocking.with_schedule(Schedule::Decoupled);
+    let (slow, fast) = (plan_for(&blocking, shape).cycles(), plan_for(&decoupled, shape).cycles());
+    assert!(2 * fast < slow, "decoupled {fast} cycles against blocking {slow}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -387,6 +424,18 @@ fn valid_inputs_succeed() {
     let s = valid_inputs(Dtype::Bf16);
     assert_success(&gemm_in(&s, "bf16", &[]));
     assert_eq!(read_npy::<f32>(&s.path("C.npy")).2, vec![8.0; 6]);
+}
+
+/// The RTL builds the blocking schedule: asked for the decoupled one, `gemm` and `sim` say so in
+/// one line before building anything, and write nothing.
+#[test]
+fn the_decoupled_schedule_on_the_rtl_is_refused_naming_the_schedule() {
+    let s = valid_inputs(Dtype::Int8);
+    let flags = ["--machine", "rtl", "--schedule", "decoupled", "--rows", "2", "--cols", "2"];
+    assert_fails_naming(&gemm_in(&s, "int8", &flags), &["schedule = decoupled", "blocking"]);
+    assert_no_output(&s);
+    let args = ["sim", "--gemm", "4x4x4", "--dtype", "int8", "--schedule", "decoupled"];
+    assert_fails_naming(&systole(args), &["schedule = decoupled", "DECISIONS.md 41"]);
 }
 
 #[test]
