@@ -181,7 +181,7 @@ impl Status {
 ///
 /// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16),
 /// dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
-/// depth (2), reserved (2, zero).
+/// depth (2), schedule (1: 0 blocking, 1 decoupled), reserved (1, zero).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Identity {

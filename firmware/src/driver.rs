@@ -529,6 +529,7 @@ pub fn first_mismatch(expected: &Identity, found: &Identity) -> Option<(Identity
         (IdentityField::Dataflow, dataflow_code(e.dataflow), dataflow_code(f.dataflow)),
         (IdentityField::SpadDepth, e.spad_depth, f.spad_depth),
         (IdentityField::AccDepth, e.acc_depth, f.acc_depth),
+        (IdentityField::Schedule, e.schedule.code() as u32, f.schedule.code() as u32),
     ];
     let dram = (IdentityField::DramBytes, expected.dram_bytes, found.dram_bytes);
     fields.into_iter().find(|(_, e, f)| e != f).or(Some(dram).filter(|(_, e, f)| f < e))

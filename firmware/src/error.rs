@@ -62,6 +62,8 @@ pub enum IdentityField {
     SpadDepth,
     /// Accumulator rows.
     AccDepth,
+    /// 0 blocking, 1 decoupled (`systole_core::Schedule::code`): a program's cycles differ.
+    Schedule,
     /// The accelerator has fewer DRAM bytes than expected (found < expected).
     DramBytes,
 }
@@ -77,6 +79,7 @@ impl IdentityField {
             IdentityField::Dataflow => "dataflow",
             IdentityField::SpadDepth => "scratchpad depth",
             IdentityField::AccDepth => "accumulator depth",
+            IdentityField::Schedule => "schedule",
             IdentityField::DramBytes => "DRAM bytes",
         }
     }

@@ -9,7 +9,7 @@ use systole_core::protocol::{
     encode_request, encode_response, Request, Response, HEADER_BYTES, MAX_FRAME, MAX_PAYLOAD,
     SPI_IDLE,
 };
-use systole_core::{ArrayConfig, Dataflow, Dtype};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
 use systole_firmware::{
     Error, ErrorCode, FaultCode, Identity, IdentityField, Options, Program, ProtocolError, Region,
     Status, Systole,
@@ -214,6 +214,12 @@ fn identify_refuses_a_mismatch_naming_the_field() {
             IdentityField::AccDepth,
             512,
             1024,
+        ),
+        (
+            Identity { config: id.config.with_schedule(Schedule::Decoupled), ..id },
+            IdentityField::Schedule,
+            1,
+            0,
         ),
         (Identity { dram_bytes: (1 << 16) + 1, ..id }, IdentityField::DramBytes, 65537, 65536),
     ];

@@ -48,6 +48,7 @@ pub fn open(
     differs("dataflow", config.dataflow.short_name().into(), got.dataflow.short_name().into())?;
     differs("scratchpad depth", config.spad_depth.to_string(), got.spad_depth.to_string())?;
     differs("accumulator depth", config.acc_depth.to_string(), got.acc_depth.to_string())?;
+    differs("schedule", config.schedule.name().into(), got.schedule.name().into())?;
     if (id.dram_bytes as usize) < dram {
         bail!(
             "{port}: this run needs {dram} bytes of DRAM, the board's accelerator has {}",
