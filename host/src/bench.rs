@@ -452,6 +452,8 @@ pub struct ConfigReport {
     pub cols: u16,
     pub dtype: &'static str,
     pub dataflow: &'static str,
+    /// "blocking" or "decoupled".
+    pub schedule: &'static str,
     pub spad_depth: u32,
     pub acc_depth: u32,
     pub clock_mhz: f64,
@@ -560,11 +562,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let bench =
         Bench { config, fmax_mhz, projected, cpu: CpuPeak::of_this_machine(), gpu, gpu_report };
     println!(
-        "accelerator: {}x{} {} {} array at {} MHz (peak {}MAC/s); projection: {}x{} at {} MHz\nCPU: {} \
-         at {:.0} MHz, peak assumed {}MAC/s ({})",
+        "accelerator: {}x{} {}{} {} array at {} MHz (peak {}MAC/s); projection: {}x{} at {} MHz\nCPU: \
+         {} at {:.0} MHz, peak assumed {}MAC/s ({})",
         config.rows,
         config.cols,
         config.dataflow.short_name(),
+        crate::report::schedule_word(&config),
         config.dtype.name(),
         config.clock_mhz,
         si(peak_of(&config)),
@@ -605,6 +608,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             cols: config.cols,
             dtype: config.dtype.name(),
             dataflow: config.dataflow.short_name(),
+            schedule: config.schedule.name(),
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,
             clock_mhz: config.clock_mhz,
@@ -696,10 +700,11 @@ fn open_gpu() -> (Option<Gpu>, GpuReport) {
 /// `accelerator 16x16 ws @ 100 MHz`.
 pub fn accel_label(config: &ArrayConfig) -> String {
     format!(
-        "accelerator {}x{} {} @ {} MHz",
+        "accelerator {}x{} {}{} @ {} MHz",
         config.rows,
         config.cols,
         config.dataflow.short_name(),
+        crate::report::schedule_word(config),
         crate::board::mhz(config.clock_mhz)
     )
 }

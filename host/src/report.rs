@@ -74,9 +74,20 @@ pub struct ArrayReport {
     pub rows: u16,
     pub cols: u16,
     pub dataflow: &'static str,
+    /// "blocking" or "decoupled".
+    pub schedule: &'static str,
     pub spad_depth: u32,
     pub acc_depth: u32,
     pub clock_mhz: f64,
+}
+
+/// " decoupled" after an array's dataflow in a line of text when it runs the decoupled
+/// schedule; nothing for the default, so the default's lines stay as they were.
+pub fn schedule_word(config: &ArrayConfig) -> &'static str {
+    match config.schedule {
+        systole_core::Schedule::Blocking => "",
+        systole_core::Schedule::Decoupled => " decoupled",
+    }
 }
 
 impl From<&ArrayConfig> for ArrayReport {
@@ -85,6 +96,7 @@ impl From<&ArrayConfig> for ArrayReport {
             rows: c.rows,
             cols: c.cols,
             dataflow: c.dataflow.short_name(),
+            schedule: c.schedule.name(),
             spad_depth: c.spad_depth,
             acc_depth: c.acc_depth,
             clock_mhz: c.clock_mhz,
@@ -285,11 +297,12 @@ pub fn step_table(
         }
     }
     let mut out = format!(
-        "training step, batch {} ({}x{} {} array, {} MHz):\n",
+        "training step, batch {} ({}x{} {}{} array, {} MHz):\n",
         step.batch,
         config.rows,
         config.cols,
         config.dataflow.short_name(),
+        schedule_word(config),
         config.clock_mhz
     );
     for row in &rows {
