@@ -485,6 +485,10 @@ pub struct SgdBuffers {
 /// SGD over a flat f32 tensor in DRAM, in blocks of accumulator rows of C words:
 /// load p, g (and v); `g += wd * p`; `v = momentum * v; v += 1.0 * g; p += -lr * v` (or
 /// `p += -lr * g`); store p (and v); cast p to the bf16 copy.
+///
+/// Under the decoupled schedule the blocks alternate accumulator banks (each holds its p, g and v
+/// in one bank) and each block's loads are issued before the previous block's vector work, so
+/// the load unit fills one bank while the vector unit works through the other.
 pub fn emit_sgd(
     config: &ArrayConfig,
     out: &mut Vec<Instruction>,
@@ -493,31 +497,62 @@ pub fn emit_sgd(
 ) {
     let c = config.cols as u32;
     let per_row = 2 + buf.velocity.is_some() as u32;
-    let block = (config.acc_depth / per_row).min(config.spad_depth).min(u16::MAX as u32);
+    let decoupled = config.schedule == crate::config::Schedule::Decoupled;
+    // Rows of acc a block may use, and where the two banks start.
+    let (space, banks) = if decoupled {
+        (config.acc_depth / 2, [0, config.acc_depth.div_ceil(2) as u16])
+    } else {
+        (config.acc_depth, [0, 0])
+    };
+    let block = (space / per_row).min(config.spad_depth).min(u16::MAX as u32);
+    let block = if decoupled { block.min(SGD_BLOCK) } else { block };
     let full_rows = buf.len / c;
     let rest = buf.len % c;
+    // Each block: (offset in bytes, rows, elements a row).
+    let mut blocks = Vec::new();
     let mut row = 0;
     while row < full_rows {
         let rows = block.min(full_rows - row);
-        emit_sgd_block(out, &buf, sgd, row * c * 4, rows, c, c);
+        blocks.push((row * c * 4, rows, c));
         row += rows;
     }
     if rest > 0 {
-        emit_sgd_block(out, &buf, sgd, full_rows * c * 4, 1, rest, c);
+        blocks.push((full_rows * c * 4, 1, rest));
     }
+    let mut pending_math: Vec<Instruction> = Vec::new();
+    for (i, &(offset, rows, len)) in blocks.iter().enumerate() {
+        let mut ops = Vec::new();
+        emit_sgd_block(&mut ops, &buf, sgd, (offset, rows, len), c, banks[i % 2]);
+        if !decoupled {
+            out.extend(ops);
+            continue;
+        }
+        // This block's loads go before the previous block's vector work.
+        let (loads, math): (Vec<_>, Vec<_>) =
+            ops.into_iter().partition(|ins| matches!(ins, Instruction::LoadAcc { .. }));
+        out.extend(loads);
+        out.append(&mut pending_math);
+        pending_math = math;
+    }
+    out.append(&mut pending_math);
 }
 
+/// Accumulator rows of one decoupled SGD block: small enough that the next block's loads start
+/// early, large enough that each instruction's dispatch is a small share of its rows.
+const SGD_BLOCK: u32 = 64;
+
+/// One block: `rows` accumulator rows of `len` words at byte `offset` of each tensor, p, g and v
+/// from accumulator row `base`.
 fn emit_sgd_block(
     out: &mut Vec<Instruction>,
     buf: &SgdBuffers,
     sgd: &crate::graph::Sgd,
-    offset: u32,
-    rows: u32,
-    len: u32,
+    (offset, rows, len): (u32, u32, u32),
     c: u32,
+    base: u16,
 ) {
     let (rows16, len16) = (rows as u16, len as u16);
-    let (p, g, v) = (0u16, rows16, 2 * rows16);
+    let (p, g, v) = (base, base + rows16, base + 2 * rows16);
     let load = |acc_row: u16, base: u32| Instruction::LoadAcc {
         acc_row,
         dram_addr: base + offset,
