@@ -21,15 +21,7 @@ const OLD: &[u8] = b"an earlier output that a failed run must not touch";
 /// `file` (and `needle`), no panic; every file in `outputs` still holds [`OLD`].
 #[track_caller]
 fn assert_refused(case: &str, out: &Output, file: &Path, needle: &str, outputs: &[PathBuf]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{case}: exit status; stderr: {stderr}");
-    assert!(!stderr.contains("panicked"), "{case}: panic: {stderr}");
-    assert!(out.stdout.is_empty(), "{case}: stdout: {}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(stderr.lines().count(), 1, "{case}: one line on stderr: {stderr:?}");
-    assert!(stderr.starts_with("error: "), "{case}: {stderr:?}");
-    let name = file.display().to_string();
-    assert!(stderr.contains(&name), "{case}: stderr should name {name}: {stderr:?}");
-    assert!(stderr.contains(needle), "{case}: stderr should say {needle:?}: {stderr:?}");
+    assert_error_line(case, out, &[&file.display().to_string(), needle]);
     for output in outputs {
         assert_eq!(fs::read(output).unwrap(), OLD, "{case}: {} was touched", output.display());
     }

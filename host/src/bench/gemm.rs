@@ -223,12 +223,13 @@ pub fn suite(
             let (c, stats) = run_gemm(machine.as_mut(), &plan, &ops.a_elems, &ops.b_elems)
                 .map_err(|e| anyhow!("cycle machine: {e}"))?;
             check_exact("cycle machine", &shape, &c, &want, &at)?;
-            if stats.cycles != Some(plan.cycles()) {
+            let model_cycles = plan.cycles();
+            if stats.cycles != Some(model_cycles) {
                 bail!(
-                    "cycle machine {}: {:?} cycles, the closed form says {}",
+                    "cycle machine {}: {:?} cycles, the {} says {model_cycles}",
                     workload(&shape),
                     stats.cycles,
-                    plan.cycles()
+                    model(&config)
                 );
             }
             let seconds = time_runs(BUDGET, 5, || {
@@ -236,7 +237,7 @@ pub fn suite(
                     .map(|_| ())
                     .map_err(|e| anyhow!("{e}"))
             })?;
-            let pe_rate = config.pe_count() as f64 * plan.cycles() as f64 / seconds;
+            let pe_rate = config.pe_count() as f64 * model_cycles as f64 / seconds;
             cycle_row = Some(
                 row(&shape, "cycle machine (wall clock)", Kind::Simulator, dtype)
                     .timed(seconds, None)
@@ -401,12 +402,13 @@ fn board_rows(
     let Some(cycles) = stats.cycles else {
         bail!("board on {}, {}: no cycle count came back", link.port, workload(&shape));
     };
-    if cycles != plan.cycles() {
+    let model_cycles = plan.cycles();
+    if cycles != model_cycles {
         bail!(
-            "board on {}, {}: its counter says {cycles} cycles, the closed form {}",
+            "board on {}, {}: its counter says {cycles} cycles, the {} {model_cycles}",
             link.port,
             workload(&shape),
-            plan.cycles()
+            model(config)
         );
     }
     let check = format!("{} exact; counter = closed form", count(&at, &shape));
