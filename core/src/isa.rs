@@ -69,7 +69,7 @@ pub enum VectorOp {
 }
 
 impl VectorOp {
-    const ALL: [VectorOp; 5] =
+    pub const ALL: [VectorOp; 5] =
         [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy];
 
     pub const fn code(self) -> u8 {

@@ -11,7 +11,8 @@
 //! * **accumulator banks**: the accumulators are two banks, rows `0..ceil(acc_depth / 2)` and the
 //!   rest; each bank has the ports for one unit at a time, so two units never share a bank;
 //! * **scratchpad ports**: one write port (`Load`, `CastBf16`, `Requantize`) and a second read
-//!   port (`LoadWeights`, `StoreSpad`) beside the array's.
+//!   port (`LoadWeights`, `StoreSpad`, and an output-stationary `MatmulOs`'s `B` rows) beside the
+//!   array's.
 //!
 //! Ops of one unit run in program order on that unit, so they never conflict with each other.
 
@@ -107,9 +108,10 @@ pub const fn dram_end(
     addr as u64 + ((rows as u64 - 1) * row_stride as u64 + (len as u64 - 1) * elem_stride) * es + es
 }
 
-/// The scratchpad port beside the array's read port that an instruction takes.
-const SPAD_WRITE: u8 = 1;
-const SPAD_READ2: u8 = 2;
+/// The scratchpad ports beside the array's read port, one bit each in
+/// [`Footprint::spad_ports`]: the write port, and the second read port.
+pub const SPAD_WRITE: u8 = 1;
+pub const SPAD_READ2: u8 = 2;
 
 /// What one instruction touches while it is in flight.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -171,6 +173,7 @@ pub fn footprint(config: &ArrayConfig, ins: &Instruction) -> Footprint {
         }
         Instruction::MatmulOs { a_row, b_row, k, acc_row, rows, .. } => {
             fp.spad_reads = [rows_at(a_row, k), rows_at(b_row, k)];
+            fp.spad_ports = SPAD_READ2;
             fp.acc_banks = banks(acc_row, rows);
         }
         Instruction::Vector { op, dst, src, rows, .. } => {

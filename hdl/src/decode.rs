@@ -447,6 +447,9 @@ pub struct ExtentCheck {
     pub done: Signal<Out, Bit>,
     /// With `done`: the access would pass the end of the DRAM.
     pub bad: Signal<Out, Bit>,
+    /// With `done` and not `bad`: the byte after the access's last (core's
+    /// `scoreboard::dram_end`), which the decoupled schedule's scoreboard compares.
+    pub end_byte: Signal<Out, Bits<32>>,
     busy: DFF<Bit>,
     finished: DFF<Bit>,
     steps: DFF<Bits<5>>,
@@ -506,6 +509,7 @@ impl ExtentCheck {
             word: Default::default(),
             done: Default::default(),
             bad: Default::default(),
+            end_byte: Default::default(),
             busy: Default::default(),
             finished: Default::default(),
             steps: Default::default(),
@@ -611,6 +615,7 @@ impl Logic for ExtentCheck {
         self.limit_end.next = (self.addr.val() & self.mask.val())
             + ((self.acc.q.val() + 1) << self.shift_bytes.val());
         self.done.next = self.finished.q.val();
+        self.end_byte.next = self.limit_end.val().get_bits::<32>(0);
         self.bad.next = self.over.q.val()
             || (self.addr.val() & self.above.val()).any()
             || self.limit_end.val() > self.dram_bytes.val();
@@ -941,6 +946,12 @@ mod tests {
 
     /// The extent check's answer for a word, and the cycles it took.
     fn extent_over(dram: u64, elem_bytes: u64, word: u128) -> (bool, usize) {
+        let (bad, _, cycles) = extent_of(dram, elem_bytes, word);
+        (bad, cycles)
+    }
+
+    /// The extent check's answer for a word, its end byte, and the cycles it took.
+    fn extent_of(dram: u64, elem_bytes: u64, word: u128) -> (bool, u64, usize) {
         let mut e = ExtentCheck::new(dram, elem_bytes);
         e.connect_all();
         e.word.next = word.to_bits();
@@ -948,7 +959,7 @@ mod tests {
         for cycle in 1..=40 {
             tick(&mut e, |e| &mut e.clock);
             if e.done.val() {
-                return (e.bad.val(), cycle);
+                return (e.bad.val(), e.end_byte.val().index() as u64, cycle);
             }
         }
         panic!("the extent check of {word:#x} never finished");
@@ -1215,12 +1226,17 @@ mod tests {
                     let stride = if op == Opcode::Load { es } else { 1 } as u128;
                     let span = (rows.wrapping_sub(1) & 0xFFFF) as u128 * rs as u128
                         + (len.wrapping_sub(1) & 0xFFFF) as u128 * stride;
-                    let want = addr as u128 + (span + 1) * bytes > dram as u128;
-                    let (got, cycles) = extent_over(dram, elem_bytes, word);
-                    assert_eq!(
-                        got, want,
-                        "{op:?} addr {addr} rows {rows} len {len} strides {rs} {es}, DRAM {dram}"
-                    );
+                    let end = addr as u128 + (span + 1) * bytes;
+                    let want = end > dram as u128;
+                    let (got, got_end, cycles) = extent_of(dram, elem_bytes, word);
+                    let what =
+                        format!("{op:?} addr {addr} rows {rows} len {len} strides {rs} {es}");
+                    assert_eq!(got, want, "{what}, DRAM {dram}");
+                    if !want && rows > 0 && len > 0 && end < 1 << 32 {
+                        // The scoreboard's span end (rows and len of 0 are refused elsewhere;
+                        // an emitted DRAM is far below 4 GiB, `top::MAX_DRAM_BYTES`).
+                        assert_eq!(got_end as u128, end, "{what}, DRAM {dram}: end");
+                    }
                     assert_eq!(cycles, 17, "clock edges to the answer");
                 }
             }

@@ -523,6 +523,8 @@ pub struct PacketEngine {
     pub fifo_word: Signal<Out, Bits<128>>,
     /// With `fifo_push`: the word, read as a DRAM access, passes the end of the DRAM.
     pub fifo_extent_over: Signal<Out, Bit>,
+    /// With `fifo_push`: the byte after the word's last DRAM byte, read as a DRAM access.
+    pub fifo_end: Signal<Out, Bits<32>>,
     pub run: Signal<Out, Bit>,
     pub machine_reset: Signal<Out, Bit>,
     // The host port of the memories (used only while no program runs).
@@ -648,6 +650,7 @@ impl PacketEngine {
             fifo_push: Default::default(),
             fifo_word: Default::default(),
             fifo_extent_over: Default::default(),
+            fifo_end: Default::default(),
             run: Default::default(),
             machine_reset: Default::default(),
             host_region: Default::default(),
@@ -793,6 +796,7 @@ impl Logic for PacketEngine {
         self.extent.check.next = self.state.q.val() == LinkState::PushCheck;
         self.extent.word.next = self.assembly.q.val();
         self.fifo_extent_over.next = self.extent.bad.val();
+        self.fifo_end.next = self.extent.end_byte.val();
         self.run.next = false;
         self.machine_reset.next = false;
         self.host_write.next = false;

@@ -12,7 +12,7 @@
 //! while no program runs) owns each memory port.
 
 use rust_hdl::prelude::*;
-use systole_core::{ArrayConfig, Dataflow, Dtype};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
 
 use crate::array::Array;
 use crate::controller::{ArrayUnit, Dispatcher, InstrFifo, Sequencer, WeightLoader};
@@ -291,7 +291,7 @@ impl SystoleTop {
             uart_out: UartTx::new(top.uart_divisor),
             spi: Default::default(),
             engine: PacketEngine::new(map),
-            fifo: InstrFifo::new(top.fifo_depth),
+            fifo: InstrFifo::new(top.fifo_depth, config.schedule == Schedule::Decoupled),
             checks: Checker::new(&config),
             candidate: Default::default(),
             dispatcher: Default::default(),
@@ -367,6 +367,7 @@ impl Logic for SystoleTop {
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
+        self.fifo.push_end.next = self.engine.fifo_end.val();
         self.fifo.pop.next = self.dispatcher.pop.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
         self.checks.load.next = self.candidate.load.val();

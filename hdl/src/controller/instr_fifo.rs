@@ -21,15 +21,22 @@ pub struct InstrFifo {
     pub push_word: Signal<In, Bits<128>>,
     /// A bit queued with the word: its DRAM extent check ([`crate::decode::ExtentCheck`]).
     pub push_flag: Signal<In, Bit>,
+    /// The word's DRAM end byte, queued with it when the FIFO is built `with_ends` (the
+    /// decoupled schedule's scoreboard compares DRAM spans).
+    pub push_end: Signal<In, Bits<32>>,
     pub pop: Signal<In, Bit>,
     /// Empties the FIFO (wins over push and pop).
     pub clear: Signal<In, Bit>,
     pub head: Signal<Out, Bits<128>>,
     pub head_flag: Signal<Out, Bit>,
+    /// The head's DRAM end byte (zero when built without ends).
+    pub head_end: Signal<Out, Bits<32>>,
     pub valid: Signal<Out, Bit>,
     /// Free slots.
     pub free: Signal<Out, Bits<16>>,
     ram: Ram<129, 16>,
+    /// The ends, in a RAM of their own that only a decoupled build has.
+    ends: Vec<Ram<32, 16>>,
     /// The head read issued in the last cycle collided with a write to its word.
     stale: DFF<Bit>,
     read_ptr: DFF<Bits<16>>,
@@ -42,20 +49,24 @@ pub struct InstrFifo {
 }
 
 impl InstrFifo {
-    pub fn new(depth: usize) -> InstrFifo {
+    /// A FIFO of `depth` words that also queues each word's DRAM end when `with_ends`.
+    pub fn new(depth: usize, with_ends: bool) -> InstrFifo {
         assert!((1..1 << 16).contains(&depth), "FIFO depth {depth}");
         InstrFifo {
             clock: Default::default(),
             push: Default::default(),
             push_word: Default::default(),
             push_flag: Default::default(),
+            push_end: Default::default(),
             pop: Default::default(),
             clear: Default::default(),
             head: Default::default(),
             head_flag: Default::default(),
+            head_end: Default::default(),
             valid: Default::default(),
             free: Default::default(),
             ram: Ram::read_first(depth),
+            ends: (0..with_ends as usize).map(|_| Ram::read_first(depth)).collect(),
             stale: Default::default(),
             read_ptr: Default::default(),
             write_ptr: Default::default(),
@@ -112,6 +123,16 @@ impl Logic for InstrFifo {
             && (self.ram.read_address.val() == self.ram.write_address.val());
         self.head.next = self.ram.read_data.val().get_bits::<128>(0);
         self.head_flag.next = self.ram.read_data.val().get_bit(128);
+        self.head_end.next = 0.into();
+        for i in 0..self.ends.len() {
+            self.ends[i].clock.next = self.clock.val();
+            self.ends[i].write_enable.next = self.ram.write_enable.val();
+            self.ends[i].write_address.next = self.ram.write_address.val();
+            self.ends[i].write_data.next = self.push_end.val();
+            self.ends[i].read_enable.next = true;
+            self.ends[i].read_address.next = self.ram.read_address.val();
+            self.head_end.next = self.ends[i].read_data.val();
+        }
     }
 }
 
@@ -126,7 +147,7 @@ mod tests {
 
     #[test]
     fn fifo_falls_through_and_counts() {
-        let mut f = InstrFifo::new(3);
+        let mut f = InstrFifo::new(3, true);
         f.connect_all();
         assert_eq!(f.free.val().index(), 0, "before settling");
         tick(&mut f, |f| &mut f.clock);
@@ -137,10 +158,12 @@ mod tests {
         for v in 1..=3u128 {
             f.push.next = true;
             f.push_word.next = word(v << 100 | v);
+            f.push_end.next = (v as u64 * 7).to_bits();
             tick(&mut f, |f| &mut f.clock);
             assert_eq!(f.valid.val(), v > 1, "after push {v}");
             if v > 1 {
                 assert_eq!(f.head.val(), word(1 << 100 | 1));
+                assert_eq!(f.head_end.val().index(), 7, "the end travels with its word");
             }
         }
         assert_eq!(f.free.val().index(), 0);
@@ -152,6 +175,7 @@ mod tests {
         f.push.next = false;
         tick(&mut f, |f| &mut f.clock);
         assert_eq!(f.head.val(), word(3 << 100 | 3));
+        assert_eq!(f.head_end.val().index(), 21);
         tick(&mut f, |f| &mut f.clock);
         assert_eq!(f.head.val(), word(4));
         assert_eq!(f.free.val().index(), 2);
@@ -173,6 +197,7 @@ mod tests {
 
     #[test]
     fn verilog_is_valid() {
-        yosys_validate("fifo", &verilog_of(InstrFifo::new(5))).unwrap();
+        yosys_validate("fifo", &verilog_of(InstrFifo::new(5, false))).unwrap();
+        yosys_validate("fifo", &verilog_of(InstrFifo::new(5, true))).unwrap();
     }
 }

@@ -47,13 +47,17 @@
 //! [`crate::top`] wires them together with the decoder, the memories and the array.
 
 mod array_unit;
+mod decoupled;
 mod dispatcher;
+mod footprint;
 mod instr_fifo;
 mod sequencer;
 mod weight_loader;
 
 pub use array_unit::ArrayUnit;
+pub use decoupled::DecoupledDispatcher;
 pub use dispatcher::Dispatcher;
+pub use footprint::{Conflict, Footprint, FootprintOf};
 pub use instr_fifo::InstrFifo;
 pub use sequencer::Sequencer;
 pub use weight_loader::WeightLoader;

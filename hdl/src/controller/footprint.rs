@@ -1,0 +1,449 @@
+//! The decoupled schedule's scoreboard in hardware: what an instruction touches while it is in
+//! flight ([`Footprint`], core's `scoreboard::Footprint` as one signal bundle), computed from
+//! the decoded candidate ([`FootprintOf`]), and the hazard test between two of them
+//! ([`Conflict`], core's `scoreboard::conflicts`). The dispatcher keeps one footprint per
+//! instruction in flight and compares the candidate with each.
+//!
+//! Spans are half-open `lo..hi`, an empty one `0..0`. Scratchpad and accumulator rows take 17
+//! bits (`row + rows` of two 16-bit fields); DRAM bytes 32, the end coming from the host link's
+//! extent check through the FIFO (an emitted DRAM is far below 4 GiB, `top::MAX_DRAM_BYTES`).
+
+use rust_hdl::prelude::*;
+use systole_core::scoreboard::{SPAD_READ2, SPAD_WRITE};
+use systole_core::ArrayConfig;
+
+use crate::decode::constant;
+
+/// What one instruction touches while it is in flight.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, LogicStruct)]
+pub struct Footprint {
+    pub read0_lo: Bits<17>,
+    pub read0_hi: Bits<17>,
+    pub read1_lo: Bits<17>,
+    pub read1_hi: Bits<17>,
+    pub write_lo: Bits<17>,
+    pub write_hi: Bits<17>,
+    pub dram_read_lo: Bits<32>,
+    pub dram_read_hi: Bits<32>,
+    pub dram_write_lo: Bits<32>,
+    pub dram_write_hi: Bits<32>,
+    /// Accumulator banks, one bit each (core's `scoreboard::acc_banks`).
+    pub acc_banks: Bits<2>,
+    /// Scratchpad ports beside the array's read port (core's `SPAD_WRITE`, `SPAD_READ2`).
+    pub ports: Bits<2>,
+}
+
+/// The footprint of the decoded candidate (combinational).
+#[derive(LogicBlock)]
+pub struct FootprintOf {
+    pub load: Signal<In, Bit>,
+    pub store: Signal<In, Bit>,
+    pub load_weights: Signal<In, Bit>,
+    pub matmul: Signal<In, Bit>,
+    pub matmul_os: Signal<In, Bit>,
+    pub vector: Signal<In, Bit>,
+    pub cast_bf16: Signal<In, Bit>,
+    pub requantize: Signal<In, Bit>,
+    pub load_acc: Signal<In, Bit>,
+    pub store_spad: Signal<In, Bit>,
+    pub bias_add: Signal<In, Bit>,
+    pub relu: Signal<In, Bit>,
+    pub scale: Signal<In, Bit>,
+    pub spad_row: Signal<In, Bits<16>>,
+    pub acc_row: Signal<In, Bits<16>>,
+    pub a_row: Signal<In, Bits<16>>,
+    pub b_row: Signal<In, Bits<16>>,
+    pub dst: Signal<In, Bits<16>>,
+    pub src: Signal<In, Bits<16>>,
+    pub dram_addr: Signal<In, Bits<32>>,
+    pub rows: Signal<In, Bits<16>>,
+    pub k: Signal<In, Bits<16>>,
+    /// The byte after the last DRAM byte the word touches, read as a DRAM access (the FIFO's).
+    pub dram_end: Signal<In, Bits<32>>,
+    pub fp: Signal<Out, Footprint>,
+    empty: Constant<Footprint>,
+    /// The first accumulator row of the second bank: `ceil(acc_depth / 2)`.
+    split: Constant<Bits<17>>,
+    port_write: Constant<Bits<2>>,
+    port_read2: Constant<Bits<2>>,
+    /// Accumulator spans: the instruction's rows (`acc_row` or `dst`), and a vector op's source.
+    acc_lo: Signal<Local, Bits<17>>,
+    acc_hi: Signal<Local, Bits<17>>,
+    src_lo: Signal<Local, Bits<17>>,
+    src_hi: Signal<Local, Bits<17>>,
+    rows_end: Signal<Local, Bits<17>>,
+    bank0: Signal<Local, Bit>,
+    bank1: Signal<Local, Bit>,
+}
+
+impl FootprintOf {
+    pub fn new(config: &ArrayConfig) -> FootprintOf {
+        FootprintOf {
+            load: Default::default(),
+            store: Default::default(),
+            load_weights: Default::default(),
+            matmul: Default::default(),
+            matmul_os: Default::default(),
+            vector: Default::default(),
+            cast_bf16: Default::default(),
+            requantize: Default::default(),
+            load_acc: Default::default(),
+            store_spad: Default::default(),
+            bias_add: Default::default(),
+            relu: Default::default(),
+            scale: Default::default(),
+            spad_row: Default::default(),
+            acc_row: Default::default(),
+            a_row: Default::default(),
+            b_row: Default::default(),
+            dst: Default::default(),
+            src: Default::default(),
+            dram_addr: Default::default(),
+            rows: Default::default(),
+            k: Default::default(),
+            dram_end: Default::default(),
+            fp: Default::default(),
+            empty: Constant::new(Footprint::default()),
+            split: constant(config.acc_depth.div_ceil(2) as u64),
+            port_write: constant(SPAD_WRITE as u64),
+            port_read2: constant(SPAD_READ2 as u64),
+            acc_lo: Default::default(),
+            acc_hi: Default::default(),
+            src_lo: Default::default(),
+            src_hi: Default::default(),
+            rows_end: Default::default(),
+            bank0: Default::default(),
+            bank1: Default::default(),
+        }
+    }
+}
+
+impl Logic for FootprintOf {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.fp.next = self.empty.val();
+        self.acc_lo.next = 0.into();
+        self.acc_hi.next = 0.into();
+        self.src_lo.next = 0.into();
+        self.src_hi.next = 0.into();
+        self.rows_end.next = bit_cast::<17, 16>(self.rows.val());
+        if self.load.val() {
+            self.fp.next.write_lo = bit_cast::<17, 16>(self.spad_row.val());
+            self.fp.next.write_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
+            self.fp.next.ports = self.port_write.val();
+            self.fp.next.dram_read_lo = self.dram_addr.val();
+            self.fp.next.dram_read_hi = self.dram_end.val();
+        }
+        if self.load_acc.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
+            self.fp.next.dram_read_lo = self.dram_addr.val();
+            self.fp.next.dram_read_hi = self.dram_end.val();
+        }
+        if self.store.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
+            self.fp.next.dram_write_lo = self.dram_addr.val();
+            self.fp.next.dram_write_hi = self.dram_end.val();
+        }
+        if self.store_spad.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.spad_row.val());
+            self.fp.next.read0_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
+            self.fp.next.ports = self.port_read2.val();
+            self.fp.next.dram_write_lo = self.dram_addr.val();
+            self.fp.next.dram_write_hi = self.dram_end.val();
+        }
+        if self.load_weights.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.spad_row.val());
+            self.fp.next.read0_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
+            self.fp.next.ports = self.port_read2.val();
+        }
+        if self.matmul.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.a_row.val());
+            self.fp.next.read0_hi = bit_cast::<17, 16>(self.a_row.val()) + self.rows_end.val();
+            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
+        }
+        if self.matmul_os.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.a_row.val());
+            self.fp.next.read0_hi =
+                bit_cast::<17, 16>(self.a_row.val()) + bit_cast::<17, 16>(self.k.val());
+            self.fp.next.read1_lo = bit_cast::<17, 16>(self.b_row.val());
+            self.fp.next.read1_hi =
+                bit_cast::<17, 16>(self.b_row.val()) + bit_cast::<17, 16>(self.k.val());
+            self.fp.next.ports = self.port_read2.val();
+            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
+        }
+        if self.cast_bf16.val() || self.requantize.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
+            self.fp.next.write_lo = bit_cast::<17, 16>(self.spad_row.val());
+            self.fp.next.write_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
+            self.fp.next.ports = self.port_write.val();
+        }
+        if self.vector.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.dst.val());
+            if !self.relu.val() && !self.scale.val() {
+                // The source: one bias row, or a row per destination row.
+                self.src_lo.next = bit_cast::<17, 16>(self.src.val());
+                self.src_hi.next = bit_cast::<17, 16>(self.src.val()) + self.rows_end.val();
+                if self.bias_add.val() {
+                    self.src_hi.next = bit_cast::<17, 16>(self.src.val()) + 1;
+                }
+            }
+        }
+        if self.load_acc.val()
+            || self.store.val()
+            || self.matmul.val()
+            || self.matmul_os.val()
+            || self.cast_bf16.val()
+            || self.requantize.val()
+            || self.vector.val()
+        {
+            self.acc_hi.next = self.acc_lo.val() + self.rows_end.val();
+        }
+        // The banks: rows below `split` are the first, the rest the second.
+        self.bank0.next = ((self.acc_lo.val() < self.acc_hi.val())
+            && (self.acc_lo.val() < self.split.val()))
+            || ((self.src_lo.val() < self.src_hi.val()) && (self.src_lo.val() < self.split.val()));
+        self.bank1.next = ((self.acc_lo.val() < self.acc_hi.val())
+            && (self.acc_hi.val() > self.split.val()))
+            || ((self.src_lo.val() < self.src_hi.val()) && (self.src_hi.val() > self.split.val()));
+        self.fp.next.acc_banks = bit_cast::<2, 1>(self.bank0.val().into())
+            | (bit_cast::<2, 1>(self.bank1.val().into()) << 1);
+    }
+}
+
+/// Whether two instructions on different units may not be in flight together (combinational).
+#[derive(LogicBlock, Default)]
+pub struct Conflict {
+    pub a: Signal<In, Footprint>,
+    pub b: Signal<In, Footprint>,
+    pub conflict: Signal<Out, Bit>,
+    a_writes_b: Signal<Local, Bit>,
+    b_writes_a: Signal<Local, Bit>,
+    dram: Signal<Local, Bit>,
+}
+
+impl Logic for Conflict {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // Scratchpad rows one writes and the other reads or writes (each span non-empty).
+        self.a_writes_b.next = false;
+        if self.a.val().write_lo < self.a.val().write_hi {
+            if (self.b.val().read0_lo < self.b.val().read0_hi)
+                && (self.a.val().write_lo < self.b.val().read0_hi)
+                && (self.b.val().read0_lo < self.a.val().write_hi)
+            {
+                self.a_writes_b.next = true;
+            }
+            if (self.b.val().read1_lo < self.b.val().read1_hi)
+                && (self.a.val().write_lo < self.b.val().read1_hi)
+                && (self.b.val().read1_lo < self.a.val().write_hi)
+            {
+                self.a_writes_b.next = true;
+            }
+            if (self.b.val().write_lo < self.b.val().write_hi)
+                && (self.a.val().write_lo < self.b.val().write_hi)
+                && (self.b.val().write_lo < self.a.val().write_hi)
+            {
+                self.a_writes_b.next = true;
+            }
+        }
+        self.b_writes_a.next = false;
+        if self.b.val().write_lo < self.b.val().write_hi {
+            if (self.a.val().read0_lo < self.a.val().read0_hi)
+                && (self.b.val().write_lo < self.a.val().read0_hi)
+                && (self.a.val().read0_lo < self.b.val().write_hi)
+            {
+                self.b_writes_a.next = true;
+            }
+            if (self.a.val().read1_lo < self.a.val().read1_hi)
+                && (self.b.val().write_lo < self.a.val().read1_hi)
+                && (self.a.val().read1_lo < self.b.val().write_hi)
+            {
+                self.b_writes_a.next = true;
+            }
+        }
+        // DRAM bytes one writes and the other reads or writes.
+        self.dram.next = false;
+        if self.a.val().dram_write_lo < self.a.val().dram_write_hi {
+            if (self.b.val().dram_read_lo < self.b.val().dram_read_hi)
+                && (self.a.val().dram_write_lo < self.b.val().dram_read_hi)
+                && (self.b.val().dram_read_lo < self.a.val().dram_write_hi)
+            {
+                self.dram.next = true;
+            }
+            if (self.b.val().dram_write_lo < self.b.val().dram_write_hi)
+                && (self.a.val().dram_write_lo < self.b.val().dram_write_hi)
+                && (self.b.val().dram_write_lo < self.a.val().dram_write_hi)
+            {
+                self.dram.next = true;
+            }
+        }
+        if (self.b.val().dram_write_lo < self.b.val().dram_write_hi)
+            && (self.a.val().dram_read_lo < self.a.val().dram_read_hi)
+            && (self.b.val().dram_write_lo < self.a.val().dram_read_hi)
+            && (self.a.val().dram_read_lo < self.b.val().dram_write_hi)
+        {
+            self.dram.next = true;
+        }
+        self.conflict.next = self.a_writes_b.val()
+            || self.b_writes_a.val()
+            || self.dram.val()
+            || (self.a.val().acc_banks & self.b.val().acc_banks).any()
+            || (self.a.val().ports & self.b.val().ports).any();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::Decoder;
+    use crate::testing::{settle, verilog_of};
+    use systole_core::check::{random_program, SplitMix};
+    use systole_core::isa::{encode, Instruction, VectorOp};
+    use systole_core::scoreboard::{self, conflicts, dram_end, Span};
+    use systole_core::{Dataflow, Dtype};
+
+    /// Core's footprint in the hardware's bundle.
+    fn bundle(fp: &scoreboard::Footprint) -> Footprint {
+        let b = |s: Span| -> (Bits<17>, Bits<17>) { (s.lo.into(), s.hi.into()) };
+        let d = |s: Span| -> (Bits<32>, Bits<32>) { (s.lo.into(), s.hi.into()) };
+        let ((read0_lo, read0_hi), (read1_lo, read1_hi)) =
+            (b(fp.spad_reads[0]), b(fp.spad_reads[1]));
+        let (write_lo, write_hi) = b(fp.spad_write);
+        let (dram_read_lo, dram_read_hi) = d(fp.dram_read);
+        let (dram_write_lo, dram_write_hi) = d(fp.dram_write);
+        Footprint {
+            read0_lo,
+            read0_hi,
+            read1_lo,
+            read1_hi,
+            write_lo,
+            write_hi,
+            dram_read_lo,
+            dram_read_hi,
+            dram_write_lo,
+            dram_write_hi,
+            acc_banks: (fp.acc_banks as u64).into(),
+            ports: (fp.spad_ports as u64).into(),
+        }
+    }
+
+    /// The DRAM end the host link's extent check queues with a word (0 for other opcodes).
+    fn end_of(config: &ArrayConfig, ins: &Instruction) -> u64 {
+        let es = config.dtype.elem_bytes() as u64;
+        match *ins {
+            Instruction::Load { dram_addr, rows, len, row_stride, elem_stride, .. } => {
+                dram_end(dram_addr, rows, row_stride, len, elem_stride as u64, es)
+            }
+            Instruction::LoadAcc { dram_addr, rows, len, row_stride, .. }
+            | Instruction::Store { dram_addr, rows, len, row_stride, .. } => {
+                dram_end(dram_addr, rows, row_stride, len, 1, 4)
+            }
+            Instruction::StoreSpad { dram_addr, rows, len, row_stride, .. } => {
+                dram_end(dram_addr, rows, row_stride, len, 1, es)
+            }
+            _ => 0,
+        }
+    }
+
+    fn footprint_of(config: &ArrayConfig, ins: &Instruction) -> Footprint {
+        let mut d = Decoder::default();
+        d.connect_all();
+        d.word.next = encode(ins).unwrap().0.to_bits();
+        settle(&mut d);
+        let mut f = FootprintOf::new(config);
+        f.connect_all();
+        macro_rules! wire {
+            ($($s:ident),*) => { $(f.$s.next = d.$s.val();)* };
+        }
+        wire!(
+            load,
+            store,
+            load_weights,
+            matmul,
+            matmul_os,
+            vector,
+            cast_bf16,
+            requantize,
+            load_acc,
+            store_spad,
+            bias_add,
+            relu,
+            scale,
+            spad_row,
+            acc_row,
+            a_row,
+            b_row,
+            dst,
+            src,
+            dram_addr,
+            rows,
+            k
+        );
+        f.dram_end.next = end_of(config, ins).into();
+        settle(&mut f);
+        f.fp.val()
+    }
+
+    fn conflict(a: Footprint, b: Footprint) -> bool {
+        let mut c = Conflict::default();
+        c.connect_all();
+        c.a.next = a;
+        c.b.next = b;
+        settle(&mut c);
+        c.conflict.val()
+    }
+
+    /// Every instruction of random valid programs has core's footprint, and every pair of them
+    /// conflicts exactly when core says so, on configs whose accumulator splits evenly and not.
+    #[test]
+    fn footprints_and_conflicts_are_cores() {
+        let mut rng = SplitMix(5);
+        let mut seen = [0usize; 2];
+        for (r, c, dtype, dataflow, acc) in [
+            (2, 3, Dtype::Int8, Dataflow::WeightStationary, 9),
+            (3, 2, Dtype::Bf16, Dataflow::WeightStationary, 12),
+            (4, 4, Dtype::Bf16, Dataflow::OutputStationary, 11),
+        ] {
+            let config =
+                ArrayConfig { spad_depth: 24, acc_depth: acc, ..ArrayConfig::new(r, c, dtype) }
+                    .with_dataflow(dataflow);
+            let mut all = vec![];
+            // Rows at the bank split, where one row more or less changes the banks.
+            let split = config.acc_depth.div_ceil(2) as u16;
+            let mut edges = vec![];
+            for op in VectorOp::ALL {
+                for (at, rows) in [(split - 1, 1), (split - 1, 2), (split, 1), (split - 2, 2)] {
+                    let src = if op.uses_src() { at } else { 0 };
+                    let imm = if op.uses_imm() { 1.5f32.to_bits() } else { 0 };
+                    edges.push(Instruction::Vector { op, dst: 0, src, rows, imm });
+                    edges.push(Instruction::Vector { op, dst: at, src: 0, rows, imm });
+                }
+            }
+            for ins in
+                edges.into_iter().chain((0..6).flat_map(|_| random_program(&config, 512, &mut rng)))
+            {
+                {
+                    let want = scoreboard::footprint(&config, &ins);
+                    let got = footprint_of(&config, &ins);
+                    assert_eq!(got, bundle(&want), "{ins:?} on {config:?}");
+                    all.push((want, got));
+                }
+            }
+            for (i, (wa, ga)) in all.iter().enumerate() {
+                for (wb, gb) in all.iter().skip(i).step_by(3) {
+                    let want = conflicts(wa, wb);
+                    assert_eq!(conflict(*ga, *gb), want, "{wa:?} against {wb:?}");
+                    seen[want as usize] += 1;
+                }
+            }
+        }
+        assert!(seen[0] > 200 && seen[1] > 200, "both answers exercised: {seen:?}");
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        let config = ArrayConfig::new(4, 4, Dtype::Int8);
+        yosys_validate("footprint", &verilog_of(FootprintOf::new(&config))).unwrap();
+        yosys_validate("conflict", &verilog_of(Conflict::default())).unwrap();
+    }
+}
