@@ -23,6 +23,7 @@
 // form rust-hdl's `hdl_gen` translates; iterators would hide that correspondence.
 #![allow(clippy::needless_range_loop)]
 
+pub mod acc_banks;
 pub mod array;
 pub mod controller;
 pub mod decode;

@@ -1,0 +1,155 @@
+//! The scratchpad's and the accumulators' write lanes from a DRAM row: what a `Load` or
+//! `LoadAcc` writes in each lane.
+
+use rust_hdl::prelude::*;
+use systole_core::Dtype;
+
+use crate::decode::constant;
+
+/// One scratchpad lane's write data: a `Load` element (contiguous, broadcast, or gathered over
+/// several cycles into this lane's row-buffer register), a cast or requantized word, or a host
+/// element. Lanes at or past the instruction's `len` (or past C for casts) write zero.
+#[derive(LogicBlock)]
+pub struct SpadLane {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    /// Low and high byte of this lane's element, and of element 0, in the DRAM row just read.
+    pub lo: Signal<In, Bits<8>>,
+    pub hi: Signal<In, Bits<8>>,
+    pub lo0: Signal<In, Bits<8>>,
+    pub hi0: Signal<In, Bits<8>>,
+    pub is_load: Signal<In, Bit>,
+    pub gather: Signal<In, Bit>,
+    pub broadcast: Signal<In, Bit>,
+    pub element: Signal<In, Bits<16>>,
+    pub length: Signal<In, Bits<16>>,
+    pub cast: Signal<In, Bits<16>>,
+    pub host: Signal<In, Bit>,
+    pub host_lane: Signal<In, Bits<16>>,
+    pub host_elem: Signal<In, Bits<16>>,
+    pub host_write: Signal<In, Bit>,
+    pub data: Signal<Out, Bits<16>>,
+    /// The host writes this lane (the units write whole rows).
+    pub host_writes: Signal<Out, Bit>,
+    row_buffer: DFF<Bits<16>>,
+    lane: Constant<Bits<16>>,
+    bf16: Constant<Bit>,
+    mine: Signal<Local, Bits<16>>,
+    first: Signal<Local, Bits<16>>,
+    loaded: Signal<Local, Bits<16>>,
+}
+
+impl SpadLane {
+    pub fn new(lane: usize, dtype: Dtype) -> SpadLane {
+        SpadLane {
+            clock: Default::default(),
+            enable: Default::default(),
+            lo: Default::default(),
+            hi: Default::default(),
+            lo0: Default::default(),
+            hi0: Default::default(),
+            is_load: Default::default(),
+            gather: Default::default(),
+            broadcast: Default::default(),
+            element: Default::default(),
+            length: Default::default(),
+            cast: Default::default(),
+            host: Default::default(),
+            host_lane: Default::default(),
+            host_elem: Default::default(),
+            host_write: Default::default(),
+            data: Default::default(),
+            host_writes: Default::default(),
+            row_buffer: Default::default(),
+            lane: constant(lane as u64),
+            bf16: Constant::new(dtype == Dtype::Bf16),
+            mine: Default::default(),
+            first: Default::default(),
+            loaded: Default::default(),
+        }
+    }
+}
+
+impl Logic for SpadLane {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, row_buffer);
+        self.mine.next = bit_cast::<16, 8>(self.lo.val());
+        self.first.next = bit_cast::<16, 8>(self.lo0.val());
+        if self.bf16.val() {
+            self.mine.next =
+                bit_cast::<16, 8>(self.lo.val()) | (bit_cast::<16, 8>(self.hi.val()) << 8);
+            self.first.next =
+                bit_cast::<16, 8>(self.lo0.val()) | (bit_cast::<16, 8>(self.hi0.val()) << 8);
+        }
+        // A gather reads one element per cycle, always at the row's offset 0.
+        self.loaded.next = self.mine.val();
+        if self.broadcast.val() {
+            self.loaded.next = self.first.val();
+        }
+        if self.gather.val() {
+            self.loaded.next = self.row_buffer.q.val();
+            if self.element.val() == self.lane.val() {
+                self.loaded.next = self.first.val();
+            }
+        }
+        if self.enable.val()
+            && self.is_load.val()
+            && self.gather.val()
+            && self.element.val() == self.lane.val()
+        {
+            self.row_buffer.d.next = self.first.val();
+        }
+        self.data.next = self.cast.val();
+        if self.is_load.val() {
+            self.data.next = 0.into();
+            if self.lane.val() < self.length.val() {
+                self.data.next = self.loaded.val();
+            }
+        }
+        if self.host.val() {
+            self.data.next = self.host_elem.val();
+        }
+        self.host_writes.next =
+            self.host.val() && self.host_write.val() && self.host_lane.val() == self.lane.val();
+    }
+}
+
+/// A `LoadAcc` word from four DRAM bytes, little-endian; zero in lanes at or past `length`.
+#[derive(LogicBlock)]
+pub struct WordLane {
+    pub b0: Signal<In, Bits<8>>,
+    pub b1: Signal<In, Bits<8>>,
+    pub b2: Signal<In, Bits<8>>,
+    pub b3: Signal<In, Bits<8>>,
+    pub length: Signal<In, Bits<16>>,
+    pub word: Signal<Out, Bits<32>>,
+    lane: Constant<Bits<16>>,
+}
+
+impl WordLane {
+    pub fn new(lane: usize) -> WordLane {
+        WordLane {
+            b0: Default::default(),
+            b1: Default::default(),
+            b2: Default::default(),
+            b3: Default::default(),
+            length: Default::default(),
+            word: Default::default(),
+            lane: constant(lane as u64),
+        }
+    }
+}
+
+impl Logic for WordLane {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.word.next = 0.into();
+        if self.lane.val() < self.length.val() {
+            self.word.next = bit_cast::<32, 8>(self.b0.val())
+                | (bit_cast::<32, 8>(self.b1.val()) << 8)
+                | (bit_cast::<32, 8>(self.b2.val()) << 16)
+                | (bit_cast::<32, 8>(self.b3.val()) << 24);
+        }
+    }
+}

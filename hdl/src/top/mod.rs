@@ -1,0 +1,155 @@
+//! `systole_top`: the whole accelerator behind its host interface.
+//!
+//! Pins: `clock`, `reset` (synchronous, active high: the host's `Reset` plus the link's state),
+//! the UART (`uart_rx`, `uart_tx`), the SPI slave (`spi_sck`, `spi_cs_n`, `spi_mosi`,
+//! `spi_miso`) and three status outputs for LEDs (`busy`, `done`, `error`).
+//!
+//! Inside: the packet engine and its two interfaces ([`crate::link`]), the instruction FIFO, the
+//! decoder and program checks of the candidate word, the controller's units ([`crate::controller`]), the memories
+//! ([`crate::mem`]: scratchpad and accumulators with two read ports each, the byte-banked DRAM),
+//! the array ([`crate::array`]) and one accumulator lane plus one cast or requantize lane per
+//! column ([`crate::vector`]). This file is wiring and multiplexers: which unit (or the host,
+//! while no program runs) owns each memory port.
+
+use systole_core::ArrayConfig;
+
+use crate::mem::dram_banks;
+
+mod blocking;
+mod lanes;
+
+pub use blocking::SystoleTop;
+pub use lanes::{SpadLane, WordLane};
+
+/// Instruction words the FIFO holds by default (as core's emulated host interface).
+pub const DEFAULT_FIFO_DEPTH: usize = systole_core::link::emulator::FIFO_DEPTH;
+/// DRAM bytes by default.
+pub const DEFAULT_DRAM_BYTES: usize = 64 * 1024;
+/// The most DRAM an emitted design holds: 16 MiB. A board keeps its DRAM in block RAM, and the
+/// largest part here (the ULX3S's LFE5U-85F, 208 blocks of 18 Kbit) has 468 KiB of it; the
+/// other target, the Verilated model, is loaded through its UART (about 40 clock cycles a byte:
+/// 16 MiB is some 670 million simulated cycles). While emitting, rust-hdl keeps 8 bytes of
+/// simulation state per DRAM byte (128 MiB at this limit; `--dram-bytes 4294967295` asked for 32
+/// GiB and aborted).
+pub const MAX_DRAM_BYTES: usize = 16 << 20;
+/// The UART's default rate, from which the default divisor follows the clock.
+pub const DEFAULT_BAUD: f64 = 115_200.0;
+
+/// Everything the emitted machine is built for: the array and its memories, and the sizes core's
+/// `ArrayConfig` does not hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TopConfig {
+    pub array: ArrayConfig,
+    pub dram_bytes: usize,
+    pub fifo_depth: usize,
+    /// System clock cycles per UART bit.
+    pub uart_divisor: u16,
+}
+
+impl TopConfig {
+    /// The defaults: 64 KiB of DRAM, a FIFO of 64 words, 115,200 baud at the config's clock.
+    pub fn new(array: ArrayConfig) -> TopConfig {
+        let divisor = (array.clock_mhz * 1e6 / DEFAULT_BAUD).round().clamp(4.0, 65535.0);
+        TopConfig {
+            array,
+            dram_bytes: DEFAULT_DRAM_BYTES,
+            fifo_depth: DEFAULT_FIFO_DEPTH,
+            uart_divisor: divisor as u16,
+        }
+    }
+
+    /// The UART's rate at the config's clock.
+    pub fn baud(&self) -> f64 {
+        self.array.clock_mhz * 1e6 / self.uart_divisor as f64
+    }
+
+    /// Bytes of the widest row the DRAM moves in a cycle: a scratchpad row or an accumulator
+    /// row.
+    pub fn dram_row_bytes(&self) -> usize {
+        let a = &self.array;
+        (a.spad_width() * a.dtype.elem_bytes()).max(4 * a.cols as usize)
+    }
+
+    /// The DRAM's one-byte banks.
+    pub fn dram_banks(&self) -> usize {
+        dram_banks(self.dram_row_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::verilog_of;
+    use rust_hdl::prelude::*;
+    use systole_core::Dtype;
+
+    #[test]
+    fn defaults_follow_the_clock() {
+        let mut array = ArrayConfig::new(4, 4, Dtype::Int8);
+        array.clock_mhz = 12.0;
+        let top = TopConfig::new(array);
+        assert_eq!(top.uart_divisor, 104);
+        assert!((top.baud() - 115_384.6).abs() < 1.0);
+        assert_eq!(top.dram_banks(), 16);
+        assert_eq!(TopConfig::new(ArrayConfig::new(3, 5, Dtype::Bf16)).dram_banks(), 32);
+    }
+
+    /// The whole machine's Rust model answers `Identify` through its UART pins as core encodes
+    /// it (a 1 x 1 array, so rust-hdl's simulator gets through the frames in seconds).
+    #[test]
+    fn the_machine_identifies_itself_over_its_uart_pins() {
+        use systole_core::protocol::{encode_request, Request, MAX_FRAME};
+        let array =
+            ArrayConfig { spad_depth: 3, acc_depth: 1, ..ArrayConfig::new(1, 1, Dtype::Int8) };
+        let top =
+            TopConfig { dram_bytes: 16, fifo_depth: 2, uart_divisor: 4, ..TopConfig::new(array) };
+        let mut m = SystoleTop::new(&top);
+        m.connect_all();
+        m.uart_rx.next = true;
+        m.spi_cs_n.next = true;
+        let mut frame = [0u8; MAX_FRAME];
+        let n = encode_request(&Request::Identify, &mut frame).unwrap();
+        let mut line = vec![true; 8];
+        for &b in &frame[..n] {
+            line.extend([false; 4]);
+            for i in 0..8 {
+                line.extend([b >> i & 1 == 1; 4]);
+            }
+            line.extend([true; 4]);
+        }
+        let mut out = vec![];
+        for cycle in 0..line.len() + 40 * 36 {
+            m.uart_rx.next = *line.get(cycle).unwrap_or(&true);
+            crate::testing::tick(&mut m, |m| &mut m.clock);
+            out.push(m.uart_tx.val());
+        }
+        // Decode 8N1 at 4 cycles per bit, sampling mid-bit.
+        let mut bytes = vec![];
+        let mut at = 0;
+        while at < out.len() {
+            if !out[at] && at + 40 <= out.len() {
+                let bit = |i: usize| out[at + 2 + 4 * i] as u8;
+                bytes.push((1..9).fold(0u8, |b, i| b | bit(i) << (i - 1)));
+                at += 38;
+            } else {
+                at += 1;
+            }
+        }
+        let identity = crate::link::HostMap::new(&array, 16, 2, 4).identity;
+        let mut want = [0u8; MAX_FRAME];
+        let k = systole_core::protocol::encode_response(
+            &systole_core::protocol::Response::Ok(&identity),
+            &mut want,
+        )
+        .unwrap();
+        assert_eq!(bytes, &want[..k]);
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        let array =
+            ArrayConfig { spad_depth: 16, acc_depth: 8, ..ArrayConfig::new(2, 3, Dtype::Bf16) };
+        let top = TopConfig { dram_bytes: 256, uart_divisor: 4, ..TopConfig::new(array) };
+        yosys_validate("systole_top", &verilog_of(SystoleTop::new(&top))).unwrap();
+    }
+}
