@@ -10,6 +10,12 @@
 //!   cycle `m + R + C - 1` all of row `m` is on `out`, when the caller writes it to the
 //!   accumulators. The shadow weights shift down a row per cycle while `shift` is set, the top
 //!   row taking `w_top`; `swap` (the dispatch cycle of a swapping matmul) makes the shadow active.
+//!   Under the decoupled schedule the array is *tagged* ([`tagged`]): each PE holds
+//!   `WEIGHT_BANKS` weight banks, the row entering on `left` comes with its matmul's bank on
+//!   `tag` (skewed with it, passed right with it), so each PE multiplies by the weight of the
+//!   bank its row names and rows of consecutive matmuls follow each other with no gap; `shift`
+//!   loads bank `load_bank`, and there is no `swap` (the stream unit,
+//!   `controller::StreamUnit`, owns the active bank).
 //! * [`ArrayOs`]: in cycle `tau` the caller presents `A^T` row `tau` on `left`, `B` row `tau` on
 //!   `top` and `first` for `tau == 0`; skew lines delay `left[i]` (and its `first` tag) by `i`
 //!   and `top[j]` by `j`, so PE `(i, j)` multiplies pair `k` in cycle `k + i + j`. While `drain`,
@@ -23,9 +29,10 @@
 //! register and every operator lives in the PEs and delay lines).
 
 use rust_hdl::prelude::*;
-use systole_core::{ArrayConfig, Dtype};
+use systole_core::{ArrayConfig, Dataflow, Dtype};
 
-use crate::pe::{PeOs, PeWs};
+use crate::optional::Optional;
+use crate::pe::{PeOs, PeWs, WsWeights, TAG_BITS};
 
 /// `depth` registers in a row, shifting while `enable`; depth 0 is a wire.
 #[derive(LogicBlock)]
@@ -94,7 +101,18 @@ fn vec_port<D: Direction, T: Synth>(n: usize) -> Vec<Signal<D, T>> {
     (0..n).map(|_| Signal::default()).collect()
 }
 
+/// Whether a config's array rows carry weight-bank tags: weight-stationary under the decoupled
+/// schedule ([`WsWeights::Tagged`]).
+pub fn tagged(config: &ArrayConfig) -> bool {
+    config.dataflow == Dataflow::WeightStationary && WsWeights::of(config) == WsWeights::Tagged
+}
+
 /// The weight-stationary array.
+///
+/// Blocking schedule: `swap` makes the shadow weights active in a swapping matmul's dispatch
+/// cycle. Decoupled schedule (tagged): no `swap`; `tag` is the weight bank of the row entering on
+/// `left`, delayed with element `i` by skew line `i` and passed right with it, and `shift` loads
+/// bank `load_bank`.
 #[derive(LogicBlock)]
 pub struct ArrayWs {
     pub clock: Signal<In, Clock>,
@@ -102,30 +120,41 @@ pub struct ArrayWs {
     pub enable: Signal<In, Bit>,
     /// Element `i` of the row entering in this cycle (before the skew).
     pub left: Vec<Signal<In, Bits<16>>>,
+    /// Tagged: the weight bank of the row entering in this cycle.
+    pub tag: Optional<Signal<In, Bits<TAG_BITS>>>,
     /// The row entering the shadow registers' top row while `shift`.
     pub w_top: Vec<Signal<In, Bits<16>>>,
     pub shift: Signal<In, Bit>,
-    pub swap: Signal<In, Bit>,
+    /// Blocking: the shadow becomes active this cycle.
+    pub swap: Optional<Signal<In, Bit>>,
+    /// Tagged: the bank `shift` loads.
+    pub load_bank: Optional<Signal<In, Bits<TAG_BITS>>>,
     /// The de-skewed output row of this cycle.
     pub out: Vec<Signal<Out, Bits<32>>>,
     pes: Vec<PeWs>,
     skew: Vec<Delay<Bits<16>>>,
+    skew_tag: Vec<Delay<Bits<TAG_BITS>>>,
     deskew: Vec<Delay<Bits<32>>>,
 }
 
 impl ArrayWs {
     pub fn new(config: &ArrayConfig) -> ArrayWs {
         let (r, c) = (config.rows as usize, config.cols as usize);
+        let weights = WsWeights::of(config);
+        let tagged = weights == WsWeights::Tagged;
         ArrayWs {
             clock: Default::default(),
             enable: Default::default(),
             left: vec_port(r),
+            tag: Optional::default_when(tagged),
             w_top: vec_port(c),
             shift: Default::default(),
-            swap: Default::default(),
+            swap: Optional::default_when(!tagged),
+            load_bank: Optional::default_when(tagged),
             out: vec_port(c),
-            pes: (0..r * c).map(|_| PeWs::new(config.dtype)).collect(),
+            pes: (0..r * c).map(|_| PeWs::new(config.dtype, weights)).collect(),
             skew: (0..r).map(Delay::new).collect(),
+            skew_tag: (0..if tagged { r } else { 0 }).map(Delay::new).collect(),
             deskew: (0..c).map(|j| Delay::new(c - 1 - j)).collect(),
         }
     }
@@ -134,10 +163,16 @@ impl ArrayWs {
 impl Logic for ArrayWs {
     fn update(&mut self) {
         let (r, c) = (self.left.len(), self.out.len());
+        let tagged = self.tag.is_some();
         for i in 0..r {
             self.skew[i].clock.next = self.clock.val();
             self.skew[i].enable.next = self.enable.val();
             self.skew[i].d_in.next = self.left[i].val();
+            if tagged {
+                self.skew_tag[i].clock.next = self.clock.val();
+                self.skew_tag[i].enable.next = self.enable.val();
+                self.skew_tag[i].d_in.next = self.tag.val();
+            }
         }
         for i in 0..r {
             for j in 0..c {
@@ -145,7 +180,16 @@ impl Logic for ArrayWs {
                 self.pes[k].clock.next = self.clock.val();
                 self.pes[k].enable.next = self.enable.val();
                 self.pes[k].shift.next = self.shift.val();
-                self.pes[k].swap.next = self.swap.val();
+                if tagged {
+                    self.pes[k].load_bank.next = self.load_bank.val();
+                    self.pes[k].tag_in.next = if j == 0 {
+                        self.skew_tag[i].d_out.val()
+                    } else {
+                        self.pes[k - 1].tag_out.val()
+                    };
+                } else {
+                    self.pes[k].swap.next = self.swap.val();
+                }
                 self.pes[k].a_in.next =
                     if j == 0 { self.skew[i].d_out.val() } else { self.pes[k - 1].a_out.val() };
                 self.pes[k].p_in.next =
@@ -168,11 +212,22 @@ impl Logic for ArrayWs {
             s.enable.connect();
             s.d_in.connect();
         }
+        for s in &mut self.skew_tag {
+            s.clock.connect();
+            s.enable.connect();
+            s.d_in.connect();
+        }
+        let tagged = self.tag.is_some();
         for p in &mut self.pes {
             p.clock.connect();
             p.enable.connect();
             p.shift.connect();
-            p.swap.connect();
+            if tagged {
+                p.load_bank.connect();
+                p.tag_in.connect();
+            } else {
+                p.swap.connect();
+            }
             p.a_in.connect();
             p.p_in.connect();
             p.w_in.connect();
@@ -187,11 +242,17 @@ impl Logic for ArrayWs {
 
     fn hdl(&self) -> Verilog {
         let (r, c) = (self.left.len(), self.out.len());
+        let tagged = self.tag.is_some();
         let mut code = vec![];
         for i in 0..r {
             code.push(wire(format!("skew${i}$clock"), "clock".into()));
             code.push(wire(format!("skew${i}$enable"), "enable".into()));
             code.push(wire(format!("skew${i}$d_in"), format!("left${i}")));
+            if tagged {
+                code.push(wire(format!("skew_tag${i}$clock"), "clock".into()));
+                code.push(wire(format!("skew_tag${i}$enable"), "enable".into()));
+                code.push(wire(format!("skew_tag${i}$d_in"), "tag".into()));
+            }
         }
         for i in 0..r {
             for j in 0..c {
@@ -199,7 +260,16 @@ impl Logic for ArrayWs {
                 code.push(wire(format!("pes${k}$clock"), "clock".into()));
                 code.push(wire(format!("pes${k}$enable"), "enable".into()));
                 code.push(wire(format!("pes${k}$shift"), "shift".into()));
-                code.push(wire(format!("pes${k}$swap"), "swap".into()));
+                if tagged {
+                    code.push(wire(format!("pes${k}$load_bank"), "load_bank".into()));
+                    code.push(if j == 0 {
+                        wire(format!("pes${k}$tag_in"), format!("skew_tag${i}$d_out"))
+                    } else {
+                        wire(format!("pes${k}$tag_in"), format!("pes${}$tag_out", k - 1))
+                    });
+                } else {
+                    code.push(wire(format!("pes${k}$swap"), "swap".into()));
+                }
                 code.push(if j == 0 {
                     wire(format!("pes${k}$a_in"), format!("skew${i}$d_out"))
                 } else {
@@ -391,16 +461,20 @@ impl Logic for ArrayOs {
 
 /// The array of a config's dataflow behind one set of ports: `top` is the weight-stationary
 /// array's `w_top` (shadow weights) or the output-stationary array's `top` (B rows); `shift` and
-/// `swap` are used by the first, `first` and `drain` by the second. The wiring is written by
-/// hand, as the mesh's is: `hdl_gen` cannot index a port of an element of a `Vec` of blocks.
+/// `swap` (blocking) or `shift`, `tag` and `load_bank` (decoupled, [`tagged`]) are used by the
+/// first, `first` and `drain` by the second. `swap` exists unless the array is tagged, `tag` and
+/// `load_bank` only when it is. The wiring is written by hand, as the mesh's is: `hdl_gen`
+/// cannot index a port of an element of a `Vec` of blocks.
 #[derive(LogicBlock)]
 pub struct Array {
     pub clock: Signal<In, Clock>,
     pub enable: Signal<In, Bit>,
     pub left: Vec<Signal<In, Bits<16>>>,
+    pub tag: Optional<Signal<In, Bits<TAG_BITS>>>,
     pub top: Vec<Signal<In, Bits<16>>>,
     pub shift: Signal<In, Bit>,
-    pub swap: Signal<In, Bit>,
+    pub swap: Optional<Signal<In, Bit>>,
+    pub load_bank: Optional<Signal<In, Bits<TAG_BITS>>>,
     pub first: Signal<In, Bit>,
     pub drain: Signal<In, Bit>,
     pub out: Vec<Signal<Out, Bits<32>>>,
@@ -410,14 +484,17 @@ pub struct Array {
 
 impl Array {
     pub fn new(config: &ArrayConfig) -> Array {
-        let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
+        let ws = config.dataflow == Dataflow::WeightStationary;
+        let tagged = tagged(config);
         Array {
             clock: Default::default(),
             enable: Default::default(),
             left: vec_port(config.rows as usize),
+            tag: Optional::default_when(tagged),
             top: vec_port(config.cols as usize),
             shift: Default::default(),
-            swap: Default::default(),
+            swap: Optional::default_when(!tagged),
+            load_bank: Optional::default_when(tagged),
             first: Default::default(),
             drain: Default::default(),
             out: vec_port(config.cols as usize),
@@ -433,7 +510,12 @@ impl Logic for Array {
             a.clock.next = self.clock.val();
             a.enable.next = self.enable.val();
             a.shift.next = self.shift.val();
-            a.swap.next = self.swap.val();
+            if self.tag.is_some() {
+                a.tag.next = self.tag.val();
+                a.load_bank.next = self.load_bank.val();
+            } else {
+                a.swap.next = self.swap.val();
+            }
             for (l, s) in a.left.iter_mut().zip(&self.left) {
                 l.next = s.val();
             }
@@ -462,11 +544,17 @@ impl Logic for Array {
     }
 
     fn connect(&mut self) {
+        let tagged = self.tag.is_some();
         for a in &mut self.ws {
             a.clock.connect();
             a.enable.connect();
             a.shift.connect();
-            a.swap.connect();
+            if tagged {
+                a.tag.connect();
+                a.load_bank.connect();
+            } else {
+                a.swap.connect();
+            }
             a.left.iter_mut().for_each(|s| s.connect());
             a.w_top.iter_mut().for_each(|s| s.connect());
         }
@@ -484,10 +572,12 @@ impl Logic for Array {
     fn hdl(&self) -> Verilog {
         let (r, c) = (self.left.len(), self.out.len());
         let mut code = vec![];
-        let (name, top, controls) = if self.ws.is_empty() {
-            ("os$0", "top", ["first", "drain"])
+        let (name, top, controls): (_, _, &[&str]) = if self.ws.is_empty() {
+            ("os$0", "top", &["first", "drain"])
+        } else if self.tag.is_some() {
+            ("ws$0", "w_top", &["shift", "tag", "load_bank"])
         } else {
-            ("ws$0", "w_top", ["shift", "swap"])
+            ("ws$0", "w_top", &["shift", "swap"])
         };
         for port in ["clock", "enable"].iter().chain(controls.iter()) {
             code.push(wire(format!("{name}${port}"), port.to_string()));
@@ -512,7 +602,7 @@ pub fn elem_bits(dtype: Dtype) -> usize {
 mod tests {
     use super::*;
     use crate::testing::{tick, verilog_of};
-    use systole_core::{Arith, Bf16, Dataflow, Int8, BF16};
+    use systole_core::{Arith, Bf16, Int8, Schedule, BF16};
 
     fn set(sig: &mut Signal<In, Bits<16>>, v: u16) {
         sig.next = (v as u64).into();
@@ -595,6 +685,51 @@ mod tests {
         }
     }
 
+    /// Tagged: rows of two matmuls, each naming its own weight bank, enter back to back, and
+    /// each row meets its own bank's weights in every PE.
+    #[test]
+    fn tagged_ws_array_streams_two_banks_back_to_back() {
+        let cfg = ArrayConfig::new(3, 2, Dtype::Int8).with_schedule(Schedule::Decoupled);
+        let (r, c) = (3usize, 2usize);
+        let mut seed = 5;
+        let mut tile = |rows, cols| -> Vec<Vec<u16>> {
+            (0..rows).map(|_| (0..cols).map(|_| lcg(&mut seed) & 0xFF).collect()).collect()
+        };
+        let w = [tile(r, c), tile(r, c)];
+        let a = tile(5, r);
+        let mut arr = ArrayWs::new(&cfg);
+        arr.connect_all();
+        arr.enable.next = true;
+        arr.shift.next = true;
+        for (bank, w) in [1u64, 2].into_iter().zip(&w) {
+            arr.load_bank.next = bank.into();
+            for t in 0..r {
+                for j in 0..c {
+                    set(&mut arr.w_top[j], w[r - 1 - t][j]);
+                }
+                tick(&mut arr, |a| &mut a.clock);
+            }
+        }
+        arr.shift.next = false;
+        arr.load_bank.next = 0u64.into();
+        // Rows 0 to 2 use bank 1, rows 3 and 4 bank 2.
+        let bank = |m: usize| if m < 3 { 1 } else { 2 };
+        for tau in 0..a.len() + r + c - 1 {
+            for i in 0..r {
+                set(&mut arr.left[i], a.get(tau).map_or(0, |row| row[i]));
+            }
+            arr.tag.next = (bank(tau) as u64).into();
+            crate::testing::settle(&mut arr);
+            if let Some(m) = tau.checked_sub(r + c - 1) {
+                for j in 0..c {
+                    let want = reference::<Int8>(&w[bank(m) - 1], &a[m], j);
+                    assert_eq!(arr.out[j].val().to_u32(), want, "row {m} col {j}");
+                }
+            }
+            tick(&mut arr, |a| &mut a.clock);
+        }
+    }
+
     #[test]
     fn os_array_matches_core_order_and_timing() {
         let cfg = ArrayConfig::new(2, 3, Dtype::Bf16).with_dataflow(Dataflow::OutputStationary);
@@ -645,5 +780,24 @@ mod tests {
         yosys_validate("array_ws", &verilog_of(ArrayWs::new(&ws))).unwrap();
         let os = ArrayConfig::new(3, 2, Dtype::Bf16).with_dataflow(Dataflow::OutputStationary);
         yosys_validate("array_os", &verilog_of(ArrayOs::new(&os))).unwrap();
+        let tagged = ArrayConfig::new(3, 2, Dtype::Bf16).with_schedule(Schedule::Decoupled);
+        yosys_validate("array_ws_tagged", &verilog_of(ArrayWs::new(&tagged))).unwrap();
+        yosys_validate("array_tagged", &verilog_of(Array::new(&tagged))).unwrap();
+    }
+
+    /// A blocking array has its `swap` and no trace of tags; a tagged one the reverse.
+    #[test]
+    fn each_schedule_builds_only_its_own_ports() {
+        let ports = |config: &ArrayConfig| {
+            let verilog = verilog_of(Array::new(config));
+            let header = verilog.lines().find(|l| l.starts_with("module top(")).unwrap().to_owned();
+            (header, verilog.contains("tag"), verilog.contains("banks"))
+        };
+        let blocking = ArrayConfig::new(2, 3, Dtype::Int8);
+        let (header, tags, banks) = ports(&blocking);
+        assert!(header.contains(",shift,swap,first,") && !tags && !banks, "{header}");
+        let (header, tags, banks) = ports(&blocking.with_schedule(Schedule::Decoupled));
+        assert!(header.contains(",tag,") && header.contains(",shift,load_bank,first,"), "{header}");
+        assert!(!header.contains("swap") && tags && banks);
     }
 }

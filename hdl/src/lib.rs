@@ -8,6 +8,8 @@
 //!
 //! * [`float`]: the BF16 multiplier, the f32 adder and multiplier, from `Bits`.
 //! * [`pe`]: the INT8 and BF16 multiply-accumulate units and the processing elements.
+//! * [`optional`]: ports and registers that only some configs build (the blocking schedule's
+//!   `swap`, the decoupled one's weight-bank tags), absent from the others' Verilog.
 //! * [`array`]: the R x C mesh with input skew and output de-skew, weight- and output-stationary.
 //! * [`mem`]: block-RAM lanes (write-first), row memories, the byte-banked DRAM.
 //! * [`vector`]: the accumulator lanes (every vector op, the array's writes), cast, requantize.
@@ -31,6 +33,7 @@ pub mod emit;
 pub mod float;
 pub mod link;
 pub mod mem;
+pub mod optional;
 pub mod pe;
 pub mod top;
 pub mod vector;

@@ -6,14 +6,18 @@
 //! Operands travel as 16-bit elements (INT8 in the low byte), sums as 32-bit words.
 //!
 //! [`PeWs`] is a weight-stationary PE: an activation register passing right, a partial-sum
-//! register passing down, an active weight and a shadow weight that loads (shifting down the
-//! column) while the active one computes. [`PeOs`] is an output-stationary PE: A passing right,
-//! B passing down, the sum held in place and drained upwards a row per cycle.
+//! register passing down, and weights that load (shifting down the column) while others compute:
+//! under the blocking schedule an active weight and a shadow swapped in at a matmul's dispatch,
+//! under the decoupled one three banks, picked by a tag that travels with each input row.
+//! [`PeOs`] is an output-stationary PE: A passing right, B passing down, the sum held in place
+//! and drained upwards a row per cycle.
 
 use rust_hdl::prelude::*;
-use systole_core::Dtype;
+use systole_core::scoreboard::WEIGHT_BANKS;
+use systole_core::{ArrayConfig, Dtype, Schedule};
 
 use crate::float::{Bf16Mul, F32Add};
+use crate::optional::Optional;
 
 /// `y = acc + a * b`, INT8: i8 x i8 -> i16 (exact), sign-extended and added mod 2^32.
 ///
@@ -119,77 +123,208 @@ impl Logic for Mac {
     }
 }
 
+/// How a weight-stationary PE holds its weights, by the config's schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WsWeights {
+    /// Blocking: a shadow weight that loads and an active one; a matmul's dispatch swaps the
+    /// shadow in (`swap`). Never more than one matmul's rows are in the array.
+    ShadowSwap,
+    /// Decoupled: [`WEIGHT_BANKS`] banks, and each input row carries the tag of its matmul's
+    /// bank (`tag_in`, passed on with `a`), so rows of matmuls that use different banks stream
+    /// through back to back. `shift` loads bank `load_bank`.
+    Tagged,
+}
+
+impl WsWeights {
+    /// The weights a config's weight-stationary PEs hold.
+    pub fn of(config: &ArrayConfig) -> WsWeights {
+        match config.schedule {
+            Schedule::Blocking => WsWeights::ShadowSwap,
+            Schedule::Decoupled => WsWeights::Tagged,
+        }
+    }
+}
+
+/// Bits of a weight-bank tag.
+pub const TAG_BITS: usize = 2;
+const _: () = assert!(WEIGHT_BANKS <= 1 << TAG_BITS);
+
 /// A weight-stationary PE.
 ///
 /// Each cycle: `a` takes `a_in` (the left neighbour's `a`), `p` takes `p_in + a_in * w` (`p_in`
-/// is the upper neighbour's `p`, or zero on the top row), where `w` is the active weight, or the
-/// shadow weight in the cycle a matmul swaps it in (`swap`), when the active one takes it too.
-/// With `shift`, the shadow takes `w_in` (the upper neighbour's shadow, or the loader's row).
-/// Nothing changes in a cycle without `enable` (the machine is frozen, docs/HARDWARE.md).
+/// is the upper neighbour's `p`, or zero on the top row). Nothing changes in a cycle without
+/// `enable` (the machine is frozen, docs/HARDWARE.md). The weight `w` and the weight load
+/// depend on [`WsWeights`]:
+///
+/// * `ShadowSwap`: `w` is the active weight, or the shadow weight in the cycle a matmul swaps it
+///   in (`swap`), when the active one takes it too. With `shift`, the shadow takes `w_in` (the
+///   upper neighbour's shadow, or the loader's row); `w_out` is the shadow.
+/// * `Tagged`: `w` is bank `tag_in`'s weight, the bank of the row `a_in` belongs to; `tag`
+///   takes `tag_in` beside `a`. With `shift`, bank `load_bank` takes `w_in`; `w_out` is that
+///   bank's weight. There is no `swap`: which bank is active is the tags' business.
+///
+/// Each kind's ports and registers exist only in its config ([`Optional`]), so a blocking PE
+/// is emitted exactly as before the tags existed.
 #[derive(LogicBlock)]
 pub struct PeWs {
     pub clock: Signal<In, Clock>,
     pub enable: Signal<In, Bit>,
     pub a_in: Signal<In, Bits<16>>,
+    pub tag_in: Optional<Signal<In, Bits<TAG_BITS>>>,
     pub p_in: Signal<In, Bits<32>>,
     pub w_in: Signal<In, Bits<16>>,
     pub shift: Signal<In, Bit>,
-    pub swap: Signal<In, Bit>,
+    pub swap: Optional<Signal<In, Bit>>,
+    pub load_bank: Optional<Signal<In, Bits<TAG_BITS>>>,
     pub a_out: Signal<Out, Bits<16>>,
+    pub tag_out: Optional<Signal<Out, Bits<TAG_BITS>>>,
     pub p_out: Signal<Out, Bits<32>>,
     pub w_out: Signal<Out, Bits<16>>,
     a: DFF<Bits<16>>,
+    tag: Optional<DFF<Bits<TAG_BITS>>>,
     p: DFF<Bits<32>>,
-    shadow: DFF<Bits<16>>,
-    active: DFF<Bits<16>>,
+    shadow: Optional<DFF<Bits<16>>>,
+    active: Optional<DFF<Bits<16>>>,
+    banks: Vec<DFF<Bits<16>>>,
     mac: Mac,
 }
 
 impl PeWs {
-    pub fn new(dtype: Dtype) -> PeWs {
+    pub fn new(dtype: Dtype, weights: WsWeights) -> PeWs {
+        let tagged = weights == WsWeights::Tagged;
         PeWs {
             clock: Default::default(),
             enable: Default::default(),
             a_in: Default::default(),
+            tag_in: Optional::default_when(tagged),
             p_in: Default::default(),
             w_in: Default::default(),
             shift: Default::default(),
-            swap: Default::default(),
+            swap: Optional::default_when(!tagged),
+            load_bank: Optional::default_when(tagged),
             a_out: Default::default(),
+            tag_out: Optional::default_when(tagged),
             p_out: Default::default(),
             w_out: Default::default(),
             a: Default::default(),
+            tag: Optional::default_when(tagged),
             p: Default::default(),
-            shadow: Default::default(),
-            active: Default::default(),
+            shadow: Optional::default_when(!tagged),
+            active: Optional::default_when(!tagged),
+            banks: (0..if tagged { WEIGHT_BANKS } else { 0 }).map(|_| DFF::default()).collect(),
             mac: Mac::new(dtype),
+        }
+    }
+
+    fn tagged(&self) -> bool {
+        !self.banks.is_empty()
+    }
+}
+
+/// The next-state function of each kind of PE. An `hdl_gen` kernel gives `update`, `connect` and
+/// `hdl`, and a type has one `Logic`, so each kind's kernel implements a trait of its own, kept
+/// out of scope of the derived `Block` (whose `self.update()` must find `Logic`'s alone).
+mod kernels {
+    use super::*;
+
+    pub(super) trait ShadowSwapKernel {
+        fn update(&mut self);
+        fn connect(&mut self);
+        fn hdl(&self) -> Verilog;
+    }
+
+    pub(super) trait TaggedKernel {
+        fn update(&mut self);
+        fn connect(&mut self);
+        fn hdl(&self) -> Verilog;
+    }
+
+    impl ShadowSwapKernel for PeWs {
+        #[hdl_gen]
+        fn update(&mut self) {
+            dff_setup!(self, clock, a, p, shadow, active);
+            self.mac.a.next = self.a_in.val();
+            self.mac.b.next = self.active.q.val();
+            if self.swap.val() {
+                self.mac.b.next = self.shadow.q.val();
+            }
+            self.mac.acc.next = self.p_in.val();
+            if self.enable.val() {
+                if self.swap.val() {
+                    self.active.d.next = self.shadow.q.val();
+                }
+                if self.shift.val() {
+                    self.shadow.d.next = self.w_in.val();
+                }
+                self.a.d.next = self.a_in.val();
+                self.p.d.next = self.mac.y.val();
+            }
+            self.a_out.next = self.a.q.val();
+            self.p_out.next = self.p.q.val();
+            self.w_out.next = self.shadow.q.val();
+        }
+    }
+
+    impl TaggedKernel for PeWs {
+        #[hdl_gen]
+        fn update(&mut self) {
+            dff_setup!(self, clock, a, tag, p);
+            for b in 0..self.banks.len() {
+                self.banks[b].clock.next = self.clock.val();
+                self.banks[b].d.next = self.banks[b].q.val();
+            }
+            self.mac.a.next = self.a_in.val();
+            self.mac.b.next = self.banks[0].q.val();
+            self.w_out.next = self.banks[0].q.val();
+            for b in 1..self.banks.len() {
+                if self.tag_in.val() == b.to_bits() {
+                    self.mac.b.next = self.banks[b].q.val();
+                }
+                if self.load_bank.val() == b.to_bits() {
+                    self.w_out.next = self.banks[b].q.val();
+                }
+            }
+            self.mac.acc.next = self.p_in.val();
+            if self.enable.val() {
+                for b in 0..self.banks.len() {
+                    if self.shift.val() && (self.load_bank.val() == b.to_bits()) {
+                        self.banks[b].d.next = self.w_in.val();
+                    }
+                }
+                self.a.d.next = self.a_in.val();
+                self.tag.d.next = self.tag_in.val();
+                self.p.d.next = self.mac.y.val();
+            }
+            self.a_out.next = self.a.q.val();
+            self.tag_out.next = self.tag.q.val();
+            self.p_out.next = self.p.q.val();
         }
     }
 }
 
 impl Logic for PeWs {
-    #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, a, p, shadow, active);
-        self.mac.a.next = self.a_in.val();
-        self.mac.b.next = self.active.q.val();
-        if self.swap.val() {
-            self.mac.b.next = self.shadow.q.val();
+        if self.tagged() {
+            kernels::TaggedKernel::update(self)
+        } else {
+            kernels::ShadowSwapKernel::update(self)
         }
-        self.mac.acc.next = self.p_in.val();
-        if self.enable.val() {
-            if self.swap.val() {
-                self.active.d.next = self.shadow.q.val();
-            }
-            if self.shift.val() {
-                self.shadow.d.next = self.w_in.val();
-            }
-            self.a.d.next = self.a_in.val();
-            self.p.d.next = self.mac.y.val();
+    }
+
+    fn connect(&mut self) {
+        if self.tagged() {
+            kernels::TaggedKernel::connect(self)
+        } else {
+            kernels::ShadowSwapKernel::connect(self)
         }
-        self.a_out.next = self.a.q.val();
-        self.p_out.next = self.p.q.val();
-        self.w_out.next = self.shadow.q.val();
+    }
+
+    fn hdl(&self) -> Verilog {
+        if self.tagged() {
+            kernels::TaggedKernel::hdl(self)
+        } else {
+            kernels::ShadowSwapKernel::hdl(self)
+        }
     }
 }
 
@@ -358,7 +493,7 @@ mod tests {
     /// Shadow loading, the swap bypass, and the pass-through registers.
     #[test]
     fn ws_pe_swaps_its_shadow_in() {
-        let mut pe = PeWs::new(Dtype::Int8);
+        let mut pe = PeWs::new(Dtype::Int8, WsWeights::ShadowSwap);
         pe.connect_all();
         pe.enable.next = true;
         pe.w_in.next = 3u64.into();
@@ -391,6 +526,44 @@ mod tests {
         );
     }
 
+    /// Three banks: `shift` fills the one `load_bank` names, each row computes with the bank its
+    /// tag names, and the tag moves on with `a`.
+    #[test]
+    fn tagged_pe_uses_the_bank_its_row_names() {
+        let mut pe = PeWs::new(Dtype::Int8, WsWeights::Tagged);
+        pe.connect_all();
+        pe.enable.next = true;
+        pe.shift.next = true;
+        for (bank, w) in [(1u64, 3u64), (2, 5), (0, 7)] {
+            pe.load_bank.next = bank.into();
+            pe.w_in.next = w.into();
+            tick(&mut pe, |p| &mut p.clock);
+            assert_eq!(pe.w_out.val().to_u32(), w as u32, "w_out is bank {bank}");
+        }
+        pe.shift.next = false;
+        pe.load_bank.next = 1u64.into();
+        settle(&mut pe);
+        assert_eq!(pe.w_out.val().to_u32(), 3);
+        pe.p_in.next = 100u64.into();
+        pe.a_in.next = 2u64.into();
+        for (tag, w) in [(2u64, 5u32), (0, 7), (1, 3)] {
+            pe.tag_in.next = tag.into();
+            tick(&mut pe, |p| &mut p.clock);
+            assert_eq!(pe.p_out.val().to_u32(), 100 + 2 * w, "bank {tag}");
+            assert_eq!(pe.tag_out.val().to_u32(), tag as u32);
+        }
+        // Frozen: neither the sum, the tag nor a bank moves.
+        pe.enable.next = false;
+        pe.shift.next = true;
+        pe.w_in.next = 9u64.into();
+        pe.tag_in.next = 0u64.into();
+        tick(&mut pe, |p| &mut p.clock);
+        assert_eq!(
+            (pe.p_out.val().to_u32(), pe.tag_out.val().to_u32(), pe.w_out.val().to_u32()),
+            (106, 1, 3)
+        );
+    }
+
     #[test]
     fn os_pe_accumulates_then_drains() {
         let mut pe = PeOs::new(Dtype::Int8);
@@ -416,7 +589,9 @@ mod tests {
     #[test]
     fn verilog_is_valid() {
         for dtype in [Dtype::Int8, Dtype::Bf16] {
-            yosys_validate("pe_ws", &verilog_of(PeWs::new(dtype))).unwrap();
+            yosys_validate("pe_ws", &verilog_of(PeWs::new(dtype, WsWeights::ShadowSwap))).unwrap();
+            yosys_validate("pe_ws_tagged", &verilog_of(PeWs::new(dtype, WsWeights::Tagged)))
+                .unwrap();
             yosys_validate("pe_os", &verilog_of(PeOs::new(dtype))).unwrap();
         }
     }

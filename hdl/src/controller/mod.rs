@@ -42,6 +42,9 @@
 //! * [`Sequencer`] (`sequencer.rs`): loads, stores, vector ops, casts, requantization, `Sync`.
 //! * [`WeightLoader`] (`weight_loader.rs`): `LoadWeights` into the shadow weights.
 //! * [`ArrayUnit`] (`array_unit.rs`): `Matmul` and `MatmulOs` through the array.
+//! * [`StreamUnit`] (`stream_unit.rs`): weight-stationary `Matmul`s under the decoupled
+//!   schedule, entering the tagged array back to back, each row's bank and accumulator row
+//!   carried beside it (its docs say how `top.rs` wires it in place of `ArrayUnit`).
 //! * [`Dispatcher`] (`dispatcher.rs`): run state, dispatch, freezing, cycle counter, faults.
 //!
 //! [`crate::top`] wires them together with the decoder, the memories and the array.
@@ -52,6 +55,7 @@ mod dispatcher;
 mod footprint;
 mod instr_fifo;
 mod sequencer;
+mod stream_unit;
 mod weight_loader;
 
 pub use array_unit::ArrayUnit;
@@ -60,4 +64,5 @@ pub use dispatcher::Dispatcher;
 pub use footprint::{Conflict, Footprint, FootprintOf};
 pub use instr_fifo::InstrFifo;
 pub use sequencer::Sequencer;
+pub use stream_unit::StreamUnit;
 pub use weight_loader::WeightLoader;
