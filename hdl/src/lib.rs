@@ -16,6 +16,7 @@
 //! * [`decode`]: the instruction decoder generated from core's layout tables, the program checks.
 //! * [`controller`]: the instruction FIFO, the sequencer, weight loader and array unit, the
 //!   dispatcher (one cycle ahead; freezing on an empty FIFO; cycle counter and faults).
+//! * [`transpose`]: the load unit's double-buffered transpose buffer (decoupled schedule).
 //! * [`link`]: the host interface: CRC, UART, SPI slave, packet engine.
 //! * [`top`]: `systole_top`, the whole machine, and [`TopConfig`], what it is built for.
 //! * [`emit`]: Verilog for a [`TopConfig`] or an array alone (modules de-duplicated), its ports
@@ -36,6 +37,7 @@ pub mod mem;
 pub mod optional;
 pub mod pe;
 pub mod top;
+pub mod transpose;
 pub mod vector;
 
 #[cfg(test)]
