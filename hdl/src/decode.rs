@@ -20,6 +20,8 @@ use systole_core::isa::{Opcode, VectorOp, OPCODE_BITS, WORD_BITS};
 use systole_core::protocol::FaultCode;
 use systole_core::{ArrayConfig, Dataflow, Dtype};
 
+use crate::optional::Optional;
+
 /// The decoded form of one instruction word.
 #[derive(LogicBlock, Default)]
 pub struct Decoder {
@@ -449,7 +451,7 @@ pub struct ExtentCheck {
     pub bad: Signal<Out, Bit>,
     /// With `done` and not `bad`: the byte after the access's last (core's
     /// `scoreboard::dram_end`), which the decoupled schedule's scoreboard compares.
-    pub end_byte: Signal<Out, Bits<32>>,
+    pub end_byte: Optional<Signal<Out, Bits<32>>>,
     busy: DFF<Bit>,
     finished: DFF<Bit>,
     steps: DFF<Bits<5>>,
@@ -491,8 +493,8 @@ pub struct ExtentCheck {
 
 impl ExtentCheck {
     /// The check for `dram_bytes` (at most 2^32) of DRAM and scratchpad elements of `elem_bytes`
-    /// (1 or 2).
-    pub fn new(dram_bytes: u64, elem_bytes: u64) -> ExtentCheck {
+    /// (1 or 2), with the `end_byte` output when `with_end`.
+    pub fn new(dram_bytes: u64, elem_bytes: u64, with_end: bool) -> ExtentCheck {
         assert!(elem_bytes == 1 || elem_bytes == 2, "{elem_bytes}-byte elements");
         assert!(dram_bytes <= 1 << 32, "DRAM of {dram_bytes} bytes");
         // The widths the generated logic slices (`get_bits` takes them as constants).
@@ -509,7 +511,7 @@ impl ExtentCheck {
             word: Default::default(),
             done: Default::default(),
             bad: Default::default(),
-            end_byte: Default::default(),
+            end_byte: Optional::default_when(with_end),
             busy: Default::default(),
             finished: Default::default(),
             steps: Default::default(),
@@ -615,7 +617,9 @@ impl Logic for ExtentCheck {
         self.limit_end.next = (self.addr.val() & self.mask.val())
             + ((self.acc.q.val() + 1) << self.shift_bytes.val());
         self.done.next = self.finished.q.val();
-        self.end_byte.next = self.limit_end.val().get_bits::<32>(0);
+        for _k in 0..self.end_byte.len() {
+            self.end_byte.next = self.limit_end.val().get_bits::<32>(0);
+        }
         self.bad.next = self.over.q.val()
             || (self.addr.val() & self.above.val()).any()
             || self.limit_end.val() > self.dram_bytes.val();
@@ -952,7 +956,7 @@ mod tests {
 
     /// The extent check's answer for a word, its end byte, and the cycles it took.
     fn extent_of(dram: u64, elem_bytes: u64, word: u128) -> (bool, u64, usize) {
-        let mut e = ExtentCheck::new(dram, elem_bytes);
+        let mut e = ExtentCheck::new(dram, elem_bytes, true);
         e.connect_all();
         e.word.next = word.to_bits();
         e.check.next = true;
@@ -1248,6 +1252,7 @@ mod tests {
         yosys_validate("decoder", &verilog_of(Decoder::default())).unwrap();
         let config = ArrayConfig::new(4, 4, Dtype::Int8);
         yosys_validate("checker", &verilog_of(Checker::new(&config))).unwrap();
-        yosys_validate("extent", &verilog_of(ExtentCheck::new(4096, 1))).unwrap();
+        yosys_validate("extent", &verilog_of(ExtentCheck::new(4096, 1, false))).unwrap();
+        yosys_validate("extent", &verilog_of(ExtentCheck::new(4096, 1, true))).unwrap();
     }
 }

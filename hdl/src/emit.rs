@@ -14,7 +14,7 @@ use serde::Serialize;
 use systole_core::{ArrayConfig, ConfigError, Dataflow, Schedule};
 
 use crate::array::{ArrayOs, ArrayWs};
-use crate::top::{SystoleTop, TopConfig, MAX_DRAM_BYTES};
+use crate::top::{SystoleTop, SystoleTopDecoupled, TopConfig, MAX_DRAM_BYTES};
 
 /// Name of the emitted top module.
 pub const TOP_MODULE: &str = "systole_top";
@@ -42,8 +42,8 @@ pub enum EmitError {
     #[error("uart_divisor = {0}: the UART needs at least 4 clock cycles per bit")]
     Uart(u16),
     #[error(
-        "schedule = {}: the RTL builds the blocking schedule; the decoupled one runs on the \
-         functional and cycle machines (docs/DECISIONS.md 41)",
+        "schedule = {}: the array alone is emitted for the blocking schedule (its ports are a \
+         swap, not weight-bank tags); emit the whole machine instead",
         .0.name()
     )]
     Schedule(Schedule),
@@ -91,9 +91,6 @@ pub struct Emitted {
 
 fn check_array(config: &ArrayConfig) -> Result<(), EmitError> {
     config.validate().map_err(EmitError::Config)?;
-    if config.schedule != Schedule::Blocking {
-        return Err(EmitError::Schedule(config.schedule));
-    }
     if config.pe_count() > MAX_EMIT_PES {
         return Err(EmitError::TooLarge {
             rows: config.rows,
@@ -148,7 +145,8 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
         MemoryInfo {
             name: "instruction_fifo",
             words: top.fifo_depth as u64,
-            word_bits: 128,
+            // The decoupled machine queues each word's DRAM end beside it.
+            word_bits: if a.schedule == Schedule::Decoupled { 160 } else { 128 },
             copies: 1,
             lanes: 1,
         },
@@ -165,10 +163,18 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
 /// The whole machine of `top` as Verilog with top module [`TOP_MODULE`].
 pub fn emit(top: &TopConfig) -> Result<Emitted, EmitError> {
     check(top)?;
-    let mut machine = SystoleTop::new(top);
-    machine.connect_all();
-    let raw = generate_verilog(&machine);
-    drop(machine);
+    let raw = match top.array.schedule {
+        Schedule::Blocking => {
+            let mut machine = SystoleTop::new(top);
+            machine.connect_all();
+            generate_verilog(&machine)
+        }
+        Schedule::Decoupled => {
+            let mut machine = SystoleTopDecoupled::new(top);
+            machine.connect_all();
+            generate_verilog(&machine)
+        }
+    };
     let mut e = finish(&raw, TOP_MODULE)?;
     e.memories = memories(top);
     Ok(e)
@@ -179,6 +185,9 @@ pub fn emit(top: &TopConfig) -> Result<Emitted, EmitError> {
 /// `enable`, `out_j`), for driving the array directly in co-simulation.
 pub fn emit_array(config: &ArrayConfig) -> Result<Emitted, EmitError> {
     check_array(config)?;
+    if config.schedule != Schedule::Blocking {
+        return Err(EmitError::Schedule(config.schedule));
+    }
     let raw = match config.dataflow {
         Dataflow::WeightStationary => {
             let mut top = ArrayWs::new(config);

@@ -26,6 +26,7 @@ use systole_core::{ArrayConfig, Dtype};
 
 use crate::decode::{below_twice, constant, ExtentCheck};
 use crate::mem::Ram;
+use crate::optional::Optional;
 
 /// One byte into CRC-16/CCITT-FALSE (`core::protocol::crc16_update`).
 #[derive(LogicBlock)]
@@ -458,6 +459,8 @@ pub struct HostMap {
     pub uart_patience: u64,
     /// The `Identify` payload.
     pub identity: [u8; IDENTITY_BYTES],
+    /// Queue each word's DRAM end with it (the decoupled schedule's scoreboard compares spans).
+    pub queue_ends: bool,
 }
 
 impl HostMap {
@@ -486,6 +489,7 @@ impl HostMap {
             acc_lanes: config.cols as u64,
             uart_patience: (uart_divisor as u64 * 10 * 1024).min((1 << 24) - 1),
             identity: identity.to_bytes(),
+            queue_ends: config.schedule == systole_core::Schedule::Decoupled,
         }
     }
 }
@@ -523,8 +527,9 @@ pub struct PacketEngine {
     pub fifo_word: Signal<Out, Bits<128>>,
     /// With `fifo_push`: the word, read as a DRAM access, passes the end of the DRAM.
     pub fifo_extent_over: Signal<Out, Bit>,
-    /// With `fifo_push`: the byte after the word's last DRAM byte, read as a DRAM access.
-    pub fifo_end: Signal<Out, Bits<32>>,
+    /// With `fifo_push`: the byte after the word's last DRAM byte, read as a DRAM access (built
+    /// when the map `queue_ends`).
+    pub fifo_end: Optional<Signal<Out, Bits<32>>>,
     pub run: Signal<Out, Bit>,
     pub machine_reset: Signal<Out, Bit>,
     // The host port of the memories (used only while no program runs).
@@ -650,7 +655,7 @@ impl PacketEngine {
             fifo_push: Default::default(),
             fifo_word: Default::default(),
             fifo_extent_over: Default::default(),
-            fifo_end: Default::default(),
+            fifo_end: Optional::default_when(map.queue_ends),
             run: Default::default(),
             machine_reset: Default::default(),
             host_region: Default::default(),
@@ -665,7 +670,7 @@ impl PacketEngine {
             acc_word: Default::default(),
             dram_byte: Default::default(),
             buffer: Ram::read_first(MAX_PAYLOAD.next_power_of_two()),
-            extent: ExtentCheck::new(map.dram_bytes, map.spad_elem_bytes),
+            extent: ExtentCheck::new(map.dram_bytes, map.spad_elem_bytes, map.queue_ends),
             rx_crc: Default::default(),
             tx_crc: Default::default(),
             state: Default::default(),
@@ -796,7 +801,9 @@ impl Logic for PacketEngine {
         self.extent.check.next = self.state.q.val() == LinkState::PushCheck;
         self.extent.word.next = self.assembly.q.val();
         self.fifo_extent_over.next = self.extent.bad.val();
-        self.fifo_end.next = self.extent.end_byte.val();
+        for _k in 0..self.fifo_end.len() {
+            self.fifo_end.next = self.extent.end_byte.val();
+        }
         self.run.next = false;
         self.machine_reset.next = false;
         self.host_write.next = false;

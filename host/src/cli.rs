@@ -179,6 +179,10 @@ pub struct EmitArgs {
     /// System clock cycles per UART bit (default: 115200 baud at --clock-mhz).
     #[arg(long)]
     pub uart_divisor: Option<u16>,
+    /// blocking: the machine the boards build; decoupled: units overlapping under a
+    /// scoreboard, streamed matmuls (docs/HARDWARE.md).
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Blocking)]
+    pub schedule: ScheduleArg,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
@@ -318,9 +322,9 @@ pub struct ArrayArgs {
     #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz, value_name = "MHZ")]
     #[arg(value_parser = parse_mhz, allow_negative_numbers = true)]
     pub clock_mhz: f64,
-    /// blocking: loads, stores and vector ops wait for an idle array (what the RTL and the
-    /// boards build); decoupled: the units overlap under a scoreboard and matmuls stream
-    /// (functional and cycle machines).
+    /// blocking: loads, stores and vector ops wait for an idle array (what the boards build);
+    /// decoupled: the units overlap under a scoreboard and matmuls stream (functional, cycle
+    /// and RTL machines).
     #[arg(long, value_enum, default_value_t = ScheduleArg::Blocking)]
     pub schedule: ScheduleArg,
 }

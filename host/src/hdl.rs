@@ -47,6 +47,7 @@ struct ConfigJson {
     cols: u16,
     dtype: &'static str,
     dataflow: &'static str,
+    schedule: &'static str,
     spad_width: usize,
     spad_depth: u32,
     acc_depth: u32,
@@ -70,7 +71,8 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
         clock_mhz: args.clock_mhz,
         ..ArrayConfig::new(args.rows, args.cols, Dtype::from(args.dtype))
     }
-    .with_dataflow(args.dataflow.into());
+    .with_dataflow(args.dataflow.into())
+    .with_schedule(args.schedule.into());
     let mut top = TopConfig::new(config);
     top.dram_bytes = args.dram_bytes;
     top.fifo_depth = args.fifo_depth;
@@ -89,6 +91,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
             cols: c,
             dtype: config.dtype.name(),
             dataflow: config.dataflow.short_name(),
+            schedule: config.schedule.name(),
             spad_width: config.spad_width(),
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,
@@ -168,12 +171,13 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     outputs.write(m_file, |out| writeln!(out, "{json}"))?;
     outputs.commit()?;
     println!(
-        "{} {}x{} {} {}: {} modules ({} instances) -> {}",
+        "{} {}x{} {} {}{}: {} modules ({} instances) -> {}",
         TOP_MODULE,
         r,
         c,
         config.dtype.name(),
         config.dataflow.short_name(),
+        crate::report::schedule_word(&config),
         emitted.modules,
         emitted.instances,
         args.out.display()

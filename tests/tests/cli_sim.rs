@@ -158,15 +158,22 @@ fn npy_i8(path: &Path, rows: u64, cols: u64, seed: u64) {
     w.finish().unwrap();
 }
 
+/// `gemm --machine rtl` under both schedules: C and the cycle count of the cycle machine.
 #[test]
 fn gemm_on_the_rtl_equals_the_cycle_machine() {
+    for schedule in ["blocking", "decoupled"] {
+        gemm_on_the_rtl_under(schedule);
+    }
+}
+
+fn gemm_on_the_rtl_under(schedule: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
     npy_i8(&a, 9, 21, 1);
     npy_i8(&b, 21, 7, 2);
     let run = |machine: &str| {
-        let c = dir.path().join(format!("c_{machine}.npy"));
-        let stats = dir.path().join(format!("{machine}.json"));
+        let c = dir.path().join(format!("c_{machine}_{schedule}.npy"));
+        let stats = dir.path().join(format!("{machine}_{schedule}.json"));
         let out = systole([
             "gemm",
             "--a",
@@ -181,21 +188,23 @@ fn gemm_on_the_rtl_equals_the_cycle_machine() {
             "4",
             "--machine",
             machine,
+            "--schedule",
+            schedule,
             "-o",
             c.to_str().unwrap(),
             "--stats",
             stats.to_str().unwrap(),
         ]);
-        assert!(out.status.success(), "{machine}: {}", text(&out.stderr));
+        assert!(out.status.success(), "{machine} {schedule}: {}", text(&out.stderr));
         let stats: Value = serde_json::from_slice(&fs::read(&stats).unwrap()).unwrap();
         (fs::read(&c).unwrap(), stats)
     };
     let (c_rtl, s_rtl) = run("rtl");
     let (c_cycle, s_cycle) = run("cycle");
-    assert_eq!(c_rtl, c_cycle, "C from the RTL");
+    assert_eq!(c_rtl, c_cycle, "C from the RTL, {schedule}");
     assert_eq!(s_rtl["machine"], "rtl");
     assert_eq!(s_rtl["cycles_source"], "the accelerator's cycle counter");
-    assert_eq!(s_rtl["cycles"], s_cycle["cycles"]);
+    assert_eq!(s_rtl["cycles"], s_cycle["cycles"], "{schedule}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! machines and the Verilated RTL (`systole_sim::RtlBuild`, through its UART).
 //!
 //! For each array (2x2, 4x4, 8x8, 16x16; INT8 and BF16; weight-stationary, and 4x4
-//! output-stationary) the three machines start from the same random memories and run the same
+//! output-stationary; under the blocking schedule and the decoupled one) the three machines start from the same random memories and run the same
 //! programs one after the other: tiled GEMMs of awkward shapes (1x1x1, sides one past the
 //! array's, K longer than the scratchpad holds, random), every vector-unit op, the cast or
 //! requantization to the scratchpad, and a GEMM with a fused epilogue. After every program each
@@ -11,7 +11,8 @@
 //! which the machines part (`systole_sim::compare::localize`).
 //!
 //! And one training step of the default MLP (64-64-10, batch 32) on the RTL equals the cycle
-//! machine's bit for bit: loss, predictions, every parameter and the cycle count.
+//! machine's bit for bit under both schedules: loss, predictions, every parameter and the
+//! cycle count.
 
 use systole_core::graph::{Graph, MlpSpec, Sgd};
 use systole_core::isa::{Instruction, VectorOp};
@@ -19,7 +20,7 @@ use systole_core::machine::{golden, validate_program, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
 use systole_core::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape};
 use systole_core::train::AccelTrainer;
-use systole_core::{ArrayConfig, Dataflow, Dtype, Machine, MachineError, Requant};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Machine, MachineError, Requant, Schedule};
 use systole_hdl::TopConfig;
 use systole_sim::compare::{first_difference, localize, Image, Outcome, Pair};
 use systole_sim::{rtl_top_config, BuildOptions, RtlBuild};
@@ -224,6 +225,36 @@ fn conformance_16x16_bf16() {
     conformance(conformance_top(16, Dtype::Bf16, Dataflow::WeightStationary), 10);
 }
 
+/// [`conformance_top`] under the decoupled schedule (docs/DECISIONS.md 41).
+fn decoupled(n: u16, dtype: Dtype, dataflow: Dataflow) -> TopConfig {
+    let top = conformance_top(n, dtype, dataflow);
+    TopConfig { array: top.array.with_schedule(Schedule::Decoupled), ..top }
+}
+
+#[test]
+fn conformance_2x2_decoupled() {
+    conformance(decoupled(2, Dtype::Int8, Dataflow::WeightStationary), 11);
+    conformance(decoupled(2, Dtype::Bf16, Dataflow::WeightStationary), 12);
+}
+
+#[test]
+fn conformance_4x4_output_stationary_decoupled() {
+    conformance(decoupled(4, Dtype::Int8, Dataflow::OutputStationary), 13);
+    conformance(decoupled(4, Dtype::Bf16, Dataflow::OutputStationary), 14);
+}
+
+#[test]
+fn conformance_8x8_decoupled() {
+    conformance(decoupled(8, Dtype::Int8, Dataflow::WeightStationary), 15);
+    conformance(decoupled(8, Dtype::Bf16, Dataflow::WeightStationary), 16);
+}
+
+#[test]
+fn conformance_16x16_decoupled() {
+    conformance(decoupled(16, Dtype::Int8, Dataflow::WeightStationary), 17);
+    conformance(decoupled(16, Dtype::Bf16, Dataflow::WeightStationary), 18);
+}
+
 /// One step of the default MLP (`systole train`'s 64-64-10, batch 32) on a 4x4 BF16 RTL, the
 /// accelerator `systole train --machine rtl --rows 4 --cols 4` builds: loss, predictions,
 /// cycles and every parameter equal the cycle machine's, bit for bit.
@@ -232,12 +263,20 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     let spec =
         MlpSpec { inputs: 64, hidden: heapless::Vec::from_slice(&[64]).unwrap(), classes: 10 };
     let graph = Graph::training(&spec, Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 }).unwrap();
-    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+    for config in [
+        ArrayConfig::new(4, 4, Dtype::Bf16),
+        ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled),
+    ] {
+        training_step_on_the_rtl(&spec, graph.clone(), config);
+    }
+}
+
+fn training_step_on_the_rtl(spec: &MlpSpec, graph: Graph, config: ArrayConfig) {
     let batch = 32;
     let dram = AccelTrainer::dram_needed(&graph, &config, batch, batch).unwrap();
     let top = rtl_top_config(config, dram);
     let rtl = RtlBuild::new(&top, &BuildOptions::default()).expect("verilating").machine().unwrap();
-    let params = Params::init(&spec, 0);
+    let params = Params::init(spec, 0);
     let mut on_rtl = AccelTrainer::new(Box::new(rtl), graph.clone(), &params).unwrap();
     let cycle = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
     let mut on_cycle = AccelTrainer::new(cycle, graph, &params).unwrap();
@@ -246,9 +285,9 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     let y: Vec<u16> = (0..batch).map(|_| rng.below(10) as u16).collect();
     let (want, want_work) = on_cycle.step(&x, &y).unwrap();
     let (got, got_work) = on_rtl.step(&x, &y).unwrap();
-    assert_eq!(got, want, "loss and predictions");
-    assert_eq!(got_work, want_work, "cycles and MACs");
+    assert_eq!(got, want, "{config:?}: loss and predictions");
+    assert_eq!(got_work, want_work, "{config:?}: cycles and MACs");
     let (a, b) = (on_cycle.params().unwrap(), on_rtl.params().unwrap());
-    assert!(a != Params::init(&spec, 0), "the step changed the parameters");
-    assert!(a == b, "every parameter after the step");
+    assert!(a != Params::init(spec, 0), "{config:?}: the step changed the parameters");
+    assert!(a == b, "{config:?}: every parameter after the step");
 }

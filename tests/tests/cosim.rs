@@ -19,7 +19,7 @@ use systole_core::machine::run_gemm;
 use systole_core::machine::{golden, GoldenKind, Region};
 use systole_core::protocol::{self, Request};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
-use systole_core::{ArrayConfig, Dataflow, Dtype, Machine};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Machine, Schedule};
 use systole_hdl::TopConfig;
 use systole_sim::{RtlTop, SpiLink, UartLink};
 use systole_tests::{assert_bit_identical, random_program, SplitMix};
@@ -100,6 +100,24 @@ fn random_programs_match_the_cycle_machine_over_the_uart() {
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 1);
     let top = small(3, 2, Dtype::Bf16, Dataflow::WeightStationary);
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 2);
+}
+
+/// The decoupled machine (docs/DECISIONS.md 41): four units overlapping under the scoreboard,
+/// streamed matmuls, two accumulator banks; the same programs, the same cycles and memories as
+/// the decoupled cycle machine.
+#[test]
+fn random_programs_match_the_decoupled_cycle_machine() {
+    let decoupled =
+        |top: TopConfig| TopConfig { array: top.array.with_schedule(Schedule::Decoupled), ..top };
+    let top = decoupled(TopConfig {
+        fifo_depth: 3,
+        ..small(2, 3, Dtype::Int8, Dataflow::WeightStationary)
+    });
+    random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 16, 21);
+    let top = decoupled(small(3, 2, Dtype::Bf16, Dataflow::WeightStationary));
+    random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 16, 22);
+    let top = decoupled(small(2, 2, Dtype::Bf16, Dataflow::OutputStationary));
+    random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 23);
 }
 
 #[test]
@@ -404,6 +422,11 @@ fn tiled_gemms_match_the_cycle_machine_over_spi() {
     let os = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(3, 4, Dtype::Bf16) }
         .with_dataflow(Dataflow::OutputStationary);
     gemm_over_spi(os, GemmShape { m: 7, k: 11, n: 6 }, 6);
+    // Decoupled: the tiler's software pipeline, matmuls streaming, transposed loads.
+    gemm_over_spi(ws.with_schedule(Schedule::Decoupled), GemmShape { m: 10, k: 9, n: 7 }, 7);
+    let bf16 = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(4, 4, Dtype::Bf16) }
+        .with_schedule(Schedule::Decoupled);
+    gemm_over_spi(bf16, GemmShape { m: 13, k: 6, n: 9 }, 8);
 }
 
 /// The firmware's simulated SPI bus, played on the RTL's pins.

@@ -5,6 +5,7 @@ use rust_hdl::prelude::*;
 
 use crate::decode::constant;
 use crate::mem::Ram;
+use crate::optional::Optional;
 
 /// The instruction FIFO: 128-bit words in block RAM, first-word-fall-through (`head` is the
 /// oldest word whenever `valid`), one push and one pop per cycle.
@@ -23,14 +24,14 @@ pub struct InstrFifo {
     pub push_flag: Signal<In, Bit>,
     /// The word's DRAM end byte, queued with it when the FIFO is built `with_ends` (the
     /// decoupled schedule's scoreboard compares DRAM spans).
-    pub push_end: Signal<In, Bits<32>>,
+    pub push_end: Optional<Signal<In, Bits<32>>>,
     pub pop: Signal<In, Bit>,
     /// Empties the FIFO (wins over push and pop).
     pub clear: Signal<In, Bit>,
     pub head: Signal<Out, Bits<128>>,
     pub head_flag: Signal<Out, Bit>,
-    /// The head's DRAM end byte (zero when built without ends).
-    pub head_end: Signal<Out, Bits<32>>,
+    /// The head's DRAM end byte (built `with_ends`).
+    pub head_end: Optional<Signal<Out, Bits<32>>>,
     pub valid: Signal<Out, Bit>,
     /// Free slots.
     pub free: Signal<Out, Bits<16>>,
@@ -57,12 +58,12 @@ impl InstrFifo {
             push: Default::default(),
             push_word: Default::default(),
             push_flag: Default::default(),
-            push_end: Default::default(),
+            push_end: Optional::default_when(with_ends),
             pop: Default::default(),
             clear: Default::default(),
             head: Default::default(),
             head_flag: Default::default(),
-            head_end: Default::default(),
+            head_end: Optional::default_when(with_ends),
             valid: Default::default(),
             free: Default::default(),
             ram: Ram::read_first(depth),
@@ -123,7 +124,6 @@ impl Logic for InstrFifo {
             && (self.ram.read_address.val() == self.ram.write_address.val());
         self.head.next = self.ram.read_data.val().get_bits::<128>(0);
         self.head_flag.next = self.ram.read_data.val().get_bit(128);
-        self.head_end.next = 0.into();
         for i in 0..self.ends.len() {
             self.ends[i].clock.next = self.clock.val();
             self.ends[i].write_enable.next = self.ram.write_enable.val();

@@ -155,7 +155,6 @@ impl Logic for SystoleTop {
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
-        self.fifo.push_end.next = self.engine.fifo_end.val();
         self.fifo.pop.next = self.dispatcher.pop.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
         self.checks.load.next = self.candidate.load.val();

@@ -16,9 +16,11 @@ use systole_core::ArrayConfig;
 use crate::mem::dram_banks;
 
 mod blocking;
+mod decoupled;
 mod lanes;
 
 pub use blocking::SystoleTop;
+pub use decoupled::SystoleTopDecoupled;
 pub use lanes::{SpadLane, WordLane};
 
 /// Instruction words the FIFO holds by default (as core's emulated host interface).

@@ -1,0 +1,610 @@
+//! `systole_top` of the decoupled schedule (core/src/timing/decoupled.rs): the same pins, link,
+//! FIFO, decoder and checks as the blocking machine ([`super::SystoleTop`]), but four units
+//! that overlap under core's scoreboard ([`DecoupledDispatcher`]): a load unit (`Load`,
+//! `LoadAcc`) and a vector unit (vector ops, casts, `Store`, `StoreSpad`), two instances of the
+//! [`Sequencer`], the weight loader, and the array (weight-stationary matmuls streamed through
+//! [`StreamUnit`], output-stationary ones through [`ArrayUnit`]).
+//!
+//! Memory ports follow the scoreboard's port rules, so no two units ever drive one port:
+//!
+//! * DRAM: the load unit reads, the vector unit writes (the host while no program runs).
+//! * Scratchpad: one write port (`Load`, through the load unit's transpose buffer
+//!   [`Transposer`], or the vector unit's casts); port A feeds the array
+//!   (and the host); port B serves the weight loader or an output-stationary matmul's `B` rows
+//!   while they read, else the vector unit's `StoreSpad`.
+//! * Accumulators: two banks ([`AccBanks`]), each touched by one unit at a time. The array has
+//!   its own accumulate lanes, so it adds into one bank while the vector unit's lanes work in
+//!   the other.
+
+use rust_hdl::prelude::*;
+use systole_core::{Dataflow, Dtype};
+
+use super::{SpadLane, TopConfig, WordLane};
+use crate::acc_banks::AccBanks;
+use crate::array::Array;
+use crate::controller::{
+    ArrayUnit, DecoupledDispatcher, FootprintOf, InstrFifo, Sequencer, StreamUnit, WeightLoader,
+};
+use crate::decode::{Checker, Decoder};
+use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
+use crate::mem::{Dram, RowRam};
+use crate::transpose::Transposer;
+use crate::vector::{AccLane, AccOp, CastLane, RequantLane};
+
+/// The whole machine under the decoupled schedule.
+#[derive(LogicBlock)]
+pub struct SystoleTopDecoupled {
+    pub clock: Signal<In, Clock>,
+    pub reset: Signal<In, Bit>,
+    pub uart_rx: Signal<In, Bit>,
+    pub uart_tx: Signal<Out, Bit>,
+    pub spi_sck: Signal<In, Bit>,
+    pub spi_cs_n: Signal<In, Bit>,
+    pub spi_mosi: Signal<In, Bit>,
+    pub spi_miso: Signal<Out, Bit>,
+    pub busy: Signal<Out, Bit>,
+    pub done: Signal<Out, Bit>,
+    pub error: Signal<Out, Bit>,
+    uart_in: UartRx,
+    uart_out: UartTx,
+    spi: SpiSlave,
+    engine: PacketEngine,
+    fifo: InstrFifo,
+    checks: Checker,
+    candidate: Decoder,
+    footprint: FootprintOf,
+    dispatcher: DecoupledDispatcher,
+    /// The load unit and the vector unit.
+    ld: Sequencer,
+    vu: Sequencer,
+    wl: WeightLoader,
+    /// Weight-stationary: the stream unit; output-stationary: the array unit.
+    stream: Vec<StreamUnit>,
+    os_unit: Vec<ArrayUnit>,
+    spad_a: RowRam<16>,
+    spad_b: RowRam<16>,
+    acc: AccBanks,
+    dram: Dram,
+    array: Array,
+    /// The load unit's transpose buffer, between the DRAM rows and the scratchpad lanes.
+    transposer: Transposer,
+    spad_lanes: Vec<SpadLane>,
+    /// The vector unit's accumulator lanes, and the array's.
+    acc_lanes: Vec<AccLane>,
+    array_lanes: Vec<AccLane>,
+    words: Vec<WordLane>,
+    cast: Vec<CastLane>,
+    requant: Vec<RequantLane>,
+    en: Signal<Local, Bit>,
+    host: Signal<Local, Bit>,
+    /// The weight loader (or an output-stationary matmul) reads scratchpad port B next.
+    port_b_array: Signal<Local, Bit>,
+    /// The vector unit's instruction is a `StoreSpad` (it reads no accumulator).
+    vu_store_spad: DFF<Bit>,
+    vu_reads_acc: Signal<Local, Bit>,
+    /// Bytes per scratchpad element, for the byte wiring of the DRAM rows.
+    _es: usize,
+}
+
+impl SystoleTopDecoupled {
+    pub fn new(top: &TopConfig) -> SystoleTopDecoupled {
+        let config = top.array;
+        let (c, w) = (config.cols as usize, config.spad_width());
+        let dtype = config.dtype;
+        let ws = config.dataflow == Dataflow::WeightStationary;
+        let map =
+            HostMap::new(&config, top.dram_bytes as u64, top.fifo_depth as u16, top.uart_divisor);
+        SystoleTopDecoupled {
+            clock: Default::default(),
+            reset: Default::default(),
+            uart_rx: Default::default(),
+            uart_tx: Default::default(),
+            spi_sck: Default::default(),
+            spi_cs_n: Default::default(),
+            spi_mosi: Default::default(),
+            spi_miso: Default::default(),
+            busy: Default::default(),
+            done: Default::default(),
+            error: Default::default(),
+            uart_in: UartRx::new(top.uart_divisor),
+            uart_out: UartTx::new(top.uart_divisor),
+            spi: Default::default(),
+            engine: PacketEngine::new(map),
+            fifo: InstrFifo::new(top.fifo_depth, true),
+            checks: Checker::new(&config),
+            candidate: Default::default(),
+            footprint: FootprintOf::new(&config),
+            dispatcher: DecoupledDispatcher::new(&config),
+            ld: Sequencer::new(&config),
+            vu: Sequencer::new(&config),
+            wl: WeightLoader::new(&config),
+            stream: (0..ws as usize).map(|_| StreamUnit::new(&config)).collect(),
+            os_unit: (0..!ws as usize).map(|_| ArrayUnit::new(&config)).collect(),
+            spad_a: RowRam::with_bits(w, config.spad_depth as usize, 8 * dtype.elem_bytes()),
+            spad_b: RowRam::with_bits(w, config.spad_depth as usize, 8 * dtype.elem_bytes()),
+            acc: AccBanks::new(&config),
+            dram: Dram::new(top.dram_bytes, top.dram_banks()),
+            array: Array::new(&config),
+            transposer: Transposer::new(&config),
+            spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
+            acc_lanes: (0..c).map(|_| AccLane::new(dtype)).collect(),
+            array_lanes: (0..c).map(|_| AccLane::new(dtype)).collect(),
+            words: (0..c).map(WordLane::new).collect(),
+            cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
+                .map(|_| Default::default())
+                .collect(),
+            requant: (0..if dtype == Dtype::Int8 { c } else { 0 })
+                .map(|_| Default::default())
+                .collect(),
+            en: Default::default(),
+            host: Default::default(),
+            port_b_array: Default::default(),
+            vu_store_spad: Default::default(),
+            vu_reads_acc: Default::default(),
+            _es: dtype.elem_bytes(),
+        }
+    }
+}
+
+impl Logic for SystoleTopDecoupled {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, vu_store_spad);
+        // Clocks.
+        self.uart_in.clock.next = self.clock.val();
+        self.uart_out.clock.next = self.clock.val();
+        self.spi.clock.next = self.clock.val();
+        self.engine.clock.next = self.clock.val();
+        self.fifo.clock.next = self.clock.val();
+        self.dispatcher.clock.next = self.clock.val();
+        self.wl.clock.next = self.clock.val();
+        self.spad_a.clock.next = self.clock.val();
+        self.spad_b.clock.next = self.clock.val();
+        self.acc.clock.next = self.clock.val();
+        self.dram.clock.next = self.clock.val();
+        self.array.clock.next = self.clock.val();
+
+        // The host link: bytes from either interface into the engine, its answer back out of
+        // the interface the request came in on.
+        self.uart_in.rx.next = self.uart_rx.val();
+        self.uart_tx.next = self.uart_out.tx.val();
+        self.spi.sck.next = self.spi_sck.val();
+        self.spi.cs_n.next = self.spi_cs_n.val();
+        self.spi.mosi.next = self.spi_mosi.val();
+        self.spi_miso.next = self.spi.miso.val();
+        self.engine.reset.next = self.reset.val();
+        self.engine.rx_valid.next = self.uart_in.valid.val() || self.spi.rx_valid.val();
+        self.engine.rx_spi.next = self.spi.rx_valid.val();
+        self.engine.rx_byte.next = self.uart_in.data.val();
+        if self.spi.rx_valid.val() {
+            self.engine.rx_byte.next = self.spi.rx_byte.val();
+        }
+        self.engine.spi_deselect.next = self.spi.deselect.val();
+        self.uart_out.data.next = self.engine.tx_byte.val();
+        self.uart_out.valid.next = self.engine.tx_valid_uart.val();
+        self.spi.tx_byte.next = self.engine.tx_byte.val();
+        self.spi.tx_valid.next = self.engine.tx_valid_spi.val();
+        self.engine.tx_take.next = self.uart_out.take.val() || self.spi.take.val();
+
+        // Instructions: FIFO (its head is the candidate) -> decoder, checks, footprint ->
+        // dispatcher, units.
+        self.fifo.push.next = self.engine.fifo_push.val();
+        self.fifo.push_word.next = self.engine.fifo_word.val();
+        self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
+        self.fifo.push_end.next = self.engine.fifo_end.val();
+        self.fifo.pop.next = self.dispatcher.pop.val();
+        self.fifo.clear.next = self.dispatcher.fifo_clear.val();
+        self.checks.load.next = self.candidate.load.val();
+        self.checks.store.next = self.candidate.store.val();
+        self.checks.load_weights.next = self.candidate.load_weights.val();
+        self.checks.matmul.next = self.candidate.matmul.val();
+        self.checks.matmul_os.next = self.candidate.matmul_os.val();
+        self.checks.vector.next = self.candidate.vector.val();
+        self.checks.cast_bf16.next = self.candidate.cast_bf16.val();
+        self.checks.requantize.next = self.candidate.requantize.val();
+        self.checks.load_acc.next = self.candidate.load_acc.val();
+        self.checks.store_spad.next = self.candidate.store_spad.val();
+        self.checks.bias_add.next = self.candidate.bias_add.val();
+        self.checks.relu_grad.next = self.candidate.relu_grad.val();
+        self.checks.axpy.next = self.candidate.axpy.val();
+        self.checks.spad_row.next = self.candidate.spad_row.val();
+        self.checks.acc_row.next = self.candidate.acc_row.val();
+        self.checks.a_row.next = self.candidate.a_row.val();
+        self.checks.b_row.next = self.candidate.b_row.val();
+        self.checks.dst.next = self.candidate.dst.val();
+        self.checks.src.next = self.candidate.src.val();
+        self.checks.rows.next = self.candidate.rows.val();
+        self.checks.len.next = self.candidate.len.val();
+        self.checks.k.next = self.candidate.k.val();
+        self.checks.cols.next = self.candidate.cols.val();
+        self.checks.extent_over.next = self.fifo.head_flag.val();
+        self.footprint.load.next = self.candidate.load.val();
+        self.footprint.store.next = self.candidate.store.val();
+        self.footprint.load_weights.next = self.candidate.load_weights.val();
+        self.footprint.matmul.next = self.candidate.matmul.val();
+        self.footprint.matmul_os.next = self.candidate.matmul_os.val();
+        self.footprint.vector.next = self.candidate.vector.val();
+        self.footprint.cast_bf16.next = self.candidate.cast_bf16.val();
+        self.footprint.requantize.next = self.candidate.requantize.val();
+        self.footprint.load_acc.next = self.candidate.load_acc.val();
+        self.footprint.store_spad.next = self.candidate.store_spad.val();
+        self.footprint.bias_add.next = self.candidate.bias_add.val();
+        self.footprint.relu.next = self.candidate.relu.val();
+        self.footprint.scale.next = self.candidate.scale.val();
+        self.footprint.spad_row.next = self.candidate.spad_row.val();
+        self.footprint.acc_row.next = self.candidate.acc_row.val();
+        self.footprint.a_row.next = self.candidate.a_row.val();
+        self.footprint.b_row.next = self.candidate.b_row.val();
+        self.footprint.dst.next = self.candidate.dst.val();
+        self.footprint.src.next = self.candidate.src.val();
+        self.footprint.dram_addr.next = self.candidate.dram_addr.val();
+        self.footprint.rows.next = self.candidate.rows.val();
+        self.footprint.k.next = self.candidate.k.val();
+        self.footprint.dram_end.next = self.fifo.head_end.val();
+        self.dispatcher.head_valid.next = self.fifo.valid.val();
+        self.dispatcher.head_word.next = self.fifo.head.val();
+        self.dispatcher.fault_in.next = self.checks.fault.val();
+        if self.candidate.fault.val().any() {
+            self.dispatcher.fault_in.next = self.candidate.fault.val();
+        }
+        self.dispatcher.run.next = self.engine.run.val();
+        self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();
+        self.candidate.word.next = self.dispatcher.word.val();
+        self.dispatcher.load.next = self.candidate.load.val();
+        self.dispatcher.load_acc.next = self.candidate.load_acc.val();
+        self.dispatcher.store.next = self.candidate.store.val();
+        self.dispatcher.store_spad.next = self.candidate.store_spad.val();
+        self.dispatcher.vector.next = self.candidate.vector.val();
+        self.dispatcher.cast_bf16.next = self.candidate.cast_bf16.val();
+        self.dispatcher.requantize.next = self.candidate.requantize.val();
+        self.dispatcher.load_weights.next = self.candidate.load_weights.val();
+        self.dispatcher.matmul.next = self.candidate.matmul.val();
+        self.dispatcher.matmul_os.next = self.candidate.matmul_os.val();
+        self.dispatcher.halt.next = self.candidate.halt.val();
+        self.dispatcher.swap.next = self.candidate.swap.val();
+        self.dispatcher.rows.next = self.candidate.rows.val();
+        self.dispatcher.k.next = self.candidate.k.val();
+        self.dispatcher.fp.next = self.footprint.fp.val();
+        self.dispatcher.load_free.next = self.ld.free.val();
+        self.dispatcher.vector_free.next = self.vu.free.val();
+        self.dispatcher.wl_free.next = self.wl.free.val();
+        self.dispatcher.active.next = 0.into();
+        self.en.next = self.dispatcher.enable.val();
+        // The host owns the memory ports whenever no program runs.
+        self.host.next = !self.dispatcher.running.val();
+
+        self.ld.load.next = self.candidate.load.val();
+        self.ld.store.next = self.candidate.store.val();
+        self.ld.vector.next = self.candidate.vector.val();
+        self.ld.cast_bf16.next = self.candidate.cast_bf16.val();
+        self.ld.requantize.next = self.candidate.requantize.val();
+        self.ld.load_acc.next = self.candidate.load_acc.val();
+        self.ld.store_spad.next = self.candidate.store_spad.val();
+        self.ld.bias_add.next = self.candidate.bias_add.val();
+        self.ld.relu.next = self.candidate.relu.val();
+        self.ld.relu_grad.next = self.candidate.relu_grad.val();
+        self.ld.scale.next = self.candidate.scale.val();
+        self.ld.spad_row.next = self.candidate.spad_row.val();
+        self.ld.acc_row.next = self.candidate.acc_row.val();
+        self.ld.dst.next = self.candidate.dst.val();
+        self.ld.src.next = self.candidate.src.val();
+        self.ld.dram_addr.next = self.candidate.dram_addr.val();
+        self.ld.rows.next = self.candidate.rows.val();
+        self.ld.len.next = self.candidate.len.val();
+        self.ld.row_stride.next = self.candidate.row_stride.val();
+        self.ld.elem_stride.next = self.candidate.elem_stride.val();
+        self.ld.imm.next = self.candidate.imm.val();
+        self.ld.multiplier.next = self.candidate.multiplier.val();
+        self.ld.shift.next = self.candidate.shift.val();
+        self.ld.zero_point.next = self.candidate.zero_point.val();
+        self.vu.load.next = self.candidate.load.val();
+        self.vu.store.next = self.candidate.store.val();
+        self.vu.vector.next = self.candidate.vector.val();
+        self.vu.cast_bf16.next = self.candidate.cast_bf16.val();
+        self.vu.requantize.next = self.candidate.requantize.val();
+        self.vu.load_acc.next = self.candidate.load_acc.val();
+        self.vu.store_spad.next = self.candidate.store_spad.val();
+        self.vu.bias_add.next = self.candidate.bias_add.val();
+        self.vu.relu.next = self.candidate.relu.val();
+        self.vu.relu_grad.next = self.candidate.relu_grad.val();
+        self.vu.scale.next = self.candidate.scale.val();
+        self.vu.spad_row.next = self.candidate.spad_row.val();
+        self.vu.acc_row.next = self.candidate.acc_row.val();
+        self.vu.dst.next = self.candidate.dst.val();
+        self.vu.src.next = self.candidate.src.val();
+        self.vu.dram_addr.next = self.candidate.dram_addr.val();
+        self.vu.rows.next = self.candidate.rows.val();
+        self.vu.len.next = self.candidate.len.val();
+        self.vu.row_stride.next = self.candidate.row_stride.val();
+        self.vu.elem_stride.next = self.candidate.elem_stride.val();
+        self.vu.imm.next = self.candidate.imm.val();
+        self.vu.multiplier.next = self.candidate.multiplier.val();
+        self.vu.shift.next = self.candidate.shift.val();
+        self.vu.zero_point.next = self.candidate.zero_point.val();
+        self.ld.clock.next = self.clock.val();
+        self.ld.enable.next = self.en.val();
+        self.ld.abort.next = self.dispatcher.abort.val();
+        self.vu.clock.next = self.clock.val();
+        self.vu.enable.next = self.en.val();
+        self.vu.abort.next = self.dispatcher.abort.val();
+        self.ld.start.next = self.dispatcher.start_load.val();
+        self.vu.start.next = self.dispatcher.start_vector.val();
+        self.wl.enable.next = self.en.val();
+        self.wl.abort.next = self.dispatcher.abort.val();
+        self.wl.start.next = self.dispatcher.start_wl.val();
+        self.wl.spad_row.next = self.candidate.spad_row.val();
+        self.wl.rows.next = self.candidate.rows.val();
+        self.wl.cols.next = self.candidate.cols.val();
+        self.array.enable.next = self.en.val();
+        self.array.shift.next = self.wl.shift.val();
+        self.array.first.next = false;
+        self.array.drain.next = false;
+        // An output-stationary array keeps the blocking one's (unused) swap.
+        for _k in 0..self.array.swap.len() {
+            self.array.swap.next = false;
+        }
+        self.spad_a.read_address.next = 0.into();
+        self.spad_b.read_address.next = self.wl.spad_read.val();
+        self.port_b_array.next = self.dispatcher.start_wl.val() || !self.wl.free.val();
+        self.acc.array_x.next = 0.into();
+        self.acc.array_write.next = false;
+        self.acc.array_row.next = 0.into();
+        for j in 0..self.array_lanes.len() {
+            self.array_lanes[j].op.next = AccOp::Overwrite;
+        }
+        // Weight-stationary: matmuls stream; the rows carry their weight bank.
+        for k in 0..self.stream.len() {
+            self.stream[k].clock.next = self.clock.val();
+            self.stream[k].enable.next = self.en.val();
+            self.stream[k].abort.next = self.dispatcher.abort.val();
+            self.stream[k].start.next = self.dispatcher.start_arr.val();
+            self.stream[k].a_row.next = self.candidate.a_row.val();
+            self.stream[k].acc_row.next = self.candidate.acc_row.val();
+            self.stream[k].rows.next = self.candidate.rows.val();
+            self.stream[k].swap.next = self.candidate.swap.val();
+            self.stream[k].accumulate.next = self.candidate.accumulate.val();
+            self.dispatcher.active.next = self.stream[k].active.val();
+            self.array.tag.next = self.stream[k].tag.val();
+            self.array.load_bank.next = self.stream[k].load_bank.val();
+            self.spad_a.read_address.next = self.stream[k].spad_read_a.val();
+            self.acc.array_x.next = self.stream[k].acc_read.val();
+            self.acc.array_write.next = self.stream[k].acc_write.val();
+            self.acc.array_row.next = self.stream[k].acc_write_row.val();
+            for j in 0..self.array_lanes.len() {
+                self.array_lanes[j].op.next = self.stream[k].acc_op.val();
+            }
+            for i in 0..self.array.left.len() {
+                self.array.left[i].next = 0.into();
+                if self.stream[k].feed.val() {
+                    self.array.left[i].next = self.spad_a.read_data[i].val();
+                }
+            }
+            for j in 0..self.array.top.len() {
+                self.array.top[j].next = 0.into();
+                if self.wl.row_valid.val() && (self.wl.columns.val() > j.to_bits()) {
+                    self.array.top[j].next = self.spad_b.read_data[j].val();
+                }
+            }
+        }
+        // Output-stationary: one matmul at a time, `A^T` rows on port A, `B` rows on port B.
+        for k in 0..self.os_unit.len() {
+            self.os_unit[k].clock.next = self.clock.val();
+            self.os_unit[k].enable.next = self.en.val();
+            self.os_unit[k].abort.next = self.dispatcher.abort.val();
+            self.os_unit[k].start.next = self.dispatcher.start_arr.val();
+            self.os_unit[k].a_row.next = self.candidate.a_row.val();
+            self.os_unit[k].b_row.next = self.candidate.b_row.val();
+            self.os_unit[k].acc_row.next = self.candidate.acc_row.val();
+            self.os_unit[k].rows.next = self.candidate.rows.val();
+            self.os_unit[k].k.next = self.candidate.k.val();
+            self.os_unit[k].swap.next = self.candidate.swap.val();
+            self.os_unit[k].accumulate.next = self.candidate.accumulate.val();
+            self.array.first.next = self.os_unit[k].first.val();
+            self.array.drain.next = self.os_unit[k].drain.val();
+            self.spad_a.read_address.next = self.os_unit[k].spad_read_a.val();
+            self.spad_b.read_address.next = self.os_unit[k].spad_read_b.val();
+            self.port_b_array.next = self.dispatcher.start_arr.val() || !self.os_unit[k].free.val();
+            self.acc.array_x.next = self.os_unit[k].acc_read.val();
+            self.acc.array_write.next = self.os_unit[k].acc_write.val();
+            self.acc.array_row.next = self.os_unit[k].acc_write_row.val();
+            for j in 0..self.array_lanes.len() {
+                self.array_lanes[j].op.next = self.os_unit[k].acc_op.val();
+            }
+            for i in 0..self.array.left.len() {
+                self.array.left[i].next = 0.into();
+                if self.os_unit[k].feed.val() {
+                    self.array.left[i].next = self.spad_a.read_data[i].val();
+                }
+            }
+            for j in 0..self.array.top.len() {
+                self.array.top[j].next = 0.into();
+                if self.os_unit[k].feed.val() {
+                    self.array.top[j].next = self.spad_b.read_data[j].val();
+                }
+            }
+        }
+        // Port B: the vector unit's `StoreSpad` when the array side does not read it.
+        if !self.port_b_array.val() {
+            self.spad_b.read_address.next = self.vu.spad_read.val();
+        }
+
+        // Status.
+        self.engine.running.next = self.dispatcher.running.val();
+        self.engine.done.next = self.dispatcher.done.val();
+        self.engine.fault.next = self.dispatcher.fault.val();
+        self.engine.fifo_free.next = self.fifo.free.val();
+        self.engine.cycles.next = self.dispatcher.cycles.val();
+        self.busy.next = self.dispatcher.running.val();
+        self.done.next = self.dispatcher.done.val();
+        self.error.next = self.dispatcher.fault.val().any();
+
+        // Scratchpad: one write port (the load unit's `Load`, the vector unit's casts, the host).
+        self.spad_a.read_enable.next = self.en.val();
+        self.spad_b.read_enable.next = self.en.val();
+        self.engine.spad_elem.next = 0.into();
+        self.spad_a.write_address.next = self.vu.spad_write_row.val();
+        if self.ld.spad_write.val() {
+            self.spad_a.write_address.next = self.ld.spad_write_row.val();
+        }
+        if self.host.val() {
+            self.spad_a.read_address.next = self.engine.host_row.val();
+            self.spad_a.write_address.next = self.engine.host_row.val();
+        }
+        self.spad_b.write_address.next = self.spad_a.write_address.val();
+        for e in 0..self.spad_lanes.len() {
+            self.spad_lanes[e].clock.next = self.clock.val();
+            self.spad_lanes[e].enable.next = self.en.val();
+            self.spad_lanes[e].is_load.next = self.ld.is_load.val();
+            self.spad_lanes[e].gather.next = self.ld.gather.val();
+            self.spad_lanes[e].broadcast.next = self.ld.broadcast.val();
+            self.spad_lanes[e].element.next = self.ld.element.val();
+            self.spad_lanes[e].length.next = self.ld.length.val();
+            self.spad_lanes[e].cast.next = 0.into();
+            self.spad_lanes[e].host.next = self.host.val();
+            self.spad_lanes[e].host_lane.next = self.engine.host_lane.val();
+            self.spad_lanes[e].host_elem.next = self.engine.host_elem.val();
+            self.spad_lanes[e].host_write.next =
+                self.engine.host_write.val() && (self.engine.host_region.val() == 1);
+            self.spad_a.write_data[e].next = self.spad_lanes[e].data.val();
+            self.spad_b.write_data[e].next = self.spad_lanes[e].data.val();
+            self.spad_a.write_lane[e].next = self.spad_lanes[e].host_writes.val()
+                || (self.en.val()
+                    && (self.ld.spad_write.val() || self.vu.spad_write.val())
+                    && !self.host.val());
+            self.spad_b.write_lane[e].next = self.spad_a.write_lane[e].val();
+            if self.engine.host_lane.val() == e.to_bits() {
+                self.engine.spad_elem.next = self.spad_a.read_data[e].val();
+            }
+        }
+        // A one-iteration loop binds the element's bytes for the index arithmetic.
+        for es in self._es..(self._es + 1) {
+            for e in 0..self.spad_lanes.len() {
+                self.spad_lanes[e].lo.next = self.dram.read_data[e * es].val();
+                self.spad_lanes[e].hi.next = self.dram.read_data[e * es + es - 1].val();
+                self.spad_lanes[e].lo0.next = self.dram.read_data[0].val();
+                self.spad_lanes[e].hi0.next = self.dram.read_data[es - 1].val();
+            }
+            // A transposing `Load`'s rows come out of the buffer (else it passes the DRAM row).
+            for e in 0..self.transposer.width() {
+                self.spad_lanes[e].lo.next = self.transposer.out[e * es].val();
+                self.spad_lanes[e].hi.next = self.transposer.out[e * es + es - 1].val();
+            }
+        }
+        self.transposer.clock.next = self.clock.val();
+        for k in 0..self.transposer.dram.len() {
+            self.transposer.dram[k].next = self.dram.read_data[k].val();
+        }
+        for k in 0..self.transposer.write.len() {
+            self.transposer.write[k].next = self.ld.transpose_write[k].val();
+            self.transposer.read[k].next = self.ld.transpose_read[k].val();
+        }
+        for j in 0..self.cast.len() {
+            self.cast[j].x.next = self.acc.vector_x_data[j].val();
+            self.spad_lanes[j].cast.next = self.cast[j].y.val();
+        }
+        for j in 0..self.requant.len() {
+            self.requant[j].x.next = self.acc.vector_x_data[j].val();
+            self.requant[j].multiplier.next = self.vu.requant_multiplier.val();
+            self.requant[j].shift.next = self.vu.requant_shift.val();
+            self.requant[j].zero_point.next = self.vu.requant_zero_point.val();
+            self.requant[j].ll.next = self.acc_lanes[j].ll.val();
+            self.requant[j].lh.next = self.acc_lanes[j].lh.val();
+            self.requant[j].hl.next = self.acc_lanes[j].hl.val();
+            self.requant[j].hh.next = self.acc_lanes[j].hh.val();
+            self.spad_lanes[j].cast.next = self.requant[j].y.val();
+        }
+
+        // Accumulators: the vector unit's reads and writes, the load unit's `LoadAcc` words, the
+        // array's rows, the host's words.
+        self.acc.enable.next = self.en.val();
+        self.acc.host.next = self.host.val();
+        self.acc.host_row.next = self.engine.host_row.val();
+        self.acc.host_lane.next = self.engine.host_lane.val();
+        self.acc.host_word.next = self.engine.host_word.val();
+        self.acc.host_write.next =
+            self.engine.host_write.val() && (self.engine.host_region.val() == 2);
+        self.engine.acc_word.next = self.acc.host_data.val();
+        // The vector unit reads the accumulators next unless it runs a `StoreSpad` then.
+        if self.en.val() && self.dispatcher.start_vector.val() {
+            self.vu_store_spad.d.next = self.candidate.store_spad.val();
+        }
+        self.vu_reads_acc.next = self.vu.busy_next.val() && !self.vu_store_spad.q.val();
+        if self.dispatcher.start_vector.val() {
+            self.vu_reads_acc.next = !self.candidate.store_spad.val();
+        }
+        self.acc.vector_reads.next = self.vu_reads_acc.val();
+        self.acc.vector_x.next = self.vu.acc_read_x.val();
+        self.acc.vector_y.next = self.vu.acc_read_y.val();
+        self.acc.vector_write.next = self.vu.acc_write.val();
+        self.acc.vector_row.next = self.vu.acc_write_row.val();
+        self.acc.load_write.next = self.ld.acc_write.val();
+        self.acc.load_row.next = self.ld.acc_write_row.val();
+        for j in 0..self.acc_lanes.len() {
+            self.acc_lanes[j].x.next = self.acc.vector_x_data[j].val();
+            self.acc_lanes[j].y.next = self.acc.vector_y_data[j].val();
+            self.acc_lanes[j].array.next = 0.into();
+            self.acc_lanes[j].word.next = 0.into();
+            self.acc_lanes[j].imm.next = self.vu.immediate.val();
+            self.acc_lanes[j].requantize.next = self.vu.requantizing.val();
+            self.acc_lanes[j].multiplier.next = self.vu.requant_multiplier.val();
+            self.acc_lanes[j].op.next = self.vu.acc_op.val();
+            self.acc.vector_data[j].next = self.acc_lanes[j].result.val();
+            self.array_lanes[j].x.next = self.acc.array_x_data[j].val();
+            self.array_lanes[j].y.next = 0.into();
+            self.array_lanes[j].array.next = self.array.out[j].val();
+            self.array_lanes[j].imm.next = 0.into();
+            self.array_lanes[j].word.next = 0.into();
+            self.array_lanes[j].requantize.next = false;
+            self.array_lanes[j].multiplier.next = 0.into();
+            self.acc.array_data[j].next = self.array_lanes[j].result.val();
+            // LoadAcc: word j of the DRAM row, zero at and past `len`.
+            self.words[j].b0.next = self.dram.read_data[j * 4].val();
+            self.words[j].b1.next = self.dram.read_data[j * 4 + 1].val();
+            self.words[j].b2.next = self.dram.read_data[j * 4 + 2].val();
+            self.words[j].b3.next = self.dram.read_data[j * 4 + 3].val();
+            self.words[j].length.next = self.ld.length.val();
+            self.acc.load_data[j].next = self.words[j].word.val();
+        }
+
+        // DRAM: the load unit reads, the vector unit writes (`Store` words, `StoreSpad`
+        // elements from port B), the host reads and writes bytes.
+        self.dram.read_enable.next = self.en.val();
+        self.dram.read_address.next = self.ld.dram_read_address.val();
+        self.dram.write_address.next = self.vu.dram_write_address.val();
+        self.dram.write_count.next = 0.into();
+        if self.en.val() {
+            self.dram.write_count.next = self.vu.dram_write_count.val();
+        }
+        for k in 0..self.dram.write_data.len() {
+            self.dram.write_data[k].next = 0.into();
+        }
+        for es in self._es..(self._es + 1) {
+            for e in 0..self.spad_lanes.len() {
+                self.dram.write_data[e * es].next = self.spad_b.read_data[e].val().get_bits::<8>(0);
+                self.dram.write_data[e * es + es - 1].next =
+                    self.spad_b.read_data[e].val().get_bits::<8>(es * 8 - 8);
+            }
+        }
+        if self.vu.is_store.val() {
+            for j in 0..self.acc_lanes.len() {
+                self.dram.write_data[j * 4].next = self.acc.vector_x_data[j].val().get_bits::<8>(0);
+                self.dram.write_data[j * 4 + 1].next =
+                    self.acc.vector_x_data[j].val().get_bits::<8>(8);
+                self.dram.write_data[j * 4 + 2].next =
+                    self.acc.vector_x_data[j].val().get_bits::<8>(16);
+                self.dram.write_data[j * 4 + 3].next =
+                    self.acc.vector_x_data[j].val().get_bits::<8>(24);
+            }
+        }
+        self.engine.dram_byte.next = self.dram.read_data[0].val();
+        if self.host.val() {
+            self.dram.read_address.next = self.engine.host_addr.val();
+            self.dram.write_address.next = self.engine.host_addr.val();
+            self.dram.write_count.next = 0.into();
+            if self.engine.host_write.val() && (self.engine.host_region.val() == 0) {
+                self.dram.write_count.next = 1.into();
+            }
+            self.dram.write_data[0].next = self.engine.host_byte.val();
+        }
+    }
+}
