@@ -120,44 +120,45 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
 pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
     let a = &top.array;
     let banks = top.dram_banks() as u64;
-    vec![
-        MemoryInfo {
-            name: "scratchpad",
-            words: a.spad_depth as u64,
-            word_bits: a.spad_width() as u64 * 8 * a.dtype.elem_bytes() as u64,
-            copies: 2,
-            lanes: a.spad_width() as u64,
-        },
-        MemoryInfo {
-            name: "accumulators",
-            words: a.acc_depth as u64,
-            word_bits: a.cols as u64 * 32,
-            copies: 2,
-            lanes: a.cols as u64,
-        },
-        MemoryInfo {
-            name: "dram",
-            words: (top.dram_bytes as u64).div_ceil(banks),
-            word_bits: banks * 8,
-            copies: 1,
-            lanes: banks,
-        },
-        MemoryInfo {
-            name: "instruction_fifo",
-            words: top.fifo_depth as u64,
-            // The decoupled machine queues each word's DRAM end beside it.
-            word_bits: if a.schedule == Schedule::Decoupled { 160 } else { 128 },
-            copies: 1,
-            lanes: 1,
-        },
-        MemoryInfo {
-            name: "request_buffer",
-            words: systole_core::protocol::MAX_PAYLOAD.next_power_of_two() as u64,
-            word_bits: 8,
-            copies: 1,
-            lanes: 1,
-        },
-    ]
+    let decoupled = a.schedule == Schedule::Decoupled;
+    let acc = |name, words| MemoryInfo {
+        name,
+        words,
+        word_bits: a.cols as u64 * 32,
+        copies: 2,
+        lanes: a.cols as u64,
+    };
+    let mut memories = vec![MemoryInfo {
+        name: "scratchpad",
+        words: a.spad_depth as u64,
+        word_bits: a.spad_width() as u64 * 8 * a.dtype.elem_bytes() as u64,
+        copies: 2,
+        lanes: a.spad_width() as u64,
+    }];
+    if decoupled {
+        // Two banks (`acc_banks.rs`); a one-row accumulator's second bank keeps one unused row.
+        let split = a.acc_depth.div_ceil(2) as u64;
+        memories.push(acc("accumulator_bank_0", split));
+        memories.push(acc("accumulator_bank_1", (a.acc_depth as u64 - split).max(1)));
+    } else {
+        memories.push(acc("accumulators", a.acc_depth as u64));
+    }
+    let one = |name, words, word_bits| MemoryInfo { name, words, word_bits, copies: 1, lanes: 1 };
+    memories.push(MemoryInfo {
+        name: "dram",
+        words: (top.dram_bytes as u64).div_ceil(banks),
+        word_bits: banks * 8,
+        copies: 1,
+        lanes: banks,
+    });
+    memories.push(one("instruction_fifo", top.fifo_depth as u64, 128));
+    if decoupled {
+        // Each word's DRAM end byte, for the scoreboard.
+        memories.push(one("instruction_ends", top.fifo_depth as u64, 32));
+    }
+    let buffer = systole_core::protocol::MAX_PAYLOAD.next_power_of_two() as u64;
+    memories.push(one("request_buffer", buffer, 8));
+    memories
 }
 
 /// The whole machine of `top` as Verilog with top module [`TOP_MODULE`].
