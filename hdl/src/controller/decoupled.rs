@@ -452,12 +452,13 @@ impl Logic for DecoupledDispatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::footprint::tests::end_of;
     use crate::controller::FootprintOf;
     use crate::decode::Decoder;
     use crate::testing::{settle, tick, verilog_of};
     use systole_core::check::{random_program, SplitMix};
     use systole_core::isa::{encode, Instruction};
-    use systole_core::scoreboard::{dram_end, next_bank, unit, Unit};
+    use systole_core::scoreboard::{next_bank, unit, Unit};
     use systole_core::timing::{duration, schedule};
     use systole_core::{Dtype, Schedule};
 
@@ -522,21 +523,7 @@ mod tests {
             d.halt.next = dec.halt.val();
             d.swap.next = dec.swap.val();
             d.head_word.next = word.to_bits();
-            let es = config.dtype.elem_bytes() as u64;
-            f.dram_end.next = match ins {
-                Some(&Instruction::Load {
-                    dram_addr, rows, len, row_stride, elem_stride, ..
-                }) => dram_end(dram_addr, rows, row_stride, len, elem_stride as u64, es),
-                Some(
-                    &Instruction::LoadAcc { dram_addr, rows, len, row_stride, .. }
-                    | &Instruction::Store { dram_addr, rows, len, row_stride, .. },
-                ) => dram_end(dram_addr, rows, row_stride, len, 1, 4),
-                Some(&Instruction::StoreSpad { dram_addr, rows, len, row_stride, .. }) => {
-                    dram_end(dram_addr, rows, row_stride, len, 1, es)
-                }
-                _ => 0,
-            }
-            .into();
+            f.dram_end.next = ins.map_or(0, |i| end_of(&config, i)).into();
             settle(&mut f);
             d.fp.next = f.fp.val();
             d.active.next = (self.active as u64).into();

@@ -293,13 +293,13 @@ impl Logic for Conflict {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::decode::Decoder;
     use crate::testing::{settle, verilog_of};
     use systole_core::check::{random_program, SplitMix};
     use systole_core::isa::{encode, Instruction, VectorOp};
-    use systole_core::scoreboard::{self, conflicts, dram_end, Span};
+    use systole_core::scoreboard::{self, conflicts, Span};
     use systole_core::{Dataflow, Dtype};
 
     /// Core's footprint in the hardware's bundle.
@@ -327,22 +327,11 @@ mod tests {
         }
     }
 
-    /// The DRAM end the host link's extent check queues with a word (0 for other opcodes).
-    fn end_of(config: &ArrayConfig, ins: &Instruction) -> u64 {
-        let es = config.dtype.elem_bytes() as u64;
-        match *ins {
-            Instruction::Load { dram_addr, rows, len, row_stride, elem_stride, .. } => {
-                dram_end(dram_addr, rows, row_stride, len, elem_stride as u64, es)
-            }
-            Instruction::LoadAcc { dram_addr, rows, len, row_stride, .. }
-            | Instruction::Store { dram_addr, rows, len, row_stride, .. } => {
-                dram_end(dram_addr, rows, row_stride, len, 1, 4)
-            }
-            Instruction::StoreSpad { dram_addr, rows, len, row_stride, .. } => {
-                dram_end(dram_addr, rows, row_stride, len, 1, es)
-            }
-            _ => 0,
-        }
+    /// The DRAM end the host link's extent check queues with a word (0 for other opcodes; the
+    /// extent check itself is tested against core's `dram_end` in decode.rs).
+    pub(crate) fn end_of(config: &ArrayConfig, ins: &Instruction) -> u64 {
+        let fp = scoreboard::footprint(config, ins);
+        fp.dram_read.hi.max(fp.dram_write.hi)
     }
 
     fn footprint_of(config: &ArrayConfig, ins: &Instruction) -> Footprint {
