@@ -7,11 +7,12 @@
 //!    casts it to bf16 (the next layer's input). The host then reads the logits and computes
 //!    the softmax cross-entropy and its gradient on the CPU (small vectors), and writes the
 //!    gradient as bf16.
-//! 2. **backward and update**: per layer, last first: `dW = X^T dY` and `db = 1^T dY` (a
-//!    ones-vector matmul: the batch sum on the array), then `dX = dY W^T` with the ReLU gradient
-//!    and the bf16 cast fused in its epilogue. Then SGD on every parameter in the vector unit:
-//!    f32 master weights loaded into the accumulators, updated, stored, and cast to the bf16
-//!    copy the next forward pass multiplies with.
+//! 2. **backward and update**: per layer, last first: `dX = dY W^T` with the ReLU gradient and
+//!    the bf16 cast fused in its epilogue, then `dW = X^T dY` and `db = 1^T dY` (a ones-vector
+//!    matmul: the batch sum on the array), each with its parameter's SGD update fused in its
+//!    epilogue ([`Update`]): the f32 master weights (and velocity) are loaded beside the
+//!    gradient in the accumulators, updated, stored, and cast to the bf16 copy the next forward
+//!    pass multiplies with. `dX` goes first because it reads the weights the update rewrites.
 //!
 //! Transposes cost nothing: the tiler's strided loads read `X^T` and `W^T` from the row-major
 //! buffers. Parameters, gradients and velocities sit at addresses that do not depend on the batch
@@ -23,10 +24,12 @@ use alloc::vec::Vec;
 
 use crate::config::{ArrayConfig, Dtype};
 use crate::graph::{Graph, Op, TensorId, TensorKind};
-use crate::isa::{Instruction, VectorOp};
+use crate::isa::Instruction;
 use crate::machine::ExecErrorKind;
 use crate::numerics::Requant;
-use crate::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError};
+use crate::tiler::{
+    CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError, Update,
+};
 use crate::timing;
 
 /// Why a graph cannot be compiled.
@@ -72,7 +75,8 @@ pub struct Buffers {
 /// One operation of a compiled step, for per-op cycle and utilisation reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
-    /// "dense", "dense_grad_weight", "bias_grad", "dense_grad_input", "sgd".
+    /// "dense", "dense_grad_input", and "dense_grad_weight" and "bias_grad", or with the SGD
+    /// update fused in, "dense_grad_weight+sgd" and "bias_grad+sgd".
     pub op: &'static str,
     pub layer: u8,
     /// 0: forward program, 1: backward-and-update program.
@@ -317,11 +321,11 @@ impl<'g> Compiler<'g> {
                     });
                     let epilogue = Epilogue {
                         bias: Some(self.words(b)),
-                        relu_grad_mask: None,
                         relu,
                         // Training keeps the f32 output as the ReLU mask; inference only the logits.
                         store: is_logits || self.training,
                         cast,
+                        ..Epilogue::STORE
                     };
                     let a = MatrixView::row_major(self.elems(x), shape.k);
                     let bv = MatrixView::row_major(self.elems(w), shape.n);
@@ -337,33 +341,15 @@ impl<'g> Compiler<'g> {
 
     fn backward(&mut self) -> Result<(), CompileError> {
         let ops = &self.graph.backward;
+        // A layer's parameter gradients wait for its input gradient, which reads the bf16 copy
+        // of the weights that the updates fused into them overwrite.
+        let mut waiting: Vec<Op> = Vec::new();
         let mut i = 0;
         while i < ops.len() {
             match ops[i] {
                 Op::SoftmaxCrossEntropyGrad { .. } => i += 1, // on the host, between the programs
-                Op::BiasGrad { dy, db } => {
-                    let layer = self.layer_of_grad(db);
-                    let shape = GemmShape { m: 1, k: self.batch, n: self.cols(dy) };
-                    let a = MatrixView::row_major(self.ones.unwrap_or(0), self.batch);
-                    let b = MatrixView::row_major(self.elems(dy), shape.n);
-                    self.gemm(1, "bias_grad", layer, shape, a, b, self.words(db), Epilogue::STORE)?;
-                    i += 1;
-                }
-                Op::DenseGradWeight { x, dy, dw } => {
-                    let layer = self.layer_of_grad(dw);
-                    let shape = GemmShape { m: self.cols(x), k: self.batch, n: self.cols(dy) };
-                    let a = MatrixView::row_major(self.elems(x), shape.m).t();
-                    let b = MatrixView::row_major(self.elems(dy), shape.n);
-                    self.gemm(
-                        1,
-                        "dense_grad_weight",
-                        layer,
-                        shape,
-                        a,
-                        b,
-                        self.words(dw),
-                        Epilogue::STORE,
-                    )?;
+                op @ (Op::BiasGrad { .. } | Op::DenseGradWeight { .. }) => {
+                    waiting.push(op);
                     i += 1;
                 }
                 Op::DenseGradInput { dy, w, dx } => {
@@ -378,19 +364,69 @@ impl<'g> Compiler<'g> {
                     let a = MatrixView::row_major(self.elems(dy), shape.k);
                     let b = MatrixView::row_major(self.elems(w), shape.k).t();
                     let epilogue = Epilogue {
-                        bias: None,
                         relu_grad_mask: mask,
-                        relu: false,
                         store: false,
                         cast: Some(CastTo { addr: self.elems(out), requant: None }),
+                        ..Epilogue::STORE
                     };
                     self.gemm(1, "dense_grad_input", layer, shape, a, b, 0, epilogue)?;
                     i += if mask.is_some() { 2 } else { 1 };
+                    for op in waiting.drain(..) {
+                        self.parameter_gradient(op)?;
+                    }
                 }
                 _ => return Err(CompileError::Unsupported { op: "backward op" }),
             }
         }
+        for op in waiting {
+            self.parameter_gradient(op)?;
+        }
+        let fused = self.segments.iter().filter(|s| s.op.ends_with("+sgd")).count();
+        if fused != self.graph.update.len() {
+            return Err(CompileError::Unsupported { op: "sgd of a tensor that is not a gradient" });
+        }
         Ok(())
+    }
+
+    /// A weight or bias gradient as a GEMM, with the SGD update of its parameter fused into the
+    /// epilogue when the graph trains it (the gradient then never leaves the accumulators).
+    fn parameter_gradient(&mut self, op: Op) -> Result<(), CompileError> {
+        let (name, grad, shape, a, b) = match op {
+            Op::BiasGrad { dy, db } => {
+                let shape = GemmShape { m: 1, k: self.batch, n: self.cols(dy) };
+                let a = MatrixView::row_major(self.ones.unwrap_or(0), self.batch);
+                let b = MatrixView::row_major(self.elems(dy), shape.n);
+                (["bias_grad", "bias_grad+sgd"], db, shape, a, b)
+            }
+            Op::DenseGradWeight { x, dy, dw } => {
+                let shape = GemmShape { m: self.cols(x), k: self.batch, n: self.cols(dy) };
+                let a = MatrixView::row_major(self.elems(x), shape.m).t();
+                let b = MatrixView::row_major(self.elems(dy), shape.n);
+                (["dense_grad_weight", "dense_grad_weight+sgd"], dw, shape, a, b)
+            }
+            _ => return Err(CompileError::Unsupported { op: "parameter gradient" }),
+        };
+        let layer = self.layer_of_grad(grad);
+        let update = self.update_of(grad);
+        let epilogue = update.map_or(Epilogue::STORE, Epilogue::update);
+        let name = name[update.is_some() as usize];
+        self.gemm(1, name, layer, shape, a, b, self.words(grad), epilogue)
+    }
+
+    /// The SGD update the graph applies with gradient `grad`, as the tiler's epilogue.
+    fn update_of(&self, grad: TensorId) -> Option<Update> {
+        let sgd = self.graph.sgd?;
+        self.graph.update.iter().find_map(|op| match *op {
+            Op::Sgd { param, grad: g, velocity } if g == grad => Some(Update {
+                param: self.words(param),
+                velocity: velocity.map(|v| self.words(v)),
+                copy: self.buffers[param as usize].elems,
+                neg_lr: (-sgd.lr).to_bits(),
+                momentum: sgd.momentum.to_bits(),
+                weight_decay: sgd.weight_decay.to_bits(),
+            }),
+            _ => None,
+        })
     }
 
     fn layer_of_grad(&self, g: TensorId) -> u8 {
@@ -400,44 +436,10 @@ impl<'g> Compiler<'g> {
         }
     }
 
-    fn update(&mut self) -> Result<(), CompileError> {
-        let Some(sgd) = self.graph.sgd else { return Ok(()) };
-        for op in self.graph.update.clone() {
-            let Op::Sgd { param, grad, velocity } = op else {
-                return Err(CompileError::Unsupported { op: "update op" });
-            };
-            let info = *self.graph.info(param);
-            let n = info.rows(1) * info.cols;
-            let copy = self.buffers[param as usize].elems;
-            let buffers = SgdBuffers {
-                len: n,
-                param: self.words(param),
-                grad: self.words(grad),
-                velocity: velocity.map(|v| self.words(v)),
-                copy,
-            };
-            let start = self.programs[1].len();
-            emit_sgd(&self.config, &mut self.programs[1], buffers, &sgd);
-            let end = self.programs[1].len();
-            let layer = self.layer_of(param);
-            self.segments.push(Segment {
-                op: "sgd",
-                layer,
-                program: 1,
-                start,
-                end,
-                macs: 0,
-                cycles: 0,
-            });
-        }
-        Ok(())
-    }
-
     fn finish(mut self, int8: Option<&Int8Plan>) -> Result<CompiledStep, CompileError> {
         self.forward(int8)?;
         if self.training {
             self.backward()?;
-            self.update()?;
         }
         let mut cycles = [0u64; 2];
         for (p, cycles) in cycles.iter_mut().enumerate() {
@@ -469,135 +471,5 @@ impl<'g> Compiler<'g> {
             backward_cycles: cycles[1],
             ones: self.ones,
         })
-    }
-}
-
-/// Where one parameter's SGD reads and writes: `len` f32 words each.
-pub struct SgdBuffers {
-    pub len: u32,
-    pub param: u32,
-    pub grad: u32,
-    pub velocity: Option<u32>,
-    /// The bf16 copy to refresh after the update (weights; biases have none).
-    pub copy: Option<u32>,
-}
-
-/// SGD over a flat f32 tensor in DRAM, in blocks of accumulator rows of C words:
-/// load p, g (and v); `g += wd * p`; `v = momentum * v; v += 1.0 * g; p += -lr * v` (or
-/// `p += -lr * g`); store p (and v); cast p to the bf16 copy.
-///
-/// Under the decoupled schedule the blocks alternate accumulator banks (each holds its p, g and v
-/// in one bank) and each block's loads are issued before the previous block's vector work, so
-/// the load unit fills one bank while the vector unit works through the other.
-pub fn emit_sgd(
-    config: &ArrayConfig,
-    out: &mut Vec<Instruction>,
-    buf: SgdBuffers,
-    sgd: &crate::graph::Sgd,
-) {
-    let c = config.cols as u32;
-    let per_row = 2 + buf.velocity.is_some() as u32;
-    let decoupled = config.schedule == crate::config::Schedule::Decoupled;
-    // Rows of acc a block may use, and where the two banks start.
-    let (space, banks) = if decoupled {
-        (config.acc_depth / 2, [0, config.acc_depth.div_ceil(2) as u16])
-    } else {
-        (config.acc_depth, [0, 0])
-    };
-    let block = (space / per_row).min(config.spad_depth).min(u16::MAX as u32);
-    let block = if decoupled { block.min(SGD_BLOCK) } else { block };
-    let full_rows = buf.len / c;
-    let rest = buf.len % c;
-    // Each block: (offset in bytes, rows, elements a row).
-    let mut blocks = Vec::new();
-    let mut row = 0;
-    while row < full_rows {
-        let rows = block.min(full_rows - row);
-        blocks.push((row * c * 4, rows, c));
-        row += rows;
-    }
-    if rest > 0 {
-        blocks.push((full_rows * c * 4, 1, rest));
-    }
-    let mut pending_math: Vec<Instruction> = Vec::new();
-    for (i, &(offset, rows, len)) in blocks.iter().enumerate() {
-        let mut ops = Vec::new();
-        emit_sgd_block(&mut ops, &buf, sgd, (offset, rows, len), c, banks[i % 2]);
-        if !decoupled {
-            out.extend(ops);
-            continue;
-        }
-        // This block's loads go before the previous block's vector work.
-        let (loads, math): (Vec<_>, Vec<_>) =
-            ops.into_iter().partition(|ins| matches!(ins, Instruction::LoadAcc { .. }));
-        out.extend(loads);
-        out.append(&mut pending_math);
-        pending_math = math;
-    }
-    out.append(&mut pending_math);
-}
-
-/// Accumulator rows of one decoupled SGD block: small enough that the next block's loads start
-/// early, large enough that each instruction's dispatch is a small share of its rows.
-const SGD_BLOCK: u32 = 64;
-
-/// One block: `rows` accumulator rows of `len` words at byte `offset` of each tensor, p, g and v
-/// from accumulator row `base`.
-fn emit_sgd_block(
-    out: &mut Vec<Instruction>,
-    buf: &SgdBuffers,
-    sgd: &crate::graph::Sgd,
-    (offset, rows, len): (u32, u32, u32),
-    c: u32,
-    base: u16,
-) {
-    let (rows16, len16) = (rows as u16, len as u16);
-    let (p, g, v) = (base, base + rows16, base + 2 * rows16);
-    let load = |acc_row: u16, base: u32| Instruction::LoadAcc {
-        acc_row,
-        dram_addr: base + offset,
-        rows: rows16,
-        len: len16,
-        row_stride: c,
-    };
-    let store = |acc_row: u16, base: u32| Instruction::Store {
-        acc_row,
-        dram_addr: base + offset,
-        rows: rows16,
-        len: len16,
-        row_stride: c,
-    };
-    let vector = |op, dst, src, imm: f32| Instruction::Vector {
-        op,
-        dst,
-        src,
-        rows: rows16,
-        imm: imm.to_bits(),
-    };
-    out.push(load(p, buf.param));
-    out.push(load(g, buf.grad));
-    if sgd.weight_decay != 0.0 {
-        out.push(vector(VectorOp::Axpy, g, p, sgd.weight_decay));
-    }
-    match buf.velocity {
-        Some(vel) => {
-            out.push(load(v, vel));
-            out.push(vector(VectorOp::Scale, v, 0, sgd.momentum));
-            out.push(vector(VectorOp::Axpy, v, g, 1.0));
-            out.push(vector(VectorOp::Axpy, p, v, -sgd.lr));
-            out.push(store(v, vel));
-        }
-        None => out.push(vector(VectorOp::Axpy, p, g, -sgd.lr)),
-    }
-    out.push(store(p, buf.param));
-    if let Some(copy) = buf.copy {
-        out.push(Instruction::CastBf16 { acc_row: p, spad_row: 0, rows: rows16 });
-        out.push(Instruction::StoreSpad {
-            spad_row: 0,
-            dram_addr: copy + offset / 4 * 2, // word offset -> bf16 element offset
-            rows: rows16,
-            len: len16,
-            row_stride: c,
-        });
     }
 }

@@ -166,21 +166,18 @@ impl Numerics for Accel {
         self.matmul(&vec![1.0; rows], dy, 1, rows, cols)
     }
     fn sgd(&self, p: f32, g: f32, v: Option<&mut f32>, sgd: &Sgd) -> f32 {
-        // The vector-unit sequence the compiler emits, op for op (see compile::emit_sgd).
+        // The vector-unit sequence of the update the compiler fuses into a parameter gradient's
+        // epilogue, op for op (tiler::Update): the gradient becomes the new velocity in place.
         let k = |x: f32| BF16::acc_from_bits(x.to_bits());
         let mut g = rd(g);
         if sgd.weight_decay != 0.0 {
             g = wr(BF16::add(g, BF16::mul_acc(k(sgd.weight_decay), rd(p))));
         }
-        let step = match v {
-            Some(v) => {
-                let scaled = wr(BF16::mul_acc(rd(*v), k(sgd.momentum)));
-                *v = wr(BF16::add(rd(scaled), BF16::mul_acc(k(1.0), rd(g))));
-                *v
-            }
-            None => g,
-        };
-        wr(BF16::add(rd(p), BF16::mul_acc(k(-sgd.lr), rd(step))))
+        if let Some(v) = v {
+            *v = wr(BF16::add(rd(g), BF16::mul_acc(k(sgd.momentum), rd(*v))));
+            g = rd(*v);
+        }
+        wr(BF16::add(rd(p), BF16::mul_acc(k(-sgd.lr), g)))
     }
 }
 

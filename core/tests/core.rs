@@ -9,3 +9,4 @@ mod machines;
 mod modules;
 mod numerics;
 mod training;
+mod updates;

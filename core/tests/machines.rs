@@ -8,7 +8,7 @@ use systole_core::reference;
 use systole_core::tiler::GemmShape;
 use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, Int8, Schedule, BF16};
 
-fn reference_gemm(
+pub(crate) fn reference_gemm(
     config: &ArrayConfig,
     shape: GemmShape,
     a: &[u8],
@@ -79,7 +79,7 @@ use systole_core::machine::{golden, Region};
 use systole_core::timing;
 use systole_core::Requant;
 
-fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
+pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
     (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>(), 0u32..48, 0u32..24, any::<bool>()).prop_map(
         |(r, c, int8, ws, extra_spad, extra_acc, decoupled)| {
             let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
@@ -237,6 +237,7 @@ mod epilogues {
                 addr: cast_at,
                 requant: (cfg.dtype == Dtype::Int8).then_some(requant),
             }),
+            update: None,
         };
         let layout = GemmLayout { a: a_view, b: MatrixView::row_major(b_at, n), c: c_at };
         let plan = GemmPlan::with_epilogue(&cfg, shape, layout, epilogue).unwrap();

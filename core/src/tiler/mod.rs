@@ -29,7 +29,7 @@ mod pipeline;
 
 use crate::config::{ArrayConfig, ConfigError, Dataflow, Schedule};
 use crate::isa::Instruction;
-use crate::numerics::Requant;
+pub use epilogue::{CastTo, Epilogue, Update};
 use pipeline::Pipeline;
 
 /// Largest value of a 24-bit stride field.
@@ -92,63 +92,6 @@ pub struct GemmLayout {
     pub b: MatrixView,
     /// Byte address of `C`, row-major `M x N` 32-bit words (used when the epilogue stores).
     pub c: u32,
-}
-
-/// Cast of the finished accumulators to scratchpad elements, stored row-major `M x N` at
-/// `addr` (one element each): BF16 when `requant` is `None`, INT8 requantized otherwise.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct CastTo {
-    pub addr: u32,
-    pub requant: Option<Requant>,
-}
-
-/// What happens to each finished output block before it leaves the accumulators, in this
-/// order: bias add, ReLU gradient, ReLU, store of the 32-bit words to `layout.c`, cast.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Epilogue {
-    /// Byte address of `N` 32-bit bias words added to every row.
-    pub bias: Option<u32>,
-    /// Byte address of a row-major `M x N` 32-bit mask: outputs are zeroed where it is `<= 0`.
-    pub relu_grad_mask: Option<u32>,
-    pub relu: bool,
-    /// Store the 32-bit accumulators to `layout.c`.
-    pub store: bool,
-    pub cast: Option<CastTo>,
-}
-
-impl Epilogue {
-    /// Just store C: what a plain GEMM needs.
-    pub const STORE: Epilogue =
-        Epilogue { bias: None, relu_grad_mask: None, relu: false, store: true, cast: None };
-
-    /// Sequencer cycles (one per row) and instructions spent on one output block of `mb` rows.
-    fn cost(&self, mb: u64) -> (u64, u64) {
-        let mut cycles = 0;
-        let mut count = 0;
-        if self.bias.is_some() {
-            cycles += 1 + mb;
-            count += 2;
-        }
-        if self.relu_grad_mask.is_some() {
-            cycles += 2 * mb;
-            count += 2;
-        }
-        if self.relu {
-            cycles += mb;
-            count += 1;
-        }
-        if self.store {
-            cycles += mb;
-            count += 1;
-        }
-        if self.cast.is_some() {
-            cycles += 2 * mb;
-            count += 2;
-        }
-        (cycles, count)
-    }
 }
 
 /// Why a GEMM cannot be tiled.
@@ -292,6 +235,10 @@ impl GemmPlan {
                 return Err(TileError::TooLarge { dim, value: v, max: MAX_STRIDE });
             }
         }
+        epilogue.check().map_err(|why| TileError::Epilogue { why })?;
+        if epilogue.update.is_some() && config.dtype != crate::Dtype::Bf16 {
+            return Err(TileError::Epilogue { why: "an SGD update needs a bf16 array" });
+        }
         if let Some(cast) = epilogue.cast {
             match (config.dtype, cast.requant) {
                 (crate::Dtype::Bf16, Some(_)) => {
@@ -309,13 +256,11 @@ impl GemmPlan {
             layout.a.end(m, k, es),
             layout.b.end(k, n, es),
             if epilogue.store { layout.c as u64 + m as u64 * n as u64 * 4 } else { 0 },
-            epilogue.bias.map_or(0, |b| b as u64 + n as u64 * 4),
-            epilogue.relu_grad_mask.map_or(0, |b| b as u64 + m as u64 * n as u64 * 4),
-            epilogue.cast.map_or(0, |c| c.addr as u64 + m as u64 * n as u64 * es),
+            epilogue.dram_end(m, n, es),
         ];
         ends.sort_unstable();
-        if ends[5] > u32::MAX as u64 + 1 {
-            return Err(TileError::Layout { needed: ends[5] });
+        if ends[3] > u32::MAX as u64 + 1 {
+            return Err(TileError::Layout { needed: ends[3] });
         }
         let r = config.rows as u32;
         let s = config.spad_depth;
@@ -328,8 +273,7 @@ impl GemmPlan {
                 (pipeline.map_or(0, |p| p.mb), 1, config.rows as u32)
             }
             Dataflow::WeightStationary => {
-                let bias_row = epilogue.bias.is_some() as u32;
-                let per_row = 1 + epilogue.relu_grad_mask.is_some() as u32;
+                let (per_row, bias_row) = epilogue.acc_rows();
                 let acc_rows = (config.acc_depth - bias_row) / per_row;
                 let mb = m.min(acc_rows).min(s - r).min(u16::MAX as u32);
                 let kt = k.div_ceil(r);
@@ -337,8 +281,8 @@ impl GemmPlan {
             }
             Dataflow::OutputStationary => (r, 1, os_chunk(config, k)),
         };
-        let needed = mb.max(1) * (1 + epilogue.relu_grad_mask.is_some() as u32)
-            + epilogue.bias.is_some() as u32;
+        let (per_row, bias_row) = epilogue.acc_rows();
+        let needed = mb.max(1) * per_row + bias_row;
         if mb == 0 || needed > config.acc_depth {
             return Err(TileError::AccCapacity { needed, acc_depth: config.acc_depth });
         }

@@ -41,10 +41,10 @@ impl Pipeline {
         }
         let (r, c) = (config.rows as u32, config.cols as u32);
         let kt = shape.k.div_ceil(r);
-        let per_row = 1 + epilogue.relu_grad_mask.is_some() as u32;
-        let acc_mb =
-            (config.acc_depth / 2).saturating_sub(epilogue.bias.is_some() as u32) / per_row;
-        let cast = epilogue.cast.is_some() as u32;
+        let (per_row, bias_row) = epilogue.acc_rows();
+        let acc_mb = (config.acc_depth / 2).saturating_sub(bias_row) / per_row;
+        let cast =
+            (epilogue.cast.is_some() || epilogue.update.is_some_and(|u| u.copy.is_some())) as u32;
         let candidates =
             [(3, false), (2, false), (3, true), (2, true)].map(|(buffers, resident)| {
                 // Scratchpad rows per block row: an A row per buffer (streamed) or per k-tile in
