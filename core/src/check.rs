@@ -173,15 +173,9 @@ pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec
             }
             4 | 5 => {
                 let rows = pick(1, acc.min(6));
-                let op = [
-                    VectorOp::BiasAdd,
-                    VectorOp::Relu,
-                    VectorOp::ReluGrad,
-                    VectorOp::Scale,
-                    VectorOp::Axpy,
-                ][pick(0, 4) as usize];
+                let op = VectorOp::ALL[pick(0, VectorOp::ALL.len() as u64 - 1) as usize];
                 let src = match op {
-                    VectorOp::BiasAdd => pick(0, acc - 1),
+                    VectorOp::BiasAdd | VectorOp::BiasRelu => pick(0, acc - 1),
                     VectorOp::ReluGrad | VectorOp::Axpy => pick(0, acc - rows),
                     _ => 0,
                 };
@@ -239,6 +233,19 @@ pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec
                 let span = ((rows - 1) * rs + len) * es;
                 Instruction::StoreSpad {
                     spad_row: pick(0, spad - rows) as u16,
+                    dram_addr: pick(0, dram as u64 - span) as u32,
+                    rows: rows as u16,
+                    len: len as u16,
+                    row_stride: rs as u32,
+                }
+            }
+            9 if cfg.dtype == Dtype::Bf16 => {
+                let rows = pick(1, acc.min(6));
+                let len = pick(1, c);
+                let rs = pick(0, 9);
+                let span = ((rows - 1) * rs + len) * 2;
+                Instruction::StoreBf16 {
+                    acc_row: pick(0, acc - rows) as u16,
                     dram_addr: pick(0, dram as u64 - span) as u32,
                     rows: rows as u16,
                     len: len as u16,

@@ -19,6 +19,7 @@
 //! | 10 | `Halt` | wait until idle, then stop and raise `done` |
 //! | 11 | `LoadAcc` | DRAM 32-bit words -> accumulator rows (master weights, bias rows) |
 //! | 12 | `StoreSpad` | scratchpad rows -> DRAM elements (bf16 / i8 activations) |
+//! | 13 | `StoreBf16` | accumulator rows (f32) -> DRAM bf16 elements (RNE), one pass |
 //!
 //! Opcode 0 is reserved so that an all-zero word (an empty FIFO slot, a stuck bus) is an error.
 
@@ -30,7 +31,7 @@ use crate::numerics::Requant;
 /// Bits in one instruction word.
 pub const WORD_BITS: usize = 128;
 /// Version of this encoding; bumped on any change to opcodes or layouts.
-pub const ISA_VERSION: u16 = 1;
+pub const ISA_VERSION: u16 = 2;
 
 /// One encoded instruction.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -66,11 +67,20 @@ pub enum VectorOp {
     Scale,
     /// `acc[dst + r] += f32::from_bits(imm) * acc[src + r]`, product rounded first (BF16 only).
     Axpy,
+    /// `acc[dst + r] = max(acc[dst + r] + acc[src], 0)`: `BiasAdd` then `Relu` in one pass,
+    /// with their bits. `imm` must be 0.
+    BiasRelu,
 }
 
 impl VectorOp {
-    pub const ALL: [VectorOp; 5] =
-        [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy];
+    pub const ALL: [VectorOp; 6] = [
+        VectorOp::BiasAdd,
+        VectorOp::Relu,
+        VectorOp::ReluGrad,
+        VectorOp::Scale,
+        VectorOp::Axpy,
+        VectorOp::BiasRelu,
+    ];
 
     pub const fn code(self) -> u8 {
         self as u8
@@ -91,6 +101,7 @@ impl VectorOp {
             VectorOp::ReluGrad => "relu_grad",
             VectorOp::Scale => "scale",
             VectorOp::Axpy => "axpy",
+            VectorOp::BiasRelu => "bias_relu",
         }
     }
 }
@@ -190,6 +201,16 @@ pub enum Instruction {
         len: u16,
         row_stride: u32,
     },
+    /// For `r < rows`, `e < len`: `bf16(acc[acc_row + r][e])`, rounded as `CastBf16` rounds, goes
+    /// to `dram[dram_addr + (r * row_stride + e) * 2]`, little-endian: a `CastBf16` and a
+    /// `StoreSpad` in one pass, without the scratchpad. BF16 configs only.
+    StoreBf16 {
+        acc_row: u16,
+        dram_addr: u32,
+        rows: u16,
+        len: u16,
+        row_stride: u32,
+    },
 }
 
 /// Instruction kinds, as numbered in the opcode field.
@@ -209,6 +230,7 @@ pub enum Opcode {
     Halt = 10,
     LoadAcc = 11,
     StoreSpad = 12,
+    StoreBf16 = 13,
 }
 
 /// One field of a layout: its name, width in bits and the values it may hold.
@@ -281,7 +303,7 @@ const REQUANTIZE: &[Field] = &[
 const MAX_FIELDS: usize = 7;
 
 impl Opcode {
-    pub const ALL: [Opcode; 12] = [
+    pub const ALL: [Opcode; 13] = [
         Opcode::Load,
         Opcode::Store,
         Opcode::LoadWeights,
@@ -294,6 +316,7 @@ impl Opcode {
         Opcode::Halt,
         Opcode::LoadAcc,
         Opcode::StoreSpad,
+        Opcode::StoreBf16,
     ];
 
     pub fn from_code(code: u64) -> Option<Opcode> {
@@ -304,7 +327,7 @@ impl Opcode {
     pub const fn layout(self) -> &'static [Field] {
         match self {
             Opcode::Load => LOAD,
-            Opcode::Store => STORE,
+            Opcode::Store | Opcode::StoreBf16 => STORE,
             Opcode::LoadWeights => LOAD_WEIGHTS,
             Opcode::Matmul => MATMUL,
             Opcode::MatmulOs => MATMUL_OS,
@@ -355,6 +378,7 @@ impl Opcode {
             Opcode::Halt => "halt",
             Opcode::LoadAcc => "load_acc",
             Opcode::StoreSpad => "store_spad",
+            Opcode::StoreBf16 => "store_bf16",
         }
     }
 }
@@ -428,6 +452,7 @@ impl Instruction {
             Instruction::Halt => Opcode::Halt,
             Instruction::LoadAcc { .. } => Opcode::LoadAcc,
             Instruction::StoreSpad { .. } => Opcode::StoreSpad,
+            Instruction::StoreBf16 { .. } => Opcode::StoreBf16,
         }
     }
 
@@ -442,7 +467,8 @@ impl Instruction {
                 row_stride as u64,
                 elem_stride as u64,
             ],
-            Instruction::Store { acc_row, dram_addr, rows, len, row_stride } => {
+            Instruction::Store { acc_row, dram_addr, rows, len, row_stride }
+            | Instruction::StoreBf16 { acc_row, dram_addr, rows, len, row_stride } => {
                 &[acc_row as u64, dram_addr as u64, rows as u64, len as u64, row_stride as u64]
             }
             Instruction::LoadWeights { spad_row, rows, cols } => {
@@ -631,6 +657,13 @@ pub fn decode(word: Word) -> Result<Instruction, DecodeError> {
         },
         Opcode::StoreSpad => Instruction::StoreSpad {
             spad_row: v[0] as u16,
+            dram_addr: v[1] as u32,
+            rows: v[2] as u16,
+            len: v[3] as u16,
+            row_stride: v[4] as u32,
+        },
+        Opcode::StoreBf16 => Instruction::StoreBf16 {
+            acc_row: v[0] as u16,
             dram_addr: v[1] as u32,
             rows: v[2] as u16,
             len: v[3] as u16,

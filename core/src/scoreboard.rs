@@ -29,7 +29,7 @@ pub enum Unit {
     Weights,
     /// `Matmul`, `MatmulOs`.
     Array,
-    /// `Vector`, `CastBf16`, `Requantize`, `Store`, `StoreSpad`.
+    /// `Vector`, `CastBf16`, `Requantize`, `Store`, `StoreSpad`, `StoreBf16`.
     Vector,
 }
 
@@ -55,7 +55,8 @@ pub const fn unit(ins: &Instruction) -> Option<Unit> {
         | Instruction::CastBf16 { .. }
         | Instruction::Requantize { .. }
         | Instruction::Store { .. }
-        | Instruction::StoreSpad { .. } => Some(Unit::Vector),
+        | Instruction::StoreSpad { .. }
+        | Instruction::StoreBf16 { .. } => Some(Unit::Vector),
         Instruction::Sync | Instruction::Halt => None,
     }
 }
@@ -158,6 +159,10 @@ pub fn footprint(config: &ArrayConfig, ins: &Instruction) -> Footprint {
             fp.acc_banks = banks(acc_row, rows);
             fp.dram_write = dram(dram_addr, dram_end(dram_addr, rows, row_stride, len, 1, 4));
         }
+        Instruction::StoreBf16 { acc_row, dram_addr, rows, len, row_stride } => {
+            fp.acc_banks = banks(acc_row, rows);
+            fp.dram_write = dram(dram_addr, dram_end(dram_addr, rows, row_stride, len, 1, 2));
+        }
         Instruction::StoreSpad { spad_row, dram_addr, rows, len, row_stride } => {
             fp.spad_reads[0] = rows_at(spad_row, rows);
             fp.spad_ports = SPAD_READ2;
@@ -178,7 +183,7 @@ pub fn footprint(config: &ArrayConfig, ins: &Instruction) -> Footprint {
         }
         Instruction::Vector { op, dst, src, rows, .. } => {
             let src_rows = match op {
-                crate::isa::VectorOp::BiasAdd => 1,
+                crate::isa::VectorOp::BiasAdd | crate::isa::VectorOp::BiasRelu => 1,
                 _ if op.uses_src() => rows,
                 _ => 0,
             };

@@ -8,13 +8,7 @@ use systole_core::isa::{
 use systole_core::Requant;
 
 fn vector_op() -> impl Strategy<Value = VectorOp> {
-    prop_oneof![
-        Just(VectorOp::BiasAdd),
-        Just(VectorOp::Relu),
-        Just(VectorOp::ReluGrad),
-        Just(VectorOp::Scale),
-        Just(VectorOp::Axpy)
-    ]
+    proptest::sample::select(VectorOp::ALL.to_vec())
 }
 
 /// Every valid instruction, fields anywhere in their ranges.
@@ -95,6 +89,15 @@ pub fn instruction() -> impl Strategy<Value = Instruction> {
                 row_stride
             }
         ),
+        (any::<u16>(), any::<u32>(), 1u16..=u16::MAX, 1u16..=256, 0u32..(1 << 24)).prop_map(
+            |(acc_row, dram_addr, rows, len, row_stride)| Instruction::StoreBf16 {
+                acc_row,
+                dram_addr,
+                rows,
+                len,
+                row_stride
+            }
+        ),
         Just(Instruction::Sync),
         Just(Instruction::Halt),
     ]
@@ -136,7 +139,7 @@ proptest! {
 
 #[test]
 fn opcodes_outside_the_table_are_rejected() {
-    for code in [0u128, 13, 14, 20, 31] {
+    for code in [0u128, 14, 15, 20, 31] {
         assert_eq!(decode(Word(code)), Err(DecodeError::Opcode { code: code as u8 }));
     }
 }

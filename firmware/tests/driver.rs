@@ -187,7 +187,12 @@ fn identify_accepts_the_expected_accelerator() {
 fn identify_refuses_a_mismatch_naming_the_field() {
     let id = identity();
     let cases = [
-        (Identity { isa_version: ISA_VERSION + 1, ..id }, IdentityField::IsaVersion, 2, 1),
+        (
+            Identity { isa_version: ISA_VERSION + 1, ..id },
+            IdentityField::IsaVersion,
+            ISA_VERSION as u32 + 1,
+            ISA_VERSION as u32,
+        ),
         (
             Identity { config: ArrayConfig { rows: 8, ..id.config }, ..id },
             IdentityField::Rows,

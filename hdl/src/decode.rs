@@ -40,11 +40,13 @@ pub struct Decoder {
     pub halt: Signal<Out, Bit>,
     pub load_acc: Signal<Out, Bit>,
     pub store_spad: Signal<Out, Bit>,
+    pub store_bf16: Signal<Out, Bit>,
     pub bias_add: Signal<Out, Bit>,
     pub relu: Signal<Out, Bit>,
     pub relu_grad: Signal<Out, Bit>,
     pub scale: Signal<Out, Bit>,
     pub axpy: Signal<Out, Bit>,
+    pub bias_relu: Signal<Out, Bit>,
     pub spad_row: Signal<Out, Bits<16>>,
     pub acc_row: Signal<Out, Bits<16>>,
     pub a_row: Signal<Out, Bits<16>>,
@@ -87,11 +89,13 @@ impl Decoder {
             "halt" => &mut self.halt,
             "load_acc" => &mut self.load_acc,
             "store_spad" => &mut self.store_spad,
+            "store_bf16" => &mut self.store_bf16,
             "bias_add" => &mut self.bias_add,
             "relu" => &mut self.relu,
             "relu_grad" => &mut self.relu_grad,
             "scale" => &mut self.scale,
             "axpy" => &mut self.axpy,
+            "bias_relu" => &mut self.bias_relu,
             other => panic!("the decoder has no flag for `{other}`: add one"),
         };
         s.next = v;
@@ -139,16 +143,15 @@ impl Decoder {
 
 /// Where a vector op's unused fields sit: (field name, vector ops that must leave it zero).
 fn unused_rules() -> Vec<(&'static str, Vec<VectorOp>)> {
-    let all =
-        [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy];
+    let all = VectorOp::ALL;
     vec![
         ("src", all.iter().copied().filter(|v| !v.uses_src()).collect()),
         ("imm", all.iter().copied().filter(|v| !v.uses_imm()).collect()),
     ]
 }
 
-fn vector_ops() -> [VectorOp; 5] {
-    [VectorOp::BiasAdd, VectorOp::Relu, VectorOp::ReluGrad, VectorOp::Scale, VectorOp::Axpy]
+fn vector_ops() -> [VectorOp; VectorOp::ALL.len()] {
+    VectorOp::ALL
 }
 
 impl Logic for Decoder {
@@ -230,11 +233,13 @@ impl Logic for Decoder {
         self.halt.connect();
         self.load_acc.connect();
         self.store_spad.connect();
+        self.store_bf16.connect();
         self.bias_add.connect();
         self.relu.connect();
         self.relu_grad.connect();
         self.scale.connect();
         self.axpy.connect();
+        self.bias_relu.connect();
         self.spad_row.connect();
         self.acc_row.connect();
         self.a_row.connect();
@@ -417,10 +422,10 @@ impl Logic for RangeCheck {
 }
 
 /// Where a field of the DRAM instructions sits in the word, and its width: the same in `Load`,
-/// `Store`, `LoadAcc` and `StoreSpad` (checked against core's layouts); `elem_stride` is
-/// `Load`'s only.
+/// `Store`, `LoadAcc`, `StoreSpad` and `StoreBf16` (checked against core's layouts);
+/// `elem_stride` is `Load`'s only.
 fn dram_field(name: &str) -> (usize, usize) {
-    let ops = [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad];
+    let ops = [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad, Opcode::StoreBf16];
     let places: Vec<(usize, usize)> = ops.iter().filter_map(|op| op.place(name)).collect();
     let place = *places.first().unwrap_or_else(|| panic!("no DRAM instruction has `{name}`"));
     assert!(places.iter().all(|p| *p == place), "core's DRAM instructions place `{name}` apart");
@@ -428,9 +433,10 @@ fn dram_field(name: &str) -> (usize, usize) {
 }
 
 /// The DRAM extent check of core's `validate_program`, for a word read as a DRAM access
-/// (`Load`, `Store`, `LoadAcc`, `StoreSpad`): whether `dram_addr + ((rows - 1) * row_stride +
-/// (len - 1) * stride + 1) * bytes` passes the end of the DRAM (`stride` is `elem_stride` for
-/// `Load`, else 1; `bytes` 4 for `Store` and `LoadAcc`, else the scratchpad element's).
+/// (`Load`, `Store`, `LoadAcc`, `StoreSpad`, `StoreBf16`): whether `dram_addr + ((rows - 1) *
+/// row_stride + (len - 1) * stride + 1) * bytes` passes the end of the DRAM (`stride` is
+/// `elem_stride` for `Load`, else 1; `bytes` 4 for `Store` and `LoadAcc`, else the scratchpad
+/// element's, which is a `StoreBf16`'s 2 wherever it is valid: on BF16 configs).
 ///
 /// It multiplies without a multiplier: one bit of `rows - 1` and of `len - 1` per cycle, most
 /// significant first (`acc = 2 acc + row_stride [bit] + stride [bit]`, 16 cycles), so the
@@ -640,9 +646,11 @@ pub struct Checker {
     pub requantize: Signal<In, Bit>,
     pub load_acc: Signal<In, Bit>,
     pub store_spad: Signal<In, Bit>,
+    pub store_bf16: Signal<In, Bit>,
     pub bias_add: Signal<In, Bit>,
     pub relu_grad: Signal<In, Bit>,
     pub axpy: Signal<In, Bit>,
+    pub bias_relu: Signal<In, Bit>,
     pub spad_row: Signal<In, Bits<16>>,
     pub acc_row: Signal<In, Bits<16>>,
     pub a_row: Signal<In, Bits<16>>,
@@ -696,9 +704,11 @@ impl Checker {
             requantize: Default::default(),
             load_acc: Default::default(),
             store_spad: Default::default(),
+            store_bf16: Default::default(),
             bias_add: Default::default(),
             relu_grad: Default::default(),
             axpy: Default::default(),
+            bias_relu: Default::default(),
             spad_row: Default::default(),
             acc_row: Default::default(),
             a_row: Default::default(),
@@ -741,19 +751,24 @@ impl Checker {
 impl Logic for Checker {
     #[hdl_gen]
     fn update(&mut self) {
-        // DRAM extent of Load, Store, LoadAcc, StoreSpad: checked as the word was queued.
-        self.dram_access.next =
-            self.load.val() || self.store.val() || self.load_acc.val() || self.store_spad.val();
+        // DRAM extent of Load, Store, LoadAcc, StoreSpad, StoreBf16: checked as the word was
+        // queued.
+        self.dram_access.next = self.load.val()
+            || self.store.val()
+            || self.load_acc.val()
+            || self.store_spad.val()
+            || self.store_bf16.val();
         self.dram_bad.next = self.dram_access.val() && self.extent_over.val();
 
         self.wrong_dataflow.next = ((self.load_weights.val() || self.matmul.val())
             && !self.weight_stationary.val())
             || (self.matmul_os.val() && self.weight_stationary.val());
-        self.wrong_dtype.next = (self.cast_bf16.val() && !self.bf16.val())
+        self.wrong_dtype.next = ((self.cast_bf16.val() || self.store_bf16.val())
+            && !self.bf16.val())
             || (self.requantize.val() && self.bf16.val());
         self.too_wide.next = ((self.load.val() || self.store_spad.val())
             && self.len.val() > self.width.val())
-            || ((self.store.val() || self.load_acc.val())
+            || ((self.store.val() || self.load_acc.val() || self.store_bf16.val())
                 && self.len.val() > self.array_cols.val())
             || ((self.load_weights.val() || self.matmul_os.val())
                 && (self.rows.val() > self.array_rows.val()
@@ -796,14 +811,15 @@ impl Logic for Checker {
             || self.matmul_os.val()
             || self.cast_bf16.val()
             || self.requantize.val()
-            || self.load_acc.val())
+            || self.load_acc.val()
+            || self.store_bf16.val())
             && self.acc_range.over.val()
         {
             self.out_of_range.next = true;
         }
         if self.vector.val()
             && (self.dst_range.over.val()
-                || (self.bias_add.val() && self.src_one.over.val())
+                || ((self.bias_add.val() || self.bias_relu.val()) && self.src_one.over.val())
                 || ((self.relu_grad.val() || self.axpy.val()) && self.src_range.over.val()))
         {
             self.out_of_range.next = true;
@@ -989,9 +1005,11 @@ mod tests {
             requantize,
             load_acc,
             store_spad,
+            store_bf16,
             bias_add,
             relu_grad,
             axpy,
+            bias_relu,
             spad_row,
             acc_row,
             a_row,
@@ -1066,6 +1084,13 @@ mod tests {
                 rows: r(6) + 1,
                 len: len % 6 + 1,
                 row_stride: r(200) as u32,
+            },
+            Instruction::StoreBf16 { len, .. } => Instruction::StoreBf16 {
+                acc_row: r(12),
+                dram_addr: r(5100) as u32,
+                rows: r(6) + 1,
+                len: len % 6 + 1,
+                row_stride: r(900) as u32,
             },
             Instruction::LoadAcc { len, .. } => Instruction::LoadAcc {
                 acc_row: r(12),
@@ -1203,7 +1228,14 @@ mod tests {
         let place = |name: &str| dram_field(name).0;
         for dram in [1u64, 100, 4096, 1 << 16, 1_000_003, 1 << 32] {
             for i in 0..300 {
-                let op = [Opcode::Load, Opcode::Store, Opcode::LoadAcc, Opcode::StoreSpad][i % 4];
+                let ops = [
+                    Opcode::Load,
+                    Opcode::Store,
+                    Opcode::LoadAcc,
+                    Opcode::StoreSpad,
+                    Opcode::StoreBf16,
+                ];
+                let op = ops[i % ops.len()];
                 let pick = |seed: &mut u64, bits: u32| -> u64 {
                     let r = lcg(seed);
                     match r % 4 {
@@ -1223,6 +1255,7 @@ mod tests {
                     | (rs as u128) << place("row_stride")
                     | if op == Opcode::Load { (es as u128) << place("elem_stride") } else { 0 };
                 for elem_bytes in [1u64, 2] {
+                    // A `StoreBf16` is valid on BF16 configs only, whose elements are its 2.
                     let bytes = match op {
                         Opcode::Store | Opcode::LoadAcc => 4,
                         _ => elem_bytes as u128,

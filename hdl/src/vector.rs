@@ -37,6 +37,8 @@ pub enum AccOp {
     Scale,
     /// `x + imm * y`, the product rounded first.
     Axpy,
+    /// `x + y`, or zero where that is `<= 0`: `BiasAdd` then `Relu` in one pass.
+    BiasRelu,
     /// `word` as it is (`LoadAcc`, the host).
     Word,
 }
@@ -172,6 +174,7 @@ pub struct AccLaneInt8 {
     /// What `x` is added to: the array's word, the bias word or the product (one adder).
     addend: Signal<Local, Bits<32>>,
     sum: Signal<Local, Bits<32>>,
+    sum_le_zero: Signal<Local, Bit>,
 }
 
 impl Logic for AccLaneInt8 {
@@ -197,10 +200,11 @@ impl Logic for AccLaneInt8 {
         if self.op.val() == AccOp::Accumulate {
             self.addend.next = self.array.val();
         }
-        if self.op.val() == AccOp::BiasAdd {
+        if self.op.val() == AccOp::BiasAdd || self.op.val() == AccOp::BiasRelu {
             self.addend.next = self.y.val();
         }
         self.sum.next = self.x.val() + self.addend.val();
+        self.sum_le_zero.next = self.sum.val().get_bit(31) || !self.sum.val().any();
         match self.op.val() {
             AccOp::Overwrite => self.result.next = self.array.val(),
             AccOp::Accumulate => self.result.next = self.sum.val(),
@@ -219,6 +223,12 @@ impl Logic for AccLaneInt8 {
             }
             AccOp::Scale => self.result.next = self.mul.low.val(),
             AccOp::Axpy => self.result.next = self.sum.val(),
+            AccOp::BiasRelu => {
+                self.result.next = self.sum.val();
+                if self.sum_le_zero.val() {
+                    self.result.next = 0.into();
+                }
+            }
             _ => self.result.next = self.word.val(),
         }
     }
@@ -240,6 +250,7 @@ pub struct AccLaneBf16 {
     x_clean: Signal<Local, Bits<32>>,
     x_le_zero: Signal<Local, Bit>,
     y_le_zero: Signal<Local, Bit>,
+    sum_le_zero: Signal<Local, Bit>,
 }
 
 impl Logic for AccLaneBf16 {
@@ -252,12 +263,18 @@ impl Logic for AccLaneBf16 {
         }
         self.add.a.next = self.x.val();
         self.add.b.next = self.mul.y.val();
-        if self.op.val() == AccOp::BiasAdd {
+        if self.op.val() == AccOp::BiasAdd || self.op.val() == AccOp::BiasRelu {
             self.add.b.next = self.y.val();
         }
         if self.op.val() == AccOp::Accumulate {
             self.add.b.next = self.array.val();
         }
+        // The sum as written: flushed and canonical, so `<= 0` is its sign or a zero exponent,
+        // NaN excepted.
+        self.sum_le_zero.next = !self.add.y.val().get_bits::<8>(23).any()
+            || (self.add.y.val().get_bit(31)
+                && !(self.add.y.val().get_bits::<8>(23).all()
+                    && self.add.y.val().get_bits::<23>(0).any()));
         self.x_clean.next = self.x.val();
         if !self.x.val().get_bits::<8>(23).any() {
             self.x_clean.next = 0.into();
@@ -288,6 +305,12 @@ impl Logic for AccLaneBf16 {
             }
             AccOp::Scale => self.result.next = self.mul.y.val(),
             AccOp::Word => self.result.next = self.word.val(),
+            AccOp::BiasRelu => {
+                self.result.next = self.add.y.val();
+                if self.sum_le_zero.val() {
+                    self.result.next = 0.into();
+                }
+            }
             _ => self.result.next = self.add.y.val(),
         }
     }
@@ -446,7 +469,7 @@ mod tests {
         }
     }
 
-    const OPS: [AccOp; 8] = [
+    const OPS: [AccOp; 9] = [
         AccOp::Overwrite,
         AccOp::Accumulate,
         AccOp::BiasAdd,
@@ -454,6 +477,7 @@ mod tests {
         AccOp::ReluGrad,
         AccOp::Scale,
         AccOp::Axpy,
+        AccOp::BiasRelu,
         AccOp::Word,
     ];
 
@@ -481,6 +505,14 @@ mod tests {
             }
             AccOp::Scale => A::mul_acc(xa, k),
             AccOp::Axpy => A::add(xa, A::mul_acc(k, ya)),
+            AccOp::BiasRelu => {
+                let sum = A::add(xa, ya);
+                if A::le_zero(sum) {
+                    A::zero()
+                } else {
+                    sum
+                }
+            }
             AccOp::Word => return word,
         };
         A::acc_to_bits(v)

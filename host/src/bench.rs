@@ -735,6 +735,7 @@ pub fn dram_traffic(
             Instruction::Store { rows, len, .. } | Instruction::LoadAcc { rows, len, .. } => {
                 rows as u64 * len as u64 * 4
             }
+            Instruction::StoreBf16 { rows, len, .. } => rows as u64 * len as u64 * 2,
             _ => 0,
         }
     });

@@ -112,7 +112,9 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
         (VectorOp::ReluGrad, rows, 0),
         (VectorOp::Scale, 0, imm(config.dtype, -0.7734375, 3)),
         (VectorOp::Axpy, rows, imm(config.dtype, 1.5, 5)),
+        (VectorOp::BiasRelu, (acc - 1) as u16, 0),
     ];
+    assert_eq!(ops.len(), VectorOp::ALL.len(), "the suite covers every vector op");
     for (op, src, imm) in ops {
         let ins = Instruction::Vector { op, dst: 1, src, rows, imm };
         cases.push(Case {
@@ -130,6 +132,19 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
         },
     };
     cases.push(Case { name: format!("{to_spad:?}"), program: vec![to_spad, Instruction::Halt] });
+    if config.dtype == Dtype::Bf16 {
+        // The casting store, into the DRAM's last bytes.
+        let row_stride = config.cols as u32 + 1;
+        let span = ((rows as u32 - 1) * row_stride + config.cols as u32) * 2;
+        let store = Instruction::StoreBf16 {
+            acc_row: 0,
+            dram_addr: dram as u32 - span,
+            rows,
+            len: config.cols,
+            row_stride,
+        };
+        cases.push(Case { name: format!("{store:?}"), program: vec![store, Instruction::Halt] });
+    }
     for case in &cases {
         validate_program(&config, &case.program, dram)
             .unwrap_or_else(|e| panic!("{}: the suite built an invalid program: {e}", case.name));

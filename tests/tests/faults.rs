@@ -21,7 +21,7 @@ use systole_core::machine::{check_instruction, golden, GoldenKind, ProgramErrorK
 use systole_core::protocol::{
     self, parse_response, ErrorCode, FaultCode, Request, Response, Status, MAX_FRAME,
 };
-use systole_core::{Dataflow, Dtype, Machine, MachineError};
+use systole_core::{ArrayConfig, Dataflow, Dtype, Machine, MachineError};
 use systole_hdl::TopConfig;
 use systole_sim::UartLink;
 use systole_tests::{random_program, SplitMix};
@@ -814,23 +814,14 @@ fn addresses_outside_the_memories_are_refused_and_change_nothing() {
 // ---------------------------------------------------------------------------------------------
 // The reset pin, pulsed while a program runs.
 
-/// Bytes of DRAM a program's stores may write (each store's whole span, strides included).
-fn dram_written(program: &[Instruction], elem_bytes: u64) -> Vec<std::ops::Range<usize>> {
+/// Bytes of DRAM a program's stores may write (each store's whole span, strides included), as
+/// core's scoreboard has them.
+fn dram_written(config: &ArrayConfig, program: &[Instruction]) -> Vec<std::ops::Range<usize>> {
     program
         .iter()
-        .filter_map(|ins| match *ins {
-            Instruction::Store { dram_addr, rows, len, row_stride, .. } => {
-                Some((dram_addr, rows, len, row_stride, 4))
-            }
-            Instruction::StoreSpad { dram_addr, rows, len, row_stride, .. } => {
-                Some((dram_addr, rows, len, row_stride, elem_bytes))
-            }
-            _ => None,
-        })
-        .map(|(addr, rows, len, stride, bytes)| {
-            let span = ((rows as u64 - 1) * stride as u64 + len as u64) * bytes;
-            addr as usize..(addr as u64 + span) as usize
-        })
+        .map(|ins| systole_core::scoreboard::footprint(config, ins).dram_write)
+        .filter(|span| span.lo < span.hi)
+        .map(|span| span.lo as usize..span.hi as usize)
         .collect()
 }
 
@@ -873,7 +864,7 @@ fn a_reset_during_a_run_is_reported_and_the_device_runs_the_next_program() {
         next_command_works(&mut device, &what);
         // DRAM the program cannot write is as it was.
         let memories = snapshot(&mut device);
-        let written = dram_written(&program, top.array.dtype.elem_bytes() as u64);
+        let written = dram_written(&top.array, &program);
         let changed: Vec<usize> = (0..top.dram_bytes)
             .filter(|&a| memories[0][a] != before[0][a])
             .filter(|a| !written.iter().any(|r| r.contains(a)))

@@ -38,7 +38,8 @@ pub(crate) fn seq_rows(ins: &Instruction) -> usize {
         | Instruction::CastBf16 { rows, .. }
         | Instruction::Requantize { rows, .. }
         | Instruction::LoadAcc { rows, .. }
-        | Instruction::StoreSpad { rows, .. } => rows as usize,
+        | Instruction::StoreSpad { rows, .. }
+        | Instruction::StoreBf16 { rows, .. } => rows as usize,
         _ => 0,
     }
 }

@@ -170,7 +170,7 @@ impl Memories {
                 let c = self.config.cols as usize;
                 let d = (dst as usize + r) * c;
                 let s = match op {
-                    VectorOp::BiasAdd => src as usize * c,
+                    VectorOp::BiasAdd | VectorOp::BiasRelu => src as usize * c,
                     _ => (src as usize + r) * c,
                 };
                 let k = A::acc_from_bits(imm);
@@ -196,8 +196,26 @@ impl Memories {
                         VectorOp::Axpy => {
                             A::add(x, A::mul_acc(k, A::acc_from_bits(self.acc[s + j])))
                         }
+                        VectorOp::BiasRelu => {
+                            let y = A::add(x, A::acc_from_bits(self.acc[s + j]));
+                            if A::le_zero(y) {
+                                A::zero()
+                            } else {
+                                y
+                            }
+                        }
                     };
                     self.acc[d + j] = A::acc_to_bits(y);
+                }
+            }
+            Instruction::StoreBf16 { acc_row, dram_addr, len, row_stride, .. } => {
+                let c = self.config.cols as usize;
+                let src = (acc_row as usize + r) * c;
+                let dst = dram_addr as usize + r * row_stride as usize * 2;
+                for e in 0..len as usize {
+                    let bits = self.acc[src + e];
+                    let elem = cast_to_bf16(crate::numerics::BF16::acc_from_bits(bits)).0;
+                    self.dram[dst + e * 2..dst + e * 2 + 2].copy_from_slice(&elem.to_le_bytes());
                 }
             }
             Instruction::CastBf16 { acc_row, spad_row, .. } => {

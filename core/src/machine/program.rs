@@ -161,7 +161,9 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
         Instruction::Vector { op, dst, src, rows, .. } => {
             range(Region::Acc, dst as u64, rows as u64, acc)?;
             match op {
-                crate::isa::VectorOp::BiasAdd => range(Region::Acc, src as u64, 1, acc),
+                crate::isa::VectorOp::BiasAdd | crate::isa::VectorOp::BiasRelu => {
+                    range(Region::Acc, src as u64, 1, acc)
+                }
                 crate::isa::VectorOp::ReluGrad | crate::isa::VectorOp::Axpy => {
                     range(Region::Acc, src as u64, rows as u64, acc)
                 }
@@ -182,6 +184,13 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
             wide("len", len, c)?;
             range(Region::Acc, acc_row as u64, rows as u64, acc)?;
             let end = dram_end(dram_addr, rows, row_stride, len, 1, 4);
+            range(Region::Dram, dram_addr as u64, end - dram_addr as u64, dram)
+        }
+        Instruction::StoreBf16 { acc_row, dram_addr, rows, len, row_stride } => {
+            dtype(Dtype::Bf16)?;
+            wide("len", len, c)?;
+            range(Region::Acc, acc_row as u64, rows as u64, acc)?;
+            let end = dram_end(dram_addr, rows, row_stride, len, 1, 2);
             range(Region::Dram, dram_addr as u64, end - dram_addr as u64, dram)
         }
         Instruction::StoreSpad { spad_row, dram_addr, rows, len, row_stride } => {

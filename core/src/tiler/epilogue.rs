@@ -133,22 +133,25 @@ impl Epilogue {
         if self.relu_grad_mask.is_some() {
             add(2, mb);
         }
-        if self.relu {
+        // A ReLU after a bias add is the same pass (`BiasRelu`).
+        if self.relu && self.bias.is_none() {
             add(1, mb);
         }
         if self.store {
             add(1, mb);
         }
-        if self.cast.is_some() {
-            add(2, mb);
+        match self.cast {
+            Some(CastTo { requant: Some(_), .. }) => add(2, mb),
+            Some(CastTo { requant: None, .. }) => add(1, mb),
+            None => {}
         }
         if let Some(u) = self.update {
             let momentum = u.velocity.is_some() as u64;
-            // Loads of p (and v); the decay and momentum axpys; p's axpy; stores; the copy.
+            // Loads of p (and v); the decay and momentum axpys; p's axpy; stores; the bf16 copy.
             add(1 + momentum, mb);
             add((f32::from_bits(u.weight_decay) != 0.0) as u64 + momentum + 1, mb);
             add(1 + momentum, mb);
-            add(2 * u.copy.is_some() as u64, mb);
+            add(u.copy.is_some() as u64, mb);
         }
         (cycles, count)
     }
@@ -177,13 +180,9 @@ impl GemmPlan {
                 len: nj as u16,
                 row_stride: 0,
             });
-            sink(Instruction::Vector {
-                op: VectorOp::BiasAdd,
-                dst: acc_base,
-                src: bias_row,
-                rows,
-                imm: 0,
-            });
+            // With a ReLU after it, both are one pass.
+            let op = if e.relu { VectorOp::BiasRelu } else { VectorOp::BiasAdd };
+            sink(Instruction::Vector { op, dst: acc_base, src: bias_row, rows, imm: 0 });
         }
         if let Some(mask) = e.relu_grad_mask {
             sink(Instruction::LoadAcc {
@@ -201,7 +200,7 @@ impl GemmPlan {
                 imm: 0,
             });
         }
-        if e.relu {
+        if e.relu && e.bias.is_none() {
             sink(Instruction::Vector { op: VectorOp::Relu, dst: acc_base, src: 0, rows, imm: 0 });
         }
         if e.store {
@@ -214,23 +213,34 @@ impl GemmPlan {
             });
         }
         if let Some(u) = e.update {
-            self.emit_update(sink, &u, (m0, mb, n0, nj), cast_row, acc_base);
+            self.emit_update(sink, &u, (m0, mb, n0, nj), acc_base);
         }
-        if let Some(cast) = e.cast {
-            sink(match cast.requant {
-                None => Instruction::CastBf16 { acc_row: acc_base, spad_row: cast_row, rows },
-                Some(requant) => {
-                    Instruction::Requantize { acc_row: acc_base, spad_row: cast_row, rows, requant }
-                }
-            });
-            let es = self.config.dtype.elem_bytes() as u32;
-            sink(Instruction::StoreSpad {
-                spad_row: cast_row,
-                dram_addr: cast.addr + (m0 * n + n0) * es,
+        match e.cast {
+            // BF16 goes straight from the accumulators to DRAM.
+            Some(CastTo { addr, requant: None }) => sink(Instruction::StoreBf16 {
+                acc_row: acc_base,
+                dram_addr: addr + (m0 * n + n0) * 2,
                 rows,
                 len: nj as u16,
                 row_stride: n,
-            });
+            }),
+            // INT8 is requantized into the scratchpad, then stored.
+            Some(CastTo { addr, requant: Some(requant) }) => {
+                sink(Instruction::Requantize {
+                    acc_row: acc_base,
+                    spad_row: cast_row,
+                    rows,
+                    requant,
+                });
+                sink(Instruction::StoreSpad {
+                    spad_row: cast_row,
+                    dram_addr: addr + (m0 * n + n0),
+                    rows,
+                    len: nj as u16,
+                    row_stride: n,
+                });
+            }
+            None => {}
         }
     }
 
@@ -241,7 +251,6 @@ impl GemmPlan {
         sink: &mut impl FnMut(Instruction),
         u: &Update,
         (m0, mb, n0, nj): (u32, u32, u32, u32),
-        cast_row: u16,
         acc_base: u16,
     ) {
         let n = self.shape.n;
@@ -279,11 +288,9 @@ impl GemmPlan {
         }
         sink(store(p, u.param));
         if let Some(copy) = u.copy {
-            sink(Instruction::CastBf16 { acc_row: p, spad_row: cast_row, rows });
-            let es = self.config.dtype.elem_bytes() as u32;
-            sink(Instruction::StoreSpad {
-                spad_row: cast_row,
-                dram_addr: copy + (m0 * n + n0) * es,
+            sink(Instruction::StoreBf16 {
+                acc_row: p,
+                dram_addr: copy + (m0 * n + n0) * 2,
                 rows,
                 len: nj as u16,
                 row_stride: n,

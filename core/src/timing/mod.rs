@@ -68,7 +68,8 @@ pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
         | Instruction::CastBf16 { rows, .. }
         | Instruction::Requantize { rows, .. }
         | Instruction::LoadAcc { rows, .. }
-        | Instruction::StoreSpad { rows, .. } => rows as u64,
+        | Instruction::StoreSpad { rows, .. }
+        | Instruction::StoreBf16 { rows, .. } => rows as u64,
         Instruction::Sync | Instruction::Halt => 1,
         Instruction::LoadWeights { .. } => r,
         Instruction::Matmul { rows, .. } => rows as u64 + r + c - 1,

@@ -41,6 +41,7 @@ pub struct DecoupledDispatcher {
     pub load_acc: Signal<In, Bit>,
     pub store: Signal<In, Bit>,
     pub store_spad: Signal<In, Bit>,
+    pub store_bf16: Signal<In, Bit>,
     pub vector: Signal<In, Bit>,
     pub cast_bf16: Signal<In, Bit>,
     pub requantize: Signal<In, Bit>,
@@ -136,6 +137,7 @@ impl DecoupledDispatcher {
             load_acc: Default::default(),
             store: Default::default(),
             store_spad: Default::default(),
+            store_bf16: Default::default(),
             vector: Default::default(),
             cast_bf16: Default::default(),
             requantize: Default::default(),
@@ -237,7 +239,8 @@ impl Logic for DecoupledDispatcher {
             || self.cast_bf16.val()
             || self.requantize.val()
             || self.store.val()
-            || self.store_spad.val();
+            || self.store_spad.val()
+            || self.store_bf16.val();
         self.is_array.next = self.matmul.val() || self.matmul_os.val();
         self.load_busy.next = !self.load_free.val();
         self.vector_busy.next = !self.vector_free.val();
@@ -507,6 +510,7 @@ mod tests {
                 load_acc,
                 store,
                 store_spad,
+                store_bf16,
                 vector,
                 cast_bf16,
                 requantize,
@@ -519,7 +523,10 @@ mod tests {
             macro_rules! fp {
                 ($($s:ident),*) => { $(f.$s.next = dec.$s.val();)* };
             }
-            fp!(bias_add, relu, scale, spad_row, acc_row, a_row, b_row, dst, src, dram_addr);
+            fp!(
+                bias_add, relu, scale, bias_relu, spad_row, acc_row, a_row, b_row, dst, src,
+                dram_addr
+            );
             d.halt.next = dec.halt.val();
             d.swap.next = dec.swap.val();
             d.head_word.next = word.to_bits();

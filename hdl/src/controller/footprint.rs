@@ -46,9 +46,11 @@ pub struct FootprintOf {
     pub requantize: Signal<In, Bit>,
     pub load_acc: Signal<In, Bit>,
     pub store_spad: Signal<In, Bit>,
+    pub store_bf16: Signal<In, Bit>,
     pub bias_add: Signal<In, Bit>,
     pub relu: Signal<In, Bit>,
     pub scale: Signal<In, Bit>,
+    pub bias_relu: Signal<In, Bit>,
     pub spad_row: Signal<In, Bits<16>>,
     pub acc_row: Signal<In, Bits<16>>,
     pub a_row: Signal<In, Bits<16>>,
@@ -89,9 +91,11 @@ impl FootprintOf {
             requantize: Default::default(),
             load_acc: Default::default(),
             store_spad: Default::default(),
+            store_bf16: Default::default(),
             bias_add: Default::default(),
             relu: Default::default(),
             scale: Default::default(),
+            bias_relu: Default::default(),
             spad_row: Default::default(),
             acc_row: Default::default(),
             a_row: Default::default(),
@@ -139,7 +143,7 @@ impl Logic for FootprintOf {
             self.fp.next.dram_read_lo = self.dram_addr.val();
             self.fp.next.dram_read_hi = self.dram_end.val();
         }
-        if self.store.val() {
+        if self.store.val() || self.store_bf16.val() {
             self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
             self.fp.next.dram_write_lo = self.dram_addr.val();
             self.fp.next.dram_write_hi = self.dram_end.val();
@@ -183,13 +187,14 @@ impl Logic for FootprintOf {
                 // The source: one bias row, or a row per destination row.
                 self.src_lo.next = bit_cast::<17, 16>(self.src.val());
                 self.src_hi.next = bit_cast::<17, 16>(self.src.val()) + self.rows_end.val();
-                if self.bias_add.val() {
+                if self.bias_add.val() || self.bias_relu.val() {
                     self.src_hi.next = bit_cast::<17, 16>(self.src.val()) + 1;
                 }
             }
         }
         if self.load_acc.val()
             || self.store.val()
+            || self.store_bf16.val()
             || self.matmul.val()
             || self.matmul_os.val()
             || self.cast_bf16.val()
@@ -355,9 +360,11 @@ pub(crate) mod tests {
             requantize,
             load_acc,
             store_spad,
+            store_bf16,
             bias_add,
             relu,
             scale,
+            bias_relu,
             spad_row,
             acc_row,
             a_row,

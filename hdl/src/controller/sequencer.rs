@@ -1,5 +1,5 @@
 //! The sequencer: the unit that moves rows between DRAM, the scratchpad and the accumulators
-//! (loads, stores, vector ops, casts, requantization), and runs `Sync`.
+//! (loads, stores, vector ops, casts, requantization, casting stores), and runs `Sync`.
 //!
 //! # Transposing loads (decoupled configs)
 //!
@@ -35,8 +35,8 @@ use systole_core::{ArrayConfig, Schedule};
 use crate::decode::constant;
 use crate::vector::AccOp;
 
-/// The sequencer: `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`, `StoreSpad`
-/// one row per cycle (a strided `Load` gathers one element per cycle, a transposing one goes
+/// The sequencer: `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`, `StoreSpad`,
+/// `StoreBf16` one row per cycle (a strided `Load` gathers one element per cycle, a transposing one goes
 /// through the transpose buffer: module docs), `Sync` in one cycle.
 #[derive(LogicBlock)]
 pub struct Sequencer {
@@ -52,10 +52,12 @@ pub struct Sequencer {
     pub requantize: Signal<In, Bit>,
     pub load_acc: Signal<In, Bit>,
     pub store_spad: Signal<In, Bit>,
+    pub store_bf16: Signal<In, Bit>,
     pub bias_add: Signal<In, Bit>,
     pub relu: Signal<In, Bit>,
     pub relu_grad: Signal<In, Bit>,
     pub scale: Signal<In, Bit>,
+    pub bias_relu: Signal<In, Bit>,
     pub spad_row: Signal<In, Bits<16>>,
     pub acc_row: Signal<In, Bits<16>>,
     pub dst: Signal<In, Bits<16>>,
@@ -76,6 +78,8 @@ pub struct Sequencer {
     // What the datapath does this cycle.
     pub is_load: Signal<Out, Bit>,
     pub is_store: Signal<Out, Bit>,
+    /// A `StoreBf16` row: the DRAM takes the cast lanes' elements.
+    pub is_store_bf16: Signal<Out, Bit>,
     pub gather: Signal<Out, Bit>,
     pub broadcast: Signal<Out, Bit>,
     pub element: Signal<Out, Bits<16>>,
@@ -114,6 +118,7 @@ pub struct Sequencer {
     k_requant: DFF<Bit>,
     k_load_acc: DFF<Bit>,
     k_store_spad: DFF<Bit>,
+    k_store_bf16: DFF<Bit>,
     op: DFF<AccOp>,
     row: DFF<Bits<16>>,
     n_rows: DFF<Bits<16>>,
@@ -172,10 +177,12 @@ impl Sequencer {
             requantize: Default::default(),
             load_acc: Default::default(),
             store_spad: Default::default(),
+            store_bf16: Default::default(),
             bias_add: Default::default(),
             relu: Default::default(),
             relu_grad: Default::default(),
             scale: Default::default(),
+            bias_relu: Default::default(),
             spad_row: Default::default(),
             acc_row: Default::default(),
             dst: Default::default(),
@@ -193,6 +200,7 @@ impl Sequencer {
             busy_next: Default::default(),
             is_load: Default::default(),
             is_store: Default::default(),
+            is_store_bf16: Default::default(),
             gather: Default::default(),
             broadcast: Default::default(),
             element: Default::default(),
@@ -223,6 +231,7 @@ impl Sequencer {
             k_requant: Default::default(),
             k_load_acc: Default::default(),
             k_store_spad: Default::default(),
+            k_store_bf16: Default::default(),
             op: Default::default(),
             row: Default::default(),
             n_rows: Default::default(),
@@ -272,6 +281,7 @@ impl Logic for Sequencer {
             k_requant,
             k_load_acc,
             k_store_spad,
+            k_store_bf16,
             op,
             row,
             n_rows,
@@ -317,7 +327,8 @@ impl Logic for Sequencer {
                 || self.k_cast.q.val()
                 || self.k_requant.q.val()
                 || self.k_load_acc.q.val()
-                || self.k_store_spad.q.val());
+                || self.k_store_spad.q.val()
+                || self.k_store_bf16.q.val());
         self.free.next = !self.busy.q.val() || self.last.val();
         if self.enable.val() {
             if self.busy.q.val() {
@@ -369,6 +380,7 @@ impl Logic for Sequencer {
                 self.k_requant.d.next = self.requantize.val();
                 self.k_load_acc.d.next = self.load_acc.val();
                 self.k_store_spad.d.next = self.store_spad.val();
+                self.k_store_bf16.d.next = self.store_bf16.val();
                 self.op.d.next = AccOp::Axpy;
                 if self.bias_add.val() {
                     self.op.d.next = AccOp::BiasAdd;
@@ -381,6 +393,9 @@ impl Logic for Sequencer {
                 }
                 if self.scale.val() {
                     self.op.d.next = AccOp::Scale;
+                }
+                if self.bias_relu.val() {
+                    self.op.d.next = AccOp::BiasRelu;
                 }
                 if self.load_acc.val() {
                     self.op.d.next = AccOp::Word;
@@ -406,7 +421,7 @@ impl Logic for Sequencer {
                     self.acc_ptr.d.next = self.dst.val();
                 }
                 self.src_ptr.d.next = self.src.val();
-                self.src_moves.d.next = !self.bias_add.val();
+                self.src_moves.d.next = !(self.bias_add.val() || self.bias_relu.val());
                 self.dram_row.d.next = self.dram_addr.val();
                 self.dram_ptr.d.next = self.dram_addr.val();
                 self.row_step.d.next = self.row_stride.val() << self.elem_shift.val();
@@ -431,6 +446,7 @@ impl Logic for Sequencer {
         self.busy_next.next = self.busy.d.val();
         self.is_load.next = self.busy.q.val() && self.k_load.q.val();
         self.is_store.next = self.busy.q.val() && self.k_store.q.val();
+        self.is_store_bf16.next = self.busy.q.val() && self.k_store_bf16.q.val();
         self.gather.next = self.gathering.q.val();
         self.broadcast.next = self.broadcasting.q.val();
         self.element.next = self.elem.q.val();
@@ -448,7 +464,8 @@ impl Logic for Sequencer {
         if self.busy.q.val() && self.k_store.q.val() {
             self.dram_write_count.next = self.n_len.q.val() << 2;
         }
-        if self.busy.q.val() && self.k_store_spad.q.val() {
+        // A `StoreBf16` runs on BF16 configs only, whose elements are its 2 bytes.
+        if self.busy.q.val() && (self.k_store_spad.q.val() || self.k_store_bf16.q.val()) {
             self.dram_write_count.next = self.n_len.q.val() << self.elem_shift.val();
         }
         self.immediate.next = self.imm_q.q.val();

@@ -167,7 +167,9 @@ impl Logic for SystoleTop {
         self.checks.requantize.next = self.candidate.requantize.val();
         self.checks.load_acc.next = self.candidate.load_acc.val();
         self.checks.store_spad.next = self.candidate.store_spad.val();
+        self.checks.store_bf16.next = self.candidate.store_bf16.val();
         self.checks.bias_add.next = self.candidate.bias_add.val();
+        self.checks.bias_relu.next = self.candidate.bias_relu.val();
         self.checks.relu_grad.next = self.candidate.relu_grad.val();
         self.checks.axpy.next = self.candidate.axpy.val();
         self.checks.spad_row.next = self.candidate.spad_row.val();
@@ -213,7 +215,9 @@ impl Logic for SystoleTop {
         self.seq.requantize.next = self.candidate.requantize.val();
         self.seq.load_acc.next = self.candidate.load_acc.val();
         self.seq.store_spad.next = self.candidate.store_spad.val();
+        self.seq.store_bf16.next = self.candidate.store_bf16.val();
         self.seq.bias_add.next = self.candidate.bias_add.val();
+        self.seq.bias_relu.next = self.candidate.bias_relu.val();
         self.seq.relu.next = self.candidate.relu.val();
         self.seq.relu_grad.next = self.candidate.relu_grad.val();
         self.seq.scale.next = self.candidate.scale.val();
@@ -381,7 +385,8 @@ impl Logic for SystoleTop {
             self.acc_y.write_data[j].next = self.acc_lanes[j].result.val();
         }
 
-        // DRAM: reads for Load and LoadAcc, writes for Store and StoreSpad, host bytes.
+        // DRAM: reads for Load and LoadAcc, writes for Store, StoreSpad and StoreBf16, host
+        // bytes.
         self.dram.read_enable.next = self.en.val();
         self.dram.read_address.next = self.seq.dram_read_address.val();
         self.dram.write_address.next = self.seq.dram_write_address.val();
@@ -408,6 +413,13 @@ impl Logic for SystoleTop {
                     self.acc_x.read_data[j].val().get_bits::<8>(16);
                 self.dram.write_data[j * 4 + 3].next =
                     self.acc_x.read_data[j].val().get_bits::<8>(24);
+            }
+        }
+        // StoreBf16: each lane's word cast to bf16 (the casts read what `Store` reads).
+        if self.seq.is_store_bf16.val() {
+            for j in 0..self.cast.len() {
+                self.dram.write_data[j * 2].next = self.cast[j].y.val().get_bits::<8>(0);
+                self.dram.write_data[j * 2 + 1].next = self.cast[j].y.val().get_bits::<8>(8);
             }
         }
         self.engine.dram_byte.next = self.dram.read_data[0].val();

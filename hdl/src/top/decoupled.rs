@@ -204,7 +204,9 @@ impl Logic for SystoleTopDecoupled {
         self.checks.requantize.next = self.candidate.requantize.val();
         self.checks.load_acc.next = self.candidate.load_acc.val();
         self.checks.store_spad.next = self.candidate.store_spad.val();
+        self.checks.store_bf16.next = self.candidate.store_bf16.val();
         self.checks.bias_add.next = self.candidate.bias_add.val();
+        self.checks.bias_relu.next = self.candidate.bias_relu.val();
         self.checks.relu_grad.next = self.candidate.relu_grad.val();
         self.checks.axpy.next = self.candidate.axpy.val();
         self.checks.spad_row.next = self.candidate.spad_row.val();
@@ -228,7 +230,9 @@ impl Logic for SystoleTopDecoupled {
         self.footprint.requantize.next = self.candidate.requantize.val();
         self.footprint.load_acc.next = self.candidate.load_acc.val();
         self.footprint.store_spad.next = self.candidate.store_spad.val();
+        self.footprint.store_bf16.next = self.candidate.store_bf16.val();
         self.footprint.bias_add.next = self.candidate.bias_add.val();
+        self.footprint.bias_relu.next = self.candidate.bias_relu.val();
         self.footprint.relu.next = self.candidate.relu.val();
         self.footprint.scale.next = self.candidate.scale.val();
         self.footprint.spad_row.next = self.candidate.spad_row.val();
@@ -254,6 +258,7 @@ impl Logic for SystoleTopDecoupled {
         self.dispatcher.load_acc.next = self.candidate.load_acc.val();
         self.dispatcher.store.next = self.candidate.store.val();
         self.dispatcher.store_spad.next = self.candidate.store_spad.val();
+        self.dispatcher.store_bf16.next = self.candidate.store_bf16.val();
         self.dispatcher.vector.next = self.candidate.vector.val();
         self.dispatcher.cast_bf16.next = self.candidate.cast_bf16.val();
         self.dispatcher.requantize.next = self.candidate.requantize.val();
@@ -280,7 +285,9 @@ impl Logic for SystoleTopDecoupled {
         self.ld.requantize.next = self.candidate.requantize.val();
         self.ld.load_acc.next = self.candidate.load_acc.val();
         self.ld.store_spad.next = self.candidate.store_spad.val();
+        self.ld.store_bf16.next = self.candidate.store_bf16.val();
         self.ld.bias_add.next = self.candidate.bias_add.val();
+        self.ld.bias_relu.next = self.candidate.bias_relu.val();
         self.ld.relu.next = self.candidate.relu.val();
         self.ld.relu_grad.next = self.candidate.relu_grad.val();
         self.ld.scale.next = self.candidate.scale.val();
@@ -304,7 +311,9 @@ impl Logic for SystoleTopDecoupled {
         self.vu.requantize.next = self.candidate.requantize.val();
         self.vu.load_acc.next = self.candidate.load_acc.val();
         self.vu.store_spad.next = self.candidate.store_spad.val();
+        self.vu.store_bf16.next = self.candidate.store_bf16.val();
         self.vu.bias_add.next = self.candidate.bias_add.val();
+        self.vu.bias_relu.next = self.candidate.bias_relu.val();
         self.vu.relu.next = self.candidate.relu.val();
         self.vu.relu_grad.next = self.candidate.relu_grad.val();
         self.vu.scale.next = self.candidate.scale.val();
@@ -594,6 +603,13 @@ impl Logic for SystoleTopDecoupled {
                     self.acc.vector_x_data[j].val().get_bits::<8>(16);
                 self.dram.write_data[j * 4 + 3].next =
                     self.acc.vector_x_data[j].val().get_bits::<8>(24);
+            }
+        }
+        // StoreBf16: each lane's word cast to bf16 (the casts read what `Store` reads).
+        if self.vu.is_store_bf16.val() {
+            for j in 0..self.cast.len() {
+                self.dram.write_data[j * 2].next = self.cast[j].y.val().get_bits::<8>(0);
+                self.dram.write_data[j * 2 + 1].next = self.cast[j].y.val().get_bits::<8>(8);
             }
         }
         self.engine.dram_byte.next = self.dram.read_data[0].val();
