@@ -4,6 +4,7 @@
 
 mod hazards;
 mod isa;
+mod last_row;
 mod link;
 mod machines;
 mod modules;

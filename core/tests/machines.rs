@@ -239,7 +239,7 @@ mod epilogues {
             }),
             update: None,
         };
-        let layout = GemmLayout { a: a_view, b: MatrixView::row_major(b_at, n), c: c_at };
+        let layout = GemmLayout::new(a_view, MatrixView::row_major(b_at, n), c_at);
         let plan = GemmPlan::with_epilogue(&cfg, shape, layout, epilogue).unwrap();
         let mut program = Vec::new();
         plan.emit(&mut |i: Instruction| program.push(i));

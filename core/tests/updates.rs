@@ -70,8 +70,7 @@ fn check(mut cfg: ArrayConfig, shape: GemmShape, seed: u64, parts: Parts) {
         momentum: hyper.1.to_bits(),
         weight_decay: hyper.2.to_bits(),
     };
-    let layout =
-        GemmLayout { a: MatrixView::row_major(a_at, k), b: MatrixView::row_major(b_at, n), c: 0 };
+    let layout = GemmLayout::new(MatrixView::row_major(a_at, k), MatrixView::row_major(b_at, n), 0);
     let plan = GemmPlan::with_epilogue(&cfg, shape, layout, Epilogue::update(update)).unwrap();
     let mut program = Vec::new();
     plan.emit(&mut |i: Instruction| program.push(i));
@@ -142,8 +141,7 @@ proptest! {
 fn an_update_runs_alone_and_on_bf16_arrays() {
     let cfg = ArrayConfig::new(4, 4, Dtype::Bf16);
     let shape = GemmShape { m: 4, k: 4, n: 4 };
-    let layout =
-        GemmLayout { a: MatrixView::row_major(0, 4), b: MatrixView::row_major(32, 4), c: 64 };
+    let layout = GemmLayout::new(MatrixView::row_major(0, 4), MatrixView::row_major(32, 4), 64);
     let update = Update {
         param: 128,
         velocity: None,

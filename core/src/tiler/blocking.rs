@@ -14,7 +14,7 @@ impl GemmPlan {
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u32, self.config.cols as u32);
         let es = self.config.dtype.elem_bytes() as u32;
-        let (a, b) = (self.layout.a, self.layout.b);
+        let b = self.layout.b;
         let kt = k.div_ceil(r);
         let g = self.group;
         for (m0, mb) in Self::tiles(m, self.mb) {
@@ -32,14 +32,8 @@ impl GemmPlan {
                             row_stride: b.row_stride,
                             elem_stride: b.col_stride,
                         });
-                        sink(Instruction::Load {
-                            spad_row: (g * r + t as u32 * self.mb) as u16,
-                            dram_addr: a.at(m0, k0, es),
-                            rows: mb as u16,
-                            len: kk as u16,
-                            row_stride: a.row_stride,
-                            elem_stride: a.col_stride,
-                        });
+                        let a_row = (g * r + t as u32 * self.mb) as u16;
+                        self.load_a(sink, a_row, (m0, mb), (k0, kk));
                     }
                     for (t, ki) in tiles.enumerate() {
                         let kk = r.min(k - ki * r);
@@ -147,6 +141,15 @@ impl GemmPlan {
                     total += m_count * n_count * block(mb, nj);
                 }
             }
+        }
+        if self.layout.a_last_row.is_some() {
+            // A's last row is one contiguous row a k-tile, in each n-tile of the last m-block,
+            // instead of a row of the view.
+            let (full, rest) = (k / r, k % r);
+            let tail = |cost: u64| if rest > 0 { cost } else { 0 };
+            let view = full * row(r, a.col_stride) + tail(row(rest, a.col_stride));
+            let ones = full + tail(1);
+            total = total + ceil_div(n as u64, c) * ones - ceil_div(n as u64, c) * view;
         }
         total
     }

@@ -92,6 +92,11 @@ pub struct GemmLayout {
     pub b: MatrixView,
     /// Byte address of `C`, row-major `M x N` 32-bit words (used when the epilogue stores).
     pub c: u32,
+    /// Byte address of `K` contiguous elements that are A's last row (row `M - 1`) instead of
+    /// the view's, which then holds `M - 1` rows. With a ones vector here, a weight gradient's
+    /// GEMM gives the bias gradient as its last row: `[X^T; 1^T] dY = [dW; db]`.
+    /// Weight-stationary arrays only.
+    pub a_last_row: Option<u32>,
 }
 
 /// Why a GEMM cannot be tiled.
@@ -122,6 +127,10 @@ pub enum TileError {
         needed: u32,
         acc_depth: u32,
     },
+    /// The layout asks for what this config's tiler does not do.
+    Unsupported {
+        why: &'static str,
+    },
 }
 
 impl core::fmt::Display for TileError {
@@ -137,6 +146,7 @@ impl core::fmt::Display for TileError {
                 "the matrices need {needed} bytes of DRAM, more than the 4 GiB the ISA addresses"
             ),
             TileError::Epilogue { why } => write!(f, "epilogue: {why}"),
+            TileError::Unsupported { why } => write!(f, "{why}"),
             TileError::AccCapacity { needed, acc_depth } => write!(
                 f,
                 "the epilogue needs {needed} accumulator rows (outputs, mask, bias) but \
@@ -147,6 +157,11 @@ impl core::fmt::Display for TileError {
 }
 
 impl GemmLayout {
+    /// A, B and C, every row of A in its view.
+    pub const fn new(a: MatrixView, b: MatrixView, c: u32) -> GemmLayout {
+        GemmLayout { a, b, c, a_last_row: None }
+    }
+
     /// Row-major A, then B, then C (4-byte aligned), from address 0; and the DRAM bytes they
     /// need.
     pub fn packed(
@@ -166,6 +181,7 @@ impl GemmLayout {
                 a: MatrixView::row_major(0, shape.k),
                 b: MatrixView::row_major(a_bytes as u32, shape.n),
                 c: c_at as u32,
+                a_last_row: None,
             },
             total as usize,
         ))
@@ -252,15 +268,22 @@ impl GemmPlan {
         }
         let es = config.dtype.elem_bytes() as u64;
         let GemmShape { m, k, n } = shape;
-        let mut ends = [
-            layout.a.end(m, k, es),
+        if layout.a_last_row.is_some() && config.dataflow != Dataflow::WeightStationary {
+            return Err(TileError::Unsupported {
+                why: "a separate last row of A needs a weight-stationary array",
+            });
+        }
+        let view_rows = m - layout.a_last_row.is_some() as u32;
+        let ends = [
+            if view_rows > 0 { layout.a.end(view_rows, k, es) } else { 0 },
+            layout.a_last_row.map_or(0, |at| at as u64 + k as u64 * es),
             layout.b.end(k, n, es),
             if epilogue.store { layout.c as u64 + m as u64 * n as u64 * 4 } else { 0 },
             epilogue.dram_end(m, n, es),
         ];
-        ends.sort_unstable();
-        if ends[3] > u32::MAX as u64 + 1 {
-            return Err(TileError::Layout { needed: ends[3] });
+        let needed = ends.into_iter().max().unwrap_or(0);
+        if needed > u32::MAX as u64 + 1 {
+            return Err(TileError::Layout { needed });
         }
         let r = config.rows as u32;
         let s = config.spad_depth;
@@ -302,6 +325,48 @@ impl GemmPlan {
         (0..extent.div_ceil(step)).map(move |i| (i * step, step.min(extent - i * step)))
     }
 
+    /// Rows of the m-block `m0..m0 + mb` that come from A's view: all, or all but the last row
+    /// of A when [`GemmLayout::a_last_row`] holds it and the block reaches it.
+    fn a_view_rows(&self, m0: u32, mb: u32) -> u32 {
+        mb - (self.layout.a_last_row.is_some() && m0 + mb == self.shape.m) as u32
+    }
+
+    /// The loads of A's chunk for rows `m0..m0 + mb` and k-columns `k0..k0 + kk` into the
+    /// scratchpad from `spad_row`: from the view, and A's last row from
+    /// [`GemmLayout::a_last_row`] when the block reaches it (one contiguous row).
+    fn load_a(
+        &self,
+        sink: &mut dyn FnMut(Instruction),
+        spad_row: u16,
+        rows: (u32, u32),
+        cols: (u32, u32),
+    ) {
+        let ((m0, mb), (k0, kk)) = (rows, cols);
+        let es = self.config.dtype.elem_bytes() as u32;
+        let a = self.layout.a;
+        let from_view = self.a_view_rows(m0, mb);
+        if from_view > 0 {
+            sink(Instruction::Load {
+                spad_row,
+                dram_addr: a.at(m0, k0, es),
+                rows: from_view as u16,
+                len: kk as u16,
+                row_stride: a.row_stride,
+                elem_stride: a.col_stride,
+            });
+        }
+        if let (Some(last), true) = (self.layout.a_last_row, from_view < mb) {
+            sink(Instruction::Load {
+                spad_row: spad_row + from_view as u16,
+                dram_addr: last + k0 * es,
+                rows: 1,
+                len: kk as u16,
+                row_stride: 0,
+                elem_stride: 1,
+            });
+        }
+    }
+
     /// Emits the program, `Halt` last, into `sink`.
     pub fn emit(&self, sink: &mut impl FnMut(Instruction)) {
         self.emit_body(sink);
@@ -329,14 +394,22 @@ impl GemmPlan {
             Dataflow::OutputStationary => 3 * ceil_div(k as u64, self.k_chunk as u64) + epilogue,
         };
         let mblocks = ceil_div(m as u64, self.mb as u64);
-        match self.pipeline {
-            // A resident A chunk is loaded once per m-block, not once per n-tile.
-            Some(p) if p.resident => {
-                let kt = ceil_div(k as u64, r);
+        let kt = ceil_div(k as u64, r);
+        let resident = matches!(self.pipeline, Some(p) if p.resident);
+        // A's last row from `a_last_row` is a load of its own in the last m-block, unless the
+        // block is that row alone.
+        let last_mb = m - (mblocks as u32 - 1) * self.mb;
+        let split_loads = match self.layout.a_last_row {
+            Some(_) if last_mb > 1 => kt * if resident { 1 } else { nt },
+            _ => 0,
+        };
+        split_loads
+            + if resident {
+                // A resident A chunk is loaded once per m-block, not once per n-tile.
                 mblocks * (nt * (per_tile - kt) + kt) + 1
+            } else {
+                mblocks * nt * per_tile + 1
             }
-            _ => mblocks * nt * per_tile + 1,
-        }
     }
 
     /// Closed-form cycle count of the emitted program on the cycle machine (and the RTL).

@@ -109,7 +109,7 @@ impl GemmPlan {
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u32, self.config.cols as u32);
         let es = self.config.dtype.elem_bytes() as u32;
-        let (a, b) = (self.layout.a, self.layout.b);
+        let b = self.layout.b;
         let kt = k.div_ceil(r);
         let cast_row = p.cast_row(r, kt);
         let bank_base = |block: u32| (block % 2 * self.config.acc_depth.div_ceil(2)) as u16;
@@ -141,14 +141,7 @@ impl GemmPlan {
                 elem_stride: b.col_stride,
             });
             if !p.resident || s.ntile == 0 {
-                sink(Instruction::Load {
-                    spad_row: a_row,
-                    dram_addr: a.at(m0, k0, es),
-                    rows: mb as u16,
-                    len: kk as u16,
-                    row_stride: a.row_stride,
-                    elem_stride: a.col_stride,
-                });
+                self.load_a(sink, a_row, (m0, mb), (k0, kk));
             }
         };
         let mut later = steps().enumerate();

@@ -2,7 +2,8 @@
 //! cycle machine (`machine::cycle`, module docs) applied to each instruction's fixed duration,
 //! without moving any data. Equal to the cycle machine's count on every valid program (tested),
 //! and cheap enough to run on every training step to split cycles by operation. Each
-//! [`Schedule`] has its own rules: the blocking ones below, the decoupled ones in [`decoupled`].
+//! [`Schedule`] has its own rules: the blocking ones below, the decoupled ones in
+//! `decoupled.rs` ([`DecoupledScheduler`]).
 
 mod decoupled;
 pub use decoupled::Scheduler as DecoupledScheduler;

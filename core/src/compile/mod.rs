@@ -9,8 +9,9 @@
 //!    gradient as bf16.
 //! 2. **backward and update**: per layer, last first: `dX = dY W^T` with the ReLU gradient and
 //!    the bf16 cast fused in its epilogue, then `dW = X^T dY` and `db = 1^T dY` (a ones-vector
-//!    matmul: the batch sum on the array), each with its parameter's SGD update fused in its
-//!    epilogue ([`Update`]): the f32 master weights (and velocity) are loaded beside the
+//!    matmul: the batch sum on the array; on weight-stationary arrays one GEMM `[X^T; 1^T] dY`
+//!    gives both), with the parameters' SGD updates fused in the epilogue
+//!    ([`crate::tiler::Update`]): the f32 master weights (and velocity) are loaded beside the
 //!    gradient in the accumulators, updated, stored, and cast to the bf16 copy the next forward
 //!    pass multiplies with. `dX` goes first because it reads the weights the update rewrites.
 //!
@@ -19,17 +20,20 @@
 //! size, so steps compiled for different batch sizes share one machine's memory.
 
 extern crate alloc;
+
+mod backward;
+mod memory;
+
 use alloc::vec;
 use alloc::vec::Vec;
+use memory::{plan_params, Dram};
 
 use crate::config::{ArrayConfig, Dtype};
 use crate::graph::{Graph, Op, TensorId, TensorKind};
 use crate::isa::Instruction;
 use crate::machine::ExecErrorKind;
 use crate::numerics::Requant;
-use crate::tiler::{
-    CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError, Update,
-};
+use crate::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError};
 use crate::timing;
 
 /// Why a graph cannot be compiled.
@@ -75,8 +79,8 @@ pub struct Buffers {
 /// One operation of a compiled step, for per-op cycle and utilisation reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
-    /// "dense", "dense_grad_input", and "dense_grad_weight" and "bias_grad", or with the SGD
-    /// update fused in, "dense_grad_weight+sgd" and "bias_grad+sgd".
+    /// "dense", "dense_grad_input", and "dense_grad_weight" and "bias_grad" (or both in one
+    /// GEMM, "dense_grad_weight+bias"), each with "+sgd" when the update is fused in.
     pub op: &'static str,
     pub layer: u8,
     /// 0: forward program, 1: backward-and-update program.
@@ -130,39 +134,6 @@ pub struct Int8Plan {
     pub requant: Vec<Requant>,
 }
 
-struct Dram {
-    next: u64,
-}
-
-impl Dram {
-    fn alloc(&mut self, bytes: u64) -> u32 {
-        let at = self.next;
-        self.next = (self.next + bytes).div_ceil(16) * 16;
-        at as u32
-    }
-}
-
-/// The parameter-side buffers: f32 masters, element copies, gradients, velocities. They come
-/// first in DRAM and depend only on the graph, not on the batch nor on whether the program
-/// trains: an inference pass of a training graph keeps clear of the gradients and velocities, so
-/// evaluating between training steps on one machine leaves the optimizer's state intact.
-fn plan_params(graph: &Graph, dram: &mut Dram, buffers: &mut [Buffers], elem_bytes: u64) {
-    for (t, info) in graph.tensors.iter().enumerate() {
-        let n = info.rows(1) as u64 * info.cols as u64;
-        match info.kind {
-            TensorKind::Weight(_) => {
-                buffers[t].words = Some(dram.alloc(4 * n));
-                buffers[t].elems = Some(dram.alloc(elem_bytes * n));
-            }
-            TensorKind::Bias(_) => buffers[t].words = Some(dram.alloc(4 * n)),
-            TensorKind::Grad(of) | TensorKind::Velocity(of) if graph.info(of).is_param() => {
-                buffers[t].words = Some(dram.alloc(4 * n))
-            }
-            _ => {}
-        }
-    }
-}
-
 /// Compiles one BF16 training step for `batch` rows.
 pub fn compile_training(
     graph: &Graph,
@@ -199,6 +170,8 @@ struct Compiler<'g> {
     programs: [Vec<Instruction>; 2],
     segments: Vec<Segment>,
     ones: Option<u32>,
+    /// SGD ops fused into the gradient GEMMs' epilogues so far.
+    updates: usize,
 }
 
 impl<'g> Compiler<'g> {
@@ -221,6 +194,7 @@ impl<'g> Compiler<'g> {
             programs: [Vec::new(), Vec::new()],
             segments: Vec::new(),
             ones: None,
+            updates: 0,
         };
         let es = config.dtype.elem_bytes() as u64;
         plan_params(graph, &mut c.dram, &mut c.buffers, es);
@@ -266,19 +240,15 @@ impl<'g> Compiler<'g> {
     }
 
     /// Appends one tiled GEMM to `program` as a segment.
-    #[allow(clippy::too_many_arguments)]
     fn gemm(
         &mut self,
         program: usize,
-        op: &'static str,
-        layer: u8,
+        (op, layer): (&'static str, u8),
         shape: GemmShape,
-        a: MatrixView,
-        b: MatrixView,
-        c: u32,
+        layout: GemmLayout,
         epilogue: Epilogue,
     ) -> Result<(), CompileError> {
-        let plan = GemmPlan::with_epilogue(&self.config, shape, GemmLayout { a, b, c }, epilogue)
+        let plan = GemmPlan::with_epilogue(&self.config, shape, layout, epilogue)
             .map_err(|error| CompileError::Tile { op, layer, error })?;
         let start = self.programs[program].len();
         let out = &mut self.programs[program];
@@ -329,7 +299,8 @@ impl<'g> Compiler<'g> {
                     };
                     let a = MatrixView::row_major(self.elems(x), shape.k);
                     let bv = MatrixView::row_major(self.elems(w), shape.n);
-                    self.gemm(0, "dense", layer, shape, a, bv, self.words(out), epilogue)?;
+                    let layout = GemmLayout::new(a, bv, self.words(out));
+                    self.gemm(0, ("dense", layer), shape, layout, epilogue)?;
                     i += if relu { 3 } else { 2 };
                 }
                 Op::SoftmaxCrossEntropy { .. } => i += 1,
@@ -337,103 +308,6 @@ impl<'g> Compiler<'g> {
             }
         }
         Ok(())
-    }
-
-    fn backward(&mut self) -> Result<(), CompileError> {
-        let ops = &self.graph.backward;
-        // A layer's parameter gradients wait for its input gradient, which reads the bf16 copy
-        // of the weights that the updates fused into them overwrite.
-        let mut waiting: Vec<Op> = Vec::new();
-        let mut i = 0;
-        while i < ops.len() {
-            match ops[i] {
-                Op::SoftmaxCrossEntropyGrad { .. } => i += 1, // on the host, between the programs
-                op @ (Op::BiasGrad { .. } | Op::DenseGradWeight { .. }) => {
-                    waiting.push(op);
-                    i += 1;
-                }
-                Op::DenseGradInput { dy, w, dx } => {
-                    let layer = self.layer_of(w);
-                    let (mask, out) = match ops.get(i + 1) {
-                        Some(&Op::ReluGrad { dy: rdy, y, dx: rdx }) if rdy == dx => {
-                            (Some(self.words(y)), rdx)
-                        }
-                        _ => (None, dx),
-                    };
-                    let shape = GemmShape { m: self.batch, k: self.cols(dy), n: self.cols(dx) };
-                    let a = MatrixView::row_major(self.elems(dy), shape.k);
-                    let b = MatrixView::row_major(self.elems(w), shape.k).t();
-                    let epilogue = Epilogue {
-                        relu_grad_mask: mask,
-                        store: false,
-                        cast: Some(CastTo { addr: self.elems(out), requant: None }),
-                        ..Epilogue::STORE
-                    };
-                    self.gemm(1, "dense_grad_input", layer, shape, a, b, 0, epilogue)?;
-                    i += if mask.is_some() { 2 } else { 1 };
-                    for op in waiting.drain(..) {
-                        self.parameter_gradient(op)?;
-                    }
-                }
-                _ => return Err(CompileError::Unsupported { op: "backward op" }),
-            }
-        }
-        for op in waiting {
-            self.parameter_gradient(op)?;
-        }
-        let fused = self.segments.iter().filter(|s| s.op.ends_with("+sgd")).count();
-        if fused != self.graph.update.len() {
-            return Err(CompileError::Unsupported { op: "sgd of a tensor that is not a gradient" });
-        }
-        Ok(())
-    }
-
-    /// A weight or bias gradient as a GEMM, with the SGD update of its parameter fused into the
-    /// epilogue when the graph trains it (the gradient then never leaves the accumulators).
-    fn parameter_gradient(&mut self, op: Op) -> Result<(), CompileError> {
-        let (name, grad, shape, a, b) = match op {
-            Op::BiasGrad { dy, db } => {
-                let shape = GemmShape { m: 1, k: self.batch, n: self.cols(dy) };
-                let a = MatrixView::row_major(self.ones.unwrap_or(0), self.batch);
-                let b = MatrixView::row_major(self.elems(dy), shape.n);
-                (["bias_grad", "bias_grad+sgd"], db, shape, a, b)
-            }
-            Op::DenseGradWeight { x, dy, dw } => {
-                let shape = GemmShape { m: self.cols(x), k: self.batch, n: self.cols(dy) };
-                let a = MatrixView::row_major(self.elems(x), shape.m).t();
-                let b = MatrixView::row_major(self.elems(dy), shape.n);
-                (["dense_grad_weight", "dense_grad_weight+sgd"], dw, shape, a, b)
-            }
-            _ => return Err(CompileError::Unsupported { op: "parameter gradient" }),
-        };
-        let layer = self.layer_of_grad(grad);
-        let update = self.update_of(grad);
-        let epilogue = update.map_or(Epilogue::STORE, Epilogue::update);
-        let name = name[update.is_some() as usize];
-        self.gemm(1, name, layer, shape, a, b, self.words(grad), epilogue)
-    }
-
-    /// The SGD update the graph applies with gradient `grad`, as the tiler's epilogue.
-    fn update_of(&self, grad: TensorId) -> Option<Update> {
-        let sgd = self.graph.sgd?;
-        self.graph.update.iter().find_map(|op| match *op {
-            Op::Sgd { param, grad: g, velocity } if g == grad => Some(Update {
-                param: self.words(param),
-                velocity: velocity.map(|v| self.words(v)),
-                copy: self.buffers[param as usize].elems,
-                neg_lr: (-sgd.lr).to_bits(),
-                momentum: sgd.momentum.to_bits(),
-                weight_decay: sgd.weight_decay.to_bits(),
-            }),
-            _ => None,
-        })
-    }
-
-    fn layer_of_grad(&self, g: TensorId) -> u8 {
-        match self.graph.info(g).kind {
-            TensorKind::Grad(of) => self.layer_of(of),
-            _ => 0,
-        }
     }
 
     fn finish(mut self, int8: Option<&Int8Plan>) -> Result<CompiledStep, CompileError> {
