@@ -40,6 +40,8 @@ pub mod numerics;
 pub mod params;
 pub mod protocol;
 pub mod reference;
+#[cfg(feature = "alloc")]
+pub mod reorder;
 pub mod scoreboard;
 pub mod tiler;
 pub mod timing;

@@ -9,5 +9,6 @@ mod link;
 mod machines;
 mod modules;
 mod numerics;
+mod reorder;
 mod training;
 mod updates;

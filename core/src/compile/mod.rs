@@ -17,7 +17,8 @@
 //!
 //! Transposes cost nothing: the tiler's strided loads read `X^T` and `W^T` from the row-major
 //! buffers. Parameters, gradients and velocities sit at addresses that do not depend on the batch
-//! size, so steps compiled for different batch sizes share one machine's memory.
+//! size, so steps compiled for different batch sizes share one machine's memory. Under the
+//! decoupled schedule each program is then list-scheduled ([`crate::reorder`]).
 
 extern crate alloc;
 
@@ -90,7 +91,8 @@ pub struct Segment {
     pub end: usize,
     /// Useful MACs on the array.
     pub macs: u64,
-    /// Cycles from this segment's first dispatch to the next one's (timing model).
+    /// Cycles from this segment's first dispatch to the next one's (timing model); approximate
+    /// for a reordered program, whose segments' instructions mix.
     pub cycles: u64,
 }
 
@@ -310,6 +312,32 @@ impl<'g> Compiler<'g> {
         Ok(())
     }
 
+    /// Program `p` in the order [`crate::reorder::reorder`] picks, its segments following
+    /// their instructions: a segment starts at its first instruction (or the one before it
+    /// starts, whichever is later) and ends where the next starts.
+    fn reorder(&mut self, p: usize) {
+        let order = crate::reorder::reorder(&self.config, &self.programs[p]);
+        let program = &mut self.programs[p];
+        *program = order.iter().map(|&i| program[i]).collect();
+        let segments: Vec<&mut Segment> =
+            self.segments.iter_mut().filter(|s| s.program as usize == p).collect();
+        // Where each original index went.
+        let mut position = vec![0usize; order.len()];
+        for (at, &i) in order.iter().enumerate() {
+            position[i] = at;
+        }
+        let halt = program.len() - 1;
+        let mut starts: Vec<usize> = Vec::with_capacity(segments.len());
+        for s in &segments {
+            let first = (s.start..s.end).map(|i| position[i]).min().unwrap_or(halt);
+            starts.push(first.max(starts.last().copied().unwrap_or(0)));
+        }
+        for (t, s) in segments.into_iter().enumerate() {
+            s.start = starts[t];
+            s.end = starts.get(t + 1).copied().unwrap_or(halt);
+        }
+    }
+
     fn finish(mut self, int8: Option<&Int8Plan>) -> Result<CompiledStep, CompileError> {
         self.forward(int8)?;
         if self.training {
@@ -321,6 +349,7 @@ impl<'g> Compiler<'g> {
                 continue;
             }
             self.programs[p].push(Instruction::Halt);
+            self.reorder(p);
             let mut dispatch = vec![0u64; self.programs[p].len()];
             let total = timing::schedule(&self.config, &self.programs[p], |i, t| dispatch[i] = t)
                 .map_err(|(_, ExecErrorKind::NoWeightsLoaded)| {

@@ -48,6 +48,7 @@ pub(super) fn schedule(
 }
 
 /// The decoupled timing model fed one instruction at a time, so a program need not be stored.
+#[derive(Clone)]
 pub struct Scheduler {
     config: ArrayConfig,
     streams: bool,
