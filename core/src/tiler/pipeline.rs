@@ -14,7 +14,6 @@
 use super::{GemmPlan, GemmShape};
 use crate::config::{ArrayConfig, Dataflow};
 use crate::isa::Instruction;
-use crate::scoreboard::{conflicts, footprint, unit, Unit};
 use crate::tiler::Epilogue;
 
 /// How a decoupled WS GEMM uses the scratchpad.
@@ -153,12 +152,8 @@ impl GemmPlan {
         for (j, s) in steps().enumerate() {
             let (m0, mb, n0, nj) = s.tile;
             if s.ki == 0 {
-                // Every instruction of the block two back, and what was hoisted before them.
-                let due = pending.iter().rposition(|(b, _)| *b + 2 <= s.block).map_or(0, |i| i + 1);
-                for _ in 0..due {
-                    if let Some((_, ins)) = pending.pop_front() {
-                        sink(ins);
-                    }
+                while let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b + 2 <= s.block) {
+                    sink(ins);
                 }
             }
             let (b_row, a_row) = p.rows(r, kt, j, s.mblock, s.ki);
@@ -188,7 +183,6 @@ impl GemmPlan {
                     }
                 };
                 self.emit_epilogue(&mut queue, (m0, mb, n0, nj), cast_row, bank_base(s.block));
-                hoist_loads(&self.config, &mut pending, s.block);
             }
         }
         while let Some((_, ins)) = pending.pop_front() {
@@ -203,39 +197,5 @@ impl GemmPlan {
         // A tiled program's swaps each follow their weight load: it cannot fault.
         self.emit(&mut |ins| total = scheduler.push(&ins).map_or(u64::MAX, |at| at + 1));
         total
-    }
-}
-
-/// Moves `block`'s accumulator loads (its bias row, mask or update operands, queued with its
-/// epilogue) ahead of the last vector-unit instruction still queued from an earlier block, unless
-/// they conflict with what they pass: the load unit then fills this block's bank while the vector
-/// unit finishes the other one, instead of waiting behind it in program order.
-fn hoist_loads(
-    config: &ArrayConfig,
-    pending: &mut heapless::Deque<(u32, Instruction), 32>,
-    block: u32,
-) {
-    let mut items: heapless::Vec<(u32, Instruction), 32> = pending.iter().copied().collect();
-    let Some(mut at) =
-        items.iter().rposition(|(b, ins)| *b < block && unit(ins) == Some(Unit::Vector))
-    else {
-        return;
-    };
-    for i in at + 1..items.len() {
-        let (b, ins) = items[i];
-        if b != block || unit(&ins) != Some(Unit::Load) {
-            continue;
-        }
-        let fp = footprint(config, &ins);
-        if items[at..i].iter().all(|(_, other)| !conflicts(&fp, &footprint(config, other))) {
-            let item = items.remove(i);
-            // `items` had room for it a moment ago.
-            let _ = items.insert(at, item);
-            at += 1;
-        }
-    }
-    pending.clear();
-    for item in items {
-        let _ = pending.push_back(item);
     }
 }
