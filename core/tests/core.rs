@@ -2,6 +2,7 @@
 //! golden model without building the hardware. Tests of other machines against it live in
 //! `systole-tests`.
 
+mod banks;
 mod hazards;
 mod isa;
 mod last_row;

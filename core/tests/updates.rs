@@ -7,7 +7,7 @@ use systole_core::check::{assert_bit_identical, SplitMix};
 use systole_core::machine::{golden, GoldenKind, Region};
 use systole_core::numerics::bf16::cast_to_bf16;
 use systole_core::tiler::{
-    Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError, Update,
+    Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError, Update, UpdateLoads,
 };
 use systole_core::{timing, Arith, ArrayConfig, Dtype, Instruction, BF16};
 
@@ -44,7 +44,14 @@ fn reference(g: u32, p: u32, v: u32, parts: Parts, (neg_lr, m, wd): (f32, f32, f
     (BF16::acc_to_bits(p), BF16::acc_to_bits(g))
 }
 
-fn check(mut cfg: ArrayConfig, shape: GemmShape, seed: u64, parts: Parts) {
+/// Where the program runs: the bank of its first block and where its update loads go.
+#[derive(Clone, Copy, Debug)]
+struct Placement {
+    bank: u32,
+    loads: UpdateLoads,
+}
+
+fn check(mut cfg: ArrayConfig, shape: GemmShape, seed: u64, parts: Parts, at: Placement) {
     cfg.dtype = Dtype::Bf16;
     // Room for an output tile with its parameter and velocity rows.
     cfg.acc_depth = cfg.acc_depth.max(3 * cfg.rows as u32);
@@ -71,7 +78,10 @@ fn check(mut cfg: ArrayConfig, shape: GemmShape, seed: u64, parts: Parts) {
         weight_decay: hyper.2.to_bits(),
     };
     let layout = GemmLayout::new(MatrixView::row_major(a_at, k), MatrixView::row_major(b_at, n), 0);
-    let plan = GemmPlan::with_epilogue(&cfg, shape, layout, Epilogue::update(update)).unwrap();
+    let plan = GemmPlan::with_epilogue(&cfg, shape, layout, Epilogue::update(update))
+        .unwrap()
+        .starting_in_bank(at.bank)
+        .with_update_loads(at.loads);
     let mut program = Vec::new();
     plan.emit(&mut |i: Instruction| program.push(i));
 
@@ -85,7 +95,7 @@ fn check(mut cfg: ArrayConfig, shape: GemmShape, seed: u64, parts: Parts) {
     let want_copy: Vec<u8> =
         want_p.iter().flat_map(|&w| cast_to_bf16(BF16::acc_from_bits(w)).0.to_le_bytes()).collect();
 
-    let what = format!("{cfg:?} {shape:?} {parts:?}");
+    let what = format!("{cfg:?} {shape:?} {parts:?} {at:?}");
     for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
         let mut mach = golden(kind, cfg, dram).unwrap();
         mach.write(Region::Dram, a_at as usize, &a).unwrap();
@@ -132,8 +142,10 @@ proptest! {
         cfg in config_strategy(),
         m in 1u32..=30, k in 1u32..=40, n in 1u32..=20, seed in any::<u64>(),
         velocity in any::<bool>(), decay in any::<bool>(), copy in any::<bool>(),
+        bank in 0u32..2, loads in 0usize..UpdateLoads::ALL.len(),
     ) {
-        check(cfg, GemmShape { m, k, n }, seed, Parts { velocity, decay, copy });
+        let at = Placement { bank, loads: UpdateLoads::ALL[loads] };
+        check(cfg, GemmShape { m, k, n }, seed, Parts { velocity, decay, copy }, at);
     }
 }
 

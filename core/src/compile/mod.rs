@@ -29,12 +29,14 @@ use alloc::vec;
 use alloc::vec::Vec;
 use memory::{plan_params, Dram};
 
-use crate::config::{ArrayConfig, Dtype};
+use crate::config::{ArrayConfig, Dtype, Schedule};
 use crate::graph::{Graph, Op, TensorId, TensorKind};
 use crate::isa::Instruction;
 use crate::machine::ExecErrorKind;
 use crate::numerics::Requant;
-use crate::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError};
+use crate::tiler::{
+    CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView, TileError, UpdateLoads,
+};
 use crate::timing;
 
 /// Why a graph cannot be compiled.
@@ -170,6 +172,8 @@ struct Compiler<'g> {
     dram: Dram,
     buffers: Vec<Buffers>,
     programs: [Vec<Instruction>; 2],
+    /// The accumulator bank each program's next GEMM starts in ([`GemmPlan::starting_in_bank`]).
+    banks: [u32; 2],
     segments: Vec<Segment>,
     ones: Option<u32>,
     /// SGD ops fused into the gradient GEMMs' epilogues so far.
@@ -194,6 +198,7 @@ impl<'g> Compiler<'g> {
             dram: Dram { next: 0 },
             buffers: vec![Buffers::default(); graph.tensors.len()],
             programs: [Vec::new(), Vec::new()],
+            banks: [0, 0],
             segments: Vec::new(),
             ones: None,
             updates: 0,
@@ -251,7 +256,10 @@ impl<'g> Compiler<'g> {
         epilogue: Epilogue,
     ) -> Result<(), CompileError> {
         let plan = GemmPlan::with_epilogue(&self.config, shape, layout, epilogue)
-            .map_err(|error| CompileError::Tile { op, layer, error })?;
+            .map_err(|error| CompileError::Tile { op, layer, error })?
+            .starting_in_bank(self.banks[program]);
+        let plan = self.place_update_loads(program, plan);
+        self.banks[program] = plan.next_bank();
         let start = self.programs[program].len();
         let out = &mut self.programs[program];
         plan.emit_body(&mut |i| out.push(i));
@@ -266,6 +274,29 @@ impl<'g> Compiler<'g> {
             cycles: 0,
         });
         Ok(())
+    }
+
+    /// On the decoupled schedule, the placement of an SGD update's loads ([`UpdateLoads`]) under
+    /// which the program so far, this GEMM appended, finishes first in the timing model (the
+    /// first in [`UpdateLoads::ALL`] on a tie).
+    fn place_update_loads(&self, program: usize, plan: GemmPlan) -> GemmPlan {
+        if plan.epilogue.update.is_none() || self.config.schedule != Schedule::Decoupled {
+            return plan;
+        }
+        let mut before = timing::DecoupledScheduler::new(&self.config);
+        // Compiled programs are valid, so the scheduler cannot fault.
+        for ins in &self.programs[program] {
+            let _ = before.push(ins);
+        }
+        let finish = |loads: &UpdateLoads| {
+            let mut scheduler = before.clone();
+            plan.with_update_loads(*loads).emit_body(&mut |ins| {
+                let _ = scheduler.push(&ins);
+            });
+            scheduler.push(&Instruction::Halt).unwrap_or(u64::MAX)
+        };
+        let best = UpdateLoads::ALL.iter().min_by_key(|l| finish(l));
+        plan.with_update_loads(best.copied().unwrap_or_default())
     }
 
     fn forward(&mut self, int8: Option<&Int8Plan>) -> Result<(), CompileError> {

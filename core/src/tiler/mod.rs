@@ -29,7 +29,7 @@ mod pipeline;
 
 use crate::config::{ArrayConfig, ConfigError, Dataflow, Schedule};
 use crate::isa::Instruction;
-pub use epilogue::{CastTo, Epilogue, Update};
+pub use epilogue::{CastTo, Epilogue, Update, UpdateLoads};
 use pipeline::Pipeline;
 
 /// Largest value of a 24-bit stride field.
@@ -220,6 +220,10 @@ pub struct GemmPlan {
     /// How the decoupled WS program uses the scratchpad (`pipeline.rs`); `None` for the plain
     /// order.
     pipeline: Option<Pipeline>,
+    /// The accumulator bank (0 or 1) of a pipelined program's first block; blocks alternate.
+    first_bank: u32,
+    /// Where a pipelined program issues an update's loads.
+    update_loads: UpdateLoads,
 }
 
 fn ceil_div(a: u64, b: u64) -> u64 {
@@ -309,7 +313,44 @@ impl GemmPlan {
         if mb == 0 || needed > config.acc_depth {
             return Err(TileError::AccCapacity { needed, acc_depth: config.acc_depth });
         }
-        Ok(GemmPlan { config: *config, shape, layout, epilogue, mb, group, k_chunk, pipeline })
+        Ok(GemmPlan {
+            config: *config,
+            shape,
+            layout,
+            epilogue,
+            mb,
+            group,
+            k_chunk,
+            pipeline,
+            first_bank: 0,
+            update_loads: UpdateLoads::Late,
+        })
+    }
+
+    /// The same plan with its first output block in accumulator bank `bank % 2`, so that a
+    /// program of several GEMMs keeps alternating banks across them: a GEMM's first block
+    /// then never waits for the previous GEMM's last epilogue. Only a decoupled
+    /// weight-stationary program alternates banks; any other ignores it.
+    pub fn starting_in_bank(self, bank: u32) -> GemmPlan {
+        GemmPlan { first_bank: bank % 2, ..self }
+    }
+
+    /// The same plan with an [`Update`]'s loads placed as `loads` says (pipelined programs
+    /// only).
+    pub fn with_update_loads(self, loads: UpdateLoads) -> GemmPlan {
+        GemmPlan { update_loads: loads, ..self }
+    }
+
+    /// The bank the block after this plan's last would use: what the next GEMM should start in.
+    pub fn next_bank(&self) -> u32 {
+        let blocks = match self.pipeline {
+            Some(p) => {
+                ceil_div(self.shape.m as u64, p.mb as u64)
+                    * ceil_div(self.shape.n as u64, self.config.cols as u64)
+            }
+            None => 0,
+        };
+        ((self.first_bank as u64 + blocks) % 2) as u32
     }
 
     /// See [`k_chunk`].

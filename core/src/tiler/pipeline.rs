@@ -111,7 +111,8 @@ impl GemmPlan {
         let b = self.layout.b;
         let kt = k.div_ceil(r);
         let cast_row = p.cast_row(r, kt);
-        let bank_base = |block: u32| (block % 2 * self.config.acc_depth.div_ceil(2)) as u16;
+        let half = self.config.acc_depth.div_ceil(2);
+        let bank_base = |block: u32| ((block + self.first_bank) % 2 * half) as u16;
         let nt = n.div_ceil(c);
         let steps = move || {
             Self::tiles(m, p.mb).enumerate().flat_map(move |(mblock, (m0, mb))| {
@@ -155,6 +156,12 @@ impl GemmPlan {
                 while let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b + 2 <= s.block) {
                     sink(ins);
                 }
+                self.emit_epilogue_loads(
+                    sink,
+                    s.tile,
+                    bank_base(s.block),
+                    self.update_loads.loads(s.block),
+                );
             }
             let (b_row, a_row) = p.rows(r, kt, j, s.mblock, s.ki);
             let kk = r.min(k - s.ki * r);
@@ -182,7 +189,13 @@ impl GemmPlan {
                         let _ = pending.push_back((b, ins));
                     }
                 };
-                self.emit_epilogue(&mut queue, (m0, mb, n0, nj), cast_row, bank_base(s.block));
+                self.emit_epilogue_ops(
+                    &mut queue,
+                    (m0, mb, n0, nj),
+                    cast_row,
+                    bank_base(s.block),
+                    self.update_loads.loads(s.block),
+                );
             }
         }
         while let Some((_, ins)) = pending.pop_front() {
