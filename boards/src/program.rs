@@ -139,6 +139,7 @@ mod tests {
             fmax_mhz: if timing_met { 13.0 } else { 11.0 },
             target_mhz: 12.0,
             timing_met,
+            critical_path: None,
             bitstream: Some(Bitstream::of(board.bitstream_name(), &bits)),
         };
         write_report(dir.path(), &report);

@@ -56,6 +56,10 @@ pub struct Report {
     pub fmax_mhz: f64,
     pub target_mhz: f64,
     pub timing_met: bool,
+    /// The slowest clock's critical path, where the clock is lost (absent in reports from before
+    /// it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_path: Option<CriticalPath>,
     /// The bitstream this build wrote beside the report (absent in reports from before it was
     /// recorded): `systole board program` loads only that file, byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,6 +87,88 @@ impl Bitstream {
     }
 }
 
+/// A register-to-register path as nextpnr's timing analysis reports it: where it starts and
+/// ends (nextpnr's cell names, less the suffixes its packer appends, and the port) and how its
+/// delay splits into logic and routing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CriticalPath {
+    pub from: String,
+    pub to: String,
+    pub delay_ns: f64,
+    pub logic_ns: f64,
+    pub routing_ns: f64,
+    /// Logic cells the path passes through.
+    pub logic_levels: u64,
+}
+
+impl std::fmt::Display for CriticalPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "critical path {:.2} ns ({:.2} logic in {} cells, {:.2} routing): {} -> {}",
+            self.delay_ns, self.logic_ns, self.logic_levels, self.routing_ns, self.from, self.to
+        )
+    }
+}
+
+/// A cell's name as the design named it: nextpnr's packer appends `_SB_LUT4_...`,
+/// `_TRELLIS_FF_Q...`, `_LUT4_D_Z_CCU2C...` and the like to the net or cell it packed, and `$` parts for its own.
+fn design_name(cell: &str) -> &str {
+    let cut = [
+        "_SB_",
+        "_TRELLIS_",
+        "_DFFLC",
+        "_LC",
+        "$sb_io",
+        "$tr_io",
+        "_LUT4_",
+        "_CCU2C",
+        "_PFUMX",
+        "_L6MUX21",
+    ]
+    .iter()
+    .filter_map(|marker| cell.find(marker))
+    .min()
+    .unwrap_or(cell.len());
+    &cell[..cut]
+}
+
+/// The longest path that starts and ends on the clock `clock` (a key of nextpnr's `fmax`).
+fn critical_path(v: &serde_json::Value, clock: &str) -> Option<CriticalPath> {
+    let edge = format!("posedge {clock}");
+    let ms = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
+    v["critical_paths"]
+        .as_array()?
+        .iter()
+        .filter(|p| p["from"].as_str() == Some(&edge) && p["to"].as_str() == Some(&edge))
+        .filter_map(|p| {
+            let segments = p["path"].as_array()?;
+            let end = |s: &serde_json::Value| {
+                format!(
+                    "{} ({})",
+                    design_name(s["cell"].as_str().unwrap_or("?")),
+                    s["port"].as_str().unwrap_or("?")
+                )
+            };
+            let of = |kind: &str| -> f64 {
+                segments.iter().filter(|s| s["type"] == kind).map(|s| ms(&s["delay"])).sum()
+            };
+            Some(CriticalPath {
+                from: end(&segments.first()?["from"]),
+                to: end(&segments.last()?["to"]),
+                delay_ns: round2(segments.iter().map(|s| ms(&s["delay"])).sum()),
+                logic_ns: round2(of("logic")),
+                routing_ns: round2(of("routing")),
+                logic_levels: segments.iter().filter(|s| s["type"] == "logic").count() as u64,
+            })
+        })
+        .max_by(|a, b| a.delay_ns.total_cmp(&b.delay_ns))
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
 fn used(util: &serde_json::Value, cell: &str) -> (u64, u64) {
     let entry = &util[cell];
     (entry["used"].as_u64().unwrap_or(0), entry["available"].as_u64().unwrap_or(0))
@@ -103,12 +189,15 @@ pub fn parse(
     let clocks = v["fmax"]
         .as_object()
         .ok_or_else(|| ToolError::Report("nextpnr report has no fmax".into()))?;
-    let fmax = clocks.values().filter_map(|c| c["achieved"].as_f64()).fold(f64::INFINITY, f64::min);
-    if !fmax.is_finite() {
+    let slowest = clocks
+        .iter()
+        .filter_map(|(name, c)| Some((name, c["achieved"].as_f64()?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let Some((clock, fmax)) = slowest else {
         return Err(ToolError::Report(
             "nextpnr report: no clock domain has an achieved fmax".into(),
         ));
-    }
+    };
     let util = &v["utilization"];
     let (luts, luts_available, flip_flops, (bram, bram_available), spram, (dsps, dsps_available)) =
         match family {
@@ -148,9 +237,10 @@ pub fn parse(
         spram,
         dsps,
         dsps_available,
-        fmax_mhz: (fmax * 100.0).round() / 100.0,
+        fmax_mhz: round2(fmax),
         target_mhz,
         timing_met: fmax >= target_mhz,
+        critical_path: critical_path(&v, clock),
         bitstream: None,
     })
 }
@@ -211,6 +301,43 @@ mod tests {
         assert!(!r.timing_met);
         assert!(parse("{}", Family::Ice40, "b", "d", 1.0, 0).is_err());
         assert!(parse("not json", Family::Ice40, "b", "d", 1.0, 0).is_err());
+    }
+
+    #[test]
+    fn names_the_slowest_clocks_critical_path() {
+        // Shaped like nextpnr-ice40's report: the slowest clock's path, another clock's, and
+        // one from an input.
+        let seg = |kind: &str, delay: f64, from: &str, to: &str| {
+            format!(
+                r#"{{"type": "{kind}", "delay": {delay},
+                    "from": {{"cell": "{from}", "port": "O"}}, "to": {{"cell": "{to}", "port": "I3"}}}}"#
+            )
+        };
+        let json = format!(
+            r#"{{"fmax": {{"clk": {{"achieved": 9.5}}, "fast": {{"achieved": 90.0}}}},
+                "utilization": {{}},
+                "critical_paths": [
+                  {{"from": "posedge fast", "to": "posedge fast",
+                    "path": [{}]}},
+                  {{"from": "posedge clk", "to": "posedge clk",
+                    "path": [{}, {}, {}, {}]}},
+                  {{"from": "<async>", "to": "posedge clk", "path": [{}]}}]}}"#,
+            seg("logic", 200.0, "a", "b"),
+            seg("clk-to-q", 1.25, "top.seq.row.q_SB_DFFE_Q_D_SB_LUT4_O_LC", "x"),
+            seg("routing", 60.5, "x", "y"),
+            seg("logic", 40.0, "y", "z"),
+            seg("setup", 0.1, "z", "top.spad.lanes$0.mem.0.0_RAM"),
+            seg("routing", 300.0, "pin", "por"),
+        );
+        let r = parse(&json, Family::Ice40, "b", "d", 10.0, 0).unwrap();
+        let path = r.critical_path.unwrap();
+        assert_eq!(path.from, "top.seq.row.q (O)");
+        assert_eq!(path.to, "top.spad.lanes$0.mem.0.0_RAM (I3)");
+        assert_eq!((path.delay_ns, path.logic_ns, path.routing_ns), (101.85, 40.0, 60.5));
+        assert_eq!(path.logic_levels, 1);
+        // Reports from before it was recorded still read.
+        let text = serde_json::to_string(&Report { critical_path: None, ..r }).unwrap();
+        assert!(!text.contains("critical_path"), "{text}");
     }
 
     #[test]

@@ -227,13 +227,17 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
                 r.peak_macs_per_s().unwrap_or(0.0) / 1e6,
                 args.out.join(b.bitstream_name()).display()
             );
+            if let Some(path) = &r.critical_path {
+                println!("{path}");
+            }
             Ok(())
         }
         Err(FlowError::Timing { report, dir }) => bail!(
-            "timing not met on {}: {:.2} MHz achieved for {} MHz; lower --clock-mhz or the array (report in {dir}/report.json)",
+            "timing not met on {}: {:.2} MHz achieved for {} MHz{}; lower --clock-mhz or the array (report in {dir}/report.json)",
             b.name,
             report.fmax_mhz,
-            mhz(report.target_mhz)
+            mhz(report.target_mhz),
+            report.critical_path.as_ref().map_or(String::new(), |p| format!(" ({p})"))
         ),
         Err(e @ FlowError::DoesNotFit { .. }) => {
             Err(anyhow!("{e}\nlower --rows/--cols or pick a larger board (systole board list)"))
