@@ -1,0 +1,55 @@
+//! What the packet engine checks host accesses against: the memories' sizes and shapes.
+
+use systole_core::isa::ISA_VERSION;
+use systole_core::protocol::{Identity, IDENTITY_BYTES};
+use systole_core::ArrayConfig;
+
+/// Memory sizes and shapes the engine checks host accesses against.
+#[derive(Clone, Copy, Debug)]
+pub struct HostMap {
+    pub dram_bytes: u64,
+    pub spad_bytes: u64,
+    pub acc_bytes: u64,
+    /// Elements per scratchpad row, and their bytes.
+    pub spad_lanes: u64,
+    pub spad_elem_bytes: u64,
+    /// Words per accumulator row.
+    pub acc_lanes: u64,
+    /// Cycles of silence after which a partly received UART frame is dropped.
+    pub uart_patience: u64,
+    /// The `Identify` payload.
+    pub identity: [u8; IDENTITY_BYTES],
+    /// Queue each word's DRAM end with it (the decoupled schedule's scoreboard compares spans).
+    pub queue_ends: bool,
+}
+
+impl HostMap {
+    /// The map of `config` with `dram_bytes` of DRAM (below 2^32), a FIFO of `fifo_depth` words
+    /// and a UART of `uart_divisor`: a frame that pauses for 1,024 byte times (at most `2^24 - 1`
+    /// cycles, 0.17 s at 100 MHz, so the counter is 24 bits) is dropped.
+    pub fn new(
+        config: &ArrayConfig,
+        dram_bytes: u64,
+        fifo_depth: u16,
+        uart_divisor: u16,
+    ) -> HostMap {
+        let identity = Identity {
+            isa_version: ISA_VERSION,
+            config: *config,
+            dram_bytes: dram_bytes as u32,
+            fifo_depth,
+        };
+        let es = config.dtype.elem_bytes() as u64;
+        HostMap {
+            dram_bytes,
+            spad_bytes: config.spad_depth as u64 * config.spad_width() as u64 * es,
+            acc_bytes: config.acc_depth as u64 * config.cols as u64 * 4,
+            spad_lanes: config.spad_width() as u64,
+            spad_elem_bytes: es,
+            acc_lanes: config.cols as u64,
+            uart_patience: (uart_divisor as u64 * 10 * 1024).min((1 << 24) - 1),
+            identity: identity.to_bytes(),
+            queue_ends: config.schedule == systole_core::Schedule::Decoupled,
+        }
+    }
+}
