@@ -136,7 +136,7 @@ fn design_name(cell: &str) -> &str {
 /// The longest path that starts and ends on the clock `clock` (a key of nextpnr's `fmax`).
 fn critical_path(v: &serde_json::Value, clock: &str) -> Option<CriticalPath> {
     let edge = format!("posedge {clock}");
-    let ms = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
+    let num = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0);
     v["critical_paths"]
         .as_array()?
         .iter()
@@ -151,12 +151,12 @@ fn critical_path(v: &serde_json::Value, clock: &str) -> Option<CriticalPath> {
                 )
             };
             let of = |kind: &str| -> f64 {
-                segments.iter().filter(|s| s["type"] == kind).map(|s| ms(&s["delay"])).sum()
+                segments.iter().filter(|s| s["type"] == kind).map(|s| num(&s["delay"])).sum()
             };
             Some(CriticalPath {
                 from: end(&segments.first()?["from"]),
                 to: end(&segments.last()?["to"]),
-                delay_ns: round2(segments.iter().map(|s| ms(&s["delay"])).sum()),
+                delay_ns: round2(segments.iter().map(|s| num(&s["delay"])).sum()),
                 logic_ns: round2(of("logic")),
                 routing_ns: round2(of("routing")),
                 logic_levels: segments.iter().filter(|s| s["type"] == "logic").count() as u64,

@@ -4,8 +4,7 @@
 //! of the predecessor's last, whose epilogue may still be running.
 
 use proptest::prelude::*;
-use systole_core::scoreboard::acc_banks;
-use systole_core::scoreboard::Span;
+use systole_core::scoreboard::{acc_banks, Span};
 use systole_core::tiler::{Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView};
 use systole_core::{ArrayConfig, Dataflow, Dtype, Instruction, Schedule};
 

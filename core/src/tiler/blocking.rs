@@ -51,7 +51,7 @@ impl GemmPlan {
                         });
                     }
                 }
-                self.emit_epilogue(sink, (m0, mb, n0, nj), (g * r) as u16, 0);
+                self.emit_epilogue(sink, (m0, mb, n0, nj), (g * r) as u16, 0, false);
             }
         }
     }
@@ -92,7 +92,7 @@ impl GemmPlan {
                         accumulate: t > 0,
                     });
                 }
-                self.emit_epilogue(sink, (m0, mi, n0, nj), cast_row, 0);
+                self.emit_epilogue(sink, (m0, mi, n0, nj), cast_row, 0, false);
             }
         }
     }

@@ -25,6 +25,7 @@
 
 mod blocking;
 mod epilogue;
+mod epilogue_emit;
 mod pipeline;
 
 use crate::config::{ArrayConfig, ConfigError, Dataflow, Schedule};

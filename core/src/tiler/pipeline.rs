@@ -156,12 +156,9 @@ impl GemmPlan {
                 while let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b + 2 <= s.block) {
                     sink(ins);
                 }
-                self.emit_epilogue_loads(
-                    sink,
-                    s.tile,
-                    bank_base(s.block),
-                    self.update_loads.loads(s.block),
-                );
+                if self.update_loads.early(s.block) {
+                    self.emit_update_loads(sink, s.tile, bank_base(s.block));
+                }
             }
             let (b_row, a_row) = p.rows(r, kt, j, s.mblock, s.ki);
             let kk = r.min(k - s.ki * r);
@@ -189,12 +186,12 @@ impl GemmPlan {
                         let _ = pending.push_back((b, ins));
                     }
                 };
-                self.emit_epilogue_ops(
+                self.emit_epilogue(
                     &mut queue,
                     (m0, mb, n0, nj),
                     cast_row,
                     bank_base(s.block),
-                    self.update_loads.loads(s.block),
+                    self.update_loads.early(s.block),
                 );
             }
         }
