@@ -20,6 +20,8 @@ use systole_core::isa::{Opcode, VectorOp, OPCODE_BITS, WORD_BITS};
 use systole_core::protocol::FaultCode;
 use systole_core::{ArrayConfig, Dataflow, Dtype};
 
+pub use crate::decoded::{Decoded, DecodedOut};
+
 use crate::optional::Optional;
 
 /// The decoded form of one instruction word.
@@ -28,45 +30,8 @@ pub struct Decoder {
     pub word: Signal<In, Bits<128>>,
     /// 0, or the encoding's [`FaultCode`] (opcode, field range, unused field, reserved bits).
     pub fault: Signal<Out, Bits<4>>,
-    pub load: Signal<Out, Bit>,
-    pub store: Signal<Out, Bit>,
-    pub load_weights: Signal<Out, Bit>,
-    pub matmul: Signal<Out, Bit>,
-    pub matmul_os: Signal<Out, Bit>,
-    pub vector: Signal<Out, Bit>,
-    pub cast_bf16: Signal<Out, Bit>,
-    pub requantize: Signal<Out, Bit>,
-    pub sync: Signal<Out, Bit>,
-    pub halt: Signal<Out, Bit>,
-    pub load_acc: Signal<Out, Bit>,
-    pub store_spad: Signal<Out, Bit>,
-    pub store_bf16: Signal<Out, Bit>,
-    pub bias_add: Signal<Out, Bit>,
-    pub relu: Signal<Out, Bit>,
-    pub relu_grad: Signal<Out, Bit>,
-    pub scale: Signal<Out, Bit>,
-    pub axpy: Signal<Out, Bit>,
-    pub bias_relu: Signal<Out, Bit>,
-    pub spad_row: Signal<Out, Bits<16>>,
-    pub acc_row: Signal<Out, Bits<16>>,
-    pub a_row: Signal<Out, Bits<16>>,
-    pub b_row: Signal<Out, Bits<16>>,
-    pub dst: Signal<Out, Bits<16>>,
-    pub src: Signal<Out, Bits<16>>,
-    pub dram_addr: Signal<Out, Bits<32>>,
-    pub rows: Signal<Out, Bits<16>>,
-    pub len: Signal<Out, Bits<16>>,
-    pub row_stride: Signal<Out, Bits<32>>,
-    pub elem_stride: Signal<Out, Bits<32>>,
-    pub k: Signal<Out, Bits<16>>,
-    pub cols: Signal<Out, Bits<16>>,
-    pub swap: Signal<Out, Bit>,
-    pub accumulate: Signal<Out, Bit>,
-    pub op: Signal<Out, Bits<4>>,
-    pub imm: Signal<Out, Bits<32>>,
-    pub multiplier: Signal<Out, Bits<32>>,
-    pub shift: Signal<Out, Bits<5>>,
-    pub zero_point: Signal<Out, Bits<8>>,
+    /// One flag per opcode and per vector op, and every field.
+    pub out: DecodedOut,
 }
 
 /// Output names for opcode flags and vector-op flags: core's own names.
@@ -77,25 +42,25 @@ fn opcode_flag(op: Opcode) -> &'static str {
 impl Decoder {
     fn set_flag(&mut self, name: &str, v: bool) {
         let s = match name {
-            "load" => &mut self.load,
-            "store" => &mut self.store,
-            "load_weights" => &mut self.load_weights,
-            "matmul" => &mut self.matmul,
-            "matmul_os" => &mut self.matmul_os,
-            "vector" => &mut self.vector,
-            "cast_bf16" => &mut self.cast_bf16,
-            "requantize" => &mut self.requantize,
-            "sync" => &mut self.sync,
-            "halt" => &mut self.halt,
-            "load_acc" => &mut self.load_acc,
-            "store_spad" => &mut self.store_spad,
-            "store_bf16" => &mut self.store_bf16,
-            "bias_add" => &mut self.bias_add,
-            "relu" => &mut self.relu,
-            "relu_grad" => &mut self.relu_grad,
-            "scale" => &mut self.scale,
-            "axpy" => &mut self.axpy,
-            "bias_relu" => &mut self.bias_relu,
+            "load" => &mut self.out.load,
+            "store" => &mut self.out.store,
+            "load_weights" => &mut self.out.load_weights,
+            "matmul" => &mut self.out.matmul,
+            "matmul_os" => &mut self.out.matmul_os,
+            "vector" => &mut self.out.vector,
+            "cast_bf16" => &mut self.out.cast_bf16,
+            "requantize" => &mut self.out.requantize,
+            "sync" => &mut self.out.sync,
+            "halt" => &mut self.out.halt,
+            "load_acc" => &mut self.out.load_acc,
+            "store_spad" => &mut self.out.store_spad,
+            "store_bf16" => &mut self.out.store_bf16,
+            "bias_add" => &mut self.out.bias_add,
+            "relu" => &mut self.out.relu,
+            "relu_grad" => &mut self.out.relu_grad,
+            "scale" => &mut self.out.scale,
+            "axpy" => &mut self.out.axpy,
+            "bias_relu" => &mut self.out.bias_relu,
             other => panic!("the decoder has no flag for `{other}`: add one"),
         };
         s.next = v;
@@ -103,26 +68,26 @@ impl Decoder {
 
     fn set_field(&mut self, name: &str, v: u64) {
         match name {
-            "spad_row" => self.spad_row.next = v.into(),
-            "acc_row" => self.acc_row.next = v.into(),
-            "a_row" => self.a_row.next = v.into(),
-            "b_row" => self.b_row.next = v.into(),
-            "dst" => self.dst.next = v.into(),
-            "src" => self.src.next = v.into(),
-            "dram_addr" => self.dram_addr.next = v.into(),
-            "rows" => self.rows.next = v.into(),
-            "len" => self.len.next = v.into(),
-            "row_stride" => self.row_stride.next = v.into(),
-            "elem_stride" => self.elem_stride.next = v.into(),
-            "k" => self.k.next = v.into(),
-            "cols" => self.cols.next = v.into(),
-            "swap" => self.swap.next = v != 0,
-            "accumulate" => self.accumulate.next = v != 0,
-            "op" => self.op.next = v.into(),
-            "imm" => self.imm.next = v.into(),
-            "multiplier" => self.multiplier.next = v.into(),
-            "shift" => self.shift.next = v.into(),
-            "zero_point" => self.zero_point.next = v.into(),
+            "spad_row" => self.out.spad_row.next = v.into(),
+            "acc_row" => self.out.acc_row.next = v.into(),
+            "a_row" => self.out.a_row.next = v.into(),
+            "b_row" => self.out.b_row.next = v.into(),
+            "dst" => self.out.dst.next = v.into(),
+            "src" => self.out.src.next = v.into(),
+            "dram_addr" => self.out.dram_addr.next = v.into(),
+            "rows" => self.out.rows.next = v.into(),
+            "len" => self.out.len.next = v.into(),
+            "row_stride" => self.out.row_stride.next = v.into(),
+            "elem_stride" => self.out.elem_stride.next = v.into(),
+            "k" => self.out.k.next = v.into(),
+            "cols" => self.out.cols.next = v.into(),
+            "swap" => self.out.swap.next = v != 0,
+            "accumulate" => self.out.accumulate.next = v != 0,
+            "op" => self.out.op.next = v.into(),
+            "imm" => self.out.imm.next = v.into(),
+            "multiplier" => self.out.multiplier.next = v.into(),
+            "shift" => self.out.shift.next = v.into(),
+            "zero_point" => self.out.zero_point.next = v.into(),
             other => panic!("the decoder has no output for field `{other}`: add one"),
         }
     }
@@ -221,69 +186,31 @@ impl Logic for Decoder {
 
     fn connect(&mut self) {
         self.fault.connect();
-        self.load.connect();
-        self.store.connect();
-        self.load_weights.connect();
-        self.matmul.connect();
-        self.matmul_os.connect();
-        self.vector.connect();
-        self.cast_bf16.connect();
-        self.requantize.connect();
-        self.sync.connect();
-        self.halt.connect();
-        self.load_acc.connect();
-        self.store_spad.connect();
-        self.store_bf16.connect();
-        self.bias_add.connect();
-        self.relu.connect();
-        self.relu_grad.connect();
-        self.scale.connect();
-        self.axpy.connect();
-        self.bias_relu.connect();
-        self.spad_row.connect();
-        self.acc_row.connect();
-        self.a_row.connect();
-        self.b_row.connect();
-        self.dst.connect();
-        self.src.connect();
-        self.dram_addr.connect();
-        self.rows.connect();
-        self.len.connect();
-        self.row_stride.connect();
-        self.elem_stride.connect();
-        self.k.connect();
-        self.cols.connect();
-        self.swap.connect();
-        self.accumulate.connect();
-        self.op.connect();
-        self.imm.connect();
-        self.multiplier.connect();
-        self.shift.connect();
-        self.zero_point.connect();
+        self.out.join_connect();
     }
 
     /// One `case` arm per opcode, its slices and checks written out from the layout table.
     fn hdl(&self) -> Verilog {
         let mut v = String::from("always @(*) begin\n");
         for name in Decoder::field_names() {
-            v.push_str(&format!("   {name} = 0;\n"));
+            v.push_str(&format!("   out${name} = 0;\n"));
         }
         for op in Opcode::ALL {
-            v.push_str(&format!("   {} = 0;\n", opcode_flag(op)));
+            v.push_str(&format!("   out${} = 0;\n", opcode_flag(op)));
         }
         for op in vector_ops() {
-            v.push_str(&format!("   {} = 0;\n", op.name()));
+            v.push_str(&format!("   out${} = 0;\n", op.name()));
         }
         v.push_str(&format!("   fault = {};\n", FaultCode::Opcode as u8));
         v.push_str(&format!("   case (word[{}:0])\n", OPCODE_BITS - 1));
         for op in Opcode::ALL {
             v.push_str(&format!("   {OPCODE_BITS}'d{}: begin // {}\n", op as u8, op.name()));
-            v.push_str(&format!("      {} = 1;\n      fault = 0;\n", opcode_flag(op)));
+            v.push_str(&format!("      out${} = 1;\n      fault = 0;\n", opcode_flag(op)));
             let mut at = OPCODE_BITS;
             let mut range = vec![];
             for f in op.layout() {
                 let slice = format!("word[{}:{}]", at + f.bits - 1, at);
-                v.push_str(&format!("      {} = {slice};\n", f.name));
+                v.push_str(&format!("      out${} = {slice};\n", f.name));
                 let mut bad = vec![];
                 if f.min > 0 {
                     bad.push(format!("{slice} < {}'d{}", f.bits, f.min));
@@ -298,7 +225,7 @@ impl Logic for Decoder {
                 let opfield = slice_of(op, "op");
                 for vop in vector_ops() {
                     v.push_str(&format!(
-                        "      {} = ({opfield} == {}'d{});\n",
+                        "      out${} = ({opfield} == {}'d{});\n",
                         vop.name(),
                         field_bits(op, "op"),
                         vop.code()
@@ -636,31 +563,8 @@ impl Logic for ExtentCheck {
 /// none), for one config; the DRAM range comes in as [`ExtentCheck`]'s answer.
 #[derive(LogicBlock)]
 pub struct Checker {
-    pub load: Signal<In, Bit>,
-    pub store: Signal<In, Bit>,
-    pub load_weights: Signal<In, Bit>,
-    pub matmul: Signal<In, Bit>,
-    pub matmul_os: Signal<In, Bit>,
-    pub vector: Signal<In, Bit>,
-    pub cast_bf16: Signal<In, Bit>,
-    pub requantize: Signal<In, Bit>,
-    pub load_acc: Signal<In, Bit>,
-    pub store_spad: Signal<In, Bit>,
-    pub store_bf16: Signal<In, Bit>,
-    pub bias_add: Signal<In, Bit>,
-    pub relu_grad: Signal<In, Bit>,
-    pub axpy: Signal<In, Bit>,
-    pub bias_relu: Signal<In, Bit>,
-    pub spad_row: Signal<In, Bits<16>>,
-    pub acc_row: Signal<In, Bits<16>>,
-    pub a_row: Signal<In, Bits<16>>,
-    pub b_row: Signal<In, Bits<16>>,
-    pub dst: Signal<In, Bits<16>>,
-    pub src: Signal<In, Bits<16>>,
-    pub rows: Signal<In, Bits<16>>,
-    pub len: Signal<In, Bits<16>>,
-    pub k: Signal<In, Bits<16>>,
-    pub cols: Signal<In, Bits<16>>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     /// The word's DRAM extent passes the end of the DRAM ([`ExtentCheck`], run as the word was
     /// queued); counts only for the DRAM instructions.
     pub extent_over: Signal<In, Bit>,
@@ -694,31 +598,7 @@ pub struct Checker {
 impl Checker {
     pub fn new(config: &ArrayConfig) -> Checker {
         Checker {
-            load: Default::default(),
-            store: Default::default(),
-            load_weights: Default::default(),
-            matmul: Default::default(),
-            matmul_os: Default::default(),
-            vector: Default::default(),
-            cast_bf16: Default::default(),
-            requantize: Default::default(),
-            load_acc: Default::default(),
-            store_spad: Default::default(),
-            store_bf16: Default::default(),
-            bias_add: Default::default(),
-            relu_grad: Default::default(),
-            axpy: Default::default(),
-            bias_relu: Default::default(),
-            spad_row: Default::default(),
-            acc_row: Default::default(),
-            a_row: Default::default(),
-            b_row: Default::default(),
-            dst: Default::default(),
-            src: Default::default(),
-            rows: Default::default(),
-            len: Default::default(),
-            k: Default::default(),
-            cols: Default::default(),
+            ins: Default::default(),
             extent_over: Default::default(),
             fault: Default::default(),
             width: constant(config.spad_width() as u64),
@@ -753,74 +633,75 @@ impl Logic for Checker {
     fn update(&mut self) {
         // DRAM extent of Load, Store, LoadAcc, StoreSpad, StoreBf16: checked as the word was
         // queued.
-        self.dram_access.next = self.load.val()
-            || self.store.val()
-            || self.load_acc.val()
-            || self.store_spad.val()
-            || self.store_bf16.val();
+        self.dram_access.next = self.ins.load.val()
+            || self.ins.store.val()
+            || self.ins.load_acc.val()
+            || self.ins.store_spad.val()
+            || self.ins.store_bf16.val();
         self.dram_bad.next = self.dram_access.val() && self.extent_over.val();
 
-        self.wrong_dataflow.next = ((self.load_weights.val() || self.matmul.val())
+        self.wrong_dataflow.next = ((self.ins.load_weights.val() || self.ins.matmul.val())
             && !self.weight_stationary.val())
-            || (self.matmul_os.val() && self.weight_stationary.val());
-        self.wrong_dtype.next = ((self.cast_bf16.val() || self.store_bf16.val())
+            || (self.ins.matmul_os.val() && self.weight_stationary.val());
+        self.wrong_dtype.next = ((self.ins.cast_bf16.val() || self.ins.store_bf16.val())
             && !self.bf16.val())
-            || (self.requantize.val() && self.bf16.val());
-        self.too_wide.next = ((self.load.val() || self.store_spad.val())
-            && self.len.val() > self.width.val())
-            || ((self.store.val() || self.load_acc.val() || self.store_bf16.val())
-                && self.len.val() > self.array_cols.val())
-            || ((self.load_weights.val() || self.matmul_os.val())
-                && (self.rows.val() > self.array_rows.val()
-                    || self.cols.val() > self.array_cols.val()));
+            || (self.ins.requantize.val() && self.bf16.val());
+        self.too_wide.next = ((self.ins.load.val() || self.ins.store_spad.val())
+            && self.ins.len.val() > self.width.val())
+            || ((self.ins.store.val() || self.ins.load_acc.val() || self.ins.store_bf16.val())
+                && self.ins.len.val() > self.array_cols.val())
+            || ((self.ins.load_weights.val() || self.ins.matmul_os.val())
+                && (self.ins.rows.val() > self.array_rows.val()
+                    || self.ins.cols.val() > self.array_cols.val()));
 
         self.out_of_range.next = self.dram_bad.val();
         // Scratchpad and accumulator ranges.
-        self.spad_range.start.next = self.spad_row.val();
-        self.spad_range.count.next = self.rows.val();
-        self.matmul_a.start.next = self.a_row.val();
-        self.matmul_a.count.next = self.rows.val();
-        self.os_a.start.next = self.a_row.val();
-        self.os_a.count.next = self.k.val();
-        self.os_b.start.next = self.b_row.val();
-        self.os_b.count.next = self.k.val();
-        self.acc_range.start.next = self.acc_row.val();
-        self.acc_range.count.next = self.rows.val();
-        self.dst_range.start.next = self.dst.val();
-        self.dst_range.count.next = self.rows.val();
-        self.src_one.start.next = self.src.val();
+        self.spad_range.start.next = self.ins.spad_row.val();
+        self.spad_range.count.next = self.ins.rows.val();
+        self.matmul_a.start.next = self.ins.a_row.val();
+        self.matmul_a.count.next = self.ins.rows.val();
+        self.os_a.start.next = self.ins.a_row.val();
+        self.os_a.count.next = self.ins.k.val();
+        self.os_b.start.next = self.ins.b_row.val();
+        self.os_b.count.next = self.ins.k.val();
+        self.acc_range.start.next = self.ins.acc_row.val();
+        self.acc_range.count.next = self.ins.rows.val();
+        self.dst_range.start.next = self.ins.dst.val();
+        self.dst_range.count.next = self.ins.rows.val();
+        self.src_one.start.next = self.ins.src.val();
         self.src_one.count.next = 1.into();
-        self.src_range.start.next = self.src.val();
-        self.src_range.count.next = self.rows.val();
-        if (self.load.val()
-            || self.load_weights.val()
-            || self.cast_bf16.val()
-            || self.requantize.val()
-            || self.store_spad.val())
+        self.src_range.start.next = self.ins.src.val();
+        self.src_range.count.next = self.ins.rows.val();
+        if (self.ins.load.val()
+            || self.ins.load_weights.val()
+            || self.ins.cast_bf16.val()
+            || self.ins.requantize.val()
+            || self.ins.store_spad.val())
             && self.spad_range.over.val()
         {
             self.out_of_range.next = true;
         }
-        if (self.matmul.val() && self.matmul_a.over.val())
-            || (self.matmul_os.val() && (self.os_a.over.val() || self.os_b.over.val()))
+        if (self.ins.matmul.val() && self.matmul_a.over.val())
+            || (self.ins.matmul_os.val() && (self.os_a.over.val() || self.os_b.over.val()))
         {
             self.out_of_range.next = true;
         }
-        if (self.store.val()
-            || self.matmul.val()
-            || self.matmul_os.val()
-            || self.cast_bf16.val()
-            || self.requantize.val()
-            || self.load_acc.val()
-            || self.store_bf16.val())
+        if (self.ins.store.val()
+            || self.ins.matmul.val()
+            || self.ins.matmul_os.val()
+            || self.ins.cast_bf16.val()
+            || self.ins.requantize.val()
+            || self.ins.load_acc.val()
+            || self.ins.store_bf16.val())
             && self.acc_range.over.val()
         {
             self.out_of_range.next = true;
         }
-        if self.vector.val()
+        if self.ins.vector.val()
             && (self.dst_range.over.val()
-                || ((self.bias_add.val() || self.bias_relu.val()) && self.src_one.over.val())
-                || ((self.relu_grad.val() || self.axpy.val()) && self.src_range.over.val()))
+                || ((self.ins.bias_add.val() || self.ins.bias_relu.val())
+                    && self.src_one.over.val())
+                || ((self.ins.relu_grad.val() || self.ins.axpy.val()) && self.src_range.over.val()))
         {
             self.out_of_range.next = true;
         }
@@ -914,11 +795,16 @@ mod tests {
                         d2.set_field(f.name, ((w >> at) as u64) & mask(f.bits));
                         at += f.bits;
                     }
-                    assert_eq!(d.rows.val(), d2.rows.next, "{ins:?}");
-                    assert_eq!(d.dram_addr.val(), d2.dram_addr.next, "{ins:?}");
-                    assert_eq!(d.multiplier.val(), d2.multiplier.next, "{ins:?}");
+                    assert_eq!(d.out.rows.val(), d2.out.rows.next, "{ins:?}");
+                    assert_eq!(d.out.dram_addr.val(), d2.out.dram_addr.next, "{ins:?}");
+                    assert_eq!(d.out.multiplier.val(), d2.out.multiplier.next, "{ins:?}");
                     let flag = |d: &Decoder| -> Vec<bool> {
-                        vec![d.load.val(), d.matmul.val(), d.halt.val(), d.vector.val()]
+                        vec![
+                            d.out.load.val(),
+                            d.out.matmul.val(),
+                            d.out.halt.val(),
+                            d.out.vector.val(),
+                        ]
                     };
                     let want = vec![
                         op == Opcode::Load,
@@ -943,8 +829,8 @@ mod tests {
             "module top(input wire [31:0] w0, input wire [31:0] w1, input wire [31:0] w2, \
                        input wire [31:0] w3, output wire [3:0] fault, output wire [15:0] rows, \
                        output wire [31:0] dram_addr);\n\
-                       top_inner inner(.word({w3, w2, w1, w0}), .fault(fault), .rows(rows), \
-                       .dram_addr(dram_addr));\nendmodule\n";
+                       top_inner inner(.word({w3, w2, w1, w0}), .fault(fault), .out$rows(rows), \
+                       .out$dram_addr(dram_addr));\nendmodule\n";
         let v = format!("{v}\n{wrapper}");
         let vectors: Vec<Vec<(&str, u64)>> = sample
             .iter()
@@ -959,8 +845,8 @@ mod tests {
         for (i, &w) in sample.iter().enumerate() {
             let d = decoded(w);
             assert_eq!(faults[i], d.fault.val().index() as u64, "{w:#x}");
-            assert_eq!(rows[i], d.rows.val().index() as u64, "{w:#x}");
-            assert_eq!(dram[i], d.dram_addr.val().index() as u64, "{w:#x}");
+            assert_eq!(rows[i], d.out.rows.val().index() as u64, "{w:#x}");
+            assert_eq!(dram[i], d.out.dram_addr.val().index() as u64, "{w:#x}");
         }
     }
 
@@ -991,36 +877,8 @@ mod tests {
         let mut c = Checker::new(config);
         c.extent_over.next = extent_over(dram, config.dtype.elem_bytes() as u64, word).0;
         c.connect_all();
-        macro_rules! wire {
-            ($($f:ident),*) => { $(c.$f.next = d.$f.val();)* };
-        }
-        wire!(
-            load,
-            store,
-            load_weights,
-            matmul,
-            matmul_os,
-            vector,
-            cast_bf16,
-            requantize,
-            load_acc,
-            store_spad,
-            store_bf16,
-            bias_add,
-            relu_grad,
-            axpy,
-            bias_relu,
-            spad_row,
-            acc_row,
-            a_row,
-            b_row,
-            dst,
-            src,
-            rows,
-            len,
-            k,
-            cols
-        );
+        let mut d = d;
+        DecodedOut::join(&mut d.out, &mut c.ins);
         settle(&mut c);
         c.fault.val().index() as u64
     }

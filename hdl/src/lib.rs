@@ -14,6 +14,7 @@
 //! * [`mem`]: block-RAM lanes (write-first), row memories, the byte-banked DRAM.
 //! * [`vector`]: the accumulator lanes (every vector op, the array's writes), cast, requantize.
 //! * [`decode`]: the instruction decoder generated from core's layout tables, the program checks.
+//! * [`decoded`]: the decoded instruction as one signal bundle, from the decoder to its readers.
 //! * [`controller`]: the instruction FIFO, the sequencer, weight loader and array unit, the
 //!   dispatcher (one cycle ahead; freezing on an empty FIFO; cycle counter and faults).
 //! * [`transpose`]: the load unit's double-buffered transpose buffer (decoupled schedule).
@@ -30,6 +31,7 @@ pub mod acc_banks;
 pub mod array;
 pub mod controller;
 pub mod decode;
+pub mod decoded;
 pub mod emit;
 pub mod float;
 pub mod link;

@@ -72,6 +72,8 @@ fn explained(warning: &str) -> bool {
         || name == "'clock'"
         || (rest.contains("Signal is not used")
             && (name.starts_with("'candidate$")
+                // A block reads the decoded fields it needs; the rest of its bundle is unused.
+                || name.starts_with("'ins$")
                 // A BF16 machine has no requantize lane to lend the products to.
                 || (name.starts_with("'acc_lanes$")
                     && ["$ll'", "$lh'", "$hl'", "$hh'"].iter().any(|e| name.ends_with(e)))
@@ -79,6 +81,7 @@ fn explained(warning: &str) -> bool {
                 || name == "'multiplier'"
                 || name.starts_with("'seq$requant_")
                 || controls.contains(&name)))
+        || (rest.contains("Bits of signal are not used") && name.starts_with("'ins$"))
         || (rest.contains("Bits of signal are not used")
             && [
                 "'prod'",

@@ -2,6 +2,8 @@
 //! and writing its output rows to the accumulators (`Matmul` or `MatmulOs`).
 
 use rust_hdl::prelude::*;
+
+use crate::decoded::Decoded;
 use systole_core::ArrayConfig;
 
 use crate::decode::constant;
@@ -16,13 +18,8 @@ pub struct ArrayUnit {
     pub enable: Signal<In, Bit>,
     pub abort: Signal<In, Bit>,
     pub start: Signal<In, Bit>,
-    pub a_row: Signal<In, Bits<16>>,
-    pub b_row: Signal<In, Bits<16>>,
-    pub acc_row: Signal<In, Bits<16>>,
-    pub rows: Signal<In, Bits<16>>,
-    pub k: Signal<In, Bits<16>>,
-    pub swap: Signal<In, Bit>,
-    pub accumulate: Signal<In, Bit>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     pub free: Signal<Out, Bit>,
     /// Input rows enter this cycle (else the array's edges take zeros).
     pub feed: Signal<Out, Bit>,
@@ -60,17 +57,11 @@ impl ArrayUnit {
         let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
         let (r, c) = (config.rows as u64, config.cols as u64);
         ArrayUnit {
+            ins: Default::default(),
             clock: Default::default(),
             enable: Default::default(),
             abort: Default::default(),
             start: Default::default(),
-            a_row: Default::default(),
-            b_row: Default::default(),
-            acc_row: Default::default(),
-            rows: Default::default(),
-            k: Default::default(),
-            swap: Default::default(),
-            accumulate: Default::default(),
             free: Default::default(),
             feed: Default::default(),
             swap_now: Default::default(),
@@ -135,25 +126,25 @@ impl Logic for ArrayUnit {
             if self.start.val() {
                 self.busy.d.next = true;
                 self.tau.d.next = 0.into();
-                self.a_ptr.d.next = self.a_row.val();
-                self.b_ptr.d.next = self.b_row.val();
-                self.acc_ptr.d.next = self.acc_row.val();
-                self.swapping.d.next = self.swap.val() && self.weight_stationary.val();
-                self.accumulating.d.next = self.accumulate.val();
+                self.a_ptr.d.next = self.ins.a_row.val();
+                self.b_ptr.d.next = self.ins.b_row.val();
+                self.acc_ptr.d.next = self.ins.acc_row.val();
+                self.swapping.d.next = self.ins.swap.val() && self.weight_stationary.val();
+                self.accumulating.d.next = self.ins.accumulate.val();
                 if self.weight_stationary.val() {
                     // rows + R + C - 1 cycles; row m is written in cycle m + R + C - 1.
                     self.out_from.d.next = self.skew.val();
                     self.last_tau.d.next =
-                        self.skew.val() + bit_cast::<18, 16>(self.rows.val()) - 1;
-                    self.feed_rows.d.next = bit_cast::<18, 16>(self.rows.val());
+                        self.skew.val() + bit_cast::<18, 16>(self.ins.rows.val()) - 1;
+                    self.feed_rows.d.next = bit_cast::<18, 16>(self.ins.rows.val());
                 } else {
                     // k + R + C - 2 cycles of compute, then one per drained row.
-                    self.out_from.d.next = self.skew.val() + bit_cast::<18, 16>(self.k.val());
+                    self.out_from.d.next = self.skew.val() + bit_cast::<18, 16>(self.ins.k.val());
                     self.last_tau.d.next = self.skew.val()
-                        + bit_cast::<18, 16>(self.k.val())
-                        + bit_cast::<18, 16>(self.rows.val())
+                        + bit_cast::<18, 16>(self.ins.k.val())
+                        + bit_cast::<18, 16>(self.ins.rows.val())
                         - 1;
-                    self.feed_rows.d.next = bit_cast::<18, 16>(self.k.val());
+                    self.feed_rows.d.next = bit_cast::<18, 16>(self.ins.k.val());
                 }
             }
             if self.abort.val() {
@@ -189,11 +180,11 @@ mod tests {
         u.connect_all();
         u.enable.next = true;
         u.start.next = true;
-        u.a_row.next = 3u64.into();
-        u.acc_row.next = 20u64.into();
-        u.rows.next = rows.into();
-        u.k.next = k.into();
-        u.swap.next = true;
+        u.ins.a_row.next = 3u64.into();
+        u.ins.acc_row.next = 20u64.into();
+        u.ins.rows.next = rows.into();
+        u.ins.k.next = k.into();
+        u.ins.swap.next = true;
         settle(&mut u);
         assert_eq!(u.spad_read_a.val().index(), 3, "addressed before dispatch");
         tick(&mut u, |u| &mut u.clock);

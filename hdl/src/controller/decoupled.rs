@@ -17,6 +17,8 @@
 //! `MatmulOs` waits for an empty array. `Sync` and `Halt` wait for nothing in flight.
 
 use rust_hdl::prelude::*;
+
+use crate::decoded::Decoded;
 use systole_core::protocol::FaultCode;
 use systole_core::scoreboard::{ARRAY_SLOTS, WEIGHT_BANKS};
 use systole_core::{ArrayConfig, Dataflow};
@@ -36,22 +38,8 @@ pub struct DecoupledDispatcher {
     pub head_valid: Signal<In, Bit>,
     pub head_word: Signal<In, Bits<128>>,
     pub fault_in: Signal<In, Bits<4>>,
-    /// The candidate, decoded, and its footprint.
-    pub load: Signal<In, Bit>,
-    pub load_acc: Signal<In, Bit>,
-    pub store: Signal<In, Bit>,
-    pub store_spad: Signal<In, Bit>,
-    pub store_bf16: Signal<In, Bit>,
-    pub vector: Signal<In, Bit>,
-    pub cast_bf16: Signal<In, Bit>,
-    pub requantize: Signal<In, Bit>,
-    pub load_weights: Signal<In, Bit>,
-    pub matmul: Signal<In, Bit>,
-    pub matmul_os: Signal<In, Bit>,
-    pub halt: Signal<In, Bit>,
-    pub swap: Signal<In, Bit>,
-    pub rows: Signal<In, Bits<16>>,
-    pub k: Signal<In, Bits<16>>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     pub fp: Signal<In, Footprint>,
     /// The weight bank the newest matmul uses (the stream unit's; 0 output-stationary).
     pub active: Signal<In, Bits<2>>,
@@ -127,27 +115,13 @@ pub struct DecoupledDispatcher {
 impl DecoupledDispatcher {
     pub fn new(config: &ArrayConfig) -> DecoupledDispatcher {
         DecoupledDispatcher {
+            ins: Default::default(),
             clock: Default::default(),
             run: Default::default(),
             reset: Default::default(),
             head_valid: Default::default(),
             head_word: Default::default(),
             fault_in: Default::default(),
-            load: Default::default(),
-            load_acc: Default::default(),
-            store: Default::default(),
-            store_spad: Default::default(),
-            store_bf16: Default::default(),
-            vector: Default::default(),
-            cast_bf16: Default::default(),
-            requantize: Default::default(),
-            load_weights: Default::default(),
-            matmul: Default::default(),
-            matmul_os: Default::default(),
-            halt: Default::default(),
-            swap: Default::default(),
-            rows: Default::default(),
-            k: Default::default(),
             fp: Default::default(),
             active: Default::default(),
             load_free: Default::default(),
@@ -234,14 +208,14 @@ impl Logic for DecoupledDispatcher {
         self.enable.next =
             !(self.running_q.q.val() && !self.head_valid.val() && !self.halting.q.val());
         // The candidate's unit, and what is in flight in the next cycle.
-        self.is_load.next = self.load.val() || self.load_acc.val();
-        self.is_vector.next = self.vector.val()
-            || self.cast_bf16.val()
-            || self.requantize.val()
-            || self.store.val()
-            || self.store_spad.val()
-            || self.store_bf16.val();
-        self.is_array.next = self.matmul.val() || self.matmul_os.val();
+        self.is_load.next = self.ins.load.val() || self.ins.load_acc.val();
+        self.is_vector.next = self.ins.vector.val()
+            || self.ins.cast_bf16.val()
+            || self.ins.requantize.val()
+            || self.ins.store.val()
+            || self.ins.store_spad.val()
+            || self.ins.store_bf16.val();
+        self.is_array.next = self.ins.matmul.val() || self.ins.matmul_os.val();
         self.load_busy.next = !self.load_free.val();
         self.vector_busy.next = !self.vector_free.val();
         self.wl_busy.next = !self.wl_free.val();
@@ -251,7 +225,9 @@ impl Logic for DecoupledDispatcher {
         self.hazard.next = (!self.is_load.val()
             && self.load_busy.val()
             && self.checks[0].conflict.val())
-            || (!self.load_weights.val() && self.wl_busy.val() && self.checks[1].conflict.val())
+            || (!self.ins.load_weights.val()
+                && self.wl_busy.val()
+                && self.checks[1].conflict.val())
             || (!self.is_vector.val() && self.vector_busy.val() && self.checks[2].conflict.val());
         self.array_busy.next = false;
         self.slot_free.next = false;
@@ -279,7 +255,7 @@ impl Logic for DecoupledDispatcher {
             self.shadow.next = 0.into();
         }
         self.bank.next = self.active.val();
-        if self.swap.val() {
+        if self.ins.swap.val() {
             self.bank.next = self.shadow.val();
         }
         self.shadow_bank_free.next = true;
@@ -288,10 +264,10 @@ impl Logic for DecoupledDispatcher {
                 self.shadow_bank_free.next = false;
             }
         }
-        self.duration.next = bit_cast::<18, 16>(self.rows.val()) + self.skew.val();
-        if self.matmul_os.val() {
-            self.duration.next = bit_cast::<18, 16>(self.rows.val())
-                + bit_cast::<18, 16>(self.k.val())
+        self.duration.next = bit_cast::<18, 16>(self.ins.rows.val()) + self.skew.val();
+        if self.ins.matmul_os.val() {
+            self.duration.next = bit_cast::<18, 16>(self.ins.rows.val())
+                + bit_cast::<18, 16>(self.ins.k.val())
                 + self.skew.val()
                 - 1;
         }
@@ -309,18 +285,18 @@ impl Logic for DecoupledDispatcher {
         if self.deciding.val() {
             if self.fault_in.val().any() {
                 self.stop.next = self.all_idle.val();
-            } else if self.halt.val() {
+            } else if self.ins.halt.val() {
                 self.go_halt.next = self.all_idle.val();
             } else if self.is_load.val() {
                 self.go_load.next = !self.hazard.val() && !self.load_busy.val();
             } else if self.is_vector.val() {
                 self.go_vector.next = !self.hazard.val() && !self.vector_busy.val();
-            } else if self.load_weights.val() {
+            } else if self.ins.load_weights.val() {
                 self.go_wl.next =
                     !self.hazard.val() && !self.wl_busy.val() && self.shadow_bank_free.val();
-            } else if self.matmul.val() {
+            } else if self.ins.matmul.val() {
                 if !self.hazard.val() && (self.feed.q.val() < 2) && self.slot_free.val() {
-                    if !self.swap.val() || (self.pending.q.val() && !self.wl_busy.val()) {
+                    if !self.ins.swap.val() || (self.pending.q.val() && !self.wl_busy.val()) {
                         self.go_arr.next = true;
                     } else if !self.pending.q.val() {
                         // Swapping with no weight load since the last swap: core's fault, once
@@ -329,7 +305,7 @@ impl Logic for DecoupledDispatcher {
                         self.stop.next = self.all_idle.val();
                     }
                 }
-            } else if self.matmul_os.val() {
+            } else if self.ins.matmul_os.val() {
                 self.go_arr.next = !self.hazard.val() && !self.array_busy.val();
             } else {
                 self.go_sync.next = self.all_idle.val();
@@ -383,13 +359,13 @@ impl Logic for DecoupledDispatcher {
                 self.slot_next.d.next = self.slot_next.q.val() + 1;
                 self.feed.d.next = self.duration.val();
                 if self.weight_stationary.val() {
-                    self.feed.d.next = bit_cast::<18, 16>(self.rows.val());
+                    self.feed.d.next = bit_cast::<18, 16>(self.ins.rows.val());
                     for b in 0..self.bank_left.len() {
                         if self.bank.val() == b.to_bits() {
                             self.bank_left[b].d.next = self.duration.val();
                         }
                     }
-                    if self.swap.val() {
+                    if self.ins.swap.val() {
                         self.pending.d.next = false;
                     }
                 }
@@ -458,6 +434,7 @@ mod tests {
     use crate::controller::footprint::tests::end_of;
     use crate::controller::FootprintOf;
     use crate::decode::Decoder;
+    use crate::decoded::DecodedOut;
     use crate::testing::{settle, tick, verilog_of};
     use systole_core::check::{random_program, SplitMix};
     use systole_core::isa::{encode, Instruction};
@@ -502,33 +479,8 @@ mod tests {
             settle(&mut dec);
             let mut f = FootprintOf::new(&config);
             f.connect_all();
-            macro_rules! both {
-                ($($s:ident),*) => { $(d.$s.next = dec.$s.val(); f.$s.next = dec.$s.val();)* };
-            }
-            both!(
-                load,
-                load_acc,
-                store,
-                store_spad,
-                store_bf16,
-                vector,
-                cast_bf16,
-                requantize,
-                load_weights,
-                matmul,
-                matmul_os,
-                rows,
-                k
-            );
-            macro_rules! fp {
-                ($($s:ident),*) => { $(f.$s.next = dec.$s.val();)* };
-            }
-            fp!(
-                bias_add, relu, scale, bias_relu, spad_row, acc_row, a_row, b_row, dst, src,
-                dram_addr
-            );
-            d.halt.next = dec.halt.val();
-            d.swap.next = dec.swap.val();
+            DecodedOut::join(&mut dec.out, &mut d.ins);
+            DecodedOut::join(&mut dec.out, &mut f.ins);
             d.head_word.next = word.to_bits();
             f.dram_end.next = ins.map_or(0, |i| end_of(&config, i)).into();
             settle(&mut f);

@@ -3,6 +3,8 @@
 //! [module docs](super) say when and why).
 
 use rust_hdl::prelude::*;
+
+use crate::decoded::Decoded;
 use systole_core::protocol::FaultCode;
 
 use crate::decode::constant;
@@ -21,12 +23,8 @@ pub struct Dispatcher {
     pub head_word: Signal<In, Bits<128>>,
     /// The candidate's fault code, from the decoder and checker of `word` (0 if none).
     pub fault_in: Signal<In, Bits<4>>,
-    /// The candidate, decoded.
-    pub load_weights: Signal<In, Bit>,
-    pub matmul: Signal<In, Bit>,
-    pub matmul_os: Signal<In, Bit>,
-    pub halt: Signal<In, Bit>,
-    pub swap: Signal<In, Bit>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     pub seq_free: Signal<In, Bit>,
     pub wl_free: Signal<In, Bit>,
     pub wl_finishing: Signal<In, Bit>,
@@ -68,17 +66,13 @@ pub struct Dispatcher {
 impl Default for Dispatcher {
     fn default() -> Self {
         Dispatcher {
+            ins: Default::default(),
             clock: Default::default(),
             run: Default::default(),
             reset: Default::default(),
             head_valid: Default::default(),
             head_word: Default::default(),
             fault_in: Default::default(),
-            load_weights: Default::default(),
-            matmul: Default::default(),
-            matmul_os: Default::default(),
-            halt: Default::default(),
-            swap: Default::default(),
             seq_free: Default::default(),
             wl_free: Default::default(),
             wl_finishing: Default::default(),
@@ -148,20 +142,20 @@ impl Logic for Dispatcher {
         if self.deciding.val() {
             if self.fault_in.val().any() {
                 self.stop.next = self.all_free.val();
-            } else if self.halt.val() {
+            } else if self.ins.halt.val() {
                 self.go_halt.next = self.all_free.val();
-            } else if self.load_weights.val() {
+            } else if self.ins.load_weights.val() {
                 self.go_wl.next = self.seq_free.val() && self.wl_free.val();
-            } else if self.matmul.val() {
+            } else if self.ins.matmul.val() {
                 if self.seq_free.val() && self.arr_free.val() {
-                    if !self.swap.val() || self.shadow_ready.val() {
+                    if !self.ins.swap.val() || self.shadow_ready.val() {
                         self.go_arr.next = true;
                     } else if self.wl_free.val() {
                         self.stop.next = true;
                         self.stop_code.next = self.code_no_weights.val();
                     }
                 }
-            } else if self.matmul_os.val() {
+            } else if self.ins.matmul_os.val() {
                 self.go_arr.next = self.seq_free.val() && self.arr_free.val();
             } else {
                 self.go_seq.next = self.all_free.val();
@@ -178,7 +172,9 @@ impl Logic for Dispatcher {
         // Units, flags and the counter move only in enabled cycles.
         if self.enable.val() {
             self.shadow_full.d.next = self.shadow_ready.val();
-            if self.go_wl.val() || (self.go_arr.val() && self.matmul.val() && self.swap.val()) {
+            if self.go_wl.val()
+                || (self.go_arr.val() && self.ins.matmul.val() && self.ins.swap.val())
+            {
                 self.shadow_full.d.next = false;
             }
             if self.dispatch.val() {
@@ -277,7 +273,7 @@ mod tests {
         }
         assert_eq!(d.cycles.val().to_u64(), 0);
         d.head_valid.next = true;
-        d.halt.next = true;
+        d.ins.halt.next = true;
         tick(&mut d, |d| &mut d.clock);
         d.head_valid.next = false;
         for _ in 0..3 {

@@ -9,6 +9,8 @@
 //! extent check through the FIFO (an emitted DRAM is far below 4 GiB, `top::MAX_DRAM_BYTES`).
 
 use rust_hdl::prelude::*;
+
+use crate::decoded::Decoded;
 use systole_core::scoreboard::{SPAD_READ2, SPAD_WRITE};
 use systole_core::ArrayConfig;
 
@@ -36,30 +38,8 @@ pub struct Footprint {
 /// The footprint of the decoded candidate (combinational).
 #[derive(LogicBlock)]
 pub struct FootprintOf {
-    pub load: Signal<In, Bit>,
-    pub store: Signal<In, Bit>,
-    pub load_weights: Signal<In, Bit>,
-    pub matmul: Signal<In, Bit>,
-    pub matmul_os: Signal<In, Bit>,
-    pub vector: Signal<In, Bit>,
-    pub cast_bf16: Signal<In, Bit>,
-    pub requantize: Signal<In, Bit>,
-    pub load_acc: Signal<In, Bit>,
-    pub store_spad: Signal<In, Bit>,
-    pub store_bf16: Signal<In, Bit>,
-    pub bias_add: Signal<In, Bit>,
-    pub relu: Signal<In, Bit>,
-    pub scale: Signal<In, Bit>,
-    pub bias_relu: Signal<In, Bit>,
-    pub spad_row: Signal<In, Bits<16>>,
-    pub acc_row: Signal<In, Bits<16>>,
-    pub a_row: Signal<In, Bits<16>>,
-    pub b_row: Signal<In, Bits<16>>,
-    pub dst: Signal<In, Bits<16>>,
-    pub src: Signal<In, Bits<16>>,
-    pub dram_addr: Signal<In, Bits<32>>,
-    pub rows: Signal<In, Bits<16>>,
-    pub k: Signal<In, Bits<16>>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     /// The byte after the last DRAM byte the word touches, read as a DRAM access (the FIFO's).
     pub dram_end: Signal<In, Bits<32>>,
     pub fp: Signal<Out, Footprint>,
@@ -81,30 +61,7 @@ pub struct FootprintOf {
 impl FootprintOf {
     pub fn new(config: &ArrayConfig) -> FootprintOf {
         FootprintOf {
-            load: Default::default(),
-            store: Default::default(),
-            load_weights: Default::default(),
-            matmul: Default::default(),
-            matmul_os: Default::default(),
-            vector: Default::default(),
-            cast_bf16: Default::default(),
-            requantize: Default::default(),
-            load_acc: Default::default(),
-            store_spad: Default::default(),
-            store_bf16: Default::default(),
-            bias_add: Default::default(),
-            relu: Default::default(),
-            scale: Default::default(),
-            bias_relu: Default::default(),
-            spad_row: Default::default(),
-            acc_row: Default::default(),
-            a_row: Default::default(),
-            b_row: Default::default(),
-            dst: Default::default(),
-            src: Default::default(),
-            dram_addr: Default::default(),
-            rows: Default::default(),
-            k: Default::default(),
+            ins: Default::default(),
             dram_end: Default::default(),
             fp: Default::default(),
             empty: Constant::new(Footprint::default()),
@@ -130,76 +87,80 @@ impl Logic for FootprintOf {
         self.acc_hi.next = 0.into();
         self.src_lo.next = 0.into();
         self.src_hi.next = 0.into();
-        self.rows_end.next = bit_cast::<17, 16>(self.rows.val());
-        if self.load.val() {
-            self.fp.next.write_lo = bit_cast::<17, 16>(self.spad_row.val());
-            self.fp.next.write_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
+        self.rows_end.next = bit_cast::<17, 16>(self.ins.rows.val());
+        if self.ins.load.val() {
+            self.fp.next.write_lo = bit_cast::<17, 16>(self.ins.spad_row.val());
+            self.fp.next.write_hi =
+                bit_cast::<17, 16>(self.ins.spad_row.val()) + self.rows_end.val();
             self.fp.next.ports = self.port_write.val();
-            self.fp.next.dram_read_lo = self.dram_addr.val();
+            self.fp.next.dram_read_lo = self.ins.dram_addr.val();
             self.fp.next.dram_read_hi = self.dram_end.val();
         }
-        if self.load_acc.val() {
-            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
-            self.fp.next.dram_read_lo = self.dram_addr.val();
+        if self.ins.load_acc.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.ins.acc_row.val());
+            self.fp.next.dram_read_lo = self.ins.dram_addr.val();
             self.fp.next.dram_read_hi = self.dram_end.val();
         }
-        if self.store.val() || self.store_bf16.val() {
-            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
-            self.fp.next.dram_write_lo = self.dram_addr.val();
+        if self.ins.store.val() || self.ins.store_bf16.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.ins.acc_row.val());
+            self.fp.next.dram_write_lo = self.ins.dram_addr.val();
             self.fp.next.dram_write_hi = self.dram_end.val();
         }
-        if self.store_spad.val() {
-            self.fp.next.read0_lo = bit_cast::<17, 16>(self.spad_row.val());
-            self.fp.next.read0_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
-            self.fp.next.ports = self.port_read2.val();
-            self.fp.next.dram_write_lo = self.dram_addr.val();
-            self.fp.next.dram_write_hi = self.dram_end.val();
-        }
-        if self.load_weights.val() {
-            self.fp.next.read0_lo = bit_cast::<17, 16>(self.spad_row.val());
-            self.fp.next.read0_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
-            self.fp.next.ports = self.port_read2.val();
-        }
-        if self.matmul.val() {
-            self.fp.next.read0_lo = bit_cast::<17, 16>(self.a_row.val());
-            self.fp.next.read0_hi = bit_cast::<17, 16>(self.a_row.val()) + self.rows_end.val();
-            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
-        }
-        if self.matmul_os.val() {
-            self.fp.next.read0_lo = bit_cast::<17, 16>(self.a_row.val());
+        if self.ins.store_spad.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.ins.spad_row.val());
             self.fp.next.read0_hi =
-                bit_cast::<17, 16>(self.a_row.val()) + bit_cast::<17, 16>(self.k.val());
-            self.fp.next.read1_lo = bit_cast::<17, 16>(self.b_row.val());
-            self.fp.next.read1_hi =
-                bit_cast::<17, 16>(self.b_row.val()) + bit_cast::<17, 16>(self.k.val());
+                bit_cast::<17, 16>(self.ins.spad_row.val()) + self.rows_end.val();
             self.fp.next.ports = self.port_read2.val();
-            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
+            self.fp.next.dram_write_lo = self.ins.dram_addr.val();
+            self.fp.next.dram_write_hi = self.dram_end.val();
         }
-        if self.cast_bf16.val() || self.requantize.val() {
-            self.acc_lo.next = bit_cast::<17, 16>(self.acc_row.val());
-            self.fp.next.write_lo = bit_cast::<17, 16>(self.spad_row.val());
-            self.fp.next.write_hi = bit_cast::<17, 16>(self.spad_row.val()) + self.rows_end.val();
+        if self.ins.load_weights.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.ins.spad_row.val());
+            self.fp.next.read0_hi =
+                bit_cast::<17, 16>(self.ins.spad_row.val()) + self.rows_end.val();
+            self.fp.next.ports = self.port_read2.val();
+        }
+        if self.ins.matmul.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.ins.a_row.val());
+            self.fp.next.read0_hi = bit_cast::<17, 16>(self.ins.a_row.val()) + self.rows_end.val();
+            self.acc_lo.next = bit_cast::<17, 16>(self.ins.acc_row.val());
+        }
+        if self.ins.matmul_os.val() {
+            self.fp.next.read0_lo = bit_cast::<17, 16>(self.ins.a_row.val());
+            self.fp.next.read0_hi =
+                bit_cast::<17, 16>(self.ins.a_row.val()) + bit_cast::<17, 16>(self.ins.k.val());
+            self.fp.next.read1_lo = bit_cast::<17, 16>(self.ins.b_row.val());
+            self.fp.next.read1_hi =
+                bit_cast::<17, 16>(self.ins.b_row.val()) + bit_cast::<17, 16>(self.ins.k.val());
+            self.fp.next.ports = self.port_read2.val();
+            self.acc_lo.next = bit_cast::<17, 16>(self.ins.acc_row.val());
+        }
+        if self.ins.cast_bf16.val() || self.ins.requantize.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.ins.acc_row.val());
+            self.fp.next.write_lo = bit_cast::<17, 16>(self.ins.spad_row.val());
+            self.fp.next.write_hi =
+                bit_cast::<17, 16>(self.ins.spad_row.val()) + self.rows_end.val();
             self.fp.next.ports = self.port_write.val();
         }
-        if self.vector.val() {
-            self.acc_lo.next = bit_cast::<17, 16>(self.dst.val());
-            if !self.relu.val() && !self.scale.val() {
+        if self.ins.vector.val() {
+            self.acc_lo.next = bit_cast::<17, 16>(self.ins.dst.val());
+            if !self.ins.relu.val() && !self.ins.scale.val() {
                 // The source: one bias row, or a row per destination row.
-                self.src_lo.next = bit_cast::<17, 16>(self.src.val());
-                self.src_hi.next = bit_cast::<17, 16>(self.src.val()) + self.rows_end.val();
-                if self.bias_add.val() || self.bias_relu.val() {
-                    self.src_hi.next = bit_cast::<17, 16>(self.src.val()) + 1;
+                self.src_lo.next = bit_cast::<17, 16>(self.ins.src.val());
+                self.src_hi.next = bit_cast::<17, 16>(self.ins.src.val()) + self.rows_end.val();
+                if self.ins.bias_add.val() || self.ins.bias_relu.val() {
+                    self.src_hi.next = bit_cast::<17, 16>(self.ins.src.val()) + 1;
                 }
             }
         }
-        if self.load_acc.val()
-            || self.store.val()
-            || self.store_bf16.val()
-            || self.matmul.val()
-            || self.matmul_os.val()
-            || self.cast_bf16.val()
-            || self.requantize.val()
-            || self.vector.val()
+        if self.ins.load_acc.val()
+            || self.ins.store.val()
+            || self.ins.store_bf16.val()
+            || self.ins.matmul.val()
+            || self.ins.matmul_os.val()
+            || self.ins.cast_bf16.val()
+            || self.ins.requantize.val()
+            || self.ins.vector.val()
         {
             self.acc_hi.next = self.acc_lo.val() + self.rows_end.val();
         }
@@ -346,35 +307,7 @@ pub(crate) mod tests {
         settle(&mut d);
         let mut f = FootprintOf::new(config);
         f.connect_all();
-        macro_rules! wire {
-            ($($s:ident),*) => { $(f.$s.next = d.$s.val();)* };
-        }
-        wire!(
-            load,
-            store,
-            load_weights,
-            matmul,
-            matmul_os,
-            vector,
-            cast_bf16,
-            requantize,
-            load_acc,
-            store_spad,
-            store_bf16,
-            bias_add,
-            relu,
-            scale,
-            bias_relu,
-            spad_row,
-            acc_row,
-            a_row,
-            b_row,
-            dst,
-            src,
-            dram_addr,
-            rows,
-            k
-        );
+        crate::decoded::DecodedOut::join(&mut d.out, &mut f.ins);
         f.dram_end.next = end_of(config, ins).into();
         settle(&mut f);
         f.fp.val()

@@ -30,6 +30,8 @@
 //! has its ports and synthesises to the cells it had.
 
 use rust_hdl::prelude::*;
+
+use crate::decoded::Decoded;
 use systole_core::{ArrayConfig, Schedule};
 
 use crate::decode::constant;
@@ -44,33 +46,8 @@ pub struct Sequencer {
     pub enable: Signal<In, Bit>,
     pub abort: Signal<In, Bit>,
     pub start: Signal<In, Bit>,
-    // The instruction, as decoded.
-    pub load: Signal<In, Bit>,
-    pub store: Signal<In, Bit>,
-    pub vector: Signal<In, Bit>,
-    pub cast_bf16: Signal<In, Bit>,
-    pub requantize: Signal<In, Bit>,
-    pub load_acc: Signal<In, Bit>,
-    pub store_spad: Signal<In, Bit>,
-    pub store_bf16: Signal<In, Bit>,
-    pub bias_add: Signal<In, Bit>,
-    pub relu: Signal<In, Bit>,
-    pub relu_grad: Signal<In, Bit>,
-    pub scale: Signal<In, Bit>,
-    pub bias_relu: Signal<In, Bit>,
-    pub spad_row: Signal<In, Bits<16>>,
-    pub acc_row: Signal<In, Bits<16>>,
-    pub dst: Signal<In, Bits<16>>,
-    pub src: Signal<In, Bits<16>>,
-    pub dram_addr: Signal<In, Bits<32>>,
-    pub rows: Signal<In, Bits<16>>,
-    pub len: Signal<In, Bits<16>>,
-    pub row_stride: Signal<In, Bits<32>>,
-    pub elem_stride: Signal<In, Bits<32>>,
-    pub imm: Signal<In, Bits<32>>,
-    pub multiplier: Signal<In, Bits<32>>,
-    pub shift: Signal<In, Bits<5>>,
-    pub zero_point: Signal<In, Bits<8>>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     /// Idle at the start of the next cycle, unless started now.
     pub free: Signal<Out, Bit>,
     /// Busy in the next cycle (the memory ports it addresses are its).
@@ -166,36 +143,11 @@ impl Sequencer {
         let w = config.spad_width();
         let lines = if config.schedule == Schedule::Decoupled { w } else { 0 };
         Sequencer {
+            ins: Default::default(),
             clock: Default::default(),
             enable: Default::default(),
             abort: Default::default(),
             start: Default::default(),
-            load: Default::default(),
-            store: Default::default(),
-            vector: Default::default(),
-            cast_bf16: Default::default(),
-            requantize: Default::default(),
-            load_acc: Default::default(),
-            store_spad: Default::default(),
-            store_bf16: Default::default(),
-            bias_add: Default::default(),
-            relu: Default::default(),
-            relu_grad: Default::default(),
-            scale: Default::default(),
-            bias_relu: Default::default(),
-            spad_row: Default::default(),
-            acc_row: Default::default(),
-            dst: Default::default(),
-            src: Default::default(),
-            dram_addr: Default::default(),
-            rows: Default::default(),
-            len: Default::default(),
-            row_stride: Default::default(),
-            elem_stride: Default::default(),
-            imm: Default::default(),
-            multiplier: Default::default(),
-            shift: Default::default(),
-            zero_point: Default::default(),
             free: Default::default(),
             busy_next: Default::default(),
             is_load: Default::default(),
@@ -315,11 +267,11 @@ impl Logic for Sequencer {
             self.row_last.next = self.draining.q.val();
         }
         self.transposes.next = self.decoupled.val()
-            && self.load.val()
-            && (self.row_stride.val() == 1)
-            && (self.elem_stride.val() > 1)
-            && (self.len.val() > 1)
-            && (self.rows.val() > 1);
+            && self.ins.load.val()
+            && (self.ins.row_stride.val() == 1)
+            && (self.ins.elem_stride.val() > 1)
+            && (self.ins.len.val() > 1)
+            && (self.ins.rows.val() > 1);
         self.last.next = (self.row_last.val() && (self.row.q.val() == self.n_rows.q.val() - 1))
             || !(self.k_load.q.val()
                 || self.k_store.q.val()
@@ -373,71 +325,71 @@ impl Logic for Sequencer {
             }
             if self.start.val() {
                 self.busy.d.next = true;
-                self.k_load.d.next = self.load.val();
-                self.k_store.d.next = self.store.val();
-                self.k_vector.d.next = self.vector.val();
-                self.k_cast.d.next = self.cast_bf16.val();
-                self.k_requant.d.next = self.requantize.val();
-                self.k_load_acc.d.next = self.load_acc.val();
-                self.k_store_spad.d.next = self.store_spad.val();
-                self.k_store_bf16.d.next = self.store_bf16.val();
+                self.k_load.d.next = self.ins.load.val();
+                self.k_store.d.next = self.ins.store.val();
+                self.k_vector.d.next = self.ins.vector.val();
+                self.k_cast.d.next = self.ins.cast_bf16.val();
+                self.k_requant.d.next = self.ins.requantize.val();
+                self.k_load_acc.d.next = self.ins.load_acc.val();
+                self.k_store_spad.d.next = self.ins.store_spad.val();
+                self.k_store_bf16.d.next = self.ins.store_bf16.val();
                 self.op.d.next = AccOp::Axpy;
-                if self.bias_add.val() {
+                if self.ins.bias_add.val() {
                     self.op.d.next = AccOp::BiasAdd;
                 }
-                if self.relu.val() {
+                if self.ins.relu.val() {
                     self.op.d.next = AccOp::Relu;
                 }
-                if self.relu_grad.val() {
+                if self.ins.relu_grad.val() {
                     self.op.d.next = AccOp::ReluGrad;
                 }
-                if self.scale.val() {
+                if self.ins.scale.val() {
                     self.op.d.next = AccOp::Scale;
                 }
-                if self.bias_relu.val() {
+                if self.ins.bias_relu.val() {
                     self.op.d.next = AccOp::BiasRelu;
                 }
-                if self.load_acc.val() {
+                if self.ins.load_acc.val() {
                     self.op.d.next = AccOp::Word;
                 }
                 self.row.d.next = 0.into();
-                self.n_rows.d.next = self.rows.val();
+                self.n_rows.d.next = self.ins.rows.val();
                 self.elem.d.next = 0.into();
-                self.n_len.d.next = self.len.val();
+                self.n_len.d.next = self.ins.len.val();
                 // timing::load_row_cycles: one cycle per element unless contiguous or single
                 // (or transposing).
-                self.gathering.d.next = self.load.val()
-                    && (self.elem_stride.val() > 1)
-                    && (self.len.val() > 1)
+                self.gathering.d.next = self.ins.load.val()
+                    && (self.ins.elem_stride.val() > 1)
+                    && (self.ins.len.val() > 1)
                     && !self.transposes.val();
                 self.k_transpose.d.next = self.transposes.val();
                 self.draining.d.next = false;
                 self.drain_row.d.next = 0.into();
                 self.half.d.next = false;
-                self.broadcasting.d.next = self.load.val() && !self.elem_stride.val().any();
-                self.spad_ptr.d.next = self.spad_row.val();
-                self.acc_ptr.d.next = self.acc_row.val();
-                if self.vector.val() {
-                    self.acc_ptr.d.next = self.dst.val();
+                self.broadcasting.d.next = self.ins.load.val() && !self.ins.elem_stride.val().any();
+                self.spad_ptr.d.next = self.ins.spad_row.val();
+                self.acc_ptr.d.next = self.ins.acc_row.val();
+                if self.ins.vector.val() {
+                    self.acc_ptr.d.next = self.ins.dst.val();
                 }
-                self.src_ptr.d.next = self.src.val();
-                self.src_moves.d.next = !(self.bias_add.val() || self.bias_relu.val());
-                self.dram_row.d.next = self.dram_addr.val();
-                self.dram_ptr.d.next = self.dram_addr.val();
-                self.row_step.d.next = self.row_stride.val() << self.elem_shift.val();
-                if self.store.val() || self.load_acc.val() {
-                    self.row_step.d.next = self.row_stride.val() << 2;
+                self.src_ptr.d.next = self.ins.src.val();
+                self.src_moves.d.next = !(self.ins.bias_add.val() || self.ins.bias_relu.val());
+                self.dram_row.d.next = self.ins.dram_addr.val();
+                self.dram_ptr.d.next = self.ins.dram_addr.val();
+                self.row_step.d.next = self.ins.row_stride.val() << self.elem_shift.val();
+                if self.ins.store.val() || self.ins.load_acc.val() {
+                    self.row_step.d.next = self.ins.row_stride.val() << 2;
                 }
                 if self.transposes.val() {
                     self.row_step.d.next = self.block_step.val();
                 }
-                self.elem_step.d.next = self.elem_stride.val() << self.elem_shift.val();
-                self.imm_q.d.next = self.imm.val();
-                if self.requantize.val() {
-                    self.imm_q.d.next = self.multiplier.val();
+                self.elem_step.d.next = self.ins.elem_stride.val() << self.elem_shift.val();
+                self.imm_q.d.next = self.ins.imm.val();
+                if self.ins.requantize.val() {
+                    self.imm_q.d.next = self.ins.multiplier.val();
                 }
-                self.shift_q.d.next = self.shift.val();
-                self.zp.d.next = self.zero_point.val();
+                self.shift_q.d.next = self.ins.shift.val();
+                self.zp.d.next = self.ins.zero_point.val();
             }
             if self.abort.val() {
                 self.busy.d.next = false;
@@ -531,18 +483,18 @@ mod tests {
         s.connect_all();
         s.enable.next = true;
         s.start.next = true;
-        s.load.next = true;
-        s.spad_row.next = 5u64.into();
-        s.dram_addr.next = 100u64.into();
-        s.rows.next = 2u64.into();
-        s.len.next = 3u64.into();
-        s.row_stride.next = 10u64.into();
-        s.elem_stride.next = 2u64.into();
+        s.ins.load.next = true;
+        s.ins.spad_row.next = 5u64.into();
+        s.ins.dram_addr.next = 100u64.into();
+        s.ins.rows.next = 2u64.into();
+        s.ins.len.next = 3u64.into();
+        s.ins.row_stride.next = 10u64.into();
+        s.ins.elem_stride.next = 2u64.into();
         settle(&mut s);
         assert_eq!(s.dram_read_address.val().index(), 100, "addressed before dispatch");
         tick(&mut s, |s| &mut s.clock);
         s.start.next = false;
-        s.load.next = false;
+        s.ins.load.next = false;
         let mut seen = vec![];
         loop {
             settle(&mut s);
@@ -706,7 +658,7 @@ mod tests {
                 b.dram[k].next = (*v as u64).into();
             }
             b.seq.start.next = false;
-            b.seq.load.next = false;
+            b.seq.ins.load.next = false;
             settle(&mut b);
             let busy_now = last_cycle.is_some_and(|l| cycle <= l);
             let free = !busy_now || last_cycle == Some(cycle);
@@ -720,13 +672,13 @@ mod tests {
                 };
                 let s = &mut b.seq;
                 s.start.next = true;
-                s.load.next = true;
-                s.spad_row.next = (spad_row as u64).into();
-                s.dram_addr.next = (dram_addr as u64).into();
-                s.rows.next = (rows as u64).into();
-                s.len.next = (len as u64).into();
-                s.row_stride.next = (row_stride as u64).into();
-                s.elem_stride.next = (elem_stride as u64).into();
+                s.ins.load.next = true;
+                s.ins.spad_row.next = (spad_row as u64).into();
+                s.ins.dram_addr.next = (dram_addr as u64).into();
+                s.ins.rows.next = (rows as u64).into();
+                s.ins.len.next = (len as u64).into();
+                s.ins.row_stride.next = (row_stride as u64).into();
+                s.ins.elem_stride.next = (elem_stride as u64).into();
                 settle(&mut b);
             }
             if enable {

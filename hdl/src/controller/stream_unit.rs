@@ -346,9 +346,9 @@ mod tests {
                 }
                 Some(&Instruction::LoadWeights { spad_row, rows, cols }) => {
                     wl.start.next = true;
-                    wl.spad_row.next = (spad_row as u64).into();
-                    wl.rows.next = (rows as u64).into();
-                    wl.cols.next = (cols as u64).into();
+                    wl.ins.spad_row.next = (spad_row as u64).into();
+                    wl.ins.rows.next = (rows as u64).into();
+                    wl.ins.cols.next = (cols as u64).into();
                 }
                 _ => {}
             }

@@ -2,6 +2,8 @@
 //! shadow weights (`LoadWeights`, weight-stationary only).
 
 use rust_hdl::prelude::*;
+
+use crate::decoded::Decoded;
 use systole_core::ArrayConfig;
 
 use crate::decode::constant;
@@ -14,9 +16,8 @@ pub struct WeightLoader {
     pub enable: Signal<In, Bit>,
     pub abort: Signal<In, Bit>,
     pub start: Signal<In, Bit>,
-    pub spad_row: Signal<In, Bits<16>>,
-    pub rows: Signal<In, Bits<16>>,
-    pub cols: Signal<In, Bits<16>>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     pub free: Signal<Out, Bit>,
     /// In its last cycle: the shadow is full from the next one.
     pub finishing: Signal<Out, Bit>,
@@ -39,13 +40,11 @@ pub struct WeightLoader {
 impl WeightLoader {
     pub fn new(config: &ArrayConfig) -> WeightLoader {
         WeightLoader {
+            ins: Default::default(),
             clock: Default::default(),
             enable: Default::default(),
             abort: Default::default(),
             start: Default::default(),
-            spad_row: Default::default(),
-            rows: Default::default(),
-            cols: Default::default(),
             free: Default::default(),
             finishing: Default::default(),
             shift: Default::default(),
@@ -80,9 +79,9 @@ impl Logic for WeightLoader {
             if self.start.val() {
                 self.busy.d.next = true;
                 self.tau.d.next = 0.into();
-                self.base.d.next = self.spad_row.val();
-                self.k.d.next = self.rows.val();
-                self.n.d.next = self.cols.val();
+                self.base.d.next = self.ins.spad_row.val();
+                self.k.d.next = self.ins.rows.val();
+                self.n.d.next = self.ins.cols.val();
             }
             if self.abort.val() {
                 self.busy.d.next = false;
@@ -109,9 +108,9 @@ mod tests {
         wl.connect_all();
         wl.enable.next = true;
         wl.start.next = true;
-        wl.spad_row.next = 10u64.into();
-        wl.rows.next = 2u64.into();
-        wl.cols.next = 1u64.into();
+        wl.ins.spad_row.next = 10u64.into();
+        wl.ins.rows.next = 2u64.into();
+        wl.ins.cols.next = 1u64.into();
         crate::testing::settle(&mut wl);
         assert_eq!(wl.spad_read.val().index(), 12, "the first read is addressed before dispatch");
         tick(&mut wl, |w| &mut w.clock);
