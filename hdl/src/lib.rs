@@ -10,7 +10,7 @@
 //! * [`pe`]: the INT8 and BF16 multiply-accumulate units and the processing elements.
 //! * [`optional`]: ports and registers that only some configs build (the blocking schedule's
 //!   `swap`, the decoupled one's weight-bank tags), absent from the others' Verilog.
-//! * [`array`]: the R x C mesh with input skew and output de-skew, weight- and output-stationary.
+//! * [`array`](mod@array): the R x C mesh with input skew and output de-skew, weight- and output-stationary.
 //! * [`mem`]: block-RAM lanes (write-first), row memories, the byte-banked DRAM.
 //! * [`vector`]: the accumulator lanes (every vector op, the array's writes), cast, requantize.
 //! * [`decode`]: the instruction decoder generated from core's layout tables, the program checks.
@@ -20,7 +20,7 @@
 //! * [`transpose`]: the load unit's double-buffered transpose buffer (decoupled schedule).
 //! * [`link`]: the host interface: CRC, UART, SPI slave, packet engine.
 //! * [`top`]: `systole_top`, the whole machine, and [`TopConfig`], what it is built for.
-//! * [`emit`]: Verilog for a [`TopConfig`] or an array alone (modules de-duplicated), its ports
+//! * [`emit`](mod@emit): Verilog for a [`TopConfig`] or an array alone (modules de-duplicated), its ports
 //!   and memories.
 #![forbid(unsafe_code)]
 // Hardware loops index several parallel port vectors (and PEs) by one lane number, the only loop

@@ -294,7 +294,7 @@ pub(crate) mod tests {
     }
 
     /// The DRAM end the host link's extent check queues with a word (0 for other opcodes; the
-    /// extent check itself is tested against core's `dram_end` in decode.rs).
+    /// extent check itself is tested against core's `dram_end` in decode/checks.rs).
     pub(crate) fn end_of(config: &ArrayConfig, ins: &Instruction) -> u64 {
         let fp = scoreboard::footprint(config, ins);
         fp.dram_read.hi.max(fp.dram_write.hi)

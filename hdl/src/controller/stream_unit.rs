@@ -16,8 +16,8 @@
 //!
 //! * `enable` is the machine's `en`, `abort` the dispatcher's (a reset empties the feed and the
 //!   line: nothing more is written); `start` is the dispatcher's `start_arr` for a `Matmul`
-//!   (asserted the cycle before dispatch); `a_row`, `acc_row`, `rows`, `swap`, `accumulate`
-//!   come from the candidate, as ArrayUnit's.
+//!   (asserted the cycle before dispatch); `ins`, the decoded instruction, is joined to the
+//!   candidate's (it reads `a_row`, `acc_row`, `rows`, `swap`, `accumulate`), as ArrayUnit's.
 //! * Array (`Array::new` of the config is tagged, `crate::array::tagged`): `left[i]` =
 //!   `feed ? spad_a.read_data[i] : 0`, `tag` = `tag`, `load_bank` = `load_bank`, `shift` = the
 //!   weight loader's `shift`, `top` as today from the loader (it fills bank `load_bank`, which
@@ -41,6 +41,8 @@
 //!   `NoWeightsLoaded` is detected as today.
 
 use rust_hdl::prelude::*;
+
+use crate::decoded::Decoded;
 use systole_core::scoreboard::{ARRAY_SLOTS, WEIGHT_BANKS};
 use systole_core::ArrayConfig;
 
@@ -59,11 +61,8 @@ pub struct StreamUnit {
     pub abort: Signal<In, Bit>,
     /// A `Matmul` dispatches in the next cycle.
     pub start: Signal<In, Bit>,
-    pub a_row: Signal<In, Bits<16>>,
-    pub acc_row: Signal<In, Bits<16>>,
-    pub rows: Signal<In, Bits<16>>,
-    pub swap: Signal<In, Bit>,
-    pub accumulate: Signal<In, Bit>,
+    /// The instruction, as decoded.
+    pub ins: Decoded,
     /// A matmul may dispatch in the next cycle: no row of the current one is left to feed then,
     /// and fewer than `ARRAY_SLOTS` matmuls are in the array.
     pub free: Signal<Out, Bit>,
@@ -119,15 +118,11 @@ impl StreamUnit {
         }
         let stages = config.rows as usize + config.cols as usize - 1;
         StreamUnit {
+            ins: Default::default(),
             clock: Default::default(),
             enable: Default::default(),
             abort: Default::default(),
             start: Default::default(),
-            a_row: Default::default(),
-            acc_row: Default::default(),
-            rows: Default::default(),
-            swap: Default::default(),
-            accumulate: Default::default(),
             free: Default::default(),
             idle: Default::default(),
             load_bank_busy: Default::default(),
@@ -226,11 +221,11 @@ impl Logic for StreamUnit {
             }
             if self.start.val() {
                 self.feeding.d.next = true;
-                self.a_ptr.d.next = self.a_row.val();
-                self.acc_ptr.d.next = self.acc_row.val();
-                self.remaining.d.next = self.rows.val() - 1;
-                self.accumulating.d.next = self.accumulate.val();
-                if self.swap.val() {
+                self.a_ptr.d.next = self.ins.a_row.val();
+                self.acc_ptr.d.next = self.ins.acc_row.val();
+                self.remaining.d.next = self.ins.rows.val() - 1;
+                self.accumulating.d.next = self.ins.accumulate.val();
+                if self.ins.swap.val() {
                     self.bank.d.next = self.next_bank.val();
                 }
             }
@@ -338,11 +333,11 @@ mod tests {
             match next {
                 Some(&Instruction::Matmul { a_row, acc_row, rows, swap, accumulate }) => {
                     u.start.next = true;
-                    u.a_row.next = (a_row as u64).into();
-                    u.acc_row.next = (acc_row as u64).into();
-                    u.rows.next = (rows as u64).into();
-                    u.swap.next = swap;
-                    u.accumulate.next = accumulate;
+                    u.ins.a_row.next = (a_row as u64).into();
+                    u.ins.acc_row.next = (acc_row as u64).into();
+                    u.ins.rows.next = (rows as u64).into();
+                    u.ins.swap.next = swap;
+                    u.ins.accumulate.next = accumulate;
                 }
                 Some(&Instruction::LoadWeights { spad_row, rows, cols }) => {
                     wl.start.next = true;

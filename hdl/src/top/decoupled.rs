@@ -25,7 +25,8 @@ use crate::array::Array;
 use crate::controller::{
     ArrayUnit, DecoupledDispatcher, FootprintOf, InstrFifo, Sequencer, StreamUnit, WeightLoader,
 };
-use crate::decode::{Checker, DecodedOut, Decoder};
+use crate::decode::{Checker, Decoder};
+use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
 use crate::transpose::Transposer;
@@ -254,11 +255,7 @@ impl Logic for SystoleTopDecoupled {
             self.stream[k].enable.next = self.en.val();
             self.stream[k].abort.next = self.dispatcher.abort.val();
             self.stream[k].start.next = self.dispatcher.start_arr.val();
-            self.stream[k].a_row.next = self.candidate.out.a_row.val();
-            self.stream[k].acc_row.next = self.candidate.out.acc_row.val();
-            self.stream[k].rows.next = self.candidate.out.rows.val();
-            self.stream[k].swap.next = self.candidate.out.swap.val();
-            self.stream[k].accumulate.next = self.candidate.out.accumulate.val();
+            DecodedOut::join(&mut self.candidate.out, &mut self.stream[k].ins);
             self.dispatcher.active.next = self.stream[k].active.val();
             self.array.tag.next = self.stream[k].tag.val();
             self.array.load_bank.next = self.stream[k].load_bank.val();
