@@ -52,6 +52,8 @@ pub struct Preset {
     pub cols: u16,
     pub mhz: f64,
     pub pe_products: PeProducts,
+    /// Pipeline registers in its conversion lanes (`ArrayConfig::convert_stages`).
+    pub convert_stages: u8,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
     /// by `systole board build` and copied there), if it was measured.
     pub measured: Option<&'static str>,
@@ -87,11 +89,13 @@ impl Board {
         self.preset(dtype).map(|p| self.config(p.rows, p.cols, dtype, p.mhz))
     }
 
-    /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories; the scratchpad
+    /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories and the
+    /// conversion stages of its default build in `dtype` (else its INT8 one's); the scratchpad
     /// and accumulator grow to the minimum core requires (`3 * max(R, C)` and `R` rows) when
     /// the array is larger than the memories were sized for.
     pub fn config(&self, rows: u16, cols: u16, dtype: Dtype, mhz: f64) -> ArrayConfig {
-        let mut c = ArrayConfig::new(rows, cols, dtype);
+        let stages = self.preset(dtype).unwrap_or(&self.int8).convert_stages;
+        let mut c = ArrayConfig::new(rows, cols, dtype).with_convert_stages(stages);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
         c.acc_depth = self.memories.acc_depth.max(rows as u32);
@@ -145,6 +149,7 @@ pub const ICEBREAKER: Board = Board {
         cols: 1,
         mhz: 6.0,
         pe_products: PeProducts::Dsp,
+        convert_stages: 0,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -170,6 +175,7 @@ pub const ALCHITRY_CU: Board = Board {
         cols: 1,
         mhz: 12.5,
         pe_products: PeProducts::Logic,
+        convert_stages: 0,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,998 cells) but reaches 9.23 MHz: the oscillator divided by 12.
@@ -178,6 +184,7 @@ pub const ALCHITRY_CU: Board = Board {
         cols: 1,
         mhz: 100.0 / 12.0,
         pe_products: PeProducts::Logic,
+        convert_stages: 0,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -201,6 +208,7 @@ pub const ULX3S_85F: Board = Board {
         cols: 8,
         mhz: 15.0,
         pe_products: PeProducts::Logic,
+        convert_stages: 0,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // The largest BF16 that fits (89% of the LUTs) routes at 11.95 MHz: 12.5 is missed, so the
@@ -210,6 +218,7 @@ pub const ULX3S_85F: Board = Board {
         cols: 7,
         mhz: 10.7143,
         pe_products: PeProducts::Dsp,
+        convert_stages: 0,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
@@ -226,6 +235,7 @@ pub const ULX3S_25F: Board = Board {
         cols: 3,
         mhz: 15.0,
         pe_products: PeProducts::Dsp,
+        convert_stages: 0,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 12.8 MHz, 15 MHz is not met.
@@ -234,6 +244,7 @@ pub const ULX3S_25F: Board = Board {
         cols: 3,
         mhz: 12.5,
         pe_products: PeProducts::Dsp,
+        convert_stages: 0,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -277,6 +288,7 @@ mod tests {
                     (b.memories.dram_bytes, b.memories.fifo_depth)
                 );
                 assert_eq!(built.clock_mhz, p.mhz, "{what}");
+                assert_eq!(built.convert_stages, c.convert_stages, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.
                 let before = b.only_pe_products().unwrap_or(PeProducts::Dsp);

@@ -25,6 +25,10 @@ pub struct Built {
     pub fifo_depth: usize,
     pub uart_divisor: u16,
     pub clock_mhz: f64,
+    /// Pipeline registers in the conversion lanes (`ArrayConfig::convert_stages`; absent in
+    /// reports from before they existed: none).
+    #[serde(default)]
+    pub convert_stages: u8,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

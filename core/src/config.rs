@@ -86,6 +86,9 @@ pub const MAX_DEPTH: u32 = 1 << 16;
 pub const MIN_CLOCK_MHZ: f64 = 0.001;
 /// Highest clock, 10 GHz: a sanity limit for the performance model.
 pub const MAX_CLOCK_MHZ: f64 = 10_000.0;
+/// Most pipeline registers a conversion lane has ([`ArrayConfig::convert_stages`]): one after
+/// the 16 x 16 products, one after the high multiply, one after the rounding shift.
+pub const MAX_CONVERT_STAGES: u8 = 3;
 
 /// One accelerator instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,6 +108,11 @@ pub struct ArrayConfig {
     pub clock_mhz: f64,
     /// How instructions overlap.
     pub schedule: Schedule,
+    /// Pipeline registers in the conversion lanes (requantize, cast to bf16): a `Requantize`,
+    /// `CastBf16` or `StoreBf16` row lands this many cycles after it is read, and the
+    /// instruction takes as many cycles more (`timing::row_lands`). 0 to
+    /// [`MAX_CONVERT_STAGES`]; the boards build them to close timing (docs/DECISIONS.md 51).
+    pub convert_stages: u8,
 }
 
 /// Why an [`ArrayConfig`] is not buildable.
@@ -116,6 +124,7 @@ pub enum ConfigError {
     SpadDepth { depth: u32, min: u32 },
     AccDepth { depth: u32, min: u32 },
     Clock { mhz: f64 },
+    ConvertStages { stages: u8 },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -146,6 +155,11 @@ impl core::fmt::Display for ConfigError {
                 }
                 write!(f, ": must be {MIN_CLOCK_MHZ} to {MAX_CLOCK_MHZ} MHz")
             }
+            ConfigError::ConvertStages { stages } => write!(
+                f,
+                "convert_stages = {stages}: the conversion lanes have 0 to {MAX_CONVERT_STAGES} \
+                 pipeline registers"
+            ),
         }
     }
 }
@@ -163,6 +177,7 @@ impl ArrayConfig {
             acc_depth: 1024,
             clock_mhz: 100.0,
             schedule: Schedule::Blocking,
+            convert_stages: 0,
         }
     }
 
@@ -173,6 +188,11 @@ impl ArrayConfig {
 
     pub const fn with_dataflow(mut self, dataflow: Dataflow) -> ArrayConfig {
         self.dataflow = dataflow;
+        self
+    }
+
+    pub const fn with_convert_stages(mut self, stages: u8) -> ArrayConfig {
+        self.convert_stages = stages;
         self
     }
 
@@ -212,6 +232,9 @@ impl ArrayConfig {
         if self.acc_depth < min_acc || self.acc_depth > MAX_DEPTH {
             return Err(ConfigError::AccDepth { depth: self.acc_depth, min: min_acc });
         }
+        if self.convert_stages > MAX_CONVERT_STAGES {
+            return Err(ConfigError::ConvertStages { stages: self.convert_stages });
+        }
         ArrayConfig::check_clock(self.clock_mhz)
     }
 
@@ -247,6 +270,11 @@ mod tests {
         assert_eq!(
             ArrayConfig { acc_depth: 1 << 17, ..ok }.validate(),
             Err(ConfigError::AccDepth { depth: 1 << 17, min: 16 })
+        );
+        assert_eq!(ok.with_convert_stages(MAX_CONVERT_STAGES).validate(), Ok(()));
+        assert_eq!(
+            ok.with_convert_stages(4).validate(),
+            Err(ConfigError::ConvertStages { stages: 4 })
         );
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());

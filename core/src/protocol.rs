@@ -181,7 +181,8 @@ impl Status {
 ///
 /// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16),
 /// dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
-/// depth (2), schedule (1: 0 blocking, 1 decoupled), reserved (1, zero).
+/// depth (2), schedule (1: 0 blocking, 1 decoupled), conversion pipeline stages (1, 0 to
+/// `MAX_CONVERT_STAGES`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Identity {
@@ -206,13 +207,14 @@ impl Identity {
         b[16..20].copy_from_slice(&self.dram_bytes.to_le_bytes());
         b[20..22].copy_from_slice(&self.fifo_depth.to_le_bytes());
         b[22] = c.schedule.code();
+        b[23] = c.convert_stages;
         b
     }
 
     /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
     pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
         use crate::config::{ArrayConfig, Dataflow, Dtype, Schedule};
-        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] > 1 || b[23] != 0 {
+        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] > 1 {
             return Err(ProtocolError::Field);
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -230,6 +232,7 @@ impl Identity {
             acc_depth: u32_at(12),
             clock_mhz,
             schedule: Schedule::from_code(b[22]).ok_or(ProtocolError::Field)?,
+            convert_stages: b[23],
         };
         config.validate().map_err(|_| ProtocolError::Field)?;
         Ok(Identity {

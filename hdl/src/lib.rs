@@ -12,7 +12,9 @@
 //!   `swap`, the decoupled one's weight-bank tags), absent from the others' Verilog.
 //! * [`array`](mod@array): the R x C mesh with input skew and output de-skew, weight- and output-stationary.
 //! * [`mem`]: block-RAM lanes (write-first), row memories, the byte-banked DRAM.
-//! * [`vector`]: the accumulator lanes (every vector op, the array's writes), cast, requantize.
+//! * [`vector`]: the accumulator lanes (every vector op, the array's writes).
+//! * [`convert`]: the conversion lanes (cast to bf16, requantize), pipelined by
+//!   `ArrayConfig::convert_stages`; [`delay`]: the delay line their registers are.
 //! * [`decode`]: the instruction decoder generated from core's layout tables, the program checks.
 //! * [`decoded`]: the decoded instruction as one signal bundle, from the decoder to its readers.
 //! * [`controller`]: the instruction FIFO, the sequencer, weight loader and array unit, the
@@ -30,8 +32,10 @@
 pub mod acc_banks;
 pub mod array;
 pub mod controller;
+pub mod convert;
 pub mod decode;
 pub mod decoded;
+pub mod delay;
 pub mod emit;
 pub mod float;
 pub mod link;

@@ -44,6 +44,14 @@ pub fn f32_operand() -> impl Strategy<Value = u32> {
     ]
 }
 
+/// i32 words as bits, the edges (zero, one, the extremes, -1) over-represented.
+pub fn int_word() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        any::<u32>(),
+        prop::sample::select(vec![0u32, 1, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0xFFFF])
+    ]
+}
+
 /// bf16 bit patterns, the special cases over-represented.
 pub fn bf16_operand() -> impl Strategy<Value = u16> {
     prop_oneof![

@@ -82,6 +82,7 @@ pub fn top_config(
     cols: Option<u16>,
     dtype: Option<Dtype>,
     clock_mhz: Option<f64>,
+    convert_stages: Option<u8>,
 ) -> anyhow::Result<systole_hdl::TopConfig> {
     let dtype = dtype.unwrap_or(Dtype::Int8);
     let (rows, cols) = match (b.preset(dtype), rows, cols) {
@@ -97,7 +98,10 @@ pub fn top_config(
     if rows == 0 || cols == 0 {
         bail!("--rows and --cols must be at least 1");
     }
-    let config = b.config(rows, cols, dtype, clock_mhz.unwrap_or(b.default_clock(dtype)));
+    let mut config = b.config(rows, cols, dtype, clock_mhz.unwrap_or(b.default_clock(dtype)));
+    if let Some(stages) = convert_stages {
+        config.convert_stages = stages;
+    }
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,
@@ -148,6 +152,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         fifo_depth: top.fifo_depth,
         uart_divisor: top.uart_divisor,
         clock_mhz: a.clock_mhz,
+        convert_stages: a.convert_stages,
         pe_products: Some(pe_products),
     }
 }
@@ -160,7 +165,8 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         DtypeArg::Int8 => systole_core::Dtype::Int8,
         DtypeArg::Bf16 => systole_core::Dtype::Bf16,
     });
-    let top_config = top_config(&b, args.rows, args.cols, dtype, args.clock_mhz)?;
+    let top_config =
+        top_config(&b, args.rows, args.cols, dtype, args.clock_mhz, args.convert_stages)?;
     let pe_products = pe_products(&b, top_config.array.dtype, args.pe_products)?;
     let config = top_config.array;
     let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;

@@ -109,6 +109,10 @@ pub struct BoardBuildArgs {
     /// the Alchitry Cu, which has none, in logic.
     #[arg(long, value_enum)]
     pub pe_products: Option<PeProductsArg>,
+    /// Pipeline registers in the requantize and cast lanes, 0 to 3 (default: the board's
+    /// default build's in the dtype); each conversion takes as many cycles more.
+    #[arg(long)]
+    pub convert_stages: Option<u8>,
     /// nextpnr's placement seed (another seed gives another placement and fmax).
     #[arg(long, default_value_t = systole_boards::nextpnr::Pnr::default().seed)]
     pub seed: u32,
@@ -183,6 +187,10 @@ pub struct EmitArgs {
     /// scoreboard, streamed matmuls (docs/HARDWARE.md).
     #[arg(long, value_enum, default_value_t = ScheduleArg::Blocking)]
     pub schedule: ScheduleArg,
+    /// Pipeline registers in the requantize and cast lanes (0 to 3): each `Requantize`,
+    /// `CastBf16` and `StoreBf16` takes as many cycles more, for a shorter clock period.
+    #[arg(long, default_value_t = 0)]
+    pub convert_stages: u8,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
@@ -327,6 +335,10 @@ pub struct ArrayArgs {
     /// and RTL machines).
     #[arg(long, value_enum, default_value_t = ScheduleArg::Blocking)]
     pub schedule: ScheduleArg,
+    /// Pipeline registers in the requantize and cast lanes (0 to 3; the boards' builds say
+    /// theirs): each `Requantize`, `CastBf16` and `StoreBf16` takes as many cycles more.
+    #[arg(long, default_value_t = 0)]
+    pub convert_stages: u8,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -349,6 +361,7 @@ impl ArrayArgs {
             acc_depth: self.acc_depth,
             clock_mhz: self.clock_mhz,
             schedule: self.schedule.into(),
+            convert_stages: self.convert_stages,
         }
     }
 }

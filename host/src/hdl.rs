@@ -48,6 +48,7 @@ struct ConfigJson {
     dtype: &'static str,
     dataflow: &'static str,
     schedule: &'static str,
+    convert_stages: u8,
     spad_width: usize,
     spad_depth: u32,
     acc_depth: u32,
@@ -72,7 +73,8 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
         ..ArrayConfig::new(args.rows, args.cols, Dtype::from(args.dtype))
     }
     .with_dataflow(args.dataflow.into())
-    .with_schedule(args.schedule.into());
+    .with_schedule(args.schedule.into())
+    .with_convert_stages(args.convert_stages);
     let mut top = TopConfig::new(config);
     top.dram_bytes = args.dram_bytes;
     top.fifo_depth = args.fifo_depth;
@@ -92,6 +94,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
             dtype: config.dtype.name(),
             dataflow: config.dataflow.short_name(),
             schedule: config.schedule.name(),
+            convert_stages: config.convert_stages,
             spad_width: config.spad_width(),
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,

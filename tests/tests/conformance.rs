@@ -158,11 +158,13 @@ fn conformance(top: TopConfig, seed: u64) {
     let config = top.array;
     let what = |case: &str| {
         format!(
-            "{}x{} {} {}: {case}",
+            "{}x{} {} {} {} ({} conversion stages): {case}",
             config.rows,
             config.cols,
             config.dtype.name(),
-            config.dataflow.short_name()
+            config.dataflow.short_name(),
+            config.schedule.name(),
+            config.convert_stages
         )
     };
     let build = RtlBuild::new(&top, &BuildOptions::default())
@@ -262,6 +264,19 @@ fn conformance_4x4_output_stationary_decoupled() {
 fn conformance_8x8_decoupled() {
     conformance(decoupled(8, Dtype::Int8, Dataflow::WeightStationary), 15);
     conformance(decoupled(8, Dtype::Bf16, Dataflow::WeightStationary), 16);
+}
+
+/// The conversion lanes pipelined (`ArrayConfig::convert_stages`, as the boards build them):
+/// casts, requantizations and casting stores land each row that many cycles late, on every
+/// machine, under both schedules.
+#[test]
+fn conformance_with_pipelined_conversions() {
+    let staged =
+        |top: TopConfig, stages| TopConfig { array: top.array.with_convert_stages(stages), ..top };
+    conformance(staged(conformance_top(4, Dtype::Int8, Dataflow::WeightStationary), 3), 19);
+    conformance(staged(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary), 1), 20);
+    conformance(staged(decoupled(4, Dtype::Int8, Dataflow::OutputStationary), 2), 21);
+    conformance(staged(decoupled(2, Dtype::Bf16, Dataflow::WeightStationary), 3), 22);
 }
 
 #[test]

@@ -117,14 +117,17 @@ impl Epilogue {
         .unwrap_or(0)
     }
 
-    /// Sequencer cycles (one per row) and instructions spent on one output block of `mb` rows.
-    pub(super) fn cost(&self, mb: u64) -> (u64, u64) {
+    /// Sequencer cycles (one per row, and `convert_stages` more per conversion:
+    /// `timing::row_lands`) and instructions spent on one output block of `mb` rows.
+    pub(super) fn cost(&self, mb: u64, convert_stages: u8) -> (u64, u64) {
         let mut cycles = 0;
         let mut count = 0;
         let mut add = |passes: u64, rows: u64| {
             cycles += passes * rows;
             count += passes;
         };
+        // Conversions (`Requantize`, `StoreBf16`) each drain the lanes' pipeline.
+        let mut conversions = 0;
         if self.bias.is_some() {
             add(1, 1);
             add(1, mb);
@@ -140,8 +143,14 @@ impl Epilogue {
             add(1, mb);
         }
         match self.cast {
-            Some(CastTo { requant: Some(_), .. }) => add(2, mb),
-            Some(CastTo { requant: None, .. }) => add(1, mb),
+            Some(CastTo { requant: Some(_), .. }) => {
+                add(2, mb);
+                conversions += 1;
+            }
+            Some(CastTo { requant: None, .. }) => {
+                add(1, mb);
+                conversions += 1;
+            }
             None => {}
         }
         if let Some(u) = self.update {
@@ -151,8 +160,9 @@ impl Epilogue {
             add((f32::from_bits(u.weight_decay) != 0.0) as u64 + momentum + 1, mb);
             add(1 + momentum, mb);
             add(u.copy.is_some() as u64, mb);
+            conversions += u.copy.is_some() as u64;
         }
-        (cycles, count)
+        (cycles + conversions * convert_stages as u64, count)
     }
 }
 

@@ -42,11 +42,26 @@ pub const fn transposes(config: &ArrayConfig, ins: &Instruction) -> bool {
     }
 }
 
+/// Whether `ins` goes through the conversion lanes, whose rows land
+/// [`ArrayConfig::convert_stages`] cycles after they are read.
+pub const fn converts(ins: &Instruction) -> bool {
+    matches!(
+        ins,
+        Instruction::Requantize { .. }
+            | Instruction::CastBf16 { .. }
+            | Instruction::StoreBf16 { .. }
+    )
+}
+
 /// The cycle, counted from its dispatch, in which row `r` of a row-by-row instruction (loads,
 /// stores, vector ops, casts) takes effect: the last of the row's cycles, or for a transposing
-/// `Load` the cycle its block writes it (see [`transposes`]).
+/// `Load` the cycle its block writes it (see [`transposes`]), or for a conversion ([`converts`])
+/// the cycle its row leaves the lanes' pipeline: `r + convert_stages`. A conversion reads one
+/// memory and writes another, and nothing else touches its source while it runs, so reading
+/// the row when it lands gives the same bits as reading it `convert_stages` cycles earlier.
 pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
     match *ins {
+        _ if converts(ins) => r + config.convert_stages as u64,
         Instruction::Load { len, .. } if transposes(config, ins) => {
             let w = config.spad_width() as u64;
             let len = len as u64;
@@ -64,13 +79,13 @@ pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
     let (r, c) = (config.rows as u64, config.cols as u64);
     match *ins {
         Instruction::Load { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
+        Instruction::CastBf16 { rows, .. }
+        | Instruction::Requantize { rows, .. }
+        | Instruction::StoreBf16 { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
         Instruction::Store { rows, .. }
         | Instruction::Vector { rows, .. }
-        | Instruction::CastBf16 { rows, .. }
-        | Instruction::Requantize { rows, .. }
         | Instruction::LoadAcc { rows, .. }
-        | Instruction::StoreSpad { rows, .. }
-        | Instruction::StoreBf16 { rows, .. } => rows as u64,
+        | Instruction::StoreSpad { rows, .. } => rows as u64,
         Instruction::Sync | Instruction::Halt => 1,
         Instruction::LoadWeights { .. } => r,
         Instruction::Matmul { rows, .. } => rows as u64 + r + c - 1,

@@ -35,6 +35,7 @@ use crate::decoded::Decoded;
 use systole_core::{ArrayConfig, Schedule};
 
 use crate::decode::constant;
+use crate::delay::Delay;
 use crate::vector::AccOp;
 
 /// The sequencer: `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`, `StoreSpad`,
@@ -120,6 +121,19 @@ pub struct Sequencer {
     draining: DFF<Bit>,
     drain_row: DFF<Bits<16>>,
     half: DFF<Bit>,
+    /// A conversion's rows are all read; the lanes' pipeline drains (`convert_stages` cycles).
+    tailing: DFF<Bit>,
+    tail: DFF<Bits<2>>,
+    /// Built with conversion stages, and the drain's last cycle (`convert_stages - 1`).
+    pipelined: Constant<Bit>,
+    tail_last: Constant<Bits<2>>,
+    /// The write side of a conversion, `convert_stages` cycles behind its reads: the
+    /// scratchpad write and its row (`CastBf16`, `Requantize`), the DRAM write and its address
+    /// (`StoreBf16`).
+    conv_spad_write: Delay<Bit>,
+    conv_spad_row: Delay<Bits<16>>,
+    conv_store: Delay<Bit>,
+    conv_dram_address: Delay<Bits<32>>,
     /// Built for the decoupled schedule: transposing loads exist.
     decoupled: Constant<Bit>,
     /// `W - 1`, a block's last cycle.
@@ -131,6 +145,10 @@ pub struct Sequencer {
     /// log2 of the scratchpad element's bytes.
     elem_shift: Constant<Bits<2>>,
     row_last: Signal<Local, Bit>,
+    /// The instruction's last row ends in this cycle.
+    final_row: Signal<Local, Bit>,
+    /// A `CastBf16`, `Requantize` or `StoreBf16` (core's `timing::converts`).
+    converting: Signal<Local, Bit>,
     last: Signal<Local, Bit>,
     /// The candidate is a transposing `Load` (`timing::transposes`).
     transposes: Signal<Local, Bit>,
@@ -206,12 +224,22 @@ impl Sequencer {
             draining: Default::default(),
             drain_row: Default::default(),
             half: Default::default(),
+            tailing: Default::default(),
+            tail: Default::default(),
+            pipelined: Constant::new(config.convert_stages > 0),
+            tail_last: constant(config.convert_stages.saturating_sub(1) as u64),
+            conv_spad_write: Delay::new(config.convert_stages as usize),
+            conv_spad_row: Delay::new(config.convert_stages as usize),
+            conv_store: Delay::new(config.convert_stages as usize),
+            conv_dram_address: Delay::new(config.convert_stages as usize),
             decoupled: Constant::new(config.schedule == Schedule::Decoupled),
             width_last: constant(w as u64 - 1),
             block_step: constant((w * config.dtype.elem_bytes()) as u64),
             _w: lines,
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
             row_last: Default::default(),
+            final_row: Default::default(),
+            converting: Default::default(),
             last: Default::default(),
             transposes: Default::default(),
             filling: Default::default(),
@@ -255,8 +283,18 @@ impl Logic for Sequencer {
             k_transpose,
             draining,
             drain_row,
-            half
+            half,
+            tailing,
+            tail
         );
+        self.conv_spad_write.clock.next = self.clock.val();
+        self.conv_spad_row.clock.next = self.clock.val();
+        self.conv_store.clock.next = self.clock.val();
+        self.conv_dram_address.clock.next = self.clock.val();
+        self.conv_spad_write.enable.next = self.enable.val();
+        self.conv_spad_row.enable.next = self.enable.val();
+        self.conv_store.enable.next = self.enable.val();
+        self.conv_dram_address.enable.next = self.enable.val();
         // A row ends in its last cycle (the element `len - 1` of a gather, else its only one);
         // `Sync` (no kind) is its own last cycle.
         self.row_last.next =
@@ -272,7 +310,12 @@ impl Logic for Sequencer {
             && (self.ins.elem_stride.val() > 1)
             && (self.ins.len.val() > 1)
             && (self.ins.rows.val() > 1);
-        self.last.next = (self.row_last.val() && (self.row.q.val() == self.n_rows.q.val() - 1))
+        self.final_row.next = self.row_last.val() && (self.row.q.val() == self.n_rows.q.val() - 1);
+        self.converting.next =
+            self.k_cast.q.val() || self.k_requant.q.val() || self.k_store_bf16.q.val();
+        // A conversion built with stages ends when its last row leaves the lanes.
+        self.last.next = (self.final_row.val() && !(self.pipelined.val() && self.converting.val()))
+            || (self.tailing.q.val() && (self.tail.q.val() == self.tail_last.val()))
             || !(self.k_load.q.val()
                 || self.k_store.q.val()
                 || self.k_vector.q.val()
@@ -286,6 +329,13 @@ impl Logic for Sequencer {
             if self.busy.q.val() {
                 if self.last.val() {
                     self.busy.d.next = false;
+                    self.tailing.d.next = false;
+                } else if self.tailing.q.val() {
+                    self.tail.d.next = self.tail.q.val() + 1;
+                } else if self.pipelined.val() && self.final_row.val() {
+                    // Only a conversion's last row gets here: its pipeline drains.
+                    self.tailing.d.next = true;
+                    self.tail.d.next = 0.into();
                 } else if self.k_transpose.q.val() {
                     // `elem` counts a block's W cycles (len <= W); its reads are the first len.
                     if self.draining.q.val() {
@@ -366,6 +416,8 @@ impl Logic for Sequencer {
                 self.draining.d.next = false;
                 self.drain_row.d.next = 0.into();
                 self.half.d.next = false;
+                self.tailing.d.next = false;
+                self.tail.d.next = 0.into();
                 self.broadcasting.d.next = self.ins.load.val() && !self.ins.elem_stride.val().any();
                 self.spad_ptr.d.next = self.ins.spad_row.val();
                 self.acc_ptr.d.next = self.ins.acc_row.val();
@@ -398,26 +450,41 @@ impl Logic for Sequencer {
         self.busy_next.next = self.busy.d.val();
         self.is_load.next = self.busy.q.val() && self.k_load.q.val();
         self.is_store.next = self.busy.q.val() && self.k_store.q.val();
-        self.is_store_bf16.next = self.busy.q.val() && self.k_store_bf16.q.val();
+        // A conversion's writes come `convert_stages` cycles after its reads, with the lanes'
+        // results; a reset (`busy` falls) drops those still in the pipeline.
+        self.conv_store.d_in.next =
+            self.busy.q.val() && self.k_store_bf16.q.val() && !self.tailing.q.val();
+        self.conv_dram_address.d_in.next = self.dram_row.q.val();
+        self.conv_spad_write.d_in.next = self.busy.q.val()
+            && self.row_last.val()
+            && (self.k_cast.q.val() || self.k_requant.q.val())
+            && !self.tailing.q.val();
+        self.conv_spad_row.d_in.next = self.spad_ptr.q.val();
+        self.is_store_bf16.next = self.busy.q.val() && self.conv_store.d_out.val();
         self.gather.next = self.gathering.q.val();
         self.broadcast.next = self.broadcasting.q.val();
         self.element.next = self.elem.q.val();
         self.length.next = self.n_len.q.val();
-        self.spad_write.next = self.busy.q.val()
-            && self.row_last.val()
-            && (self.k_load.q.val() || self.k_cast.q.val() || self.k_requant.q.val());
-        self.spad_write_row.next = self.spad_ptr.q.val();
+        self.spad_write.next = (self.busy.q.val() && self.row_last.val() && self.k_load.q.val())
+            || (self.busy.q.val() && self.conv_spad_write.d_out.val());
+        self.spad_write_row.next = self.conv_spad_row.d_out.val();
+        if self.k_load.q.val() {
+            self.spad_write_row.next = self.spad_ptr.q.val();
+        }
         self.acc_write.next =
             self.busy.q.val() && (self.k_vector.q.val() || self.k_load_acc.q.val());
         self.acc_write_row.next = self.acc_ptr.q.val();
         self.acc_op.next = self.op.q.val();
         self.dram_write_address.next = self.dram_row.q.val();
+        if self.k_store_bf16.q.val() {
+            self.dram_write_address.next = self.conv_dram_address.d_out.val();
+        }
         self.dram_write_count.next = 0.into();
         if self.busy.q.val() && self.k_store.q.val() {
             self.dram_write_count.next = self.n_len.q.val() << 2;
         }
         // A `StoreBf16` runs on BF16 configs only, whose elements are its 2 bytes.
-        if self.busy.q.val() && (self.k_store_spad.q.val() || self.k_store_bf16.q.val()) {
+        if (self.busy.q.val() && self.k_store_spad.q.val()) || self.is_store_bf16.val() {
             self.dram_write_count.next = self.n_len.q.val() << self.elem_shift.val();
         }
         self.immediate.next = self.imm_q.q.val();

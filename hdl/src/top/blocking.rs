@@ -7,11 +7,12 @@ use systole_core::{Dataflow, Dtype, Schedule};
 use super::{SpadLane, TopConfig, WordLane};
 use crate::array::Array;
 use crate::controller::{ArrayUnit, Dispatcher, InstrFifo, Sequencer, WeightLoader};
+use crate::convert::{CastLane, RequantLane};
 use crate::decode::{Checker, Decoder};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
-use crate::vector::{AccLane, AccOp, CastLane, RequantLane};
+use crate::vector::{AccLane, AccOp};
 
 /// The whole machine.
 #[derive(LogicBlock)]
@@ -97,10 +98,10 @@ impl SystoleTop {
             acc_lanes: (0..c).map(|_| AccLane::new(dtype)).collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
-                .map(|_| Default::default())
+                .map(|_| CastLane::new(config.convert_stages))
                 .collect(),
             requant: (0..if dtype == Dtype::Int8 { c } else { 0 })
-                .map(|_| Default::default())
+                .map(|_| RequantLane::new(config.convert_stages))
                 .collect(),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
             en: Default::default(),
@@ -256,10 +257,14 @@ impl Logic for SystoleTop {
             }
         }
         for j in 0..self.cast.len() {
+            self.cast[j].clock.next = self.clock.val();
+            self.cast[j].enable.next = self.en.val();
             self.cast[j].x.next = self.acc_x.read_data[j].val();
             self.spad_lanes[j].cast.next = self.cast[j].y.val();
         }
         for j in 0..self.requant.len() {
+            self.requant[j].clock.next = self.clock.val();
+            self.requant[j].enable.next = self.en.val();
             self.requant[j].x.next = self.acc_x.read_data[j].val();
             self.requant[j].multiplier.next = self.seq.requant_multiplier.val();
             self.requant[j].shift.next = self.seq.requant_shift.val();

@@ -25,12 +25,13 @@ use crate::array::Array;
 use crate::controller::{
     ArrayUnit, DecoupledDispatcher, FootprintOf, InstrFifo, Sequencer, StreamUnit, WeightLoader,
 };
+use crate::convert::{CastLane, RequantLane};
 use crate::decode::{Checker, Decoder};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
 use crate::transpose::Transposer;
-use crate::vector::{AccLane, AccOp, CastLane, RequantLane};
+use crate::vector::{AccLane, AccOp};
 
 /// The whole machine under the decoupled schedule.
 #[derive(LogicBlock)]
@@ -132,10 +133,10 @@ impl SystoleTopDecoupled {
             array_lanes: (0..c).map(|_| AccLane::new(dtype)).collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
-                .map(|_| Default::default())
+                .map(|_| CastLane::new(config.convert_stages))
                 .collect(),
             requant: (0..if dtype == Dtype::Int8 { c } else { 0 })
-                .map(|_| Default::default())
+                .map(|_| RequantLane::new(config.convert_stages))
                 .collect(),
             en: Default::default(),
             host: Default::default(),
@@ -386,10 +387,14 @@ impl Logic for SystoleTopDecoupled {
             self.transposer.read[k].next = self.ld.transpose_read[k].val();
         }
         for j in 0..self.cast.len() {
+            self.cast[j].clock.next = self.clock.val();
+            self.cast[j].enable.next = self.en.val();
             self.cast[j].x.next = self.acc.vector_x_data[j].val();
             self.spad_lanes[j].cast.next = self.cast[j].y.val();
         }
         for j in 0..self.requant.len() {
+            self.requant[j].clock.next = self.clock.val();
+            self.requant[j].enable.next = self.en.val();
             self.requant[j].x.next = self.acc.vector_x_data[j].val();
             self.requant[j].multiplier.next = self.vu.requant_multiplier.val();
             self.requant[j].shift.next = self.vu.requant_shift.val();
