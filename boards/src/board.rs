@@ -144,12 +144,14 @@ pub const ICEBREAKER: Board = Board {
     clock_mhz: 12.0,
     constraints: include_str!("../icebreaker/icebreaker.pcf"),
     constraints_name: "icebreaker.pcf",
+    // Three conversion stages take the requantize lane off the critical path: 13.5 MHz instead of
+    // 8.4, so the oscillator's 12 MHz undivided (DECISIONS 51).
     int8: Preset {
         rows: 1,
         cols: 1,
-        mhz: 6.0,
+        mhz: 12.0,
         pe_products: PeProducts::Dsp,
-        convert_stages: 0,
+        convert_stages: 3,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -168,14 +170,15 @@ pub const ALCHITRY_CU: Board = Board {
     clock_mhz: 100.0,
     constraints: include_str!("../alchitry-cu/alchitry-cu.pcf"),
     constraints_name: "alchitry-cu.pcf",
-    // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36): the 1 x 1
-    // takes 7,197 of the 7,680 cells and reaches 16.2 MHz; the oscillator divided by 8.
+    // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36); with three
+    // conversion stages the 1 x 1 reaches 31.5 MHz (16.1 without, DECISIONS 51): the
+    // oscillator divided by 4.
     int8: Preset {
         rows: 1,
         cols: 1,
-        mhz: 12.5,
+        mhz: 25.0,
         pe_products: PeProducts::Logic,
-        convert_stages: 0,
+        convert_stages: 3,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,998 cells) but reaches 9.23 MHz: the oscillator divided by 12.
@@ -229,13 +232,14 @@ pub const ULX3S_25F: Board = Board {
     name: "ulx3s-25f",
     title: "ULX3S (Lattice ECP5 LFE5U-25F)",
     device: &["--25k", "--package", "CABGA381"],
-    // 3 x 3 takes 21 of its 28 multipliers (docs/BOARDS.md); the iCE40 boards' memories.
+    // 3 x 3 takes 21 of its 28 multipliers (docs/BOARDS.md); the iCE40 boards' memories. Three
+    // conversion stages: 32.8 MHz instead of 20.5 (DECISIONS 51), the oscillator's 25 MHz.
     int8: Preset {
         rows: 3,
         cols: 3,
-        mhz: 15.0,
+        mhz: 25.0,
         pe_products: PeProducts::Dsp,
-        convert_stages: 0,
+        convert_stages: 3,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 12.8 MHz, 15 MHz is not met.
@@ -315,9 +319,10 @@ mod tests {
     #[test]
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
-        for b in [ULX3S_85F, ULX3S_25F] {
-            assert_eq!(b.default_clock(Dtype::Int8), 15.0);
-        }
+        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 15.0);
+        // The 25F's INT8 runs on its oscillator undivided.
+        let clock = ULX3S_25F.default_clock(Dtype::Int8);
+        assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Board);
         // The 25F's 25 MHz oscillator halved in logic: no PLL.
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 12.5);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
@@ -326,14 +331,14 @@ mod tests {
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
         assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 7, 10.7143));
         assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
-        assert_eq!(ICEBREAKER.default_config().clock_mhz, 6.0);
+        assert_eq!(ICEBREAKER.default_config().clock_mhz, 12.0);
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
-        assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 6.0);
-        // The Alchitry Cu's 100 MHz divided by 8 for INT8, by 12 for BF16.
+        assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 12.0);
+        // The Alchitry Cu's 100 MHz divided by 4 for INT8, by 12 for BF16.
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Int8)),
-            ClockSource::Divided(8)
+            ClockSource::Divided(4)
         );
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Bf16)),

@@ -195,7 +195,9 @@ pub fn board_build(
         spad_depth: built.spad_depth,
         acc_depth: built.acc_depth,
         clock_mhz: built.clock_mhz,
-        ..ArrayConfig::new(built.rows, built.cols, built_dtype).with_dataflow(dataflow)
+        ..ArrayConfig::new(built.rows, built.cols, built_dtype)
+            .with_dataflow(dataflow)
+            .with_convert_stages(built.convert_stages)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
     Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })

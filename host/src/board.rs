@@ -44,7 +44,16 @@ pub fn list() -> anyhow::Result<()> {
                     (true, PeProducts::Logic) => ", PE products in logic",
                     _ => "",
                 };
-                format!("{}x{} at {} MHz{products} ({measured})", p.rows, p.cols, mhz(p.mhz))
+                let stages = match p.convert_stages {
+                    0 => String::new(),
+                    n => format!(", {n} conversion stages"),
+                };
+                format!(
+                    "{}x{} at {} MHz{products}{stages} ({measured})",
+                    p.rows,
+                    p.cols,
+                    mhz(p.mhz)
+                )
             }
         };
         lines.push([
@@ -201,13 +210,14 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     };
     let m = &top_config;
     eprintln!(
-        "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words) for \
-         {} at {} MHz in {} (PE products in {}; nextpnr {}, seed {})",
+        "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
+         conversion stages) for {} at {} MHz in {} (PE products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
         config.acc_depth,
         m.dram_bytes,
         m.fifo_depth,
+        config.convert_stages,
         b.name,
         mhz(config.clock_mhz),
         args.out.display(),
