@@ -13,6 +13,9 @@ use rust_hdl::prelude::*;
 
 use crate::delay::Delay;
 
+// The requantize lane has one boundary per stage core allows.
+const _: () = assert!(systole_core::MAX_CONVERT_STAGES == 3);
+
 /// Registers at boundary `k` (1-based) of a lane built with `stages` of them: one or none.
 fn at(stages: u8, k: u8) -> usize {
     (stages >= k) as usize

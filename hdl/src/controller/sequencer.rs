@@ -38,6 +38,9 @@ use crate::decode::constant;
 use crate::delay::Delay;
 use crate::vector::AccOp;
 
+// The drain counter (`tail`, two bits) counts up to `MAX_CONVERT_STAGES - 1`.
+const _: () = assert!(systole_core::MAX_CONVERT_STAGES <= 4);
+
 /// The sequencer: `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`, `StoreSpad`,
 /// `StoreBf16` one row per cycle (a strided `Load` gathers one element per cycle, a transposing one goes
 /// through the transpose buffer: module docs), `Sync` in one cycle.
