@@ -173,18 +173,18 @@ pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec
             }
             4 | 5 => {
                 let rows = pick(1, acc.min(6));
-                let op = VectorOp::ALL[pick(0, VectorOp::ALL.len() as u64 - 1) as usize];
+                let mut op = VectorOp::ALL[pick(0, VectorOp::ALL.len() as u64 - 1) as usize];
+                if op.bf16_only() && cfg.dtype != Dtype::Bf16 {
+                    op = VectorOp::Relu;
+                }
                 let src = match op {
                     VectorOp::BiasAdd | VectorOp::BiasRelu => pick(0, acc - 1),
                     VectorOp::ReluGrad | VectorOp::Axpy => pick(0, acc - rows),
                     _ => 0,
                 };
+                // Only BF16 ops (`bf16_only`) take an immediate.
                 let imm = if op.uses_imm() {
-                    if cfg.dtype == Dtype::Bf16 {
-                        (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits()
-                    } else {
-                        pick(0, 7) as u32
-                    }
+                    (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits()
                 } else {
                     0
                 };

@@ -30,8 +30,9 @@ use crate::numerics::Requant;
 
 /// Bits in one instruction word.
 pub const WORD_BITS: usize = 128;
-/// Version of this encoding; bumped on any change to opcodes or layouts.
-pub const ISA_VERSION: u16 = 2;
+/// Version of this instruction set; bumped on any change to opcodes, layouts or the configs an
+/// instruction is valid on (3: `Scale` and `Axpy` became BF16-only).
+pub const ISA_VERSION: u16 = 3;
 
 /// One encoded instruction.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -63,9 +64,11 @@ pub enum VectorOp {
     Relu,
     /// `acc[dst + r] = acc[src + r] > 0 ? acc[dst + r] : 0` (dst holds the gradient).
     ReluGrad,
-    /// `acc[dst + r] *= f32::from_bits(imm)` (BF16 configs only). `src` must be 0.
+    /// `acc[dst + r] *= f32::from_bits(imm)` (BF16 configs only, [`VectorOp::bf16_only`]).
+    /// `src` must be 0.
     Scale,
-    /// `acc[dst + r] += f32::from_bits(imm) * acc[src + r]`, product rounded first (BF16 only).
+    /// `acc[dst + r] += f32::from_bits(imm) * acc[src + r]`, product rounded first (BF16 configs
+    /// only).
     Axpy,
     /// `acc[dst + r] = max(acc[dst + r] + acc[src], 0)`: `BiasAdd` then `Relu` in one pass,
     /// with their bits. `imm` must be 0.
@@ -92,6 +95,12 @@ impl VectorOp {
         !matches!(self, VectorOp::Relu | VectorOp::Scale)
     }
     pub const fn uses_imm(self) -> bool {
+        matches!(self, VectorOp::Scale | VectorOp::Axpy)
+    }
+    /// The ops an INT8 machine rejects (`ProgramErrorKind::Dtype`): the multiplying ones, which
+    /// only SGD needs. Without them an INT8 accumulator lane has no multiplier in its path from
+    /// the accumulators back into them (docs/DECISIONS.md 52).
+    pub const fn bf16_only(self) -> bool {
         matches!(self, VectorOp::Scale | VectorOp::Axpy)
     }
     pub const fn name(self) -> &'static str {

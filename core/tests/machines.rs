@@ -185,6 +185,33 @@ fn invalid_programs_run_nothing() {
     }
 }
 
+/// `Scale` and `Axpy` are BF16 ops: an INT8 machine rejects them before running anything, with
+/// an error that names the op; the other vector ops run.
+#[test]
+fn int8_machines_reject_the_multiplying_vector_ops() {
+    let cfg = ArrayConfig::new(2, 2, Dtype::Int8);
+    for op in VectorOp::ALL {
+        let vector = Instruction::Vector {
+            op,
+            dst: 0,
+            src: if op.uses_src() { 1 } else { 0 },
+            rows: 1,
+            imm: if op.uses_imm() { 2 } else { 0 },
+        };
+        for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+            let mut m = golden(kind, cfg, 64).unwrap();
+            let run = m.run(&[vector, Instruction::Halt]);
+            if op.bf16_only() {
+                let err = run.unwrap_err().to_string();
+                let want = format!("instruction 0: vector {} needs a bf16 array", op.name());
+                assert!(err.contains(&want), "{kind:?}: {err}");
+            } else {
+                run.unwrap_or_else(|e| panic!("{kind:?} {op:?}: {e}"));
+            }
+        }
+    }
+}
+
 mod epilogues {
     use super::*;
     use systole_core::machine::{golden, GoldenKind, Region};

@@ -2,7 +2,7 @@
 
 use crate::config::{ArrayConfig, Dataflow, Dtype};
 use crate::fault::Region;
-use crate::isa::{DecodeError, Instruction, Opcode};
+use crate::isa::{DecodeError, Instruction, Opcode, VectorOp};
 use crate::scoreboard::dram_end;
 
 /// What is wrong with one instruction of a program.
@@ -13,8 +13,8 @@ pub enum ProgramErrorKind {
     Encoding(DecodeError),
     /// The instruction needs the other dataflow.
     Dataflow { opcode: Opcode, needs: Dataflow },
-    /// The instruction needs the other dtype.
-    Dtype { opcode: Opcode, needs: Dtype },
+    /// The instruction (or, for `Vector`, its op) needs the other dtype.
+    Dtype { opcode: Opcode, op: Option<VectorOp>, needs: Dtype },
     /// A count exceeds what the array has (`len` > row width, `rows` > R, `cols` > C).
     TooWide { opcode: Opcode, field: &'static str, value: u32, max: u32 },
     /// Rows `start..end` run past the memory's `depth` rows (or bytes, for DRAM).
@@ -45,8 +45,10 @@ impl core::fmt::Display for ProgramError {
                     Dataflow::OutputStationary => "output-stationary",
                 }
             ),
-            ProgramErrorKind::Dtype { opcode, needs } => {
-                write!(f, "{} needs a {} array", opcode.name(), needs.name())
+            ProgramErrorKind::Dtype { opcode, op, needs } => {
+                let op = op.map(VectorOp::name).unwrap_or_default();
+                let space = if op.is_empty() { "" } else { " " };
+                write!(f, "{}{space}{op} needs a {} array", opcode.name(), needs.name())
             }
             ProgramErrorKind::TooWide { opcode, field, value, max } => {
                 write!(f, "{}: `{field}` = {value} exceeds the array's {max}", opcode.name())
@@ -119,9 +121,13 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
             Ok(())
         }
     };
+    let vector_op = match *ins {
+        Instruction::Vector { op, .. } => Some(op),
+        _ => None,
+    };
     let dtype = |needs: Dtype| {
         if cfg.dtype != needs {
-            Err(ProgramErrorKind::Dtype { opcode, needs })
+            Err(ProgramErrorKind::Dtype { opcode, op: vector_op, needs })
         } else {
             Ok(())
         }
@@ -159,15 +165,16 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
             range(Region::Acc, acc_row as u64, rows as u64, acc)
         }
         Instruction::Vector { op, dst, src, rows, .. } => {
+            if op.bf16_only() {
+                dtype(Dtype::Bf16)?;
+            }
             range(Region::Acc, dst as u64, rows as u64, acc)?;
             match op {
-                crate::isa::VectorOp::BiasAdd | crate::isa::VectorOp::BiasRelu => {
-                    range(Region::Acc, src as u64, 1, acc)
-                }
-                crate::isa::VectorOp::ReluGrad | crate::isa::VectorOp::Axpy => {
+                VectorOp::BiasAdd | VectorOp::BiasRelu => range(Region::Acc, src as u64, 1, acc),
+                VectorOp::ReluGrad | VectorOp::Axpy => {
                     range(Region::Acc, src as u64, rows as u64, acc)
                 }
-                crate::isa::VectorOp::Relu | crate::isa::VectorOp::Scale => Ok(()),
+                VectorOp::Relu | VectorOp::Scale => Ok(()),
             }
         }
         Instruction::CastBf16 { acc_row, spad_row, rows } => {

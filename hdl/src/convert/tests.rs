@@ -18,8 +18,7 @@ fn cast(x: u32) -> u16 {
 }
 
 /// The requantize lane with the INT8 accumulator lane that lends it its multiplier, as the
-/// top wires them; the accumulator lane's own op (Axpy, whose operands differ) must yield.
-/// The cast lane reads the same word.
+/// top wires them. The cast lane reads the same word.
 #[derive(LogicBlock)]
 struct ConvertPath {
     clock: Signal<In, Clock>,
@@ -60,13 +59,12 @@ impl Logic for ConvertPath {
         self.requant.enable.next = self.enable.val();
         self.cast.clock.next = self.clock.val();
         self.cast.enable.next = self.enable.val();
-        self.lane.op.next = AccOp::Axpy;
+        self.lane.op.next = AccOp::Relu;
         self.lane.x.next = self.x.val();
         self.lane.y.next = !self.x.val();
         self.lane.array.next = 0.into();
         self.lane.imm.next = self.multiplier.val() ^ 1;
         self.lane.word.next = 0.into();
-        self.lane.requantize.next = true;
         self.lane.multiplier.next = self.multiplier.val();
         self.requant.x.next = self.x.val();
         self.requant.multiplier.next = self.multiplier.val();

@@ -347,7 +347,10 @@ impl Logic for Checker {
             || (self.ins.matmul_os.val() && self.weight_stationary.val());
         self.wrong_dtype.next = ((self.ins.cast_bf16.val() || self.ins.store_bf16.val())
             && !self.bf16.val())
-            || (self.ins.requantize.val() && self.bf16.val());
+            || (self.ins.requantize.val() && self.bf16.val())
+            || (self.ins.vector.val()
+                && (self.ins.scale.val() || self.ins.axpy.val())
+                && !self.bf16.val());
         self.too_wide.next = ((self.ins.load.val() || self.ins.store_spad.val())
             && self.ins.len.val() > self.width.val())
             || ((self.ins.store.val() || self.ins.load_acc.val() || self.ins.store_bf16.val())

@@ -83,6 +83,8 @@ pub struct PacketEngine {
     /// With `fifo_push`: the byte after the word's last DRAM byte, read as a DRAM access (built
     /// when the map `queue_ends`).
     pub fifo_end: Optional<Signal<Out, Bits<32>>>,
+    /// `Run` and `Reset`, each a pulse from a register (a frame's checks end in it the cycle
+    /// before): the machine's start and abort do not wait on the frame's checks.
     pub run: Signal<Out, Bit>,
     pub machine_reset: Signal<Out, Bit>,
     // The host port of the memories (used only while no program runs).
@@ -104,6 +106,8 @@ pub struct PacketEngine {
     rx_crc: Crc16Step,
     tx_crc: Crc16Step,
     state: DFF<LinkState>,
+    run_q: DFF<Bit>,
+    reset_q: DFF<Bit>,
     from_spi: DFF<Bit>,
     crc: DFF<Bits<16>>,
     got_crc: DFF<Bits<16>>,
@@ -227,6 +231,8 @@ impl PacketEngine {
             rx_crc: Default::default(),
             tx_crc: Default::default(),
             state: Default::default(),
+            run_q: Default::default(),
+            reset_q: Default::default(),
             from_spi: Default::default(),
             crc: Default::default(),
             got_crc: Default::default(),
@@ -315,6 +321,8 @@ impl Logic for PacketEngine {
             self,
             clock,
             state,
+            run_q,
+            reset_q,
             from_spi,
             crc,
             got_crc,
@@ -357,8 +365,10 @@ impl Logic for PacketEngine {
         for _k in 0..self.fifo_end.len() {
             self.fifo_end.next = self.extent.end_byte.val();
         }
-        self.run.next = false;
-        self.machine_reset.next = false;
+        self.run.next = self.run_q.q.val();
+        self.machine_reset.next = self.reset_q.q.val();
+        self.run_q.d.next = false;
+        self.reset_q.d.next = false;
         self.host_write.next = false;
         self.host_region.next = self.region.q.val().get_bits::<2>(0);
         self.host_row.next = self.row.q.val();
@@ -617,10 +627,10 @@ impl Logic for PacketEngine {
                         self.payload_len.d.next = 24.into();
                     }
                     if self.kind.q.val() == self.cmd_run.val() {
-                        self.run.next = true;
+                        self.run_q.d.next = true;
                     }
                     if self.kind.q.val() == self.cmd_reset.val() {
-                        self.machine_reset.next = true;
+                        self.reset_q.d.next = true;
                     }
                 }
             }

@@ -299,7 +299,6 @@ impl Logic for SystoleTop {
             self.acc_lanes[j].y.next = self.acc_y.read_data[j].val();
             self.acc_lanes[j].array.next = self.array.out[j].val();
             self.acc_lanes[j].imm.next = self.seq.immediate.val();
-            self.acc_lanes[j].requantize.next = self.seq.requantizing.val();
             self.acc_lanes[j].multiplier.next = self.seq.requant_multiplier.val();
             self.acc_lanes[j].op.next = self.unit.acc_op.val();
             if self.seq.acc_write.val() {

@@ -437,7 +437,6 @@ impl Logic for SystoleTopDecoupled {
             self.acc_lanes[j].array.next = 0.into();
             self.acc_lanes[j].word.next = 0.into();
             self.acc_lanes[j].imm.next = self.vu.immediate.val();
-            self.acc_lanes[j].requantize.next = self.vu.requantizing.val();
             self.acc_lanes[j].multiplier.next = self.vu.requant_multiplier.val();
             self.acc_lanes[j].op.next = self.vu.acc_op.val();
             self.acc.vector_data[j].next = self.acc_lanes[j].result.val();
@@ -446,7 +445,6 @@ impl Logic for SystoleTopDecoupled {
             self.array_lanes[j].array.next = self.array.out[j].val();
             self.array_lanes[j].imm.next = 0.into();
             self.array_lanes[j].word.next = 0.into();
-            self.array_lanes[j].requantize.next = false;
             self.array_lanes[j].multiplier.next = 0.into();
             self.acc.array_data[j].next = self.array_lanes[j].result.val();
             // LoadAcc: word j of the DRAM row, zero at and past `len`.
