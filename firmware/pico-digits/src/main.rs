@@ -29,7 +29,7 @@ use systole_firmware::{first_mismatch, Blob, Error, Identity, Input, Options, Sy
 /// The digits model (64-32-10, INT8) compiled for each board's default array.
 const BLOBS: [&[u8]; 3] = [
     include_bytes!("../blobs/digits-1x1-int8.blob"),
-    include_bytes!("../blobs/digits-3x3-int8.blob"),
+    include_bytes!("../blobs/digits-8x4-int8.blob"),
     include_bytes!("../blobs/digits-8x8-int8.blob"),
 ];
 
