@@ -110,7 +110,6 @@ impl Logic for AccLane {
             self.int8[k].x.next = self.x.val();
             self.int8[k].y.next = self.y.val();
             self.int8[k].array.next = self.array.val();
-            self.int8[k].imm.next = self.imm.val();
             self.int8[k].word.next = self.word.val();
             self.result.next = self.int8[k].result.val();
         }
@@ -155,7 +154,6 @@ pub struct AccLaneInt8 {
     pub x: Signal<In, Bits<32>>,
     pub y: Signal<In, Bits<32>>,
     pub array: Signal<In, Bits<32>>,
-    pub imm: Signal<In, Bits<32>>,
     pub word: Signal<In, Bits<32>>,
     pub multiplier: Signal<In, Bits<32>>,
     pub result: Signal<Out, Bits<32>>,

@@ -77,8 +77,9 @@ fn explained(warning: &str) -> bool {
                 // A BF16 machine has no requantize lane to lend the products to.
                 || (name.starts_with("'acc_lanes$")
                     && ["$ll'", "$lh'", "$hl'", "$hh'"].iter().any(|e| name.ends_with(e)))
-                || name == "'requantize'"
                 || name == "'multiplier'"
+                // An INT8 accumulator lane takes no immediate (`Scale` and `Axpy` are BF16).
+                || name == "'imm'"
                 || name.starts_with("'seq$requant_")
                 || controls.contains(&name)))
         || (rest.contains("Bits of signal are not used") && name.starts_with("'ins$"))

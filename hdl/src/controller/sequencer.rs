@@ -74,9 +74,6 @@ pub struct Sequencer {
     pub dram_write_count: Signal<Out, Bits<16>>,
     pub immediate: Signal<Out, Bits<32>>,
     pub requant_multiplier: Signal<Out, Bits<32>>,
-    /// A `Requantize` row is being converted (its lane borrows the accumulator lanes'
-    /// multipliers).
-    pub requantizing: Signal<Out, Bit>,
     pub requant_shift: Signal<Out, Bits<5>>,
     pub requant_zero_point: Signal<Out, Bits<8>>,
     /// The transpose buffer's write lines (`2 W` under the decoupled schedule, none under the
@@ -187,7 +184,6 @@ impl Sequencer {
             dram_write_count: Default::default(),
             immediate: Default::default(),
             requant_multiplier: Default::default(),
-            requantizing: Default::default(),
             requant_shift: Default::default(),
             requant_zero_point: Default::default(),
             transpose_write: (0..2 * lines).map(|_| Default::default()).collect(),
@@ -492,7 +488,6 @@ impl Logic for Sequencer {
         }
         self.immediate.next = self.imm_q.q.val();
         self.requant_multiplier.next = self.imm_q.q.val();
-        self.requantizing.next = self.busy.q.val() && self.k_requant.q.val();
         self.requant_shift.next = self.shift_q.q.val();
         self.requant_zero_point.next = self.zp.q.val();
         // Block `b` fills half `b mod 2` (`half`) while block `b - 1` drains from the other.
