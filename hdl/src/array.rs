@@ -609,8 +609,7 @@ mod tests {
     }
 
     fn lcg(seed: &mut u64) -> u16 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (*seed >> 40) as u16
+        (crate::testing::lcg_step(seed) >> 40) as u16
     }
 
     #[test]

@@ -473,8 +473,7 @@ mod tests {
         let mut vectors = vec![];
         let mut seed = 0x1234_5678_9ABC_DEF0u64;
         for _ in 0..200 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let r = seed >> 16;
+            let r = crate::testing::lcg_step(&mut seed) >> 16;
             vectors.push((r as u16, (r >> 16) as u16, (r >> 32) as u32 ^ (seed as u32)));
         }
         vectors.extend([(0x80, 0x80, 0), (0x7F80, 0, 0), (0x7F80, 0xFF80, 0x7F80_0000)]);

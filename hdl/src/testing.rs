@@ -4,6 +4,13 @@
 use proptest::prelude::*;
 use rust_hdl::prelude::*;
 
+/// One step of the tests' seeded generator (Knuth's MMIX LCG): advances `seed` and returns
+/// its new state, whose high bits the callers take.
+pub fn lcg_step(seed: &mut u64) -> u64 {
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed
+}
+
 /// Propagates inputs through a combinational block until nothing changes.
 pub fn settle<B: Block>(uut: &mut B) {
     assert!(simulate(uut, 10_000), "the block did not settle (a combinational loop?)");

@@ -418,10 +418,7 @@ mod tests {
     #[test]
     fn verilog_matches_core() {
         let mut seed = 0x5EED_u64;
-        let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 32) as u32
-        };
+        let mut next = || (crate::testing::lcg_step(&mut seed) >> 32) as u32;
         let mut cases = vec![];
         for i in 0..64 {
             let (x, y, a, imm) = (next(), next(), next(), next());

@@ -441,8 +441,7 @@ mod tests {
     }
 
     fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        *seed >> 24
+        crate::testing::lcg_step(seed) >> 24
     }
 
     /// Weight tiles at scratchpad rows 0, R and 2R; activations from row 3 max(R, C). Three

@@ -1,5 +1,5 @@
 use super::*;
-use crate::testing::{f32_operand, int_word, settle, tick, verilog_of, yosys_eval};
+use crate::testing::{f32_operand, int_word, lcg_step, settle, tick, verilog_of, yosys_eval};
 use crate::vector::{AccLane, AccOp};
 use proptest::prelude::*;
 use systole_core::numerics::bf16::cast_to_bf16;
@@ -165,10 +165,7 @@ fn requant_edge_cases() {
 #[test]
 fn verilog_matches_core() {
     let mut seed = 0x5EED_u64;
-    let mut next = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (seed >> 32) as u32
-    };
+    let mut next = || (lcg_step(&mut seed) >> 32) as u32;
     let mut cases: Vec<(u32, u32, u32, u32)> =
         (0..64).map(|i| (next(), next(), next() & 0xFF, (i * 7) % 32)).collect();
     // NaN with a payload, subnormals, -0, infinities, i32::MIN.

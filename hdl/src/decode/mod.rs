@@ -316,8 +316,7 @@ pub(super) mod tests {
     use systole_core::isa::{decode, DecodeError, Word};
 
     pub(crate) fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        *seed >> 11
+        crate::testing::lcg_step(seed) >> 11
     }
 
     fn fault_of(e: DecodeError) -> u64 {
