@@ -232,13 +232,14 @@ pub const ULX3S_25F: Board = Board {
     name: "ulx3s-25f",
     title: "ULX3S (Lattice ECP5 LFE5U-25F)",
     device: &["--25k", "--package", "CABGA381"],
-    // 8 x 4 with the PEs' products in LUTs (71% of them; the lanes take 16 of the 28
-    // multipliers), three conversion stages and no INT8 multiply on the vector path: 43.9 MHz,
-    // run at 40 from the PLL (DECISIONS 52). The iCE40 boards' memories.
+    // 8 x 4 with the PEs' products in LUTs (72% of them; the lanes take 16 of the 28
+    // multipliers), three conversion stages, no INT8 multiply on the vector path (DECISIONS
+    // 52), registered array controls and forwarding compares (DECISIONS 53): run at 45 MHz
+    // from the PLL. The iCE40 boards' memories.
     int8: Preset {
         rows: 8,
         cols: 4,
-        mhz: 40.0,
+        mhz: 45.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -321,9 +322,9 @@ mod tests {
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
         assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 15.0);
-        // The 25F's INT8 runs at 40 MHz from its PLL.
+        // The 25F's INT8 runs at 45 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
-        assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (40.0, ClockSource::Pll));
+        assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (45.0, ClockSource::Pll));
         // The 25F's 25 MHz oscillator halved in logic: no PLL.
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 12.5);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);

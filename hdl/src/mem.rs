@@ -30,7 +30,9 @@ use rust_hdl::prelude::*;
 /// the bits above read as zero. It decodes only the address bits its depth needs
 /// ([`Ram::address_bits`]): its users never address past its end (core's program checks and the
 /// host link's range checks see to that), and no address arithmetic is built wider than the
-/// memory.
+/// memory. The write-first bypass keeps both addresses and compares them in the cycle the word
+/// is used, so the logic that computes an address ends at the block RAM's address pins, not at
+/// a comparator (docs/DECISIONS.md).
 #[derive(LogicBlock)]
 pub struct Ram<const W: usize, const A: usize> {
     pub clock: Signal<In, Clock>,
@@ -172,11 +174,15 @@ always @(*) read_data = read_q;
 (* no_rw_check *) reg [{msb}:0] mem [0:{last}];
 reg [{msb}:0] read_q;
 reg [{msb}:0] written_q;
-reg forward_q;
+reg [{amsb}:0] read_address_q;
+reg [{amsb}:0] write_address_q;
+reg write_q;
 initial begin
    read_q = 0;
    written_q = 0;
-   forward_q = 0;
+   read_address_q = 0;
+   write_address_q = 0;
+   write_q = 0;
 end
 always @(posedge clock) begin
    if (write_enable) mem[{wa}] <= {kept};
@@ -185,12 +191,15 @@ always @(posedge clock) begin
    if (read_enable) begin
       read_q <= mem[{ra}];
       written_q <= {kept};
-      forward_q <= write_enable && ({wa} == {ra});
+      read_address_q <= {ra};
+      write_address_q <= {wa};
+      write_q <= write_enable;
    end
 end
-always @(*) read_data = forward_q ? written_q : read_q;
+always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q : read_q;
 ",
             msb = self._bits - 1,
+            amsb = ab - 1,
             last = self._mem.len() - 1,
         ))
     }
@@ -308,6 +317,12 @@ pub fn dram_banks(row_bytes: usize) -> usize {
 /// `a / banks`). `read_data[i]` is the byte at `read_address + i` of the last enabled read;
 /// `write_data[i]` goes to `write_address + i` for `i < write_count`. Its users keep every
 /// access inside the memory; the banks decode only the word-address bits their depth needs.
+///
+/// The DRAM is write-first as a whole: the banks are read-first RAMs, and one set of registers
+/// beside them (the row's word addresses and bank offsets, each bank's write enable and byte)
+/// forwards a byte written in the cycle of its read, compared in the cycle of use as
+/// [`Ram`]'s own forwarding is, with the registers shared by the banks rather than one set
+/// per bank.
 #[derive(LogicBlock)]
 pub struct Dram {
     pub clock: Signal<In, Clock>,
@@ -321,8 +336,18 @@ pub struct Dram {
     read_rotate: Rotator,
     write_rotate: Rotator,
     read_offset: DFF<Bits<16>>,
+    // The forwarding registers, loaded with each enabled read.
+    read_word: DFF<Bits<32>>,
+    write_word: DFF<Bits<32>>,
+    write_offset: DFF<Bits<16>>,
+    wrote: Vec<DFF<Bit>>,
+    written: Vec<DFF<Bits<8>>>,
+    /// Bank k forwards its written byte.
+    forward: Vec<Signal<Local, Bit>>,
     bank_bits: Constant<Bits<32>>,
     bank_mask: Constant<Bits<32>>,
+    /// The word-address bits the banks decode.
+    word_mask: Constant<Bits<32>>,
     lanes: Constant<Bits<16>>,
     read_low: Signal<Local, Bits<32>>,
     write_low: Signal<Local, Bits<32>>,
@@ -334,6 +359,7 @@ impl Dram {
     pub fn new(bytes: usize, banks: usize) -> Dram {
         assert!(banks.is_power_of_two() && bytes >= 1, "{bytes} bytes in {banks} banks");
         let depth = bytes.div_ceil(banks);
+        let word_bits = Ram::<8, 32>::new(depth).address_bits();
         Dram {
             clock: Default::default(),
             read_enable: Default::default(),
@@ -342,12 +368,19 @@ impl Dram {
             write_address: Default::default(),
             write_data: (0..banks).map(|_| Default::default()).collect(),
             write_count: Default::default(),
-            banks: (0..banks).map(|_| Ram::new(depth)).collect(),
+            banks: (0..banks).map(|_| Ram::read_first(depth)).collect(),
             read_rotate: Rotator::new(banks),
             write_rotate: Rotator::new(banks),
             read_offset: Default::default(),
+            read_word: Default::default(),
+            write_word: Default::default(),
+            write_offset: Default::default(),
+            wrote: (0..banks).map(|_| Default::default()).collect(),
+            written: (0..banks).map(|_| Default::default()).collect(),
+            forward: (0..banks).map(|_| Default::default()).collect(),
             bank_bits: Constant::new((banks.trailing_zeros() as u64).into()),
             bank_mask: Constant::new((banks as u64 - 1).into()),
+            word_mask: Constant::new(((1u64 << word_bits) - 1).into()),
             lanes: Constant::new((banks as u64).into()),
             read_low: Default::default(),
             write_low: Default::default(),
@@ -363,11 +396,16 @@ impl Dram {
 impl Logic for Dram {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, read_offset);
+        dff_setup!(self, clock, read_offset, read_word, write_word, write_offset);
         self.read_low.next = self.read_address.val() & self.bank_mask.val();
         self.write_low.next = self.write_address.val() & self.bank_mask.val();
         if self.read_enable.val() {
             self.read_offset.d.next = self.read_low.val().get_bits::<16>(0);
+            self.read_word.d.next =
+                (self.read_address.val() >> self.bank_bits.val()) & self.word_mask.val();
+            self.write_word.d.next =
+                (self.write_address.val() >> self.bank_bits.val()) & self.word_mask.val();
+            self.write_offset.d.next = self.write_low.val().get_bits::<16>(0);
         }
         self.read_rotate.amount.next = self.read_offset.q.val();
         // Bank k takes lane (k - low) mod n of the row: lane (k + n - low) mod n.
@@ -386,7 +424,25 @@ impl Logic for Dram {
                 < bit_cast::<32, 16>(self.write_count.val());
             self.banks[k].write_data.next = self.write_rotate.data_out[k].val();
             self.write_rotate.data_in[k].next = self.write_data[k].val();
+            self.wrote[k].clock.next = self.clock.val();
+            self.written[k].clock.next = self.clock.val();
+            self.wrote[k].d.next = self.wrote[k].q.val();
+            self.written[k].d.next = self.written[k].q.val();
+            if self.read_enable.val() {
+                self.wrote[k].d.next = self.banks[k].write_enable.val();
+                self.written[k].d.next = self.write_rotate.data_out[k].val();
+            }
+            // Bank k's word of the read and of the write, from the registers: a byte written
+            // in the cycle of its read is forwarded.
             self.read_rotate.data_in[k].next = self.banks[k].read_data.val();
+            self.forward[k].next = self.wrote[k].q.val()
+                && (((self.read_word.q.val() + (self.read_offset.q.val() > k.to_bits()))
+                    & self.word_mask.val())
+                    == ((self.write_word.q.val() + (self.write_offset.q.val() > k.to_bits()))
+                        & self.word_mask.val()));
+            if self.forward[k].val() {
+                self.read_rotate.data_in[k].next = self.written[k].q.val();
+            }
             self.read_data[k].next = self.read_rotate.data_out[k].val();
         }
     }
@@ -496,6 +552,36 @@ mod tests {
             tick(&mut d, |d| &mut d.clock);
             for i in 0..8.min(40 - addr) {
                 assert_eq!(d.read_data[i].val().index() as u8, model[addr + i], "{addr} + {i}");
+            }
+        }
+    }
+
+    /// A read issued in the cycle of a write sees the bytes written, in every bank the two
+    /// rows share (write-first), and the old bytes elsewhere.
+    #[test]
+    fn dram_forwards_bytes_written_in_the_cycle_of_their_read() {
+        let mut d = Dram::new(64, 8);
+        d.connect_all();
+        d.read_enable.next = true;
+        let mut model = [0u8; 64];
+        let mut state = 7u64;
+        for _ in 0..200 {
+            let seed = (crate::testing::lcg_step(&mut state) >> 32) as u32;
+            let (wa, count) = ((seed >> 8) as usize % 57, (seed >> 20) as usize % 9);
+            let ra = (seed >> 4) as usize % 57;
+            for i in 0..8 {
+                d.write_data[i].next = ((seed >> i) as u64 & 0xFF).into();
+            }
+            d.write_address.next = (wa as u64).into();
+            d.write_count.next = (count as u64).into();
+            d.read_address.next = (ra as u64).into();
+            for i in 0..count {
+                model[wa + i] = ((seed >> i) & 0xFF) as u8;
+            }
+            tick(&mut d, |d| &mut d.clock);
+            for i in 0..8 {
+                let got = d.read_data[i].val().index() as u8;
+                assert_eq!(got, model[ra + i], "read {ra} + {i}, write {wa} x {count}");
             }
         }
     }

@@ -45,6 +45,13 @@ pub struct ArrayUnit {
     acc_ptr: DFF<Bits<16>>,
     swapping: DFF<Bit>,
     accumulating: DFF<Bit>,
+    // The array's controls, registered: each is loaded with its function of the unit's next
+    // state, so it holds in a cycle what it would compute from the state of that cycle, from a
+    // flip-flop rather than through the comparisons (they fan out to every PE).
+    feed_q: DFF<Bit>,
+    swap_q: DFF<Bit>,
+    first_q: DFF<Bit>,
+    writing_q: DFF<Bit>,
     weight_stationary: Constant<Bit>,
     /// `R + C - 1` (weight-stationary) or `R + C - 2` (output-stationary).
     skew: Constant<Bits<18>>,
@@ -83,6 +90,10 @@ impl ArrayUnit {
             acc_ptr: Default::default(),
             swapping: Default::default(),
             accumulating: Default::default(),
+            feed_q: Default::default(),
+            swap_q: Default::default(),
+            first_q: Default::default(),
+            writing_q: Default::default(),
             weight_stationary: Constant::new(ws),
             skew: constant(if ws { r + c - 1 } else { r + c - 2 }),
             last: Default::default(),
@@ -106,10 +117,14 @@ impl Logic for ArrayUnit {
             b_ptr,
             acc_ptr,
             swapping,
-            accumulating
+            accumulating,
+            feed_q,
+            swap_q,
+            first_q,
+            writing_q
         );
         self.last.next = self.tau.q.val() == self.last_tau.q.val();
-        self.writing.next = self.busy.q.val() && (self.tau.q.val() >= self.out_from.q.val());
+        self.writing.next = self.writing_q.q.val();
         self.free.next = !self.busy.q.val() || self.last.val();
         if self.enable.val() {
             if self.busy.q.val() {
@@ -151,9 +166,13 @@ impl Logic for ArrayUnit {
                 self.busy.d.next = false;
             }
         }
-        self.feed.next = self.busy.q.val() && (self.tau.q.val() < self.feed_rows.q.val());
-        self.swap_now.next = self.busy.q.val() && self.swapping.q.val() && !self.tau.q.val().any();
-        self.first.next = self.busy.q.val() && !self.tau.q.val().any();
+        self.writing_q.d.next = self.busy.d.val() && (self.tau.d.val() >= self.out_from.d.val());
+        self.feed_q.d.next = self.busy.d.val() && (self.tau.d.val() < self.feed_rows.d.val());
+        self.swap_q.d.next = self.busy.d.val() && self.swapping.d.val() && !self.tau.d.val().any();
+        self.first_q.d.next = self.busy.d.val() && !self.tau.d.val().any();
+        self.feed.next = self.feed_q.q.val();
+        self.swap_now.next = self.swap_q.q.val();
+        self.first.next = self.first_q.q.val();
         self.drain.next = self.writing.val();
         self.acc_write.next = self.writing.val();
         self.acc_write_row.next = self.acc_ptr.q.val();
