@@ -8,7 +8,7 @@
 //! cells (about 450 iCE40 cells and 500 flip-flops for a 1 x 1 machine). All but the
 //! instruction FIFO and the request buffer (which never use a word in the cycle they write it)
 //! are *write-first*: a read issued in the cycle of a write to the same word returns the new
-//! word. The controller issues each read one cycle ahead of the cycle that uses
+//! word (the DRAM as a whole: its banks are read-first and it forwards for them). The controller issues each read one cycle ahead of the cycle that uses
 //! its data (from the next state of the unit that reads, docs/HARDWARE.md), and with write-first
 //! forwarding that is indistinguishable from reading in the cycle of use, which is what core's
 //! `CycleMachine` does: a row written in cycle `t` is seen by a read for cycle `t + 1`.
