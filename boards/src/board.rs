@@ -171,12 +171,12 @@ pub const ALCHITRY_CU: Board = Board {
     constraints: include_str!("../alchitry-cu/alchitry-cu.pcf"),
     constraints_name: "alchitry-cu.pcf",
     // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36); with three
-    // conversion stages the 1 x 1 reaches 31.5 MHz (16.1 without, DECISIONS 51): the
-    // oscillator divided by 4.
+    // conversion stages the 1 x 1 reaches 32.5 MHz (16.1 without, DECISIONS 51): 30 MHz from
+    // the PLL (DECISIONS 54).
     int8: Preset {
         rows: 1,
         cols: 1,
-        mhz: 25.0,
+        mhz: 30.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -337,11 +337,9 @@ mod tests {
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
         assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 12.0);
-        // The Alchitry Cu's 100 MHz divided by 4 for INT8, by 12 for BF16.
-        assert_eq!(
-            clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Int8)),
-            ClockSource::Divided(4)
-        );
+        // The Alchitry Cu's INT8 at 30 MHz from its PLL; its BF16 the 100 MHz divided by 12.
+        let clock = ALCHITRY_CU.default_clock(Dtype::Int8);
+        assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (30.0, ClockSource::Pll));
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Bf16)),
             ClockSource::Divided(12)

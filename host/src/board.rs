@@ -24,6 +24,12 @@ fn board(name: &str) -> anyhow::Result<Board> {
 /// `systole board list`: each board, its default INT8 and BF16 builds with their measured fmax,
 /// and its memories.
 pub fn list() -> anyhow::Result<()> {
+    print!("{}", list_text());
+    Ok(())
+}
+
+/// The table `systole board list` prints (docs/BOARDS.md quotes it; a test keeps them equal).
+fn list_text() -> String {
     let mut lines = vec![["name", "family", "int8", "bf16", "memories", "board"].map(String::from)];
     for b in BOARDS {
         let family = match b.family {
@@ -70,6 +76,7 @@ pub fn list() -> anyhow::Result<()> {
     }
     let widths: Vec<usize> =
         (0..6).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut text = String::new();
     for line in &lines {
         let cells: Vec<String> = line
             .iter()
@@ -77,9 +84,10 @@ pub fn list() -> anyhow::Result<()> {
             .enumerate()
             .map(|(c, (cell, &w))| if c == 5 { cell.clone() } else { format!("{cell:<w$}") })
             .collect();
-        println!("{}", cells.join("  "));
+        text += &cells.join("  ");
+        text.push('\n');
     }
-    Ok(())
+    text
 }
 
 /// The accelerator a board build makes: the board's default build in the dtype asked (INT8
@@ -295,4 +303,20 @@ pub fn program(args: &BoardProgramArgs) -> anyhow::Result<()> {
 pub(crate) fn mhz(f: f64) -> String {
     let s = format!("{f:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    /// docs/BOARDS.md quotes `systole board list` in a code block: the figures there are the
+    /// committed reports' (both come from one build of the binary), never left stale.
+    #[test]
+    fn boards_md_quotes_the_board_list() {
+        let doc = include_str!("../../docs/BOARDS.md");
+        let text = super::list_text();
+        let quoted = format!("```\n{text}```\n");
+        assert!(
+            doc.contains(&quoted),
+            "docs/BOARDS.md must quote `systole board list` exactly, as:\n{quoted}"
+        );
+    }
 }

@@ -180,9 +180,20 @@ impl Logic for ArrayUnit {
         if self.accumulating.q.val() {
             self.acc_op.next = AccOp::Accumulate;
         }
-        self.spad_read_a.next = self.a_ptr.d.val();
-        self.spad_read_b.next = self.b_ptr.d.val();
-        self.acc_read.next = self.acc_ptr.d.val();
+        // The reads for the next cycle: a continuing matmul's, else (free) the candidate's
+        // first, whether or not it dispatches, so the program checks that decide `start` stay
+        // off the address pins (a read for a matmul that does not dispatch is never used).
+        self.spad_read_a.next = self.a_ptr.q.val() + 1;
+        self.spad_read_b.next = self.b_ptr.q.val() + 1;
+        self.acc_read.next = self.acc_ptr.q.val();
+        if self.writing.val() {
+            self.acc_read.next = self.acc_ptr.q.val() + 1;
+        }
+        if self.free.val() {
+            self.spad_read_a.next = self.ins.a_row.val();
+            self.spad_read_b.next = self.ins.b_row.val();
+            self.acc_read.next = self.ins.acc_row.val();
+        }
     }
 }
 

@@ -39,6 +39,10 @@ pub struct Dispatcher {
     pub start_seq: Signal<Out, Bit>,
     pub start_wl: Signal<Out, Bit>,
     pub start_arr: Signal<Out, Bit>,
+    /// The candidate is a sequencer instruction that dispatches in the next cycle unless the
+    /// program checks fault it: the shared memory ports go to the sequencer's reads, which
+    /// are addressed before the checks are known.
+    pub seq_may_start: Signal<Out, Bit>,
     pub running: Signal<Out, Bit>,
     pub done: Signal<Out, Bit>,
     pub fault: Signal<Out, Bits<4>>,
@@ -85,6 +89,7 @@ impl Default for Dispatcher {
             start_seq: Default::default(),
             start_wl: Default::default(),
             start_arr: Default::default(),
+            seq_may_start: Default::default(),
             running: Default::default(),
             done: Default::default(),
             fault: Default::default(),
@@ -166,6 +171,12 @@ impl Logic for Dispatcher {
         self.start_seq.next = self.go_seq.val();
         self.start_wl.next = self.go_wl.val();
         self.start_arr.next = self.go_arr.val();
+        self.seq_may_start.next = self.deciding.val()
+            && self.all_free.val()
+            && !(self.ins.halt.val()
+                || self.ins.load_weights.val()
+                || self.ins.matmul.val()
+                || self.ins.matmul_os.val());
         self.abort.next = self.reset.val();
         self.fifo_clear.next = false;
         self.pop.next = false;

@@ -152,6 +152,14 @@ pub struct Sequencer {
     last: Signal<Local, Bit>,
     /// The candidate is a transposing `Load` (`timing::transposes`).
     transposes: Signal<Local, Bit>,
+    /// The pointers' next values while an instruction continues (not started, enabled): the
+    /// reads it issues. They never depend on `start`, which waits for the program checks.
+    dram_cont: Signal<Local, Bits<32>>,
+    spad_cont: Signal<Local, Bits<16>>,
+    acc_cont: Signal<Local, Bits<16>>,
+    src_cont: Signal<Local, Bits<16>>,
+    /// The candidate's first accumulator row (a vector op's destination).
+    acc_first: Signal<Local, Bits<16>>,
     /// A transposing `Load` reads its block this cycle (`element < len`).
     filling: Signal<Local, Bit>,
 }
@@ -242,11 +250,18 @@ impl Sequencer {
             last: Default::default(),
             transposes: Default::default(),
             filling: Default::default(),
+            dram_cont: Default::default(),
+            spad_cont: Default::default(),
+            acc_cont: Default::default(),
+            src_cont: Default::default(),
+            acc_first: Default::default(),
         }
     }
 }
 
 impl Logic for Sequencer {
+    // The pointers' continuation reads as the branches below it do (clippy would fold it).
+    #[allow(clippy::nonminimal_bool)]
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
@@ -324,7 +339,46 @@ impl Logic for Sequencer {
                 || self.k_store_spad.q.val()
                 || self.k_store_bf16.q.val());
         self.free.next = !self.busy.q.val() || self.last.val();
+        self.acc_first.next = self.ins.acc_row.val();
+        if self.ins.vector.val() {
+            self.acc_first.next = self.ins.dst.val();
+        }
+        // Where a continuing instruction's pointers go (held in its last cycle, while the
+        // conversion pipeline drains, and from its final row into the drain).
+        self.dram_cont.next = self.dram_ptr.q.val();
+        self.spad_cont.next = self.spad_ptr.q.val();
+        self.acc_cont.next = self.acc_ptr.q.val();
+        self.src_cont.next = self.src_ptr.q.val();
+        if self.busy.q.val()
+            && !self.last.val()
+            && !self.tailing.q.val()
+            && !(self.pipelined.val() && self.final_row.val())
+        {
+            if self.k_transpose.q.val() {
+                if self.draining.q.val() {
+                    self.spad_cont.next = self.spad_ptr.q.val() + 1;
+                }
+                if self.elem.q.val() == self.n_len.q.val() - 1 {
+                    self.dram_cont.next = self.dram_row.q.val() + self.row_step.q.val();
+                } else if self.filling.val() {
+                    self.dram_cont.next = self.dram_ptr.q.val() + self.elem_step.q.val();
+                }
+            } else if self.row_last.val() {
+                self.spad_cont.next = self.spad_ptr.q.val() + 1;
+                self.acc_cont.next = self.acc_ptr.q.val() + 1;
+                if self.src_moves.q.val() {
+                    self.src_cont.next = self.src_ptr.q.val() + 1;
+                }
+                self.dram_cont.next = self.dram_row.q.val() + self.row_step.q.val();
+            } else {
+                self.dram_cont.next = self.dram_ptr.q.val() + self.elem_step.q.val();
+            }
+        }
         if self.enable.val() {
+            self.dram_ptr.d.next = self.dram_cont.val();
+            self.spad_ptr.d.next = self.spad_cont.val();
+            self.acc_ptr.d.next = self.acc_cont.val();
+            self.src_ptr.d.next = self.src_cont.val();
             if self.busy.q.val() {
                 if self.last.val() {
                     self.busy.d.next = false;
@@ -339,7 +393,6 @@ impl Logic for Sequencer {
                     // `elem` counts a block's W cycles (len <= W); its reads are the first len.
                     if self.draining.q.val() {
                         self.row.d.next = self.row.q.val() + 1;
-                        self.spad_ptr.d.next = self.spad_ptr.q.val() + 1;
                         self.drain_row.d.next = self.drain_row.q.val() + 1;
                     }
                     if self.elem.q.val() == self.n_len.q.val() - 1 {
@@ -349,9 +402,6 @@ impl Logic for Sequencer {
                         self.draining.d.next = true;
                         self.drain_row.d.next = 0.into();
                         self.dram_row.d.next = self.dram_row.q.val() + self.row_step.q.val();
-                        self.dram_ptr.d.next = self.dram_row.q.val() + self.row_step.q.val();
-                    } else if self.filling.val() {
-                        self.dram_ptr.d.next = self.dram_ptr.q.val() + self.elem_step.q.val();
                     }
                     self.elem.d.next = self.elem.q.val() + 1;
                     if self.elem.q.val() == self.width_last.val() {
@@ -360,16 +410,9 @@ impl Logic for Sequencer {
                 } else if self.row_last.val() {
                     self.row.d.next = self.row.q.val() + 1;
                     self.elem.d.next = 0.into();
-                    self.spad_ptr.d.next = self.spad_ptr.q.val() + 1;
-                    self.acc_ptr.d.next = self.acc_ptr.q.val() + 1;
-                    if self.src_moves.q.val() {
-                        self.src_ptr.d.next = self.src_ptr.q.val() + 1;
-                    }
                     self.dram_row.d.next = self.dram_row.q.val() + self.row_step.q.val();
-                    self.dram_ptr.d.next = self.dram_row.q.val() + self.row_step.q.val();
                 } else {
                     self.elem.d.next = self.elem.q.val() + 1;
-                    self.dram_ptr.d.next = self.dram_ptr.q.val() + self.elem_step.q.val();
                 }
             }
             if self.start.val() {
@@ -419,10 +462,7 @@ impl Logic for Sequencer {
                 self.tail.d.next = 0.into();
                 self.broadcasting.d.next = self.ins.load.val() && !self.ins.elem_stride.val().any();
                 self.spad_ptr.d.next = self.ins.spad_row.val();
-                self.acc_ptr.d.next = self.ins.acc_row.val();
-                if self.ins.vector.val() {
-                    self.acc_ptr.d.next = self.ins.dst.val();
-                }
+                self.acc_ptr.d.next = self.acc_first.val();
                 self.src_ptr.d.next = self.ins.src.val();
                 self.src_moves.d.next = !(self.ins.bias_add.val() || self.ins.bias_relu.val());
                 self.dram_row.d.next = self.ins.dram_addr.val();
@@ -516,10 +556,21 @@ impl Logic for Sequencer {
                 }
             }
         }
-        self.dram_read_address.next = self.dram_ptr.d.val();
-        self.spad_read.next = self.spad_ptr.d.val();
-        self.acc_read_x.next = self.acc_ptr.d.val();
-        self.acc_read_y.next = self.src_ptr.d.val();
+        // The reads for the next cycle: a continuing instruction's, else (free) the candidate's
+        // first, whether or not it dispatches. That keeps the program checks, which decide
+        // `start`, off the memories' address pins; a read nobody dispatched for is never used
+        // (the unit is idle), and `systole_top` gives the shared ports to the sequencer only
+        // when it continues or its candidate may dispatch.
+        self.dram_read_address.next = self.dram_cont.val();
+        self.spad_read.next = self.spad_cont.val();
+        self.acc_read_x.next = self.acc_cont.val();
+        self.acc_read_y.next = self.src_cont.val();
+        if self.free.val() {
+            self.dram_read_address.next = self.ins.dram_addr.val();
+            self.spad_read.next = self.ins.spad_row.val();
+            self.acc_read_x.next = self.acc_first.val();
+            self.acc_read_y.next = self.ins.src.val();
+        }
     }
 }
 
@@ -530,6 +581,46 @@ mod tests {
     use crate::top::SpadLane;
     use crate::transpose::Transposer;
     use systole_core::{timing, Dtype, Instruction};
+
+    /// A free sequencer addresses its candidate's first reads whether or not it starts (the
+    /// program checks decide `start` later in the cycle); a busy one addresses its own next
+    /// reads, whatever the candidate.
+    #[test]
+    fn a_free_sequencer_addresses_the_candidate_and_a_busy_one_its_own_rows() {
+        let config = ArrayConfig::new(2, 2, Dtype::Int8);
+        let mut s = Sequencer::new(&config);
+        s.connect_all();
+        s.enable.next = true;
+        s.ins.vector.next = true;
+        s.ins.dst.next = 7u64.into();
+        s.ins.src.next = 3u64.into();
+        s.ins.rows.next = 3u64.into();
+        s.ins.len.next = 1u64.into();
+        s.ins.dram_addr.next = 40u64.into();
+        settle(&mut s);
+        assert!(s.free.val());
+        assert_eq!((s.acc_read_x.val().index(), s.acc_read_y.val().index()), (7, 3));
+        assert_eq!(s.dram_read_address.val().index(), 40);
+        // Not started: still idle, still addressing the candidate.
+        tick(&mut s, |s| &mut s.clock);
+        settle(&mut s);
+        assert!(s.free.val() && !s.acc_write.val());
+        assert_eq!(s.acc_read_x.val().index(), 7);
+        // Started: rows 7, 8, 9 of the destination; the candidate that follows does not move
+        // the reads until the last row.
+        s.start.next = true;
+        tick(&mut s, |s| &mut s.clock);
+        s.start.next = false;
+        s.ins.dst.next = 100u64.into();
+        s.ins.src.next = 50u64.into();
+        let mut reads = vec![];
+        for _ in 0..3 {
+            settle(&mut s);
+            reads.push((s.acc_read_x.val().index(), s.acc_read_y.val().index(), s.free.val()));
+            tick(&mut s, |s| &mut s.clock);
+        }
+        assert_eq!(reads, vec![(8, 4, false), (9, 5, false), (100, 50, true)]);
+    }
 
     /// A strided `Load` gathers one element per cycle (core's duration), addresses DRAM one
     /// cycle ahead and writes each row in its last element's cycle.
@@ -578,6 +669,8 @@ mod tests {
         }
         assert_eq!(seen.len() as u64, timing::duration(&config, &load));
         // Element e of row r is at 100 + 10 r + 2 e; the next one is addressed a cycle ahead.
+        // In the last cycle the sequencer is free and addresses its candidate's first element
+        // (the inputs still hold this load's fields: 100), whether or not it dispatches.
         assert_eq!(
             seen,
             vec![
@@ -586,7 +679,7 @@ mod tests {
                 (2, 110, Some(5), false),
                 (0, 112, None, false),
                 (1, 114, None, false),
-                (2, 114, Some(6), true),
+                (2, 100, Some(6), true),
             ]
         );
         settle(&mut s);

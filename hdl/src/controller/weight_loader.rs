@@ -90,7 +90,12 @@ impl Logic for WeightLoader {
         self.shift.next = self.busy.q.val();
         self.row_valid.next = (self.last_row.val() - self.tau.q.val()) < self.k.q.val();
         self.columns.next = self.n.q.val();
-        self.spad_read.next = self.base.d.val() + (self.last_row.val() - self.tau.d.val());
+        // The next cycle's read: a continuing load's row, else (free) the candidate's first,
+        // whether or not it dispatches (the program checks stay off the address pins).
+        self.spad_read.next = self.base.q.val() + (self.last_row.val() - (self.tau.q.val() + 1));
+        if self.free.val() {
+            self.spad_read.next = self.ins.spad_row.val() + self.last_row.val();
+        }
     }
 }
 

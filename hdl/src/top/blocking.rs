@@ -53,6 +53,8 @@ pub struct SystoleTop {
     weight_stationary: Constant<Bit>,
     en: Signal<Local, Bit>,
     host: Signal<Local, Bit>,
+    /// The scratchpad's port A and the accumulators' port X read for the sequencer.
+    seq_reads: Signal<Local, Bit>,
     /// Bytes per scratchpad element, for the byte wiring of the DRAM rows.
     _es: usize,
 }
@@ -106,6 +108,7 @@ impl SystoleTop {
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
             en: Default::default(),
             host: Default::default(),
+            seq_reads: Default::default(),
             _es: dtype.elem_bytes(),
         }
     }
@@ -208,8 +211,11 @@ impl Logic for SystoleTop {
         self.spad_b.read_enable.next = self.en.val();
         self.engine.spad_elem.next = 0.into();
         self.engine.acc_word.next = 0.into();
+        // Port A and port X are the sequencer's while it continues or its candidate may start
+        // (its reads are addressed before the program checks decide; docs in sequencer.rs).
+        self.seq_reads.next = !self.seq.free.val() || self.dispatcher.seq_may_start.val();
         self.spad_a.read_address.next = self.unit.spad_read_a.val();
-        if self.seq.busy_next.val() {
+        if self.seq_reads.val() {
             self.spad_a.read_address.next = self.seq.spad_read.val();
         }
         self.spad_b.read_address.next = self.unit.spad_read_b.val();
@@ -281,7 +287,7 @@ impl Logic for SystoleTop {
         self.acc_x.read_enable.next = self.en.val();
         self.acc_y.read_enable.next = self.en.val();
         self.acc_x.read_address.next = self.unit.acc_read.val();
-        if self.seq.busy_next.val() {
+        if self.seq_reads.val() {
             self.acc_x.read_address.next = self.seq.acc_read_x.val();
         }
         self.acc_y.read_address.next = self.seq.acc_read_y.val();
