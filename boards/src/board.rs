@@ -204,14 +204,15 @@ pub const ULX3S_85F: Board = Board {
     clock_mhz: 25.0,
     constraints: include_str!("../ulx3s/ulx3s.lpf"),
     constraints_name: "ulx3s.lpf",
-    // The 8 x 8 with its PEs' products in LUTs routes at 20.34 MHz in 20 minutes; with them
-    // in multipliers, at 19.81 MHz in over an hour (DECISIONS 38).
+    // 144 PEs with their products in LUTs (multipliers slow the router past about 100 of them,
+    // DECISIONS 38) and three conversion stages route at 36.27 MHz in 62% of the LUTs
+    // (DECISIONS 55): 35 MHz from the PLL.
     int8: Preset {
-        rows: 8,
+        rows: 18,
         cols: 8,
-        mhz: 15.0,
+        mhz: 35.0,
         pe_products: PeProducts::Logic,
-        convert_stages: 0,
+        convert_stages: 3,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // The largest BF16 that fits (89% of the LUTs) routes at 11.95 MHz: 12.5 is missed, so the
@@ -321,7 +322,7 @@ mod tests {
     #[test]
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
-        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 15.0);
+        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 35.0);
         // The 25F's INT8 runs at 45 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (45.0, ClockSource::Pll));

@@ -30,7 +30,7 @@ use systole_firmware::{first_mismatch, Blob, Error, Identity, Input, Options, Sy
 const BLOBS: [&[u8]; 3] = [
     include_bytes!("../blobs/digits-1x1-int8.blob"),
     include_bytes!("../blobs/digits-8x4-int8.blob"),
-    include_bytes!("../blobs/digits-8x8-int8.blob"),
+    include_bytes!("../blobs/digits-18x8-int8.blob"),
 ];
 
 /// One held-out digit: 64 pixel counts (0 to 16, 8 x 8 row-major), then its label.
