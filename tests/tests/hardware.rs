@@ -81,6 +81,9 @@ fn explained(warning: &str) -> bool {
                 // An INT8 accumulator lane takes no immediate (`Scale` and `Axpy` are BF16).
                 || name == "'imm'"
                 || name.starts_with("'seq$requant_")
+                // The blocking top gives the sequencer its ports ahead of dispatch
+                // (`seq_may_start`, DECISIONS 54); the decoupled top reads `busy_next`.
+                || name == "'seq$busy_next'"
                 || controls.contains(&name)))
         || (rest.contains("Bits of signal are not used") && name.starts_with("'ins$"))
         || (rest.contains("Bits of signal are not used")
