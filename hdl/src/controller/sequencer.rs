@@ -54,7 +54,9 @@ pub struct Sequencer {
     pub ins: Decoded,
     /// Idle at the start of the next cycle, unless started now.
     pub free: Signal<Out, Bit>,
-    /// Busy in the next cycle (the memory ports it addresses are its).
+    /// Busy in the next cycle: the decoupled top gives it the ports it addresses then. (The
+    /// blocking top selects them a step earlier, from `free` and the dispatcher's
+    /// `seq_may_start`, before the program checks decide.)
     pub busy_next: Signal<Out, Bit>,
     // What the datapath does this cycle.
     pub is_load: Signal<Out, Bit>,
