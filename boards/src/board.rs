@@ -54,6 +54,9 @@ pub struct Preset {
     pub pe_products: PeProducts,
     /// Pipeline registers in its conversion lanes (`ArrayConfig::convert_stages`).
     pub convert_stages: u8,
+    /// Each word's fault code formed as it is queued (`systole_hdl::TopConfig::checks_at_queue`),
+    /// not from the FIFO's head in the dispatch cycle.
+    pub checks_at_queue: bool,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
     /// by `systole board build` and copied there), if it was measured.
     pub measured: Option<&'static str>,
@@ -152,6 +155,9 @@ pub const ICEBREAKER: Board = Board {
         mhz: 12.0,
         pe_products: PeProducts::Dsp,
         convert_stages: 3,
+        // Fault codes from the FIFO's head: checking words as they are queued takes a second
+        // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
+        checks_at_queue: false,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -171,23 +177,26 @@ pub const ALCHITRY_CU: Board = Board {
     constraints: include_str!("../alchitry-cu/alchitry-cu.pcf"),
     constraints_name: "alchitry-cu.pcf",
     // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36); with three
-    // conversion stages the 1 x 1 reaches 32.5 MHz (16.1 without, DECISIONS 51): 30 MHz from
-    // the PLL (DECISIONS 54).
+    // conversion stages (DECISIONS 51) and each word's fault code formed as it is queued
+    // (DECISIONS 56) the 1 x 1 reaches 47.1 MHz: 45 MHz from the PLL.
     int8: Preset {
         rows: 1,
         cols: 1,
-        mhz: 30.0,
+        mhz: 45.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
+        checks_at_queue: true,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,998 cells) but reaches 9.23 MHz: the oscillator divided by 12.
+    // The BF16 builds' reports predate fault codes formed at the queue (DECISIONS 56).
     bf16: Some(Preset {
         rows: 1,
         cols: 1,
         mhz: 100.0 / 12.0,
         pe_products: PeProducts::Logic,
         convert_stages: 0,
+        checks_at_queue: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -213,6 +222,7 @@ pub const ULX3S_85F: Board = Board {
         mhz: 35.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
+        checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // The largest BF16 that fits (89% of the LUTs) routes at 11.95 MHz: 12.5 is missed, so the
@@ -223,6 +233,7 @@ pub const ULX3S_85F: Board = Board {
         mhz: 10.7143,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
+        checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
@@ -235,14 +246,16 @@ pub const ULX3S_25F: Board = Board {
     device: &["--25k", "--package", "CABGA381"],
     // 8 x 4 with the PEs' products in LUTs (72% of them; the lanes take 16 of the 28
     // multipliers), three conversion stages, no INT8 multiply on the vector path (DECISIONS
-    // 52), registered array controls and forwarding compares (DECISIONS 53): run at 45 MHz
-    // from the PLL. The iCE40 boards' memories.
+    // 52), registered array controls and forwarding compares (DECISIONS 53), each word's
+    // fault code formed as it is queued (DECISIONS 56): run at 50 MHz from the PLL. The iCE40
+    // boards' memories.
     int8: Preset {
         rows: 8,
         cols: 4,
-        mhz: 45.0,
+        mhz: 50.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
+        checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 12.8 MHz, 15 MHz is not met.
@@ -252,6 +265,7 @@ pub const ULX3S_25F: Board = Board {
         mhz: 12.5,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
+        checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -296,6 +310,7 @@ mod tests {
                 );
                 assert_eq!(built.clock_mhz, p.mhz, "{what}");
                 assert_eq!(built.convert_stages, c.convert_stages, "{what}");
+                assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.
                 let before = b.only_pe_products().unwrap_or(PeProducts::Dsp);
@@ -323,9 +338,9 @@ mod tests {
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
         assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 35.0);
-        // The 25F's INT8 runs at 45 MHz from its PLL.
+        // The 25F's INT8 runs at 50 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
-        assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (45.0, ClockSource::Pll));
+        assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (50.0, ClockSource::Pll));
         // The 25F's 25 MHz oscillator halved in logic: no PLL.
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 12.5);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
@@ -338,9 +353,9 @@ mod tests {
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
         assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 12.0);
-        // The Alchitry Cu's INT8 at 30 MHz from its PLL; its BF16 the 100 MHz divided by 12.
+        // The Alchitry Cu's INT8 at 45 MHz from its PLL; its BF16 the 100 MHz divided by 12.
         let clock = ALCHITRY_CU.default_clock(Dtype::Int8);
-        assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (30.0, ClockSource::Pll));
+        assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (45.0, ClockSource::Pll));
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Bf16)),
             ClockSource::Divided(12)

@@ -29,6 +29,10 @@ pub struct Built {
     /// reports from before they existed: none).
     #[serde(default)]
     pub convert_stages: u8,
+    /// Each word's fault code formed as it was queued (`systole_hdl::TopConfig::checks_at_queue`;
+    /// absent in reports from before it existed, which checked the FIFO's head).
+    #[serde(default)]
+    pub checks_at_queue: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

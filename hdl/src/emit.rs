@@ -151,7 +151,11 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
         copies: 1,
         lanes: banks,
     });
-    memories.push(one("instruction_fifo", top.fifo_depth as u64, 128));
+    memories.push(one(
+        "instruction_fifo",
+        top.fifo_depth as u64,
+        crate::controller::FIFO_ENTRY_BITS as u64,
+    ));
     if decoupled {
         // Each word's DRAM end byte, for the scoreboard.
         memories.push(one("instruction_ends", top.fifo_depth as u64, 32));

@@ -344,6 +344,13 @@ pub struct Dram {
     written: Vec<DFF<Bits<8>>>,
     /// Bank k forwards its written byte.
     forward: Vec<Signal<Local, Bit>>,
+    /// Bank k holds the read's (the write's) wrapped tail: its word is one further on.
+    read_wraps: Vec<Signal<Local, Bit>>,
+    write_wraps: Vec<Signal<Local, Bit>>,
+    same_word: Signal<Local, Bit>,
+    /// The read's word plus one is the write's (and the other way round), masked.
+    read_word_behind: Signal<Local, Bit>,
+    write_word_behind: Signal<Local, Bit>,
     bank_bits: Constant<Bits<32>>,
     bank_mask: Constant<Bits<32>>,
     /// The word-address bits the banks decode.
@@ -378,6 +385,11 @@ impl Dram {
             wrote: (0..banks).map(|_| Default::default()).collect(),
             written: (0..banks).map(|_| Default::default()).collect(),
             forward: (0..banks).map(|_| Default::default()).collect(),
+            read_wraps: (0..banks).map(|_| Default::default()).collect(),
+            write_wraps: (0..banks).map(|_| Default::default()).collect(),
+            same_word: Default::default(),
+            read_word_behind: Default::default(),
+            write_word_behind: Default::default(),
             bank_bits: Constant::new((banks.trailing_zeros() as u64).into()),
             bank_mask: Constant::new((banks as u64 - 1).into()),
             word_mask: Constant::new(((1u64 << word_bits) - 1).into()),
@@ -408,6 +420,14 @@ impl Logic for Dram {
             self.write_offset.d.next = self.write_low.val().get_bits::<16>(0);
         }
         self.read_rotate.amount.next = self.read_offset.q.val();
+        // Bank k's word of the read is `read_word + read_wraps[k]` (masked), of the write
+        // `write_word + write_wraps[k]`: the three ways they can be equal, compared once for
+        // all banks rather than with an adder per bank in the cycle of use.
+        self.same_word.next = self.read_word.q.val() == self.write_word.q.val();
+        self.read_word_behind.next =
+            ((self.read_word.q.val() + 1) & self.word_mask.val()) == self.write_word.q.val();
+        self.write_word_behind.next =
+            self.read_word.q.val() == ((self.write_word.q.val() + 1) & self.word_mask.val());
         // Bank k takes lane (k - low) mod n of the row: lane (k + n - low) mod n.
         self.write_amount.next = self.lanes.val() - self.write_low.val().get_bits::<16>(0);
         self.write_rotate.amount.next = self.write_amount.val();
@@ -435,11 +455,17 @@ impl Logic for Dram {
             // Bank k's word of the read and of the write, from the registers: a byte written
             // in the cycle of its read is forwarded.
             self.read_rotate.data_in[k].next = self.banks[k].read_data.val();
+            self.read_wraps[k].next = self.read_offset.q.val() > k.to_bits();
+            self.write_wraps[k].next = self.write_offset.q.val() > k.to_bits();
             self.forward[k].next = self.wrote[k].q.val()
-                && (((self.read_word.q.val() + (self.read_offset.q.val() > k.to_bits()))
-                    & self.word_mask.val())
-                    == ((self.write_word.q.val() + (self.write_offset.q.val() > k.to_bits()))
-                        & self.word_mask.val()));
+                && ((self.read_wraps[k].val() == self.write_wraps[k].val()
+                    && self.same_word.val())
+                    || (self.read_wraps[k].val()
+                        && !self.write_wraps[k].val()
+                        && self.read_word_behind.val())
+                    || (!self.read_wraps[k].val()
+                        && self.write_wraps[k].val()
+                        && self.write_word_behind.val()));
             if self.forward[k].val() {
                 self.read_rotate.data_in[k].next = self.written[k].q.val();
             }

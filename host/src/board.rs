@@ -120,9 +120,11 @@ pub fn top_config(
         config.convert_stages = stages;
     }
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    let checks_at_queue = b.preset(dtype).unwrap_or(&b.int8).checks_at_queue;
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
+        checks_at_queue,
         ..systole_hdl::TopConfig::new(config)
     })
 }
@@ -170,6 +172,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         uart_divisor: top.uart_divisor,
         clock_mhz: a.clock_mhz,
         convert_stages: a.convert_stages,
+        checks_at_queue: top.checks_at_queue,
         pe_products: Some(pe_products),
     }
 }

@@ -100,6 +100,12 @@ fn random_programs_match_the_cycle_machine_over_the_uart() {
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 1);
     let top = small(3, 2, Dtype::Bf16, Dataflow::WeightStationary);
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 2);
+    // Fault codes formed from the FIFO's head, as the iCEBreaker builds it.
+    let top = TopConfig {
+        checks_at_queue: false,
+        ..small(2, 2, Dtype::Int8, Dataflow::WeightStationary)
+    };
+    random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 5);
 }
 
 /// The decoupled machine (docs/DECISIONS.md 41): four units overlapping under the scoreboard,
@@ -277,12 +283,22 @@ fn requests_are_answered_as_the_emulator_answers() {
 
 /// Each kind of bad word, reaching the decoder after a valid store and before another: the
 /// fault code of core's first failing check, the first store done, nothing after it run.
+/// Every fault code, on machines that form it as each word is queued and from the FIFO's head
+/// (`TopConfig::checks_at_queue`, as the iCEBreaker builds it).
 #[test]
 fn bad_words_fault_with_their_code_and_stop_the_program() {
+    for checks_at_queue in [true, false] {
+        bad_words_fault(&TopConfig {
+            checks_at_queue,
+            ..small(2, 3, Dtype::Bf16, Dataflow::WeightStationary)
+        });
+    }
+}
+
+fn bad_words_fault(top: &TopConfig) {
     use systole_core::isa::{encode, VectorOp, Word};
     use systole_core::protocol::{FaultCode, Status};
-    let top = small(2, 3, Dtype::Bf16, Dataflow::WeightStationary);
-    let mut link = Framed { stream: UartLink::new(verilated(&top), 4) };
+    let mut link = Framed { stream: UartLink::new(verilated(top), 4) };
     let enc = |ins: Instruction| encode(&ins).unwrap();
     let halt = enc(Instruction::Halt);
     let bad: [(Word, FaultCode); 10] = [
@@ -385,7 +401,8 @@ fn bad_words_fault_with_their_code_and_stop_the_program() {
         assert_eq!(
             (status.busy, status.done, status.fault),
             (false, false, Some(code)),
-            "{word:?}"
+            "{word:?}, checks at queue: {}",
+            top.checks_at_queue
         );
         let mut p = memory_header(0, 0);
         p.extend(40u16.to_le_bytes());

@@ -21,7 +21,8 @@ pub struct Dispatcher {
     /// The FIFO's head: the candidate, the oldest word not yet dispatched.
     pub head_valid: Signal<In, Bit>,
     pub head_word: Signal<In, Bits<128>>,
-    /// The candidate's fault code, from the decoder and checker of `word` (0 if none).
+    /// The candidate's fault code (0 if none), formed as the word was queued and stored with it
+    /// ([`crate::decode::WordFault`]).
     pub fault_in: Signal<In, Bits<4>>,
     /// The instruction, as decoded.
     pub ins: Decoded,

@@ -7,6 +7,9 @@ use crate::decode::constant;
 use crate::mem::Ram;
 use crate::optional::Optional;
 
+/// Bits the FIFO stores per word: the 128-bit word, its DRAM extent bit and its 4-bit fault code.
+pub const FIFO_ENTRY_BITS: usize = 133;
+
 /// The instruction FIFO: 128-bit words in block RAM, first-word-fall-through (`head` is the
 /// oldest word whenever `valid`), one push and one pop per cycle.
 ///
@@ -20,8 +23,11 @@ pub struct InstrFifo {
     pub clock: Signal<In, Clock>,
     pub push: Signal<In, Bit>,
     pub push_word: Signal<In, Bits<128>>,
-    /// A bit queued with the word: its DRAM extent check ([`crate::decode::ExtentCheck`]).
+    /// Queued with the word: its DRAM extent check ([`crate::decode::ExtentCheck`]) and its
+    /// fault code ([`crate::decode::WordFault`]; a machine that checks the head instead
+    /// queues 0).
     pub push_flag: Signal<In, Bit>,
+    pub push_fault: Signal<In, Bits<4>>,
     /// The word's DRAM end byte, queued with it when the FIFO is built `with_ends` (the
     /// decoupled schedule's scoreboard compares DRAM spans).
     pub push_end: Optional<Signal<In, Bits<32>>>,
@@ -30,12 +36,13 @@ pub struct InstrFifo {
     pub clear: Signal<In, Bit>,
     pub head: Signal<Out, Bits<128>>,
     pub head_flag: Signal<Out, Bit>,
+    pub head_fault: Signal<Out, Bits<4>>,
     /// The head's DRAM end byte (built `with_ends`).
     pub head_end: Optional<Signal<Out, Bits<32>>>,
     pub valid: Signal<Out, Bit>,
     /// Free slots.
     pub free: Signal<Out, Bits<16>>,
-    ram: Ram<129, 16>,
+    ram: Ram<FIFO_ENTRY_BITS, 16>,
     /// The ends, in a RAM of their own that only a decoupled build has.
     ends: Vec<Ram<32, 16>>,
     /// The head read issued in the last cycle collided with a write to its word.
@@ -58,11 +65,13 @@ impl InstrFifo {
             push: Default::default(),
             push_word: Default::default(),
             push_flag: Default::default(),
+            push_fault: Default::default(),
             push_end: Optional::default_when(with_ends),
             pop: Default::default(),
             clear: Default::default(),
             head: Default::default(),
             head_flag: Default::default(),
+            head_fault: Default::default(),
             head_end: Optional::default_when(with_ends),
             valid: Default::default(),
             free: Default::default(),
@@ -97,8 +106,9 @@ impl Logic for InstrFifo {
         self.ram.clock.next = self.clock.val();
         self.ram.write_enable.next = self.push.val() && !self.clear.val();
         self.ram.write_address.next = self.write_ptr.q.val();
-        self.ram.write_data.next = bit_cast::<129, 128>(self.push_word.val())
-            | (bit_cast::<129, 1>(self.push_flag.val().into()) << 128);
+        self.ram.write_data.next = bit_cast::<133, 128>(self.push_word.val())
+            | (bit_cast::<133, 1>(self.push_flag.val().into()) << 128)
+            | (bit_cast::<133, 4>(self.push_fault.val()) << 129);
         self.ram.read_enable.next = true;
         // The head register always holds the word at the read pointer's next value.
         self.ram.read_address.next = self.read_ptr.q.val();
@@ -124,6 +134,7 @@ impl Logic for InstrFifo {
             && (self.ram.read_address.val() == self.ram.write_address.val());
         self.head.next = self.ram.read_data.val().get_bits::<128>(0);
         self.head_flag.next = self.ram.read_data.val().get_bit(128);
+        self.head_fault.next = self.ram.read_data.val().get_bits::<4>(129);
         for i in 0..self.ends.len() {
             self.ends[i].clock.next = self.clock.val();
             self.ends[i].write_enable.next = self.ram.write_enable.val();
@@ -159,11 +170,15 @@ mod tests {
             f.push.next = true;
             f.push_word.next = word(v << 100 | v);
             f.push_end.next = (v as u64 * 7).to_bits();
+            f.push_fault.next = (v as u64 + 12).to_bits();
+            f.push_flag.next = v == 1;
             tick(&mut f, |f| &mut f.clock);
             assert_eq!(f.valid.val(), v > 1, "after push {v}");
             if v > 1 {
                 assert_eq!(f.head.val(), word(1 << 100 | 1));
                 assert_eq!(f.head_end.val().index(), 7, "the end travels with its word");
+                assert_eq!(f.head_fault.val().index(), 13, "and so does the fault code");
+                assert!(f.head_flag.val(), "and the flag");
             }
         }
         assert_eq!(f.free.val().index(), 0);
@@ -176,6 +191,8 @@ mod tests {
         tick(&mut f, |f| &mut f.clock);
         assert_eq!(f.head.val(), word(3 << 100 | 3));
         assert_eq!(f.head_end.val().index(), 21);
+        assert_eq!(f.head_fault.val().index(), 15);
+        assert!(!f.head_flag.val());
         tick(&mut f, |f| &mut f.clock);
         assert_eq!(f.head.val(), word(4));
         assert_eq!(f.free.val().index(), 2);

@@ -62,7 +62,7 @@ pub use array_unit::ArrayUnit;
 pub use decoupled::DecoupledDispatcher;
 pub use dispatcher::Dispatcher;
 pub use footprint::{Conflict, Footprint, FootprintOf};
-pub use instr_fifo::InstrFifo;
+pub use instr_fifo::{InstrFifo, FIFO_ENTRY_BITS};
 pub use sequencer::Sequencer;
 pub use stream_unit::StreamUnit;
 pub use weight_loader::WeightLoader;

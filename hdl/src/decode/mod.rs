@@ -15,8 +15,10 @@ use systole_core::isa::{Opcode, VectorOp, OPCODE_BITS, WORD_BITS};
 use systole_core::protocol::FaultCode;
 
 mod checks;
+mod word_fault;
 
 pub use checks::{Checker, ExtentCheck, RangeCheck};
+pub use word_fault::WordFault;
 
 use crate::decoded::DecodedOut;
 
@@ -37,7 +39,12 @@ fn opcode_flag(op: Opcode) -> &'static str {
 
 impl Decoder {
     fn set_flag(&mut self, name: &str, v: bool) {
-        let s = match name {
+        self.flag(name).next = v;
+    }
+
+    /// The flag output for an opcode or vector op, by core's name.
+    fn flag(&mut self, name: &str) -> &mut Signal<Out, Bit> {
+        match name {
             "load" => &mut self.out.load,
             "store" => &mut self.out.store,
             "load_weights" => &mut self.out.load_weights,
@@ -58,8 +65,7 @@ impl Decoder {
             "axpy" => &mut self.out.axpy,
             "bias_relu" => &mut self.out.bias_relu,
             other => panic!("the decoder has no flag for `{other}`: add one"),
-        };
-        s.next = v;
+        }
     }
 
     fn set_field(&mut self, name: &str, v: u64) {
@@ -408,14 +414,57 @@ pub(super) mod tests {
     fn decoder_verilog_matches_core() {
         let sample: Vec<u128> = words(120);
         let v = verilog_of(Decoder::default());
+        // Every output of the module, with its width, from its port declarations.
+        let ports: Vec<(String, usize)> = v
+            .lines()
+            .filter_map(|l| {
+                let decl = l.trim().strip_prefix("output reg")?.trim().trim_end_matches(';');
+                Some(match decl.split_once(']') {
+                    Some((range, name)) => {
+                        let high: usize =
+                            range.trim_start_matches('[').split(':').next()?.parse().ok()?;
+                        (name.trim().to_string(), high + 1)
+                    }
+                    None => (decl.to_string(), 1),
+                })
+            })
+            .collect();
+        let outputs = 1 + Opcode::ALL.len() + vector_ops().len() + Decoder::field_names().len();
+        assert_eq!(ports.len(), outputs, "{ports:?}");
+        // Yosys `eval` shows numbers of up to 64 bits here: the outputs go out packed in groups.
+        let mut groups: Vec<Vec<(String, usize)>> = vec![vec![]];
+        for p in &ports {
+            let used: usize = groups.last().unwrap().iter().map(|q| q.1).sum();
+            if used + p.1 > 64 {
+                groups.push(vec![]);
+            }
+            groups.last_mut().unwrap().push(p.clone());
+        }
         // Yosys `eval -set` reads plain numbers as 32 bits: the word goes in as four words.
         let v = v.replace("module top(", "module top_inner(");
-        let wrapper =
+        let mut wrapper = String::from(
             "module top(input wire [31:0] w0, input wire [31:0] w1, input wire [31:0] w2, \
-                       input wire [31:0] w3, output wire [3:0] fault, output wire [15:0] rows, \
-                       output wire [31:0] dram_addr);\n\
-                       top_inner inner(.word({w3, w2, w1, w0}), .fault(fault), .out$rows(rows), \
-                       .out$dram_addr(dram_addr));\nendmodule\n";
+             input wire [31:0] w3",
+        );
+        for (g, group) in groups.iter().enumerate() {
+            let bits: usize = group.iter().map(|p| p.1).sum();
+            wrapper.push_str(&format!(", output wire [{}:0] g{g}", bits - 1));
+        }
+        wrapper.push_str(");\n");
+        for (name, bits) in &ports {
+            wrapper.push_str(&format!("wire [{}:0] {};\n", bits - 1, name.replace('$', "_")));
+        }
+        let connections: Vec<String> =
+            ports.iter().map(|(n, _)| format!(".{n}({})", n.replace('$', "_"))).collect();
+        wrapper.push_str(&format!(
+            "top_inner inner(.word({{w3, w2, w1, w0}}), {});\n",
+            connections.join(", ")
+        ));
+        for (g, group) in groups.iter().enumerate() {
+            let names: Vec<String> = group.iter().rev().map(|p| p.0.replace('$', "_")).collect();
+            wrapper.push_str(&format!("assign g{g} = {{{}}};\n", names.join(", ")));
+        }
+        wrapper.push_str("endmodule\n");
         let v = format!("{v}\n{wrapper}");
         let vectors: Vec<Vec<(&str, u64)>> = sample
             .iter()
@@ -424,14 +473,55 @@ pub(super) mod tests {
                 vec![("w0", part(0)), ("w1", part(1)), ("w2", part(2)), ("w3", part(3))]
             })
             .collect();
-        let faults = yosys_eval(&v, &vectors, "fault");
-        let rows = yosys_eval(&v, &vectors, "rows");
-        let dram = yosys_eval(&v, &vectors, "dram_addr");
-        for (i, &w) in sample.iter().enumerate() {
-            let d = decoded(w);
-            assert_eq!(faults[i], d.fault.val().index() as u64, "{w:#x}");
-            assert_eq!(rows[i], d.out.rows.val().index() as u64, "{w:#x}");
-            assert_eq!(dram[i], d.out.dram_addr.val().index() as u64, "{w:#x}");
+        for (g, group) in groups.iter().enumerate() {
+            let got = yosys_eval(&v, &vectors, &format!("g{g}"));
+            for (i, &w) in sample.iter().enumerate() {
+                let mut d = decoded(w);
+                let mut at = 0;
+                for (name, bits) in group {
+                    let field = (got[i] >> at) & mask(*bits);
+                    let want = output_of(&mut d, name);
+                    assert_eq!(field, want, "{name} of {w:#x}");
+                    at += bits;
+                }
+            }
+        }
+    }
+
+    /// The Rust model's value of the output the Verilog names `name`.
+    fn output_of(d: &mut Decoder, name: &str) -> u64 {
+        if name == "fault" {
+            return d.fault.val().index() as u64;
+        }
+        let name = name.strip_prefix("out$").expect("an output of the bundle");
+        let is_flag = Opcode::ALL.iter().any(|op| opcode_flag(*op) == name)
+            || vector_ops().iter().any(|v| v.name() == name);
+        if is_flag {
+            return d.flag(name).val() as u64;
+        }
+        let o = &d.out;
+        match name {
+            "spad_row" => o.spad_row.val().index() as u64,
+            "acc_row" => o.acc_row.val().index() as u64,
+            "a_row" => o.a_row.val().index() as u64,
+            "b_row" => o.b_row.val().index() as u64,
+            "dst" => o.dst.val().index() as u64,
+            "src" => o.src.val().index() as u64,
+            "dram_addr" => o.dram_addr.val().index() as u64,
+            "rows" => o.rows.val().index() as u64,
+            "len" => o.len.val().index() as u64,
+            "row_stride" => o.row_stride.val().index() as u64,
+            "elem_stride" => o.elem_stride.val().index() as u64,
+            "k" => o.k.val().index() as u64,
+            "cols" => o.cols.val().index() as u64,
+            "swap" => o.swap.val() as u64,
+            "accumulate" => o.accumulate.val() as u64,
+            "op" => o.op.val().index() as u64,
+            "imm" => o.imm.val().index() as u64,
+            "multiplier" => o.multiplier.val().index() as u64,
+            "shift" => o.shift.val().index() as u64,
+            "zero_point" => o.zero_point.val().index() as u64,
+            other => panic!("the test does not read `{other}`: add it"),
         }
     }
 

@@ -8,7 +8,7 @@ use super::{SpadLane, TopConfig, WordLane};
 use crate::array::Array;
 use crate::controller::{ArrayUnit, Dispatcher, InstrFifo, Sequencer, WeightLoader};
 use crate::convert::{CastLane, RequantLane};
-use crate::decode::{Checker, Decoder};
+use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
@@ -33,7 +33,9 @@ pub struct SystoleTop {
     spi: SpiSlave,
     engine: PacketEngine,
     fifo: InstrFifo,
-    checks: Checker,
+    /// The fault code of the word the host link queues, stored with it (or of the FIFO's head,
+    /// built without `checks_at_queue`).
+    word_fault: WordFault,
     candidate: Decoder,
     dispatcher: Dispatcher,
     seq: Sequencer,
@@ -51,6 +53,7 @@ pub struct SystoleTop {
     cast: Vec<CastLane>,
     requant: Vec<RequantLane>,
     weight_stationary: Constant<Bit>,
+    checks_at_queue: Constant<Bit>,
     en: Signal<Local, Bit>,
     host: Signal<Local, Bit>,
     /// The scratchpad's port A and the accumulators' port X read for the sequencer.
@@ -84,7 +87,7 @@ impl SystoleTop {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, config.schedule == Schedule::Decoupled),
-            checks: Checker::new(&config),
+            word_fault: WordFault::new(&config),
             candidate: Default::default(),
             dispatcher: Default::default(),
             seq: Sequencer::new(&config),
@@ -106,6 +109,7 @@ impl SystoleTop {
                 .map(|_| RequantLane::new(config.convert_stages))
                 .collect(),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
+            checks_at_queue: Constant::new(top.checks_at_queue),
             en: Default::default(),
             host: Default::default(),
             seq_reads: Default::default(),
@@ -156,19 +160,26 @@ impl Logic for SystoleTop {
         self.spi.tx_valid.next = self.engine.tx_valid_spi.val();
         self.engine.tx_take.next = self.uart_out.take.val() || self.spi.take.val();
 
-        // Instructions: FIFO (its head is the candidate) -> decoder and checks -> dispatcher, units.
+        // Instructions: each word's fault code is formed as it is queued and stored with it (or
+        // formed from the head); the FIFO's head (the candidate) -> decoder -> dispatcher, units.
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
+        self.word_fault.word.next = self.engine.fifo_word.val();
+        self.word_fault.extent_over.next = self.engine.fifo_extent_over.val();
+        self.fifo.push_fault.next = self.word_fault.fault.val();
+        if !self.checks_at_queue.val() {
+            self.word_fault.word.next = self.fifo.head.val();
+            self.word_fault.extent_over.next = self.fifo.head_flag.val();
+            self.fifo.push_fault.next = 0.into();
+        }
         self.fifo.pop.next = self.dispatcher.pop.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
-        DecodedOut::join(&mut self.candidate.out, &mut self.checks.ins);
-        self.checks.extent_over.next = self.fifo.head_flag.val();
         self.dispatcher.head_valid.next = self.fifo.valid.val();
         self.dispatcher.head_word.next = self.fifo.head.val();
-        self.dispatcher.fault_in.next = self.checks.fault.val();
-        if self.candidate.fault.val().any() {
-            self.dispatcher.fault_in.next = self.candidate.fault.val();
+        self.dispatcher.fault_in.next = self.fifo.head_fault.val();
+        if !self.checks_at_queue.val() {
+            self.dispatcher.fault_in.next = self.word_fault.fault.val();
         }
         self.dispatcher.run.next = self.engine.run.val();
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();

@@ -1,5 +1,5 @@
 //! `systole_top` of the decoupled schedule (core/src/timing/decoupled.rs): the same pins, link,
-//! FIFO, decoder and checks as the blocking machine ([`super::SystoleTop`]), but four units
+//! FIFO, fault codes and decoder as the blocking machine ([`super::SystoleTop`]), but four units
 //! that overlap under core's scoreboard ([`DecoupledDispatcher`]): a load unit (`Load`,
 //! `LoadAcc`) and a vector unit (vector ops, casts, `Store`, `StoreSpad`), two instances of the
 //! [`Sequencer`], the weight loader, and the array (weight-stationary matmuls streamed through
@@ -26,7 +26,7 @@ use crate::controller::{
     ArrayUnit, DecoupledDispatcher, FootprintOf, InstrFifo, Sequencer, StreamUnit, WeightLoader,
 };
 use crate::convert::{CastLane, RequantLane};
-use crate::decode::{Checker, Decoder};
+use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
@@ -52,7 +52,8 @@ pub struct SystoleTopDecoupled {
     spi: SpiSlave,
     engine: PacketEngine,
     fifo: InstrFifo,
-    checks: Checker,
+    /// The fault code of the word the host link queues, stored with it.
+    queued: WordFault,
     candidate: Decoder,
     footprint: FootprintOf,
     dispatcher: DecoupledDispatcher,
@@ -113,7 +114,7 @@ impl SystoleTopDecoupled {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, true),
-            checks: Checker::new(&config),
+            queued: WordFault::new(&config),
             candidate: Default::default(),
             footprint: FootprintOf::new(&config),
             dispatcher: DecoupledDispatcher::new(&config),
@@ -188,24 +189,22 @@ impl Logic for SystoleTopDecoupled {
         self.spi.tx_valid.next = self.engine.tx_valid_spi.val();
         self.engine.tx_take.next = self.uart_out.take.val() || self.spi.take.val();
 
-        // Instructions: FIFO (its head is the candidate) -> decoder, checks, footprint ->
-        // dispatcher, units.
+        // Instructions: each word's fault code is formed as it is queued and stored with it; the
+        // FIFO's head (the candidate) -> decoder, footprint -> dispatcher, units.
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
+        self.queued.word.next = self.engine.fifo_word.val();
+        self.queued.extent_over.next = self.engine.fifo_extent_over.val();
+        self.fifo.push_fault.next = self.queued.fault.val();
         self.fifo.push_end.next = self.engine.fifo_end.val();
         self.fifo.pop.next = self.dispatcher.pop.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
-        DecodedOut::join(&mut self.candidate.out, &mut self.checks.ins);
-        self.checks.extent_over.next = self.fifo.head_flag.val();
         DecodedOut::join(&mut self.candidate.out, &mut self.footprint.ins);
         self.footprint.dram_end.next = self.fifo.head_end.val();
         self.dispatcher.head_valid.next = self.fifo.valid.val();
         self.dispatcher.head_word.next = self.fifo.head.val();
-        self.dispatcher.fault_in.next = self.checks.fault.val();
-        if self.candidate.fault.val().any() {
-            self.dispatcher.fault_in.next = self.candidate.fault.val();
-        }
+        self.dispatcher.fault_in.next = self.fifo.head_fault.val();
         self.dispatcher.run.next = self.engine.run.val();
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();
         self.candidate.word.next = self.dispatcher.word.val();

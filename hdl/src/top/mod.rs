@@ -4,8 +4,9 @@
 //! the UART (`uart_rx`, `uart_tx`), the SPI slave (`spi_sck`, `spi_cs_n`, `spi_mosi`,
 //! `spi_miso`) and three status outputs for LEDs (`busy`, `done`, `error`).
 //!
-//! Inside: the packet engine and its two interfaces ([`crate::link`]), the instruction FIFO, the
-//! decoder and program checks of the candidate word, the controller's units ([`crate::controller`]), the memories
+//! Inside: the packet engine and its two interfaces ([`crate::link`]), the instruction FIFO (each
+//! word stored with its fault code, formed by the decoder and program checks as it is queued),
+//! the candidate word's decoder, the controller's units ([`crate::controller`]), the memories
 //! ([`crate::mem`]: scratchpad and accumulators with two read ports each, the byte-banked DRAM),
 //! the array ([`crate::array`]) and one accumulator lane plus one cast or requantize lane per
 //! column ([`crate::vector`]). This file is wiring and multiplexers: which unit (or the host,
@@ -46,6 +47,13 @@ pub struct TopConfig {
     pub fifo_depth: usize,
     /// System clock cycles per UART bit.
     pub uart_divisor: u16,
+    /// Where the blocking machine forms each word's fault code (the decoder's and the program
+    /// checks'): as the host link queues it, stored beside it in the FIFO, so the dispatch
+    /// decision does not run through the checks (true, the default); or from the FIFO's head in
+    /// the cycle it is decided on, which saves a second decoder's logic on a part too small for
+    /// it (docs/DECISIONS.md 56). Results and cycles are the same either way; the decoupled
+    /// machine always checks as it queues.
+    pub checks_at_queue: bool,
 }
 
 impl TopConfig {
@@ -57,6 +65,7 @@ impl TopConfig {
             dram_bytes: DEFAULT_DRAM_BYTES,
             fifo_depth: DEFAULT_FIFO_DEPTH,
             uart_divisor: divisor as u16,
+            checks_at_queue: true,
         }
     }
 

@@ -1,0 +1,108 @@
+//! A word's fault code, formed as the host link queues it: the decoder's encoding checks, then
+//! the [`Checker`]'s program checks. Both depend on the word and the config alone, so the FIFO
+//! stores the code beside its word and the dispatcher reads it from the head with the word,
+//! instead of deciding through the checks in its own cycle (docs/DECISIONS.md 56).
+
+use rust_hdl::prelude::*;
+use systole_core::ArrayConfig;
+
+use super::{Checker, Decoder};
+use crate::decoded::DecodedOut;
+
+/// The fault code core's `validate_program` gives one word (0 if none): the decoder's, else the
+/// checker's.
+#[derive(LogicBlock)]
+pub struct WordFault {
+    pub word: Signal<In, Bits<128>>,
+    /// The word's DRAM extent passes the end of the DRAM ([`super::ExtentCheck`]).
+    pub extent_over: Signal<In, Bit>,
+    pub fault: Signal<Out, Bits<4>>,
+    decoder: Decoder,
+    checks: Checker,
+}
+
+impl WordFault {
+    pub fn new(config: &ArrayConfig) -> WordFault {
+        WordFault {
+            word: Default::default(),
+            extent_over: Default::default(),
+            fault: Default::default(),
+            decoder: Default::default(),
+            checks: Checker::new(config),
+        }
+    }
+}
+
+impl Logic for WordFault {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.decoder.word.next = self.word.val();
+        DecodedOut::join(&mut self.decoder.out, &mut self.checks.ins);
+        self.checks.extent_over.next = self.extent_over.val();
+        self.fault.next = self.checks.fault.val();
+        if self.decoder.fault.val().any() {
+            self.fault.next = self.decoder.fault.val();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{settle, verilog_of};
+    use systole_core::isa::{encode, Instruction};
+    use systole_core::protocol::FaultCode;
+    use systole_core::Dtype;
+
+    fn fault_of(w: &mut WordFault, word: u128, extent_over: bool) -> u64 {
+        w.word.next = word.to_bits();
+        w.extent_over.next = extent_over;
+        settle(w);
+        w.fault.val().index() as u64
+    }
+
+    /// The combination of the two codes (each is checked against core on its own: the
+    /// decoder's and the checker's tests).
+    #[test]
+    fn the_word_fault_is_the_decoders_before_the_checkers() {
+        let config = ArrayConfig::new(2, 2, Dtype::Int8);
+        let mut w = WordFault::new(&config);
+        w.connect_all();
+        let word = |ins: &Instruction| encode(ins).unwrap().0;
+        let halt = word(&Instruction::Halt);
+        assert_eq!(fault_of(&mut w, halt, false), 0);
+        assert_eq!(fault_of(&mut w, halt | 1 << 120, false), FaultCode::Reserved as u64);
+        // The extent counts only for DRAM instructions.
+        assert_eq!(fault_of(&mut w, halt, true), 0);
+        let load = |spad_row: u16| Instruction::Load {
+            spad_row,
+            dram_addr: 0,
+            rows: 1,
+            len: 1,
+            row_stride: 0,
+            elem_stride: 1,
+        };
+        assert_eq!(fault_of(&mut w, word(&load(0)), false), 0);
+        assert_eq!(fault_of(&mut w, word(&load(0)), true), FaultCode::Range as u64);
+        let deep = load(config.spad_depth as u16);
+        assert_eq!(fault_of(&mut w, word(&deep), false), FaultCode::Range as u64);
+        // Both fault: the decoder's code wins.
+        assert_eq!(fault_of(&mut w, word(&deep) | 1 << 127, true), FaultCode::Reserved as u64);
+        let os = Instruction::MatmulOs {
+            a_row: 0,
+            b_row: 0,
+            k: 1,
+            acc_row: 0,
+            rows: 1,
+            cols: 1,
+            accumulate: false,
+        };
+        assert_eq!(fault_of(&mut w, word(&os), false), FaultCode::Dataflow as u64);
+    }
+
+    #[test]
+    fn verilog_is_valid() {
+        let config = ArrayConfig::new(2, 2, Dtype::Int8);
+        yosys_validate("word_fault", &verilog_of(WordFault::new(&config))).unwrap();
+    }
+}
