@@ -54,6 +54,8 @@ pub struct Preset {
     pub pe_products: PeProducts,
     /// Pipeline registers in its conversion lanes (`ArrayConfig::convert_stages`).
     pub convert_stages: u8,
+    /// Cycles a requantized row takes in its conversion lanes (`ArrayConfig::requant_cycles`).
+    pub requant_cycles: u8,
     /// Each word's fault code formed as it is queued (`systole_hdl::TopConfig::checks_at_queue`),
     /// not from the FIFO's head in the dispatch cycle.
     pub checks_at_queue: bool,
@@ -93,12 +95,15 @@ impl Board {
     }
 
     /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories and the
-    /// conversion stages of its default build in `dtype` (else its INT8 one's); the scratchpad
+    /// conversion lanes (stages, requantize cycles) of its default build in `dtype` (else its
+    /// INT8 one's); the scratchpad
     /// and accumulator grow to the minimum core requires (`3 * max(R, C)` and `R` rows) when
     /// the array is larger than the memories were sized for.
     pub fn config(&self, rows: u16, cols: u16, dtype: Dtype, mhz: f64) -> ArrayConfig {
-        let stages = self.preset(dtype).unwrap_or(&self.int8).convert_stages;
-        let mut c = ArrayConfig::new(rows, cols, dtype).with_convert_stages(stages);
+        let p = self.preset(dtype).unwrap_or(&self.int8);
+        let mut c = ArrayConfig::new(rows, cols, dtype)
+            .with_convert_stages(p.convert_stages)
+            .with_requant_cycles(p.requant_cycles);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
         c.acc_depth = self.memories.acc_depth.max(rows as u32);
@@ -155,6 +160,7 @@ pub const ICEBREAKER: Board = Board {
         mhz: 12.0,
         pe_products: PeProducts::Dsp,
         convert_stages: 3,
+        requant_cycles: 1,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
         checks_at_queue: false,
@@ -176,15 +182,17 @@ pub const ALCHITRY_CU: Board = Board {
     clock_mhz: 100.0,
     constraints: include_str!("../alchitry-cu/alchitry-cu.pcf"),
     constraints_name: "alchitry-cu.pcf",
-    // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36); with three
-    // conversion stages (DECISIONS 51) and each word's fault code formed as it is queued
-    // (DECISIONS 56) the 1 x 1 reaches 47.1 MHz: 45 MHz from the PLL.
+    // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36). The
+    // requantize lane's 32 x 32 multiplier took 2,640 of the 7,680 cells; one 16 x 16 used over
+    // four cycles (DECISIONS 57) leaves room for a 4 x 1, which reaches 43.6 MHz built for 45:
+    // 40 MHz from the PLL. A 2 x 2 needs 8,981 cells.
     int8: Preset {
-        rows: 1,
+        rows: 4,
         cols: 1,
-        mhz: 45.0,
+        mhz: 40.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
+        requant_cycles: 4,
         checks_at_queue: true,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
@@ -196,6 +204,7 @@ pub const ALCHITRY_CU: Board = Board {
         mhz: 100.0 / 12.0,
         pe_products: PeProducts::Logic,
         convert_stages: 0,
+        requant_cycles: 1,
         checks_at_queue: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
@@ -222,6 +231,7 @@ pub const ULX3S_85F: Board = Board {
         mhz: 35.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
+        requant_cycles: 1,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
@@ -233,6 +243,7 @@ pub const ULX3S_85F: Board = Board {
         mhz: 10.7143,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
+        requant_cycles: 1,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
@@ -255,6 +266,7 @@ pub const ULX3S_25F: Board = Board {
         mhz: 50.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
+        requant_cycles: 1,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
@@ -265,6 +277,7 @@ pub const ULX3S_25F: Board = Board {
         mhz: 12.5,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
+        requant_cycles: 1,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
@@ -310,6 +323,7 @@ mod tests {
                 );
                 assert_eq!(built.clock_mhz, p.mhz, "{what}");
                 assert_eq!(built.convert_stages, c.convert_stages, "{what}");
+                assert_eq!(built.requant_cycles, c.requant_cycles, "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.
@@ -353,9 +367,9 @@ mod tests {
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
         assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 12.0);
-        // The Alchitry Cu's INT8 at 45 MHz from its PLL; its BF16 the 100 MHz divided by 12.
+        // The Alchitry Cu's INT8 at 40 MHz from its PLL; its BF16 the 100 MHz divided by 12.
         let clock = ALCHITRY_CU.default_clock(Dtype::Int8);
-        assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (45.0, ClockSource::Pll));
+        assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (40.0, ClockSource::Pll));
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Bf16)),
             ClockSource::Divided(12)

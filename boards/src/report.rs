@@ -29,6 +29,10 @@ pub struct Built {
     /// reports from before they existed: none).
     #[serde(default)]
     pub convert_stages: u8,
+    /// Cycles a requantized row takes in the conversion lanes (`ArrayConfig::requant_cycles`;
+    /// absent in reports from before it existed: 1).
+    #[serde(default = "one_cycle")]
+    pub requant_cycles: u8,
     /// Each word's fault code formed as it was queued (`systole_hdl::TopConfig::checks_at_queue`;
     /// absent in reports from before it existed, which checked the FIFO's head).
     #[serde(default)]
@@ -37,6 +41,10 @@ pub struct Built {
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe_products: Option<PeProducts>,
+}
+
+fn one_cycle() -> u8 {
+    1
 }
 
 /// `report.json` of `systole board build`.

@@ -89,6 +89,9 @@ pub const MAX_CLOCK_MHZ: f64 = 10_000.0;
 /// Most pipeline registers a conversion lane has ([`ArrayConfig::convert_stages`]): one after
 /// the 16 x 16 products, one after the high multiply, one after the rounding shift.
 pub const MAX_CONVERT_STAGES: u8 = 3;
+/// The [`ArrayConfig::requant_cycles`] a machine may be built with: 1, each requantize lane a
+/// 32 x 32 multiplier; 4, each lane one 16 x 16 multiplier making a partial product a cycle.
+pub const REQUANT_CYCLES: [u8; 2] = [1, 4];
 
 /// One accelerator instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,6 +116,12 @@ pub struct ArrayConfig {
     /// instruction takes as many cycles more (`timing::row_lands`). 0 to
     /// [`MAX_CONVERT_STAGES`]; the boards build them to close timing (docs/DECISIONS.md 51).
     pub convert_stages: u8,
+    /// Cycles each `Requantize` row spends in the conversion lanes: 1, or 4 on a machine whose
+    /// lanes each make the 32 x 32 product from one 16 x 16 multiplier, a partial product a
+    /// cycle (a quarter of the logic, for FPGAs without multipliers: docs/DECISIONS.md 57).
+    /// One of [`REQUANT_CYCLES`]; row `r` lands `requant_cycles * (r + 1) - 1 + convert_stages`
+    /// cycles after dispatch (`timing::row_lands`). BF16 machines have no requantize lanes.
+    pub requant_cycles: u8,
 }
 
 /// Why an [`ArrayConfig`] is not buildable.
@@ -125,6 +134,7 @@ pub enum ConfigError {
     AccDepth { depth: u32, min: u32 },
     Clock { mhz: f64 },
     ConvertStages { stages: u8 },
+    RequantCycles { cycles: u8 },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -160,6 +170,11 @@ impl core::fmt::Display for ConfigError {
                 "convert_stages = {stages}: the conversion lanes have 0 to {MAX_CONVERT_STAGES} \
                  pipeline registers"
             ),
+            ConfigError::RequantCycles { cycles } => write!(
+                f,
+                "requant_cycles = {cycles}: a requantize lane takes 1 or 4 cycles a row \
+                 (a 32 x 32 multiplier, or a 16 x 16 one used four times)"
+            ),
         }
     }
 }
@@ -178,6 +193,7 @@ impl ArrayConfig {
             clock_mhz: 100.0,
             schedule: Schedule::Blocking,
             convert_stages: 0,
+            requant_cycles: 1,
         }
     }
 
@@ -193,6 +209,11 @@ impl ArrayConfig {
 
     pub const fn with_convert_stages(mut self, stages: u8) -> ArrayConfig {
         self.convert_stages = stages;
+        self
+    }
+
+    pub const fn with_requant_cycles(mut self, cycles: u8) -> ArrayConfig {
+        self.requant_cycles = cycles;
         self
     }
 
@@ -235,6 +256,9 @@ impl ArrayConfig {
         if self.convert_stages > MAX_CONVERT_STAGES {
             return Err(ConfigError::ConvertStages { stages: self.convert_stages });
         }
+        if !REQUANT_CYCLES.contains(&self.requant_cycles) {
+            return Err(ConfigError::RequantCycles { cycles: self.requant_cycles });
+        }
         ArrayConfig::check_clock(self.clock_mhz)
     }
 
@@ -276,6 +300,15 @@ mod tests {
             ok.with_convert_stages(4).validate(),
             Err(ConfigError::ConvertStages { stages: 4 })
         );
+        for cycles in REQUANT_CYCLES {
+            assert_eq!(ok.with_requant_cycles(cycles).validate(), Ok(()));
+        }
+        for cycles in [0, 2, 3, 5] {
+            assert_eq!(
+                ok.with_requant_cycles(cycles).validate(),
+                Err(ConfigError::RequantCycles { cycles })
+            );
+        }
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());
         // A clock so low that cycles as time overflow to `inf` us, or print 300 digits.

@@ -48,7 +48,9 @@ pub mod timing;
 #[cfg(feature = "alloc")]
 pub mod train;
 
-pub use config::{ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, MAX_CONVERT_STAGES};
+pub use config::{
+    ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, MAX_CONVERT_STAGES, REQUANT_CYCLES,
+};
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};
 pub use machine::{Machine, MachineError, Region, Stats};
 pub use numerics::{Arith, Bf16, Int8, Requant, BF16};

@@ -183,12 +183,15 @@ fn out_of_range_host_accesses_are_refused_locally() {
 
 #[test]
 fn identify_reports_the_config_the_device_was_built_for() {
-    let config = ArrayConfig::new(8, 4, Dtype::Bf16);
-    let mut link = linked(config, 4096, vec![]);
-    let id = link.identify(config.clock_mhz).unwrap();
-    assert_eq!(id.config, config);
-    assert_eq!((id.isa_version, id.dram_bytes), (systole_core::isa::ISA_VERSION, 4096));
-    assert!(id.fifo_depth >= 16);
+    let bf16 = ArrayConfig::new(8, 4, Dtype::Bf16);
+    let lean = ArrayConfig::new(4, 1, Dtype::Int8).with_convert_stages(3).with_requant_cycles(4);
+    for config in [bf16, lean, lean.with_convert_stages(0)] {
+        let mut link = linked(config, 4096, vec![]);
+        let id = link.identify(config.clock_mhz).unwrap();
+        assert_eq!(id.config, config);
+        assert_eq!((id.isa_version, id.dram_bytes), (systole_core::isa::ISA_VERSION, 4096));
+        assert!(id.fifo_depth >= 16);
+    }
 }
 
 /// The active weights survive from one program to the next (DECISIONS 28): a program whose

@@ -81,8 +81,14 @@ use systole_core::Requant;
 
 pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
     let shape = (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>());
-    let rest = (0u32..48, 0u32..24, any::<bool>(), 0..=systole_core::MAX_CONVERT_STAGES);
-    (shape, rest).prop_map(|((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages))| {
+    let rest = (
+        0u32..48,
+        0u32..24,
+        any::<bool>(),
+        0..=systole_core::MAX_CONVERT_STAGES,
+        prop::sample::select(&systole_core::REQUANT_CYCLES[..]),
+    );
+    (shape, rest).prop_map(|((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p))| {
         let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
         let mut cfg = ArrayConfig::new(r, c, dtype).with_dataflow(if ws {
             Dataflow::WeightStationary
@@ -92,7 +98,7 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
         cfg.spad_depth = 3 * cfg.spad_width() as u32 + extra_spad;
         cfg.acc_depth = r as u32 + extra_acc;
         cfg.schedule = if decoupled { Schedule::Decoupled } else { Schedule::Blocking };
-        cfg.with_convert_stages(stages)
+        cfg.with_convert_stages(stages).with_requant_cycles(p)
     })
 }
 

@@ -13,6 +13,9 @@ use rust_hdl::prelude::*;
 
 use crate::delay::Delay;
 
+mod products;
+pub use products::SerialProducts;
+
 // The requantize lane has one boundary per stage core allows.
 const _: () = assert!(systole_core::MAX_CONVERT_STAGES == 3);
 
@@ -198,7 +201,7 @@ impl Logic for RequantLane {
         self.s2_low.enable.next = self.enable.val();
         self.s2_special.enable.next = self.enable.val();
         self.s3_biased.enable.next = self.enable.val();
-        // Stage 0: the products come from the DSPs; the correction and the saturating case
+        // Stage 0: the products come from the multipliers; the correction and the saturating case
         // from the operands.
         self.correction.next = 0.into();
         if self.x.val().get_bit(31) && self.multiplier.val().get_bit(31) {

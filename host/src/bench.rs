@@ -198,6 +198,7 @@ pub fn board_build(
         ..ArrayConfig::new(built.rows, built.cols, built_dtype)
             .with_dataflow(dataflow)
             .with_convert_stages(built.convert_stages)
+            .with_requant_cycles(built.requant_cycles)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
     Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })

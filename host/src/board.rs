@@ -54,6 +54,10 @@ fn list_text() -> String {
                     0 => String::new(),
                     n => format!(", {n} conversion stages"),
                 };
+                let stages = match p.requant_cycles {
+                    1 => stages,
+                    n => format!("{stages}, requantize {n} cycles a row"),
+                };
                 format!(
                     "{}x{} at {} MHz{products}{stages} ({measured})",
                     p.rows,
@@ -100,6 +104,7 @@ pub fn top_config(
     dtype: Option<Dtype>,
     clock_mhz: Option<f64>,
     convert_stages: Option<u8>,
+    requant_cycles: Option<u8>,
 ) -> anyhow::Result<systole_hdl::TopConfig> {
     let dtype = dtype.unwrap_or(Dtype::Int8);
     let (rows, cols) = match (b.preset(dtype), rows, cols) {
@@ -118,6 +123,9 @@ pub fn top_config(
     let mut config = b.config(rows, cols, dtype, clock_mhz.unwrap_or(b.default_clock(dtype)));
     if let Some(stages) = convert_stages {
         config.convert_stages = stages;
+    }
+    if let Some(cycles) = requant_cycles {
+        config.requant_cycles = cycles;
     }
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     let checks_at_queue = b.preset(dtype).unwrap_or(&b.int8).checks_at_queue;
@@ -172,6 +180,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         uart_divisor: top.uart_divisor,
         clock_mhz: a.clock_mhz,
         convert_stages: a.convert_stages,
+        requant_cycles: a.requant_cycles,
         checks_at_queue: top.checks_at_queue,
         pe_products: Some(pe_products),
     }
@@ -185,8 +194,15 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         DtypeArg::Int8 => systole_core::Dtype::Int8,
         DtypeArg::Bf16 => systole_core::Dtype::Bf16,
     });
-    let top_config =
-        top_config(&b, args.rows, args.cols, dtype, args.clock_mhz, args.convert_stages)?;
+    let top_config = top_config(
+        &b,
+        args.rows,
+        args.cols,
+        dtype,
+        args.clock_mhz,
+        args.convert_stages,
+        args.requant_cycles,
+    )?;
     let pe_products = pe_products(&b, top_config.array.dtype, args.pe_products)?;
     let config = top_config.array;
     let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;
@@ -222,13 +238,15 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages) for {} at {} MHz in {} (PE products in {}; nextpnr {}, seed {})",
+         conversion stages, requantize {} cycles a row) for {} at {} MHz in {} (PE products in \
+         {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
         config.acc_depth,
         m.dram_bytes,
         m.fifo_depth,
         config.convert_stages,
+        config.requant_cycles,
         b.name,
         mhz(config.clock_mhz),
         args.out.display(),

@@ -113,6 +113,11 @@ pub struct BoardBuildArgs {
     /// default build's in the dtype); each conversion takes as many cycles more.
     #[arg(long)]
     pub convert_stages: Option<u8>,
+    /// Cycles each requantized row takes in the INT8 conversion lanes: 1 (a 32 x 32 multiplier
+    /// per lane) or 4 (one 16 x 16 multiplier per lane, a quarter of the logic; default: the
+    /// board's default build's).
+    #[arg(long)]
+    pub requant_cycles: Option<u8>,
     /// nextpnr's placement seed (another seed gives another placement and fmax).
     #[arg(long, default_value_t = systole_boards::nextpnr::Pnr::default().seed)]
     pub seed: u32,
@@ -191,6 +196,10 @@ pub struct EmitArgs {
     /// `CastBf16` and `StoreBf16` takes as many cycles more, for a shorter clock period.
     #[arg(long, default_value_t = 0)]
     pub convert_stages: u8,
+    /// Cycles each requantized row takes in the INT8 conversion lanes: 1 (a 32 x 32
+    /// multiplier per lane) or 4 (one 16 x 16 multiplier per lane, a quarter of the logic).
+    #[arg(long, default_value_t = 1)]
+    pub requant_cycles: u8,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
@@ -339,6 +348,10 @@ pub struct ArrayArgs {
     /// theirs): each `Requantize`, `CastBf16` and `StoreBf16` takes as many cycles more.
     #[arg(long, default_value_t = 0)]
     pub convert_stages: u8,
+    /// Cycles each `Requantize` row takes in the conversion lanes: 1, or 4 on lanes with one
+    /// 16 x 16 multiplier each (the boards' builds say theirs).
+    #[arg(long, default_value_t = 1)]
+    pub requant_cycles: u8,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -362,6 +375,7 @@ impl ArrayArgs {
             clock_mhz: self.clock_mhz,
             schedule: self.schedule.into(),
             convert_stages: self.convert_stages,
+            requant_cycles: self.requant_cycles,
         }
     }
 }

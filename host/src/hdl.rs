@@ -49,6 +49,7 @@ struct ConfigJson {
     dataflow: &'static str,
     schedule: &'static str,
     convert_stages: u8,
+    requant_cycles: u8,
     spad_width: usize,
     spad_depth: u32,
     acc_depth: u32,
@@ -74,7 +75,8 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     }
     .with_dataflow(args.dataflow.into())
     .with_schedule(args.schedule.into())
-    .with_convert_stages(args.convert_stages);
+    .with_convert_stages(args.convert_stages)
+    .with_requant_cycles(args.requant_cycles);
     let mut top = TopConfig::new(config);
     top.dram_bytes = args.dram_bytes;
     top.fifo_depth = args.fifo_depth;
@@ -95,6 +97,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
             dataflow: config.dataflow.short_name(),
             schedule: config.schedule.name(),
             convert_stages: config.convert_stages,
+            requant_cycles: config.requant_cycles,
             spad_width: config.spad_width(),
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,

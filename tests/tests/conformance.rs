@@ -130,6 +130,19 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
         },
     };
     cases.push(Case { name: format!("{to_spad:?}"), program: vec![to_spad, Instruction::Halt] });
+    // The same on words of every magnitude and sign (the operands' random bytes at the start
+    // of DRAM, which no program writes), where what the GEMMs left is small.
+    let words = Instruction::LoadAcc {
+        acc_row: 0,
+        dram_addr: 0,
+        rows,
+        len: config.cols,
+        row_stride: config.cols as u32,
+    };
+    cases.push(Case {
+        name: format!("{words:?}, {to_spad:?}"),
+        program: vec![words, to_spad, Instruction::Halt],
+    });
     if config.dtype == Dtype::Bf16 {
         // The casting store, into the DRAM's last bytes.
         let row_stride = config.cols as u32 + 1;
@@ -156,13 +169,14 @@ fn conformance(top: TopConfig, seed: u64) {
     let config = top.array;
     let what = |case: &str| {
         format!(
-            "{}x{} {} {} {} ({} conversion stages): {case}",
+            "{}x{} {} {} {} ({} conversion stages, requantize {} cycles a row): {case}",
             config.rows,
             config.cols,
             config.dtype.name(),
             config.dataflow.short_name(),
             config.schedule.name(),
-            config.convert_stages
+            config.convert_stages,
+            config.requant_cycles
         )
     };
     let build = RtlBuild::new(&top, &BuildOptions::default())
@@ -275,6 +289,21 @@ fn conformance_with_pipelined_conversions() {
     conformance(staged(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary), 1), 20);
     conformance(staged(decoupled(4, Dtype::Int8, Dataflow::OutputStationary), 2), 21);
     conformance(staged(decoupled(2, Dtype::Bf16, Dataflow::WeightStationary), 3), 22);
+}
+
+/// Requantize lanes that make their products over four cycles (`ArrayConfig::requant_cycles`,
+/// as the Alchitry Cu builds them): each `Requantize` row takes four cycles, on every machine,
+/// under both schedules, pipelined or not.
+#[test]
+fn conformance_with_serial_requantize() {
+    let serial = |top: TopConfig, stages| TopConfig {
+        array: top.array.with_convert_stages(stages).with_requant_cycles(4),
+        ..top
+    };
+    let mut tall = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
+    tall.array.cols = 1;
+    conformance(serial(tall, 3), 23);
+    conformance(serial(decoupled(2, Dtype::Int8, Dataflow::WeightStationary), 0), 24);
 }
 
 #[test]

@@ -108,7 +108,7 @@ impl GemmPlan {
         let row = |len: u64, stride: u32| load_row_cycles(len as u16, stride);
         // One output block of `mb` rows and `nj` columns, from its first load to its epilogue.
         let block = |mb: u64, nj: u64| -> u64 {
-            let (epilogue, _) = self.epilogue.cost(mb, self.config.convert_stages);
+            let (epilogue, _) = self.epilogue.cost(mb, &self.config);
             match self.config.dataflow {
                 Dataflow::WeightStationary => {
                     let kt = ceil_div(k, r);

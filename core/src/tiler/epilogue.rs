@@ -1,6 +1,7 @@
 //! The epilogue of an output block: what happens to its accumulators before they leave, and
 //! what it costs (its instructions are `epilogue_emit.rs`'s).
 
+use crate::config::ArrayConfig;
 use crate::numerics::Requant;
 
 /// Cast of the finished accumulators to scratchpad elements, stored row-major `M x N` at
@@ -117,9 +118,10 @@ impl Epilogue {
         .unwrap_or(0)
     }
 
-    /// Sequencer cycles (one per row, and `convert_stages` more per conversion:
-    /// `timing::row_lands`) and instructions spent on one output block of `mb` rows.
-    pub(super) fn cost(&self, mb: u64, convert_stages: u8) -> (u64, u64) {
+    /// Sequencer cycles (one per row, `requant_cycles` per requantized row, and
+    /// `convert_stages` more per conversion: `timing::row_lands`) and instructions spent on one
+    /// output block of `mb` rows.
+    pub(super) fn cost(&self, mb: u64, config: &ArrayConfig) -> (u64, u64) {
         let mut cycles = 0;
         let mut count = 0;
         let mut add = |passes: u64, rows: u64| {
@@ -144,7 +146,9 @@ impl Epilogue {
         }
         match self.cast {
             Some(CastTo { requant: Some(_), .. }) => {
-                add(2, mb);
+                // `Requantize` (`requant_cycles` a row), then `StoreSpad`.
+                add(1, mb * config.requant_cycles as u64);
+                add(1, mb);
                 conversions += 1;
             }
             Some(CastTo { requant: None, .. }) => {
@@ -162,7 +166,7 @@ impl Epilogue {
             add(u.copy.is_some() as u64, mb);
             conversions += u.copy.is_some() as u64;
         }
-        (cycles + conversions * convert_stages as u64, count)
+        (cycles + conversions * config.convert_stages as u64, count)
     }
 }
 

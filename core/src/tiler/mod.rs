@@ -428,7 +428,7 @@ impl GemmPlan {
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
         let nt = ceil_div(n as u64, c);
-        let (_, epilogue) = self.epilogue.cost(0, 0);
+        let (_, epilogue) = self.epilogue.cost(0, &self.config);
         let per_tile = match self.config.dataflow {
             // Two loads, a weight load and a matmul per k-tile, then the epilogue.
             Dataflow::WeightStationary => 4 * ceil_div(k as u64, r) + epilogue,

@@ -56,11 +56,17 @@ pub const fn converts(ins: &Instruction) -> bool {
 /// The cycle, counted from its dispatch, in which row `r` of a row-by-row instruction (loads,
 /// stores, vector ops, casts) takes effect: the last of the row's cycles, or for a transposing
 /// `Load` the cycle its block writes it (see [`transposes`]), or for a conversion ([`converts`])
-/// the cycle its row leaves the lanes' pipeline: `r + convert_stages`. A conversion reads one
-/// memory and writes another, and nothing else touches its source while it runs, so reading
-/// the row when it lands gives the same bits as reading it `convert_stages` cycles earlier.
+/// the cycle its row leaves the lanes' pipeline: `r + convert_stages`, and for a `Requantize`
+/// on lanes that take [`ArrayConfig::requant_cycles`] `P > 1` a row, `P * (r + 1) - 1 +
+/// convert_stages` (the row is read for `P` cycles, one partial product each). A conversion
+/// reads one memory and writes another, and nothing else touches its source while it runs, so
+/// reading the row when it lands gives the same bits as reading it when the lanes did.
 pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
     match *ins {
+        Instruction::Requantize { .. } => {
+            let p = config.requant_cycles as u64;
+            p * (r + 1) - 1 + config.convert_stages as u64
+        }
         _ if converts(ins) => r + config.convert_stages as u64,
         Instruction::Load { len, .. } if transposes(config, ins) => {
             let w = config.spad_width() as u64;

@@ -27,8 +27,9 @@ use rp_pico::hal::{pac, Clock, Sio, Spi, Timer, Watchdog};
 use systole_firmware::{first_mismatch, Blob, Error, Identity, Input, Options, Systole};
 
 /// The digits model (64-32-10, INT8) compiled for each board's default array.
-const BLOBS: [&[u8]; 3] = [
+const BLOBS: [&[u8]; 4] = [
     include_bytes!("../blobs/digits-1x1-int8.blob"),
+    include_bytes!("../blobs/digits-4x1-int8.blob"),
     include_bytes!("../blobs/digits-8x4-int8.blob"),
     include_bytes!("../blobs/digits-18x8-int8.blob"),
 ];

@@ -32,7 +32,7 @@
 use rust_hdl::prelude::*;
 
 use crate::decoded::Decoded;
-use systole_core::{ArrayConfig, Schedule};
+use systole_core::{ArrayConfig, Dtype, Schedule};
 
 use crate::decode::constant;
 use crate::delay::Delay;
@@ -43,7 +43,8 @@ const _: () = assert!(systole_core::MAX_CONVERT_STAGES <= 4);
 
 /// The sequencer: `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`, `StoreSpad`,
 /// `StoreBf16` one row per cycle (a strided `Load` gathers one element per cycle, a transposing one goes
-/// through the transpose buffer: module docs), `Sync` in one cycle.
+/// through the transpose buffer: module docs; a `Requantize` row takes `requant_cycles`), `Sync`
+/// in one cycle.
 #[derive(LogicBlock)]
 pub struct Sequencer {
     pub clock: Signal<In, Clock>,
@@ -129,6 +130,10 @@ pub struct Sequencer {
     /// Built with conversion stages, and the drain's last cycle (`convert_stages - 1`).
     pipelined: Constant<Bit>,
     tail_last: Constant<Bits<2>>,
+    /// Built with `requant_cycles = 4` (one constant, 3; else none): a `Requantize` row takes
+    /// four cycles, counted by `elem` (on `element`) and ending in the one this names, while
+    /// the conversion lanes make its products (`crate::convert::SerialProducts`).
+    requant_last: Vec<Constant<Bits<2>>>,
     /// The write side of a conversion, `convert_stages` cycles behind its reads: the
     /// scratchpad write and its row (`CastBf16`, `Requantize`), the DRAM write and its address
     /// (`StoreBf16`).
@@ -237,6 +242,11 @@ impl Sequencer {
             tail: Default::default(),
             pipelined: Constant::new(config.convert_stages > 0),
             tail_last: constant(config.convert_stages.saturating_sub(1) as u64),
+            requant_last: if config.dtype == Dtype::Int8 && config.requant_cycles > 1 {
+                vec![constant(config.requant_cycles as u64 - 1)]
+            } else {
+                vec![]
+            },
             conv_spad_write: Delay::new(config.convert_stages as usize),
             conv_spad_row: Delay::new(config.convert_stages as usize),
             conv_store: Delay::new(config.convert_stages as usize),
@@ -319,6 +329,13 @@ impl Logic for Sequencer {
         self.filling.next = self.elem.q.val() < self.n_len.q.val();
         if self.k_transpose.q.val() {
             self.row_last.next = self.draining.q.val();
+        }
+        // A paced `Requantize` row ends in its last phase.
+        for k in 0..self.requant_last.len() {
+            if self.k_requant.q.val() {
+                self.row_last.next =
+                    self.elem.q.val().get_bits::<2>(0) == self.requant_last[k].val();
+            }
         }
         self.transposes.next = self.decoupled.val()
             && self.ins.load.val()
@@ -686,6 +703,66 @@ mod tests {
         );
         settle(&mut s);
         assert!(s.free.val() && !s.is_load.val() && !s.spad_write.val());
+    }
+
+    /// Built with `requant_cycles = 4`, a `Requantize` holds each accumulator row on the read
+    /// port for four enabled cycles, counts them on `element`, and writes the row's scratchpad
+    /// row in core's `timing::row_lands` cycle; frozen cycles hold everything.
+    #[test]
+    fn sequencer_paces_requantize_rows() {
+        let config =
+            ArrayConfig::new(4, 1, Dtype::Int8).with_convert_stages(2).with_requant_cycles(4);
+        let requant = Instruction::Requantize {
+            acc_row: 3,
+            spad_row: 7,
+            rows: 2,
+            requant: systole_core::Requant::from_scale(0.25, 0).unwrap(),
+        };
+        let mut s = Sequencer::new(&config);
+        s.connect_all();
+        s.enable.next = true;
+        s.start.next = true;
+        s.ins.requantize.next = true;
+        s.ins.acc_row.next = 3u64.into();
+        s.ins.spad_row.next = 7u64.into();
+        s.ins.rows.next = 2u64.into();
+        settle(&mut s);
+        assert_eq!(s.acc_read_x.val().index(), 3, "addressed before dispatch");
+        tick(&mut s, |s| &mut s.clock);
+        s.start.next = false;
+        s.ins.requantize.next = false;
+        // Per enabled cycle: the phase, the row read next, the scratchpad row written.
+        let mut seen = vec![];
+        for cycle in 0.. {
+            // Every third cycle is frozen.
+            s.enable.next = cycle % 3 != 1;
+            settle(&mut s);
+            let free = s.free.val() && s.enable.val();
+            if s.enable.val() {
+                seen.push((
+                    s.element.val().index() & 3,
+                    s.acc_read_x.val().index(),
+                    s.spad_write.val().then(|| s.spad_write_row.val().index()),
+                ));
+            }
+            tick(&mut s, |s| &mut s.clock);
+            if free {
+                break;
+            }
+        }
+        assert_eq!(seen.len() as u64, timing::duration(&config, &requant));
+        let writes: Vec<(usize, usize)> = seen
+            .iter()
+            .enumerate()
+            .filter_map(|(cycle, &(_, _, row))| row.map(|row| (cycle, row)))
+            .collect();
+        let lands = |r| timing::row_lands(&config, &requant, r) as usize;
+        assert_eq!(writes, vec![(lands(0), 7), (lands(1), 8)]);
+        assert_eq!((lands(0), lands(1)), (5, 9));
+        // Rows 3 and 4 are read for four cycles each (the next row addressed in the fourth,
+        // except after the final row, whose pointers hold while the lanes drain).
+        let reads: Vec<(usize, usize)> = seen.iter().map(|&(e, x, _)| (e, x)).take(8).collect();
+        assert_eq!(reads, vec![(0, 3), (1, 3), (2, 3), (3, 4), (0, 4), (1, 4), (2, 4), (3, 4)]);
     }
 
     /// The load path as `systole_top` wires it (see `crate::transpose`): the sequencer, the

@@ -202,3 +202,109 @@ fn verilog_is_valid() {
         yosys_validate("requant_lane", &verilog_of(RequantLane::new(stages))).unwrap();
     }
 }
+
+/// The requantize lane fed by [`SerialProducts`], as a machine built with `requant_cycles = 4`
+/// wires them: the sequencer's phase on `phase`, the row's word held on `x`.
+#[derive(LogicBlock)]
+struct SerialPath {
+    clock: Signal<In, Clock>,
+    enable: Signal<In, Bit>,
+    phase: Signal<In, Bits<2>>,
+    x: Signal<In, Bits<32>>,
+    multiplier: Signal<In, Bits<32>>,
+    shift: Signal<In, Bits<5>>,
+    zero_point: Signal<In, Bits<8>>,
+    y: Signal<Out, Bits<16>>,
+    products: SerialProducts,
+    requant: RequantLane,
+}
+
+impl SerialPath {
+    fn new(stages: u8) -> Self {
+        SerialPath {
+            clock: Default::default(),
+            enable: Default::default(),
+            phase: Default::default(),
+            x: Default::default(),
+            multiplier: Default::default(),
+            shift: Default::default(),
+            zero_point: Default::default(),
+            y: Default::default(),
+            products: Default::default(),
+            requant: RequantLane::new(stages),
+        }
+    }
+}
+
+impl Logic for SerialPath {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.products.clock.next = self.clock.val();
+        self.products.phase.next = self.phase.val();
+        self.products.a.next = self.x.val();
+        self.products.b.next = self.multiplier.val();
+        self.requant.clock.next = self.clock.val();
+        self.requant.enable.next = self.enable.val();
+        self.requant.x.next = self.x.val();
+        self.requant.multiplier.next = self.multiplier.val();
+        self.requant.shift.next = self.shift.val();
+        self.requant.zero_point.next = self.zero_point.val();
+        self.requant.ll.next = self.products.ll.val();
+        self.requant.lh.next = self.products.lh.val();
+        self.requant.hl.next = self.products.hl.val();
+        self.requant.hh.next = self.products.hh.val();
+        self.y.next = self.requant.y.val();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Rows of four phases each, with frozen cycles (which hold the phase) anywhere: each
+    /// row's word leaves the lane `stages` enabled cycles after its phase 3, requantized as
+    /// core requantizes it, whatever the rows before it were.
+    #[test]
+    fn serial_products_requantize_as_core(
+        stages in 0..=MAX_CONVERT_STAGES,
+        rows in prop::collection::vec((int_word(), prop::collection::vec(any::<bool>(), 4)), 1..5),
+        m in int_word(), shift in 0u8..32, zp in any::<u8>(),
+    ) {
+        let mut uut = SerialPath::new(stages);
+        uut.connect_all();
+        uut.multiplier.next = (m as u64).into();
+        uut.shift.next = (shift as u64).into();
+        uut.zero_point.next = (zp as u64).into();
+        // Each enabled cycle's word on `y` that the lane owes: a row's, `stages` late.
+        let mut owed: Vec<Option<u32>> = vec![None; stages as usize];
+        let mut step = |uut: &mut SerialPath, phase: u64, x: u32, enable: bool| {
+            uut.phase.next = phase.into();
+            uut.x.next = (x as u64).into();
+            uut.enable.next = enable;
+            settle(uut);
+            if enable {
+                owed.push((phase == 3).then_some(x));
+                if let Some(x) = owed.remove(0) {
+                    assert_eq!(uut.y.val().index() as u16, requant(x, m, shift, zp), "{x:#x}");
+                }
+            }
+            tick(uut, |u| &mut u.clock);
+        };
+        for (x, frozen) in &rows {
+            for phase in 0..4u64 {
+                if frozen[phase as usize] {
+                    step(&mut uut, phase, *x, false);
+                }
+                step(&mut uut, phase, *x, true);
+            }
+        }
+        // Drain the pipeline with the next row's phase 0.
+        for _ in 0..stages {
+            step(&mut uut, 0, 0, true);
+        }
+    }
+}
+
+#[test]
+fn serial_products_verilog_is_valid() {
+    yosys_validate("serial_products", &verilog_of(SerialProducts::default())).unwrap();
+}

@@ -7,7 +7,7 @@ use systole_core::{Dataflow, Dtype, Schedule};
 use super::{SpadLane, TopConfig, WordLane};
 use crate::array::Array;
 use crate::controller::{ArrayUnit, Dispatcher, InstrFifo, Sequencer, WeightLoader};
-use crate::convert::{CastLane, RequantLane};
+use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
@@ -52,6 +52,7 @@ pub struct SystoleTop {
     words: Vec<WordLane>,
     cast: Vec<CastLane>,
     requant: Vec<RequantLane>,
+    products: Vec<SerialProducts>,
     weight_stationary: Constant<Bit>,
     checks_at_queue: Constant<Bit>,
     en: Signal<Local, Bit>,
@@ -108,6 +109,7 @@ impl SystoleTop {
             requant: (0..if dtype == Dtype::Int8 { c } else { 0 })
                 .map(|_| RequantLane::new(config.convert_stages))
                 .collect(),
+            products: super::serial_products(&config),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
             checks_at_queue: Constant::new(top.checks_at_queue),
             en: Default::default(),
@@ -291,6 +293,17 @@ impl Logic for SystoleTop {
             self.requant[j].hl.next = self.acc_lanes[j].hl.val();
             self.requant[j].hh.next = self.acc_lanes[j].hh.val();
             self.spad_lanes[j].cast.next = self.requant[j].y.val();
+        }
+        // Built with `requant_cycles = 4`: the products, one a cycle of the row's four.
+        for j in 0..self.products.len() {
+            self.products[j].clock.next = self.clock.val();
+            self.products[j].phase.next = self.seq.element.val().get_bits::<2>(0);
+            self.products[j].a.next = self.acc_x.read_data[j].val();
+            self.products[j].b.next = self.seq.requant_multiplier.val();
+            self.requant[j].ll.next = self.products[j].ll.val();
+            self.requant[j].lh.next = self.products[j].lh.val();
+            self.requant[j].hl.next = self.products[j].hl.val();
+            self.requant[j].hh.next = self.products[j].hh.val();
         }
 
         // Accumulators: port X (the destination word, Store, casts, accumulate, host reads),

@@ -25,7 +25,7 @@ use crate::array::Array;
 use crate::controller::{
     ArrayUnit, DecoupledDispatcher, FootprintOf, InstrFifo, Sequencer, StreamUnit, WeightLoader,
 };
-use crate::convert::{CastLane, RequantLane};
+use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
@@ -78,6 +78,7 @@ pub struct SystoleTopDecoupled {
     words: Vec<WordLane>,
     cast: Vec<CastLane>,
     requant: Vec<RequantLane>,
+    products: Vec<SerialProducts>,
     en: Signal<Local, Bit>,
     host: Signal<Local, Bit>,
     /// The weight loader (or an output-stationary matmul) reads scratchpad port B next.
@@ -139,6 +140,7 @@ impl SystoleTopDecoupled {
             requant: (0..if dtype == Dtype::Int8 { c } else { 0 })
                 .map(|_| RequantLane::new(config.convert_stages))
                 .collect(),
+            products: super::serial_products(&config),
             en: Default::default(),
             host: Default::default(),
             port_b_array: Default::default(),
@@ -403,6 +405,17 @@ impl Logic for SystoleTopDecoupled {
             self.requant[j].hl.next = self.acc_lanes[j].hl.val();
             self.requant[j].hh.next = self.acc_lanes[j].hh.val();
             self.spad_lanes[j].cast.next = self.requant[j].y.val();
+        }
+        // Built with `requant_cycles = 4`: the products, one a cycle of the row's four.
+        for j in 0..self.products.len() {
+            self.products[j].clock.next = self.clock.val();
+            self.products[j].phase.next = self.vu.element.val().get_bits::<2>(0);
+            self.products[j].a.next = self.acc.vector_x_data[j].val();
+            self.products[j].b.next = self.vu.requant_multiplier.val();
+            self.requant[j].ll.next = self.products[j].ll.val();
+            self.requant[j].lh.next = self.products[j].lh.val();
+            self.requant[j].hl.next = self.products[j].hl.val();
+            self.requant[j].hh.next = self.products[j].hh.val();
         }
 
         // Accumulators: the vector unit's reads and writes, the load unit's `LoadAcc` words, the

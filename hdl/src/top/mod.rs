@@ -9,11 +9,14 @@
 //! the candidate word's decoder, the controller's units ([`crate::controller`]), the memories
 //! ([`crate::mem`]: scratchpad and accumulators with two read ports each, the byte-banked DRAM),
 //! the array ([`crate::array`]) and one accumulator lane plus one cast or requantize lane per
-//! column ([`crate::vector`]). This file is wiring and multiplexers: which unit (or the host,
-//! while no program runs) owns each memory port.
+//! column ([`crate::vector`]; built with `requant_cycles = 4`, each requantize lane's products
+//! come from a [`SerialProducts`] instead of its accumulator lane's multiplier). This file is
+//! wiring and multiplexers: which unit (or the host, while no program runs) owns each memory
+//! port.
 
-use systole_core::ArrayConfig;
+use systole_core::{ArrayConfig, Dtype};
 
+use crate::convert::SerialProducts;
 use crate::mem::dram_banks;
 
 mod blocking;
@@ -85,6 +88,13 @@ impl TopConfig {
     pub fn dram_banks(&self) -> usize {
         dram_banks(self.dram_row_bytes())
     }
+}
+
+/// One [`SerialProducts`] per requantize lane on an INT8 machine built with `requant_cycles >
+/// 1`, else none (the lanes take their accumulator lanes' products).
+fn serial_products(config: &ArrayConfig) -> Vec<SerialProducts> {
+    let serial = config.dtype == Dtype::Int8 && config.requant_cycles > 1;
+    (0..if serial { config.cols } else { 0 }).map(|_| SerialProducts::default()).collect()
 }
 
 #[cfg(test)]

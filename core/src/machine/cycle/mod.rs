@@ -10,9 +10,9 @@
 //!
 //! * the **sequencer** runs `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`,
 //!   `StoreSpad`, `StoreBf16` one row per cycle (`rows` cycles; a strided `Load` gather takes
-//!   `len` cycles per row, see `timing::load_row_cycles`; a conversion `convert_stages` more,
-//!   see `timing::row_lands`) and `Sync` (1 cycle). It dispatches only when all three units are
-//!   idle, and nothing dispatches while it is busy.
+//!   `len` cycles per row, see `timing::load_row_cycles`; a `Requantize` `requant_cycles` per
+//!   row; a conversion `convert_stages` more, see `timing::row_lands`) and `Sync` (1 cycle).
+//!   It dispatches only when all three units are idle, and nothing dispatches while it is busy.
 //! * the **weight loader** runs `LoadWeights`: R cycles shifting tile rows down the shadow
 //!   registers, bottom row first. It dispatches when the sequencer and the loader are idle, so
 //!   it overlaps a running matmul: this is what the shadow registers are for.
