@@ -1,7 +1,7 @@
 //! The boards: their FPGA, clock, constraint file, and the accelerator each builds by default in
 //! each dtype (array, memories, clock), with the report of the measured build of that default.
 
-use systole_core::{ArrayConfig, Dtype};
+use systole_core::{ArrayConfig, Dtype, Schedule};
 
 use crate::yosys::PeProducts;
 
@@ -56,6 +56,9 @@ pub struct Preset {
     pub convert_stages: u8,
     /// Cycles a requantized row takes in its conversion lanes (`ArrayConfig::requant_cycles`).
     pub requant_cycles: u8,
+    /// How its controller issues instructions (`ArrayConfig::schedule`): the blocking top, or
+    /// the decoupled one, whose units overlap.
+    pub schedule: Schedule,
     /// Each word's fault code formed as it is queued (`systole_hdl::TopConfig::checks_at_queue`),
     /// not from the FIFO's head in the dispatch cycle.
     pub checks_at_queue: bool,
@@ -95,15 +98,16 @@ impl Board {
     }
 
     /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories and the
-    /// conversion lanes (stages, requantize cycles) of its default build in `dtype` (else its
-    /// INT8 one's); the scratchpad
+    /// conversion lanes (stages, requantize cycles) and schedule of its default build in `dtype`
+    /// (else its INT8 one's); the scratchpad
     /// and accumulator grow to the minimum core requires (`3 * max(R, C)` and `R` rows) when
     /// the array is larger than the memories were sized for.
     pub fn config(&self, rows: u16, cols: u16, dtype: Dtype, mhz: f64) -> ArrayConfig {
         let p = self.preset(dtype).unwrap_or(&self.int8);
         let mut c = ArrayConfig::new(rows, cols, dtype)
             .with_convert_stages(p.convert_stages)
-            .with_requant_cycles(p.requant_cycles);
+            .with_requant_cycles(p.requant_cycles)
+            .with_schedule(p.schedule);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
         c.acc_depth = self.memories.acc_depth.max(rows as u32);
@@ -161,6 +165,7 @@ pub const ICEBREAKER: Board = Board {
         pe_products: PeProducts::Dsp,
         convert_stages: 3,
         requant_cycles: 1,
+        schedule: Schedule::Blocking,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
         checks_at_queue: false,
@@ -193,6 +198,7 @@ pub const ALCHITRY_CU: Board = Board {
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 4,
+        schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
@@ -205,6 +211,7 @@ pub const ALCHITRY_CU: Board = Board {
         pe_products: PeProducts::Logic,
         convert_stages: 0,
         requant_cycles: 1,
+        schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
@@ -232,6 +239,7 @@ pub const ULX3S_85F: Board = Board {
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 1,
+        schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
@@ -244,6 +252,7 @@ pub const ULX3S_85F: Board = Board {
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
+        schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
@@ -267,6 +276,7 @@ pub const ULX3S_25F: Board = Board {
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 1,
+        schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
@@ -278,6 +288,7 @@ pub const ULX3S_25F: Board = Board {
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
+        schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
@@ -324,6 +335,7 @@ mod tests {
                 assert_eq!(built.clock_mhz, p.mhz, "{what}");
                 assert_eq!(built.convert_stages, c.convert_stages, "{what}");
                 assert_eq!(built.requant_cycles, c.requant_cycles, "{what}");
+                assert_eq!(built.schedule, c.schedule.name(), "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.

@@ -33,6 +33,10 @@ pub struct Built {
     /// absent in reports from before it existed: 1).
     #[serde(default = "one_cycle")]
     pub requant_cycles: u8,
+    /// `blocking` or `decoupled` (`ArrayConfig::schedule`; absent in reports from before it was
+    /// recorded, which were all blocking).
+    #[serde(default = "blocking")]
+    pub schedule: String,
     /// Each word's fault code formed as it was queued (`systole_hdl::TopConfig::checks_at_queue`;
     /// absent in reports from before it existed, which checked the FIFO's head).
     #[serde(default)]
@@ -45,6 +49,10 @@ pub struct Built {
 
 fn one_cycle() -> u8 {
     1
+}
+
+fn blocking() -> String {
+    systole_core::Schedule::Blocking.name().into()
 }
 
 /// `report.json` of `systole board build`.

@@ -191,6 +191,11 @@ pub fn board_build(
         "os" => systole_core::Dataflow::OutputStationary,
         other => bail!("{source}: unknown dataflow `{other}`"),
     };
+    let Some(schedule) =
+        systole_core::Schedule::ALL.into_iter().find(|s| s.name() == built.schedule)
+    else {
+        bail!("{source}: unknown schedule `{}`", built.schedule)
+    };
     let config = ArrayConfig {
         spad_depth: built.spad_depth,
         acc_depth: built.acc_depth,
@@ -199,6 +204,7 @@ pub fn board_build(
             .with_dataflow(dataflow)
             .with_convert_stages(built.convert_stages)
             .with_requant_cycles(built.requant_cycles)
+            .with_schedule(schedule)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
     Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })

@@ -10,7 +10,7 @@ use systole_boards::report::Built;
 use systole_boards::wrapper::{self, TopPort};
 use systole_boards::yosys::PeProducts;
 use systole_boards::{Board, Preset};
-use systole_core::{ArrayConfig, Dtype};
+use systole_core::{ArrayConfig, Dtype, Schedule};
 
 use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg, PeProductsArg, RouterArg};
 
@@ -56,7 +56,11 @@ fn list_text() -> String {
                 };
                 let stages = match p.requant_cycles {
                     1 => stages,
-                    n => format!("{stages}, requantize {n} cycles a row"),
+                    n => format!("{stages}, requantize {} a row", cycles(n)),
+                };
+                let stages = match p.schedule {
+                    Schedule::Blocking => stages,
+                    s => format!("{stages}, {}", s.name()),
                 };
                 format!(
                     "{}x{} at {} MHz{products}{stages} ({measured})",
@@ -95,19 +99,14 @@ fn list_text() -> String {
 }
 
 /// The accelerator a board build makes: the board's default build in the dtype asked (INT8
-/// unless asked), with the array and clock overridden where asked. The memories stay the
-/// board's (grown to core's minimum for a larger array).
-pub fn top_config(
-    b: &Board,
-    rows: Option<u16>,
-    cols: Option<u16>,
-    dtype: Option<Dtype>,
-    clock_mhz: Option<f64>,
-    convert_stages: Option<u8>,
-    requant_cycles: Option<u8>,
-) -> anyhow::Result<systole_hdl::TopConfig> {
-    let dtype = dtype.unwrap_or(Dtype::Int8);
-    let (rows, cols) = match (b.preset(dtype), rows, cols) {
+/// unless asked), with the array, clock, lanes and schedule overridden where asked. The
+/// memories stay the board's (grown to core's minimum for a larger array).
+pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hdl::TopConfig> {
+    let dtype = match args.dtype {
+        None | Some(DtypeArg::Int8) => Dtype::Int8,
+        Some(DtypeArg::Bf16) => Dtype::Bf16,
+    };
+    let (rows, cols) = match (b.preset(dtype), args.rows, args.cols) {
         (_, Some(rows), Some(cols)) => (rows, cols),
         (Some(p), rows, cols) => (rows.unwrap_or(p.rows), cols.unwrap_or(p.cols)),
         (None, ..) => bail!(
@@ -120,15 +119,21 @@ pub fn top_config(
     if rows == 0 || cols == 0 {
         bail!("--rows and --cols must be at least 1");
     }
-    let mut config = b.config(rows, cols, dtype, clock_mhz.unwrap_or(b.default_clock(dtype)));
-    if let Some(stages) = convert_stages {
+    let clock = args.clock_mhz.unwrap_or(b.default_clock(dtype));
+    let mut config = b.config(rows, cols, dtype, clock);
+    if let Some(stages) = args.convert_stages {
         config.convert_stages = stages;
     }
-    if let Some(cycles) = requant_cycles {
+    if let Some(cycles) = args.requant_cycles {
         config.requant_cycles = cycles;
     }
+    if let Some(schedule) = args.schedule {
+        config.schedule = schedule.into();
+    }
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-    let checks_at_queue = b.preset(dtype).unwrap_or(&b.int8).checks_at_queue;
+    // The decoupled top always forms each word's fault code as it is queued.
+    let checks_at_queue = b.preset(dtype).unwrap_or(&b.int8).checks_at_queue
+        || config.schedule == Schedule::Decoupled;
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
@@ -181,6 +186,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         clock_mhz: a.clock_mhz,
         convert_stages: a.convert_stages,
         requant_cycles: a.requant_cycles,
+        schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_at_queue,
         pe_products: Some(pe_products),
     }
@@ -190,19 +196,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
 /// wrap it for the board, run the flow.
 pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let b = board(&args.board)?;
-    let dtype = args.dtype.map(|d| match d {
-        DtypeArg::Int8 => systole_core::Dtype::Int8,
-        DtypeArg::Bf16 => systole_core::Dtype::Bf16,
-    });
-    let top_config = top_config(
-        &b,
-        args.rows,
-        args.cols,
-        dtype,
-        args.clock_mhz,
-        args.convert_stages,
-        args.requant_cycles,
-    )?;
+    let top_config = top_config(&b, args)?;
     let pe_products = pe_products(&b, top_config.array.dtype, args.pe_products)?;
     let config = top_config.array;
     let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;
@@ -238,15 +232,16 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} cycles a row) for {} at {} MHz in {} (PE products in \
-         {}; nextpnr {}, seed {})",
+         conversion stages, requantize {} a row, {} schedule) for {} at {} MHz in {} (PE \
+         products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
         config.acc_depth,
         m.dram_bytes,
         m.fifo_depth,
         config.convert_stages,
-        config.requant_cycles,
+        cycles(config.requant_cycles),
+        config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),
         args.out.display(),
@@ -321,6 +316,11 @@ pub fn program(args: &BoardProgramArgs) -> anyhow::Result<()> {
 }
 
 /// A clock in MHz to two decimals at most: 15, 12.5, 8.33.
+/// "1 cycle", "4 cycles".
+fn cycles(n: u8) -> String {
+    format!("{n} cycle{}", if n == 1 { "" } else { "s" })
+}
+
 pub(crate) fn mhz(f: f64) -> String {
     let s = format!("{f:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -339,5 +339,43 @@ mod tests {
             doc.contains(&quoted),
             "docs/BOARDS.md must quote `systole board list` exactly, as:\n{quoted}"
         );
+    }
+
+    fn build_args(args: &[&str]) -> crate::cli::BoardBuildArgs {
+        use clap::Parser;
+        let argv = ["systole", "board", "build"].iter().chain(args).chain(&["-o", "out"]);
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Board(crate::cli::BoardCommand::Build(a)) => a,
+            other => panic!("not a board build: {other:?}"),
+        }
+    }
+
+    /// A build takes the board's default build and overrides what it is asked to: the lanes
+    /// and the schedule (a decoupled machine always checks words as they are queued), and a
+    /// value core does not allow is refused naming its field.
+    #[test]
+    fn board_builds_take_the_preset_and_override_what_is_asked() {
+        use systole_core::Schedule;
+        let b = super::board("ulx3s-25f").unwrap();
+        let preset = super::top_config(&b, &build_args(&["ulx3s-25f"])).unwrap();
+        assert_eq!(preset.array, b.default_config());
+        let top = super::top_config(
+            &b,
+            &build_args(&["ulx3s-25f", "--schedule", "decoupled", "--requant-cycles", "4"]),
+        )
+        .unwrap();
+        assert_eq!(top.array.schedule, Schedule::Decoupled);
+        assert_eq!(top.array.requant_cycles, 4);
+        assert!(top.checks_at_queue);
+        let ice = super::board("icebreaker").unwrap();
+        let blocking = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
+        assert!(!blocking.checks_at_queue, "the iCEBreaker's preset checks the head");
+        let decoupled =
+            super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]));
+        assert!(decoupled.unwrap().checks_at_queue);
+        let err = super::top_config(&b, &build_args(&["ulx3s-25f", "--requant-cycles", "3"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("requant_cycles = 3"), "{err}");
     }
 }

@@ -118,6 +118,10 @@ pub struct BoardBuildArgs {
     /// board's default build's).
     #[arg(long)]
     pub requant_cycles: Option<u8>,
+    /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
+    /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
     /// nextpnr's placement seed (another seed gives another placement and fmax).
     #[arg(long, default_value_t = systole_boards::nextpnr::Pnr::default().seed)]
     pub seed: u32,
