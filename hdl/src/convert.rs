@@ -14,7 +14,7 @@ use rust_hdl::prelude::*;
 use crate::delay::Delay;
 
 mod products;
-pub use products::SerialProducts;
+pub use products::{serial_requant, SerialProducts};
 
 // The requantize lane has one boundary per stage core allows.
 const _: () = assert!(systole_core::MAX_CONVERT_STAGES == 3);

@@ -131,9 +131,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         config.schedule = schedule.into();
     }
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-    // The decoupled top always forms each word's fault code as it is queued.
-    let checks_at_queue = b.preset(dtype).unwrap_or(&b.int8).checks_at_queue
-        || config.schedule == Schedule::Decoupled;
+    let checks_at_queue = b.preset(dtype).unwrap_or(&b.int8).checks_at_queue;
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
@@ -187,7 +185,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         convert_stages: a.convert_stages,
         requant_cycles: a.requant_cycles,
         schedule: a.schedule.name().into(),
-        checks_at_queue: top.checks_at_queue,
+        checks_at_queue: top.checks_words_at_queue(),
         pe_products: Some(pe_products),
     }
 }
@@ -366,13 +364,14 @@ mod tests {
         .unwrap();
         assert_eq!(top.array.schedule, Schedule::Decoupled);
         assert_eq!(top.array.requant_cycles, 4);
-        assert!(top.checks_at_queue);
+        assert!(top.checks_words_at_queue());
         let ice = super::board("icebreaker").unwrap();
         let blocking = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
-        assert!(!blocking.checks_at_queue, "the iCEBreaker's preset checks the head");
+        assert!(!blocking.checks_words_at_queue(), "the iCEBreaker's preset checks the head");
         let decoupled =
             super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]));
-        assert!(decoupled.unwrap().checks_at_queue);
+        let built = super::built(&decoupled.unwrap(), super::PeProducts::Dsp);
+        assert!(built.checks_at_queue, "a decoupled build records its checks at the queue");
         let err = super::top_config(&b, &build_args(&["ulx3s-25f", "--requant-cycles", "3"]))
             .unwrap_err()
             .to_string();

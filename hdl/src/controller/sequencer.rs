@@ -32,7 +32,7 @@
 use rust_hdl::prelude::*;
 
 use crate::decoded::Decoded;
-use systole_core::{ArrayConfig, Dtype, Schedule};
+use systole_core::{ArrayConfig, Schedule};
 
 use crate::decode::constant;
 use crate::delay::Delay;
@@ -242,7 +242,7 @@ impl Sequencer {
             tail: Default::default(),
             pipelined: Constant::new(config.convert_stages > 0),
             tail_last: constant(config.convert_stages.saturating_sub(1) as u64),
-            requant_last: if config.dtype == Dtype::Int8 && config.requant_cycles > 1 {
+            requant_last: if crate::convert::serial_requant(config) {
                 vec![constant(config.requant_cycles as u64 - 1)]
             } else {
                 vec![]

@@ -12,6 +12,20 @@
 //! hold still while it is read, so taking it again changes nothing.
 
 use rust_hdl::prelude::*;
+use systole_core::{ArrayConfig, Dtype};
+
+// The products take four phases, the one `requant_cycles` other than 1 that core allows.
+const _: () = assert!(
+    systole_core::REQUANT_CYCLES.len() == 2
+        && systole_core::REQUANT_CYCLES[0] == 1
+        && systole_core::REQUANT_CYCLES[1] == 4
+);
+
+/// Whether a machine built for `config` makes its requantize products over four cycles: an INT8
+/// machine (BF16 ones have no requantize lanes) with `requant_cycles > 1`.
+pub fn serial_requant(config: &ArrayConfig) -> bool {
+    config.dtype == Dtype::Int8 && config.requant_cycles > 1
+}
 
 /// `a * b` as four unsigned 16 x 16 products, one a cycle (module docs).
 #[derive(LogicBlock, Default)]

@@ -14,9 +14,9 @@
 //! wiring and multiplexers: which unit (or the host, while no program runs) owns each memory
 //! port.
 
-use systole_core::{ArrayConfig, Dtype};
+use systole_core::{ArrayConfig, Schedule};
 
-use crate::convert::SerialProducts;
+use crate::convert::{serial_requant, SerialProducts};
 use crate::mem::dram_banks;
 
 mod blocking;
@@ -60,6 +60,14 @@ pub struct TopConfig {
 }
 
 impl TopConfig {
+    /// Whether the machine built forms each word's fault code as it is queued: always when
+    /// decoupled, else as [`TopConfig::checks_at_queue`] says.
+    pub fn checks_words_at_queue(&self) -> bool {
+        self.checks_at_queue || self.array.schedule == Schedule::Decoupled
+    }
+}
+
+impl TopConfig {
     /// The defaults: 64 KiB of DRAM, a FIFO of 64 words, 115,200 baud at the config's clock.
     pub fn new(array: ArrayConfig) -> TopConfig {
         let divisor = (array.clock_mhz * 1e6 / DEFAULT_BAUD).round().clamp(4.0, 65535.0);
@@ -90,11 +98,11 @@ impl TopConfig {
     }
 }
 
-/// One [`SerialProducts`] per requantize lane on an INT8 machine built with `requant_cycles >
-/// 1`, else none (the lanes take their accumulator lanes' products).
+/// One [`SerialProducts`] per requantize lane where [`serial_requant`], else none (the lanes
+/// take their accumulator lanes' products).
 fn serial_products(config: &ArrayConfig) -> Vec<SerialProducts> {
-    let serial = config.dtype == Dtype::Int8 && config.requant_cycles > 1;
-    (0..if serial { config.cols } else { 0 }).map(|_| SerialProducts::default()).collect()
+    let n = if serial_requant(config) { config.cols } else { 0 };
+    (0..n).map(|_| SerialProducts::default()).collect()
 }
 
 #[cfg(test)]
