@@ -147,10 +147,91 @@ impl Logic for InstrFifo {
     }
 }
 
+/// A register after the FIFO's head (the decoupled top's): the dispatcher's candidate leaves
+/// flip-flops, not the FIFO's block RAM, whose unregistered output started the decoupled 85F
+/// build's critical path (docs/DECISIONS.md 59). It holds one word and takes the next from the
+/// FIFO whenever it is empty or its word is popped, so a word reaches the dispatcher one cycle
+/// later than without it (the machine is frozen meanwhile and frozen cycles are not counted:
+/// no result or cycle count changes) and a program streams one word a cycle as before.
+#[derive(LogicBlock)]
+pub struct HeadRegister {
+    pub clock: Signal<In, Clock>,
+    /// Empties the register (with the FIFO).
+    pub clear: Signal<In, Bit>,
+    /// The FIFO's head.
+    pub in_valid: Signal<In, Bit>,
+    pub in_word: Signal<In, Bits<128>>,
+    pub in_fault: Signal<In, Bits<4>>,
+    pub in_end: Signal<In, Bits<32>>,
+    /// Pops the FIFO's head into the register.
+    pub take: Signal<Out, Bit>,
+    /// The dispatcher takes the register's word (only while `valid`).
+    pub pop: Signal<In, Bit>,
+    pub valid: Signal<Out, Bit>,
+    pub head: Signal<Out, Bits<128>>,
+    pub head_fault: Signal<Out, Bits<4>>,
+    pub head_end: Signal<Out, Bits<32>>,
+    full: DFF<Bit>,
+    word: DFF<Bits<128>>,
+    fault: DFF<Bits<4>>,
+    /// (Not `end`: a Verilog keyword.)
+    dram_end: DFF<Bits<32>>,
+}
+
+impl HeadRegister {
+    pub fn new() -> HeadRegister {
+        HeadRegister {
+            clock: Default::default(),
+            clear: Default::default(),
+            in_valid: Default::default(),
+            in_word: Default::default(),
+            in_fault: Default::default(),
+            in_end: Default::default(),
+            take: Default::default(),
+            pop: Default::default(),
+            valid: Default::default(),
+            head: Default::default(),
+            head_fault: Default::default(),
+            head_end: Default::default(),
+            full: Default::default(),
+            word: Default::default(),
+            fault: Default::default(),
+            dram_end: Default::default(),
+        }
+    }
+}
+
+impl Default for HeadRegister {
+    fn default() -> Self {
+        HeadRegister::new()
+    }
+}
+
+impl Logic for HeadRegister {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, full, word, fault, dram_end);
+        self.take.next =
+            self.in_valid.val() && !self.clear.val() && (!self.full.q.val() || self.pop.val());
+        if self.take.val() {
+            self.word.d.next = self.in_word.val();
+            self.fault.d.next = self.in_fault.val();
+            self.dram_end.d.next = self.in_end.val();
+            self.full.d.next = true;
+        } else if self.pop.val() || self.clear.val() {
+            self.full.d.next = false;
+        }
+        self.valid.next = self.full.q.val();
+        self.head.next = self.word.q.val();
+        self.head_fault.next = self.fault.q.val();
+        self.head_end.next = self.dram_end.q.val();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{tick, verilog_of};
+    use crate::testing::{settle, tick, verilog_of};
 
     fn word(v: u128) -> Bits<128> {
         v.to_bits()
@@ -212,9 +293,54 @@ mod tests {
         assert_eq!(f.free.val().index(), 3);
     }
 
+    /// The register takes the FIFO's head when empty or popped: words stream one a cycle, a
+    /// cycle behind the FIFO's head, and `clear` empties it.
+    #[test]
+    fn head_register_streams_the_fifo_a_cycle_behind() {
+        let mut h = HeadRegister::new();
+        h.connect_all();
+        h.in_valid.next = true;
+        h.in_word.next = word(1);
+        h.in_fault.next = 3u64.into();
+        h.in_end.next = 40u64.into();
+        settle(&mut h);
+        assert!(h.take.val() && !h.valid.val(), "an empty register takes the head");
+        tick(&mut h, |h| &mut h.clock);
+        assert!(h.valid.val() && !h.take.val(), "a full one waits for a pop");
+        assert_eq!(
+            (h.head.val(), h.head_fault.val().index(), h.head_end.val().index()),
+            (word(1), 3, 40)
+        );
+        // Popped while the FIFO has the next word: replaced in the same cycle.
+        h.in_word.next = word(2);
+        h.pop.next = true;
+        settle(&mut h);
+        assert!(h.take.val());
+        tick(&mut h, |h| &mut h.clock);
+        assert!(h.valid.val());
+        assert_eq!(h.head.val(), word(2));
+        // Popped with the FIFO empty: empty.
+        h.in_valid.next = false;
+        settle(&mut h);
+        assert!(!h.take.val());
+        tick(&mut h, |h| &mut h.clock);
+        assert!(!h.valid.val());
+        // `clear` wins over a waiting head.
+        h.pop.next = false;
+        h.in_valid.next = true;
+        tick(&mut h, |h| &mut h.clock);
+        assert!(h.valid.val());
+        h.clear.next = true;
+        settle(&mut h);
+        assert!(!h.take.val(), "nothing is taken while clearing");
+        tick(&mut h, |h| &mut h.clock);
+        assert!(!h.valid.val());
+    }
+
     #[test]
     fn verilog_is_valid() {
         yosys_validate("fifo", &verilog_of(InstrFifo::new(5, false))).unwrap();
         yosys_validate("fifo", &verilog_of(InstrFifo::new(5, true))).unwrap();
+        yosys_validate("head_register", &verilog_of(HeadRegister::new())).unwrap();
     }
 }

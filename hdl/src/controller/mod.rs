@@ -38,7 +38,8 @@
 //!
 //! One file per block, each ending with its tests:
 //!
-//! * [`InstrFifo`] (`instr_fifo.rs`): the instruction FIFO, first-word fall-through.
+//! * [`InstrFifo`] (`instr_fifo.rs`): the instruction FIFO, first-word fall-through, and the
+//!   [`HeadRegister`] after it (decoupled schedule).
 //! * [`Sequencer`] (`sequencer.rs`): loads, stores, vector ops, casts, requantization, `Sync`.
 //! * [`WeightLoader`] (`weight_loader.rs`): `LoadWeights` into the shadow weights.
 //! * [`ArrayUnit`] (`array_unit.rs`): `Matmul` and `MatmulOs` through the array.
@@ -62,7 +63,7 @@ pub use array_unit::ArrayUnit;
 pub use decoupled::DecoupledDispatcher;
 pub use dispatcher::Dispatcher;
 pub use footprint::{Conflict, Footprint, FootprintOf};
-pub use instr_fifo::{InstrFifo, FIFO_ENTRY_BITS};
+pub use instr_fifo::{HeadRegister, InstrFifo, FIFO_ENTRY_BITS};
 pub use sequencer::Sequencer;
 pub use stream_unit::StreamUnit;
 pub use weight_loader::WeightLoader;

@@ -6,18 +6,21 @@
 //! Built for `Schedule::Decoupled`, the sequencer runs a `Load` that core's
 //! `timing::transposes` picks (`row_stride == 1`, `elem_stride > 1`, `len > 1`, `rows > 1`)
 //! through the [`crate::transpose::Transposer`], in blocks of `W = spad_width` rows, driving
-//! its word lines (`transpose_write`, `transpose_read`: `2 W` each). A block takes
+//! its controls (`transpose_write`, `transpose_read`, `transpose_half`, `transpose_next_row`,
+//! `transpose_next_half`, and `element` as the column). A block takes
 //! `max(len, W) = W` cycles (the program checks keep `len <= W`); counting cycles from
 //! dispatch:
 //!
 //! * block `b`'s `len` wide DRAM reads land in cycles `b * W + e` (`e < len`): read `e` is the
 //!   `W` consecutive elements from element `b * W + e * elem_stride` of the view (addressed a
-//!   cycle ahead on `dram_read_address`, from the next state, as every read), and write line
-//!   `h * W + e` is high, `h = b mod 2` (not in a frozen cycle);
+//!   cycle ahead on `dram_read_address`, from the next state, as every read), and
+//!   `transpose_write` is high with `element` at `e` and `transpose_half` at `b mod 2` (not in
+//!   a frozen cycle);
 //! * block `b`'s row `i` (rows that exist: the last block may be partial) is written to
 //!   scratchpad row `spad_row + b * W + i` in cycle `b * W + len + i` (core's
-//!   `timing::row_lands`), so rows land back to back, row `r` in cycle `len + r`: read line
-//!   `h * W + i` puts it on the buffer's output while `spad_write` is high and
+//!   `timing::row_lands`), so rows land back to back, row `r` in cycle `len + r`:
+//!   `transpose_read` puts it on the buffer's output (from the half that is not filling; the
+//!   buffer took `i` from `transpose_next_row` a cycle before) while `spad_write` is high and
 //!   `spad_write_row` is the row (block `b + 1` is filling the other half meanwhile);
 //! * `is_load` is high and `gather` and `broadcast` low throughout, so the scratchpad lanes
 //!   take their elements from the buffer's output, zero at and past `length`; `free` is high
@@ -25,7 +28,7 @@
 //!
 //! While the last block drains, the reads of the block after it may start; they fill the other
 //! half and nothing uses them. `systole_top` wires the buffer as `crate::transpose`'s module
-//! docs say. Built for the blocking schedule, the sequencer has no word lines and every
+//! docs say. Built for the blocking schedule, the sequencer has no transpose controls and every
 //! transposing register's input is a constant, which synthesis removes: the blocking sequencer
 //! has its ports and synthesises to the cells it had.
 
@@ -36,6 +39,7 @@ use systole_core::{ArrayConfig, Schedule};
 
 use crate::decode::constant;
 use crate::delay::Delay;
+use crate::optional::Optional;
 use crate::vector::AccOp;
 
 // The drain counter (`tail`, two bits) counts up to `MAX_CONVERT_STAGES - 1`.
@@ -79,13 +83,16 @@ pub struct Sequencer {
     pub requant_multiplier: Signal<Out, Bits<32>>,
     pub requant_shift: Signal<Out, Bits<5>>,
     pub requant_zero_point: Signal<Out, Bits<8>>,
-    /// The transpose buffer's write lines (`2 W` under the decoupled schedule, none under the
-    /// blocking one): line `h * W + e` puts this cycle's DRAM row into column `e` of half `h`.
-    /// Low in frozen cycles.
-    pub transpose_write: Vec<Signal<Out, Bit>>,
-    /// The buffer's read lines: line `h * W + i` puts row `i` of half `h` on its output, for
-    /// this cycle's scratchpad write.
-    pub transpose_read: Vec<Signal<Out, Bit>>,
+    /// The transpose buffer's controls (under the decoupled schedule only): write this cycle's
+    /// DRAM row into column `element` of half `transpose_half` (low in frozen cycles); read a
+    /// row of the other half for this cycle's scratchpad write, the one named in the cycle
+    /// before by `transpose_next_row` and `transpose_next_half` (the drain row and the filling
+    /// half of the next cycle).
+    pub transpose_write: Optional<Signal<Out, Bit>>,
+    pub transpose_read: Optional<Signal<Out, Bit>>,
+    pub transpose_half: Optional<Signal<Out, Bit>>,
+    pub transpose_next_row: Optional<Signal<Out, Bits<16>>>,
+    pub transpose_next_half: Optional<Signal<Out, Bit>>,
     // Read addresses for the next cycle.
     pub dram_read_address: Signal<Out, Bits<32>>,
     pub spad_read: Signal<Out, Bits<16>>,
@@ -147,8 +154,6 @@ pub struct Sequencer {
     width_last: Constant<Bits<16>>,
     /// `W` elements in bytes: from one block's first DRAM element to the next's.
     block_step: Constant<Bits<32>>,
-    /// `W` under the decoupled schedule, else 0 (no word lines), for the lines' loops.
-    _w: usize,
     /// log2 of the scratchpad element's bytes.
     elem_shift: Constant<Bits<2>>,
     row_last: Signal<Local, Bit>,
@@ -174,7 +179,7 @@ pub struct Sequencer {
 impl Sequencer {
     pub fn new(config: &ArrayConfig) -> Sequencer {
         let w = config.spad_width();
-        let lines = if config.schedule == Schedule::Decoupled { w } else { 0 };
+        let decoupled = config.schedule == Schedule::Decoupled;
         Sequencer {
             ins: Default::default(),
             clock: Default::default(),
@@ -201,8 +206,11 @@ impl Sequencer {
             requant_multiplier: Default::default(),
             requant_shift: Default::default(),
             requant_zero_point: Default::default(),
-            transpose_write: (0..2 * lines).map(|_| Default::default()).collect(),
-            transpose_read: (0..2 * lines).map(|_| Default::default()).collect(),
+            transpose_write: Optional::default_when(decoupled),
+            transpose_read: Optional::default_when(decoupled),
+            transpose_half: Optional::default_when(decoupled),
+            transpose_next_row: Optional::default_when(decoupled),
+            transpose_next_half: Optional::default_when(decoupled),
             dram_read_address: Default::default(),
             spad_read: Default::default(),
             acc_read_x: Default::default(),
@@ -254,7 +262,6 @@ impl Sequencer {
             decoupled: Constant::new(config.schedule == Schedule::Decoupled),
             width_last: constant(w as u64 - 1),
             block_step: constant((w * config.dtype.elem_bytes()) as u64),
-            _w: lines,
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
             row_last: Default::default(),
             final_row: Default::default(),
@@ -550,30 +557,16 @@ impl Logic for Sequencer {
         self.requant_shift.next = self.shift_q.q.val();
         self.requant_zero_point.next = self.zp.q.val();
         // Block `b` fills half `b mod 2` (`half`) while block `b - 1` drains from the other.
-        for w in self._w..(self._w + 1) {
-            for e in 0..self._w {
-                self.transpose_write[e].next = false;
-                self.transpose_write[w + e].next = false;
-                if self.enable.val()
-                    && self.busy.q.val()
-                    && self.k_transpose.q.val()
-                    && self.filling.val()
-                    && (self.elem.q.val() == e.to_bits())
-                {
-                    self.transpose_write[e].next = !self.half.q.val();
-                    self.transpose_write[w + e].next = self.half.q.val();
-                }
-                self.transpose_read[e].next = false;
-                self.transpose_read[w + e].next = false;
-                if self.busy.q.val()
-                    && self.k_transpose.q.val()
-                    && self.draining.q.val()
-                    && (self.drain_row.q.val() == e.to_bits())
-                {
-                    self.transpose_read[e].next = self.half.q.val();
-                    self.transpose_read[w + e].next = !self.half.q.val();
-                }
-            }
+        for _k in 0..self.transpose_write.len() {
+            self.transpose_write.next = self.enable.val()
+                && self.busy.q.val()
+                && self.k_transpose.q.val()
+                && self.filling.val();
+            self.transpose_read.next =
+                self.busy.q.val() && self.k_transpose.q.val() && self.draining.q.val();
+            self.transpose_half.next = self.half.q.val();
+            self.transpose_next_row.next = self.drain_row.d.val();
+            self.transpose_next_half.next = self.half.d.val();
         }
         // The reads for the next cycle: a continuing instruction's, else (free) the candidate's
         // first, whether or not it dispatches. That keeps the program checks, which decide
@@ -807,9 +800,13 @@ mod tests {
             for k in 0..self.transposer.dram.len() {
                 self.transposer.dram[k].next = self.dram[k].val();
             }
-            for k in 0..self.transposer.write.len() {
-                self.transposer.write[k].next = self.seq.transpose_write[k].val();
-                self.transposer.read[k].next = self.seq.transpose_read[k].val();
+            for _k in 0..self.seq.transpose_write.len() {
+                self.transposer.write.next = self.seq.transpose_write.val();
+                self.transposer.read.next = self.seq.transpose_read.val();
+                self.transposer.half.next = self.seq.transpose_half.val();
+                self.transposer.column.next = self.seq.element.val();
+                self.transposer.next_row.next = self.seq.transpose_next_row.val();
+                self.transposer.next_half.next = self.seq.transpose_next_half.val();
             }
             for es in self._es..(self._es + 1) {
                 for e in 0..self.lanes.len() {
@@ -1043,7 +1040,7 @@ mod tests {
     fn verilog_is_valid() {
         let config = ArrayConfig::new(3, 4, Dtype::Bf16);
         let blocking = verilog_of(Sequencer::new(&config));
-        assert!(!blocking.contains("transpose_"), "a blocking sequencer has no word lines");
+        assert!(!blocking.contains("transpose_"), "a blocking sequencer has no transpose controls");
         yosys_validate("sequencer", &blocking).unwrap();
         let config = config.with_schedule(Schedule::Decoupled);
         yosys_validate("sequencer_decoupled", &verilog_of(Sequencer::new(&config))).unwrap();

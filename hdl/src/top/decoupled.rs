@@ -23,7 +23,8 @@ use super::{SpadLane, TopConfig, WordLane};
 use crate::acc_banks::AccBanks;
 use crate::array::Array;
 use crate::controller::{
-    ArrayUnit, DecoupledDispatcher, FootprintOf, InstrFifo, Sequencer, StreamUnit, WeightLoader,
+    ArrayUnit, DecoupledDispatcher, FootprintOf, HeadRegister, InstrFifo, Sequencer, StreamUnit,
+    WeightLoader,
 };
 use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
@@ -52,6 +53,8 @@ pub struct SystoleTopDecoupled {
     spi: SpiSlave,
     engine: PacketEngine,
     fifo: InstrFifo,
+    /// The dispatcher's candidate word, registered after the FIFO.
+    head: HeadRegister,
     /// The fault code of the word the host link queues, stored with it.
     queued: WordFault,
     candidate: Decoder,
@@ -115,6 +118,7 @@ impl SystoleTopDecoupled {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, true),
+            head: HeadRegister::new(),
             queued: WordFault::new(&config),
             candidate: Default::default(),
             footprint: FootprintOf::new(&config),
@@ -200,13 +204,20 @@ impl Logic for SystoleTopDecoupled {
         self.queued.extent_over.next = self.engine.fifo_extent_over.val();
         self.fifo.push_fault.next = self.queued.fault.val();
         self.fifo.push_end.next = self.engine.fifo_end.val();
-        self.fifo.pop.next = self.dispatcher.pop.val();
+        self.fifo.pop.next = self.head.take.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
+        self.head.clock.next = self.clock.val();
+        self.head.clear.next = self.dispatcher.fifo_clear.val();
+        self.head.in_valid.next = self.fifo.valid.val();
+        self.head.in_word.next = self.fifo.head.val();
+        self.head.in_fault.next = self.fifo.head_fault.val();
+        self.head.in_end.next = self.fifo.head_end.val();
+        self.head.pop.next = self.dispatcher.pop.val();
         DecodedOut::join(&mut self.candidate.out, &mut self.footprint.ins);
-        self.footprint.dram_end.next = self.fifo.head_end.val();
-        self.dispatcher.head_valid.next = self.fifo.valid.val();
-        self.dispatcher.head_word.next = self.fifo.head.val();
-        self.dispatcher.fault_in.next = self.fifo.head_fault.val();
+        self.footprint.dram_end.next = self.head.head_end.val();
+        self.dispatcher.head_valid.next = self.head.valid.val();
+        self.dispatcher.head_word.next = self.head.head.val();
+        self.dispatcher.fault_in.next = self.head.head_fault.val();
         self.dispatcher.run.next = self.engine.run.val();
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();
         self.candidate.word.next = self.dispatcher.word.val();
@@ -383,9 +394,13 @@ impl Logic for SystoleTopDecoupled {
         for k in 0..self.transposer.dram.len() {
             self.transposer.dram[k].next = self.dram.read_data[k].val();
         }
-        for k in 0..self.transposer.write.len() {
-            self.transposer.write[k].next = self.ld.transpose_write[k].val();
-            self.transposer.read[k].next = self.ld.transpose_read[k].val();
+        for _k in 0..self.ld.transpose_write.len() {
+            self.transposer.write.next = self.ld.transpose_write.val();
+            self.transposer.read.next = self.ld.transpose_read.val();
+            self.transposer.half.next = self.ld.transpose_half.val();
+            self.transposer.column.next = self.ld.element.val();
+            self.transposer.next_row.next = self.ld.transpose_next_row.val();
+            self.transposer.next_half.next = self.ld.transpose_next_half.val();
         }
         for j in 0..self.cast.len() {
             self.cast[j].clock.next = self.clock.val();
