@@ -159,6 +159,15 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
     if decoupled {
         // Each word's DRAM end byte, for the scoreboard.
         memories.push(one("instruction_ends", top.fifo_depth as u64, 32));
+        // The load unit's transpose buffer: one distributed RAM per element lane.
+        let w = a.spad_width();
+        memories.push(MemoryInfo {
+            name: "transpose_buffer",
+            words: crate::transpose::Transposer::bank_words(w) as u64,
+            word_bits: (w * 8 * a.dtype.elem_bytes()) as u64,
+            copies: 1,
+            lanes: w as u64,
+        });
     }
     let buffer = systole_core::protocol::MAX_PAYLOAD.next_power_of_two() as u64;
     memories.push(one("request_buffer", buffer, 8));

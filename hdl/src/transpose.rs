@@ -107,7 +107,7 @@ impl Transposer {
             next_row: Default::default(),
             next_half: Default::default(),
             out: (0..width * es).map(|_| Default::default()).collect(),
-            _banks: vec![vec![0; 2 * slots(width)]; width],
+            _banks: vec![vec![0; Transposer::bank_words(width)]; width],
             _row: 0,
             _read_half: 1,
             _w: width,
@@ -118,6 +118,11 @@ impl Transposer {
     /// `W`: the elements in a row (0 for a blocking machine's empty buffer).
     pub fn width(&self) -> usize {
         self._w
+    }
+
+    /// Words in each of a `width`-wide buffer's banks: two halves of [`slots`].
+    pub fn bank_words(width: usize) -> usize {
+        2 * slots(width)
     }
 }
 
