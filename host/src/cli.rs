@@ -60,7 +60,7 @@ pub struct BlobArgs {
     #[arg(long, value_enum, default_value_t = DtypeArg::Int8)]
     pub dtype: DtypeArg,
     /// The data set the model was trained on (for INT8 calibration).
-    #[arg(long, default_value = "digits", value_name = "digits|PATH.csv", value_parser = Source::parse)]
+    #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
     /// Samples per inference.
     #[arg(long, default_value_t = 1)]
@@ -240,7 +240,7 @@ pub struct GemmArgs {
 pub struct TrainArgs {
     /// `digits` (built in: 8x8 handwritten digits, 1797 rows) or a CSV file: features, then an
     /// integer label 0-255 in the last column; an optional header row.
-    #[arg(long, default_value = "digits", value_name = "digits|PATH.csv", value_parser = Source::parse)]
+    #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
     /// Hidden layer widths, input side first (at most 7 layers).
     #[arg(long, value_delimiter = ',', default_value = "64", value_name = "W[,W...]")]
@@ -296,7 +296,7 @@ pub struct PredictArgs {
     #[arg(long, value_name = "model.safetensors")]
     pub model: PathBuf,
     /// The data set to split (with the model's seed) and predict the test side of.
-    #[arg(long, default_value = "digits", value_name = "digits|PATH.csv", value_parser = Source::parse)]
+    #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
     /// Write the accuracy and every test row's prediction as JSON.
     #[arg(long, value_name = "out.json")]

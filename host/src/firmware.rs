@@ -6,7 +6,6 @@ use systole_core::compile::Int8Plan;
 use systole_core::graph::Graph;
 
 use crate::cli::{BlobArgs, DtypeArg};
-use crate::dataset::Source;
 use crate::model::Model;
 use crate::outputs::Outputs;
 use crate::train::CALIBRATION_ROWS;
@@ -14,7 +13,7 @@ use crate::train::CALIBRATION_ROWS;
 pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     let mut outputs = Outputs::new();
     outputs.reads("--model", &args.model)?;
-    if let Source::Csv(path) = &args.dataset {
+    for path in args.dataset.files() {
         outputs.reads("--dataset", path)?;
     }
     let out = outputs.writes("-o", &args.out)?;

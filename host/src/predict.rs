@@ -6,7 +6,6 @@ use serde::Serialize;
 use systole_core::graph::Graph;
 
 use crate::cli::PredictArgs;
-use crate::dataset::Source;
 use crate::limits::check_memory;
 use crate::model::{accuracy, f32_predictions, Model};
 use crate::outputs::Outputs;
@@ -37,7 +36,7 @@ struct Prediction {
 pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     let mut outputs = Outputs::new();
     outputs.reads("--model", &args.model)?;
-    if let Source::Csv(path) = &args.dataset {
+    for path in args.dataset.files() {
         outputs.reads("--dataset", path)?;
     }
     let json_file = outputs.writes_opt("--json", args.json.as_deref())?;

@@ -22,7 +22,7 @@ use systole_core::train::{AccelTrainer, Int8Inference, TrainError, Work};
 use systole_core::{ArrayConfig, Dtype};
 
 use crate::cli::{TrainArgs, TrainDtype};
-use crate::dataset::{Samples, Source, Split};
+use crate::dataset::{Samples, Split};
 use crate::limits::check_memory;
 use crate::model::{self, accuracy, f32_predictions, Model};
 use crate::outputs::Outputs;
@@ -42,7 +42,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let sgd = check_flags(args)?;
     // The outputs first, so a path that cannot be written (or is an input) fails before any work.
     let mut outputs = Outputs::new();
-    if let Source::Csv(path) = &args.dataset {
+    for path in args.dataset.files() {
         outputs.reads("--dataset", path)?;
     }
     let json_file = outputs.writes_opt("--json", args.json.as_deref())?;

@@ -87,12 +87,13 @@ mod files {
     use std::path::Path;
 
     use proptest::prelude::*;
+    use std::io::Write;
     use systole_core::blob::{self, Blob};
     use systole_core::compile::Int8Plan;
     use systole_core::graph::{Graph, MlpSpec};
     use systole_core::params::Params;
     use systole_core::{ArrayConfig, Bf16, Dtype};
-    use systole_host::dataset::Dataset;
+    use systole_host::dataset::{Dataset, IdxArray};
     use systole_host::model::Model;
     use systole_host::npy::{parse_matrix, write_matrix, Matrix};
 
@@ -136,6 +137,28 @@ mod files {
         prop_assert!(msg.starts_with(file), "{:?} does not name {}", msg, file);
         prop_assert!(!msg.contains('\n'), "{:?} is not one line", msg);
         Ok(())
+    }
+
+    // -- IDX -----------------------------------------------------------------------------------
+
+    const IMAGES: &str = "in/images-idx3-ubyte";
+    const LABELS: &str = "in/labels-idx1-ubyte";
+
+    /// A valid IDX pair: images of 1 to 3 dimensions after the count, labels of two classes
+    /// or more.
+    fn idx_pair() -> impl Strategy<Value = (IdxArray, IdxArray)> {
+        (2u32..6, proptest::collection::vec(1u32..5, 1..=3)).prop_flat_map(|(count, shape)| {
+            let pixels = count as usize * shape.iter().product::<u32>() as usize;
+            let dims = [&[count][..], &shape].concat();
+            (
+                proptest::collection::vec(any::<u8>(), pixels),
+                proptest::collection::vec(0u8..10, count as usize),
+            )
+                .prop_map(move |(data, mut l)| {
+                    l[0] = 10;
+                    (IdxArray { dims: dims.clone(), data }, IdxArray { dims: vec![count], data: l })
+                })
+        })
     }
 
     // -- .npy ----------------------------------------------------------------------------------
@@ -342,6 +365,50 @@ mod files {
                     }
                 }
                 Err(e) => assert_names(&e.to_string(), CSV)?,
+            }
+        }
+
+        #[test]
+        fn idx_data_sets_read_back_or_are_refused_naming_a_file(
+            (images, labels) in idx_pair(),
+            zipped in any::<bool>(),
+            damage in damage(),
+            damaged_labels in any::<bool>(),
+        ) {
+            let wrap = |a: &IdxArray| {
+                let bytes = a.to_bytes();
+                if !zipped {
+                    return bytes;
+                }
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                e.write_all(&bytes).unwrap();
+                e.finish().unwrap()
+            };
+            let (mut i, mut l) = (wrap(&images), wrap(&labels));
+            if damaged_labels {
+                l = apply(l, &damage);
+            } else {
+                i = apply(i, &damage);
+            }
+            match Dataset::from_idx(&i[..], IMAGES, &l[..], LABELS, "pair") {
+                Ok(d) => {
+                    prop_assert!(d.features >= 1 && d.classes >= 2);
+                    prop_assert_eq!(d.x.len(), d.rows() * d.features);
+                    prop_assert!(d.labels.iter().all(|&l| (l as u32) < d.classes));
+                    if matches!(damage, Damage::None) {
+                        prop_assert!(d.x.iter().zip(&images.data).all(|(&x, &p)| x == p as f32));
+                        prop_assert!(d.labels.iter().zip(&labels.data).all(|(&a, &b)| a == b as u16));
+                    }
+                    if let Ok(split) = d.split(3) {
+                        prop_assert_eq!(split.train.len() + split.test.len(), d.rows());
+                    }
+                }
+                Err(e) => {
+                    prop_assert!(!matches!(damage, Damage::None), "a valid pair was refused: {}", e);
+                    let msg = e.to_string();
+                    let file = if msg.starts_with(LABELS) { LABELS } else { IMAGES };
+                    assert_names(&msg, file)?;
+                }
             }
         }
 

@@ -192,6 +192,38 @@ fn a_user_csv_trains_with_or_without_header() {
     assert_eq!(ra["epochs"], rb["epochs"], "a header changes nothing but the name");
 }
 
+/// `--dataset mnist` is the built-in MNIST sample; an IDX pair on disk (the built-in files
+/// themselves, named as MNIST names them, or given as IMAGES,LABELS) trains the same; a bad pair
+/// is one line naming the file and the part.
+#[test]
+fn mnist_and_idx_pairs_train() {
+    let s = Scratch::new();
+    let quick = ["--epochs", "1", "--hidden", "8", "--dtype", "f32"];
+    let (builtin, _) = train_json(&s, "m.json", &[&["--dataset", "mnist"][..], &quick].concat());
+    let d = &builtin["config"]["dataset"];
+    assert_eq!(
+        (d["rows"].as_u64(), d["features"].as_u64(), d["classes"].as_u64()),
+        (Some(10_000), Some(784), Some(10))
+    );
+    assert_eq!((d["train_rows"].as_u64(), d["test_rows"].as_u64()), (Some(8_000), Some(2_000)));
+    assert_eq!(d["feature_scale"], 255.0);
+    let images = s.write("t10k-images-idx3-ubyte.gz", systole_host::dataset::MNIST_IMAGES);
+    let labels = s.write("t10k-labels-idx1-ubyte.gz", systole_host::dataset::MNIST_LABELS);
+    let pair = format!("{},{}", images.display(), labels.display());
+    for (name, dataset) in [("a.json", images.to_str().unwrap()), ("b.json", pair.as_str())] {
+        let (r, _) = train_json(&s, name, &[&["--dataset", dataset][..], &quick].concat());
+        assert_eq!(r["epochs"], builtin["epochs"], "{dataset} trains as the built-in set");
+    }
+    let short = s.write("short-labels-idx1-ubyte", [0, 0, 8, 1, 0, 0, 0, 9, 1, 2]);
+    let pair = format!("{},{}", images.display(), short.display());
+    assert_fails_naming(
+        &train(&["--dataset", &pair]),
+        &["short-labels-idx1-ubyte: elements: the file ends after 2 of its 9 bytes"],
+    );
+    let odd = format!("{},{},x", images.display(), labels.display());
+    assert_fails_naming(&train(&["--dataset", &odd]), &["IMAGES,LABELS"]);
+}
+
 #[test]
 fn bad_csvs_are_named_with_line_and_column() {
     let s = Scratch::new();

@@ -24,9 +24,12 @@ use std::path::PathBuf;
 use systole_core::graph::MAX_WIDTH;
 use systole_core::params::SplitMix64;
 
+mod idx;
+pub use idx::{IdxArray, MNIST_IMAGES, MNIST_LABELS};
+
 /// The digits CSV (data/digits.csv; data/README.md has its provenance), compiled in so that
 /// `--dataset digits` works from any directory.
-pub const DIGITS_CSV: &str = include_str!("../../data/digits.csv");
+pub const DIGITS_CSV: &str = include_str!("../../../data/digits.csv");
 
 /// Largest label: labels travel as `u16` on the host side, and 256 classes is a generous bound.
 pub const MAX_LABEL: u32 = 255;
@@ -48,28 +51,67 @@ pub const MAX_ROW_BYTES: usize = MAX_COLUMNS * MAX_CELL_BYTES;
 /// split does not reuse the numbers `Params::init(spec, seed)` draws its weights from.
 const SPLIT_STREAM: u64 = 0x5350_4c49_5453_5452; // "SPLITSTR"
 
-/// Where samples come from: `--dataset digits` or `--dataset PATH.csv`.
+/// Where samples come from: `--dataset digits`, `--dataset mnist`, `--dataset PATH.csv`, or an
+/// IDX pair (`idx.rs`): `--dataset IMAGES,LABELS`, or the images file alone when its name has
+/// MNIST's `images-idx3-ubyte` (its labels file is the same name with `labels-idx1-ubyte`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
     Digits,
+    Mnist,
     Csv(PathBuf),
+    Idx { images: PathBuf, labels: PathBuf },
 }
+
+/// The part of an MNIST images file's name that its labels file has as [`LABELS_PART`].
+const IMAGES_PART: &str = "images-idx3-ubyte";
+const LABELS_PART: &str = "labels-idx1-ubyte";
 
 impl Source {
     /// `digits` is the built-in set; anything else is a path.
     pub fn parse(s: &str) -> Result<Source, String> {
         match s {
-            "" => Err("the data set must be `digits` or a path to a .csv file".into()),
+            "" => Err("the data set must be `digits`, `mnist`, a .csv file or an IDX pair".into()),
             "digits" => Ok(Source::Digits),
-            path => Ok(Source::Csv(PathBuf::from(path))),
+            "mnist" => Ok(Source::Mnist),
+            pair if pair.contains(',') => {
+                let (images, labels) = pair.split_once(',').expect("has a comma");
+                if images.is_empty() || labels.is_empty() || labels.contains(',') {
+                    return Err(format!(
+                        "{pair:?}: an IDX pair is IMAGES,LABELS: two paths and one comma"
+                    ));
+                }
+                Ok(Source::Idx { images: images.into(), labels: labels.into() })
+            }
+            path => {
+                let name = std::path::Path::new(path).file_name().and_then(|n| n.to_str());
+                match name.filter(|n| n.contains(IMAGES_PART)) {
+                    Some(n) => Ok(Source::Idx {
+                        images: path.into(),
+                        labels: PathBuf::from(path)
+                            .with_file_name(n.replace(IMAGES_PART, LABELS_PART)),
+                    }),
+                    None => Ok(Source::Csv(PathBuf::from(path))),
+                }
+            }
         }
     }
 
-    /// `digits`, or the path as given.
+    /// The files it reads (none for a built-in set), for the outputs' input checks.
+    pub fn files(&self) -> Vec<&std::path::Path> {
+        match self {
+            Source::Digits | Source::Mnist => vec![],
+            Source::Csv(path) => vec![path],
+            Source::Idx { images, labels } => vec![images, labels],
+        }
+    }
+
+    /// `digits`, `mnist`, or the path(s) as given.
     pub fn name(&self) -> String {
         match self {
             Source::Digits => "digits".into(),
+            Source::Mnist => "mnist".into(),
             Source::Csv(path) => path.display().to_string(),
+            Source::Idx { images, labels } => format!("{},{}", images.display(), labels.display()),
         }
     }
 
@@ -80,6 +122,21 @@ impl Source {
                 let file = File::open(path)
                     .map_err(|source| DatasetError::Io { path: path.clone(), source })?;
                 Dataset::from_csv(io::BufReader::new(file), &path.display().to_string())
+            }
+            Source::Mnist => Dataset::mnist(),
+            Source::Idx { images, labels } => {
+                let open = |path: &PathBuf| {
+                    File::open(path)
+                        .map_err(|source| DatasetError::Io { path: path.clone(), source })
+                };
+                let (i, l) = (open(images)?, open(labels)?);
+                Dataset::from_idx(
+                    i,
+                    &images.display().to_string(),
+                    l,
+                    &labels.display().to_string(),
+                    &self.name(),
+                )
             }
         }
     }
@@ -152,6 +209,10 @@ pub enum DatasetError {
     Features { file: String, found: usize, expected: usize },
     #[error("{file}: has label {label} but the model has only {classes} classes")]
     Classes { file: String, label: u16, classes: u32 },
+    /// An IDX file (`idx.rs`) that cannot be read: `part` is `header`, `element type`,
+    /// `dimensions` or `elements`.
+    #[error("{file}: {part}: {message}")]
+    Idx { file: String, part: &'static str, message: String },
 }
 
 /// Samples as read: features unscaled, one row each, labels below `classes`.
