@@ -29,6 +29,8 @@ pub mod check;
 pub mod compile;
 pub mod config;
 #[cfg(feature = "alloc")]
+pub mod conv;
+#[cfg(feature = "alloc")]
 pub mod exec;
 pub mod fault;
 pub mod graph;

@@ -1,0 +1,211 @@
+use alloc::string::ToString;
+use super::*;
+use crate::exec::{Numerics, Plain};
+
+/// A few hundred pseudo-random values in [-1, 1).
+fn values(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+/// The convolution by its definition: seven loops over NCHW, PyTorch's weight layout.
+fn direct(g: &ConvGeometry, x: &[f64], w: &[f64], n: usize) -> Vec<f64> {
+    let (oh, ow, k) = (g.out_h() as i64, g.out_w() as i64, g.kernel as i64);
+    let mut y = vec![];
+    for b in 0..n {
+        for o in 0..g.out_c as usize {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut s = 0.0;
+                    for c in 0..g.c as usize {
+                        for ky in 0..k {
+                            for kx in 0..k {
+                                let yy = oy * g.stride as i64 + ky - g.padding as i64;
+                                let xx = ox * g.stride as i64 + kx - g.padding as i64;
+                                if yy < 0 || xx < 0 || yy >= g.h as i64 || xx >= g.w as i64 {
+                                    continue;
+                                }
+                                let xi = ((b * g.c as usize + c) * g.h as usize + yy as usize)
+                                    * g.w as usize
+                                    + xx as usize;
+                                let wi = ((o * g.c as usize + c) * k as usize + ky as usize)
+                                    * k as usize
+                                    + kx as usize;
+                                s += x[xi] * w[wi];
+                            }
+                        }
+                    }
+                    y.push(s);
+                }
+            }
+        }
+    }
+    y
+}
+
+fn transpose(a: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    (0..cols).flat_map(|j| (0..rows).map(move |i| a[i * cols + j])).collect()
+}
+
+/// `y = nchw(im2col(x) W^T)`, the GEMM form every machine will run.
+fn by_gemm(g: &ConvGeometry, x: &[f64], w: &[f64], n: usize) -> Vec<f64> {
+    let p = g.patch();
+    let cols = im2col(g, x, n);
+    let wt = transpose(w, g.out_c as usize, p);
+    let y = Plain::<f64>::new().matmul(&cols, &wt, n * g.positions(), p, g.out_c as usize);
+    nhwc_to_nchw(&y, n, g.positions(), g.out_c as usize)
+}
+
+fn geometries() -> Vec<(ConvGeometry, usize)> {
+    [
+        ((1, 5, 5), 2, 3, 1, 0, 2),
+        ((2, 6, 5), 3, 3, 2, 1, 2),
+        ((3, 4, 4), 2, 2, 1, 2, 1),
+        ((1, 7, 7), 1, 5, 1, 2, 3),
+        ((2, 3, 8), 4, 3, 3, 1, 1),
+    ]
+    .into_iter()
+    .map(|(shape, out, k, s, p, n)| (ConvGeometry::new(shape, out, k, s, p).unwrap(), n))
+    .collect()
+}
+
+/// The GEMM of the patches is the convolution's definition, at several strides and paddings.
+#[test]
+fn im2col_gemm_is_the_convolution() {
+    for (i, (g, n)) in geometries().into_iter().enumerate() {
+        let x = values(i as u64, n * g.image());
+        let w = values(100 + i as u64, g.out_c as usize * g.patch());
+        let (a, b) = (by_gemm(&g, &x, &w, n), direct(&g, &x, &w, n));
+        assert_eq!(a.len(), n * g.out_c as usize * g.positions());
+        for (u, v) in a.iter().zip(&b) {
+            assert!((u - v).abs() < 1e-12, "{g:?}: {u} vs {v}");
+        }
+    }
+}
+
+/// LeNet-5's shapes for 28 x 28 inputs, as PyTorch computes them.
+#[test]
+fn lenet_shapes_follow_pytorch() {
+    let c1 = ConvGeometry::new((1, 28, 28), 6, 5, 1, 2).unwrap();
+    assert_eq!((c1.out_h(), c1.out_w()), (28, 28));
+    let p1 = PoolGeometry::new((6, 28, 28), 2, 2).unwrap();
+    assert_eq!((p1.out_h(), p1.out_w()), (14, 14));
+    let c2 = ConvGeometry::new((6, 14, 14), 16, 5, 1, 0).unwrap();
+    assert_eq!((c2.out_h(), c2.out_w()), (10, 10));
+    let p2 = PoolGeometry::new((16, 10, 10), 2, 2).unwrap();
+    assert_eq!(p2.out_image(), 400);
+    // Floor mode: a 7-wide input pooled 2 by 2 gives 3.
+    assert_eq!(PoolGeometry::new((1, 7, 7), 2, 2).unwrap().out_w(), 3);
+    assert_eq!(ConvGeometry::new((1, 7, 7), 1, 3, 2, 0).unwrap().out_w(), 3);
+}
+
+#[test]
+fn bad_geometries_are_named() {
+    assert_eq!(ConvGeometry::new((0, 4, 4), 1, 3, 1, 0), Err(ShapeError::Zero("in channels")));
+    assert_eq!(ConvGeometry::new((1, 4, 4), 1, 3, 0, 0), Err(ShapeError::Zero("stride")));
+    assert_eq!(
+        ConvGeometry::new((1, 4, 2), 1, 5, 1, 1),
+        Err(ShapeError::KernelTooLarge { kernel: 5, side: 4 })
+    );
+    assert_eq!(
+        PoolGeometry::new((1, 4, 4), 5, 1),
+        Err(ShapeError::KernelTooLarge { kernel: 5, side: 4 })
+    );
+    assert_eq!(ShapeError::Zero("kernel").to_string(), "kernel is 0");
+}
+
+/// `col2im` is the adjoint of `im2col`: `<im2col(x), c> = <x, col2im(c)>`.
+#[test]
+fn col2im_is_the_adjoint_of_im2col() {
+    for (i, (g, n)) in geometries().into_iter().enumerate() {
+        let x = values(200 + i as u64, n * g.image());
+        let c = values(300 + i as u64, n * g.positions() * g.patch());
+        let lhs: f64 = im2col(&g, &x, n).iter().zip(&c).map(|(a, b)| a * b).sum();
+        let rhs: f64 = x.iter().zip(&col2im(&g, &c, n)).map(|(a, b)| a * b).sum();
+        assert!((lhs - rhs).abs() < 1e-10, "{g:?}: {lhs} vs {rhs}");
+    }
+}
+
+/// Central differences of `L = sum(y * r)`.
+fn numeric(f: impl Fn(&[f64]) -> Vec<f64>, at: &[f64], r: &[f64], i: usize) -> f64 {
+    let eps = 1e-6;
+    let loss = |d: f64| {
+        let mut v = at.to_vec();
+        v[i] += d;
+        f(&v).iter().zip(r).map(|(a, b)| a * b).sum::<f64>()
+    };
+    (loss(eps) - loss(-eps)) / (2.0 * eps)
+}
+
+#[track_caller]
+fn close(analytic: f64, numeric: f64, what: &str) {
+    assert!(
+        (analytic - numeric).abs() < 1e-6 * (1.0 + numeric.abs()),
+        "{what}: {analytic} vs {numeric}"
+    );
+}
+
+/// The convolution's gradients as GEMMs (the weight gradient `dY^T patches`, the input
+/// gradient `col2im(dY W)`) match finite differences.
+#[test]
+fn convolution_gradients_match_finite_differences() {
+    for (i, (g, n)) in geometries().into_iter().enumerate() {
+        let (oc, p) = (g.out_c as usize, g.patch());
+        let x = values(400 + i as u64, n * g.image());
+        let w = values(500 + i as u64, oc * p);
+        let r = values(600 + i as u64, n * oc * g.positions());
+        let dy = nchw_to_nhwc(&r, n, g.positions(), oc);
+        let rows = n * g.positions();
+        let plain = Plain::<f64>::new();
+        let dw = plain.matmul(&transpose(&dy, rows, oc), &im2col(&g, &x, n), oc, rows, p);
+        let dx = col2im(&g, &plain.matmul(&dy, &w, rows, oc, p), n);
+        for j in (0..w.len()).step_by(3) {
+            close(dw[j], numeric(|w| by_gemm(&g, &x, w, n), &w, &r, j), "dW");
+        }
+        for j in (0..x.len()).step_by(2) {
+            close(dx[j], numeric(|x| by_gemm(&g, x, &w, n), &x, &r, j), "dX");
+        }
+    }
+}
+
+/// Pooling against its definition and its gradients against finite differences (max pooling
+/// on distinct values, where it is differentiable).
+#[test]
+fn pooling_and_its_gradients() {
+    let g = PoolGeometry::new((2, 5, 6), 2, 2).unwrap();
+    let n = 2;
+    let x = values(700, n * g.image());
+    let r = values(800, n * g.out_image());
+    let (y, at) = max_pool(&g, &x, n);
+    let mean = avg_pool(&g, &x, n);
+    // Output (b, ch 1, row 1, col 2) reads rows 2-3, columns 4-5 of channel 1.
+    let o = g.out_image() + g.out_h() as usize * g.out_w() as usize + g.out_w() as usize + 2;
+    let base = g.image() + 30 + 2 * 6 + 4;
+    let window = [base, base + 1, base + 6, base + 7];
+    let want_max = window.iter().map(|&i| x[i]).fold(f64::MIN, f64::max);
+    assert_eq!(y[o], want_max);
+    close(mean[o], window.iter().map(|&i| x[i]).sum::<f64>() / 4.0, "avg");
+    let dmax = max_pool_grad(&g, &r, &at, n);
+    let davg = avg_pool_grad(&g, &r, n);
+    for j in 0..x.len() {
+        close(dmax[j], numeric(|x| max_pool(&g, x, n).0, &x, &r, j), "max pool dX");
+        close(davg[j], numeric(|x| avg_pool(&g, x, n), &x, &r, j), "avg pool dX");
+    }
+    // Floor mode leaves the last row (row 4 of 5) out of every window: no gradient reaches it.
+    assert!((0..6).all(|c| dmax[4 * 6 + c] == 0.0 && davg[4 * 6 + c] == 0.0));
+}
+
+/// A NaN in a window is the max (PyTorch's propagation); ties take the first.
+#[test]
+fn max_pool_takes_nan_and_the_first_of_ties() {
+    let g = PoolGeometry::new((1, 2, 2), 2, 2).unwrap();
+    let (y, at) = max_pool(&g, &[1.0f32, f32::NAN, 3.0, 3.0], 1);
+    assert!(y[0].is_nan() && at == [1]);
+    let (y, at) = max_pool(&g, &[3.0f32, 1.0, 3.0, 2.0], 1);
+    assert_eq!((y[0], at[0]), (3.0, 0));
+}
