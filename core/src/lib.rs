@@ -35,6 +35,8 @@ pub mod exec;
 pub mod fault;
 pub mod graph;
 pub mod isa;
+#[cfg(feature = "alloc")]
+pub mod layers;
 pub mod link;
 pub mod machine;
 pub mod numerics;

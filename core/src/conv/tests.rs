@@ -1,6 +1,6 @@
-use alloc::string::ToString;
 use super::*;
 use crate::exec::{Numerics, Plain};
+use alloc::string::ToString;
 
 /// A few hundred pseudo-random values in [-1, 1).
 fn values(seed: u64, n: usize) -> Vec<f64> {
