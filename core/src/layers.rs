@@ -320,7 +320,11 @@ mod tests {
         };
         let dense = |i, o| Layer::Dense { inputs: i, outputs: o };
         let cases: [(Shape, &[Layer], &str); 9] = [
-            (img, &[conv(2, 4, 3)], "layer 0 (conv2d), field \"in\": 2, but the layer before gives 1"),
+            (
+                img,
+                &[conv(2, 4, 3)],
+                "layer 0 (conv2d), field \"in\": 2, but the layer before gives 1",
+            ),
             (
                 img,
                 &[conv(1, 4, 9)],
@@ -343,7 +347,11 @@ mod tests {
                 "layer 0 (maxpool2d): takes an image",
             ),
             (img, &[conv(1, 2, 3)], "layer 0 (conv2d): the last layer gives 2 x 6 x 6"),
-            (img, &[Layer::Flatten, dense(64, 1)], "layer 1 (dense): the last layer gives 1 features"),
+            (
+                img,
+                &[Layer::Flatten, dense(64, 1)],
+                "layer 1 (dense): the last layer gives 1 features",
+            ),
             (Shape::Image { c: 1, h: 0, w: 8 }, &[Layer::Flatten], "field \"height\": is 0"),
         ];
         for (input, layers, want) in cases {

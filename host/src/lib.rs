@@ -13,6 +13,7 @@ pub mod hdl;
 pub mod limits;
 pub mod machines;
 pub mod model;
+pub mod net_file;
 pub mod npy;
 pub mod outputs;
 pub mod predict;

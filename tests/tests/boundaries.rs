@@ -95,6 +95,7 @@ mod files {
     use systole_core::{ArrayConfig, Bf16, Dtype};
     use systole_host::dataset::{Dataset, IdxArray};
     use systole_host::model::Model;
+    use systole_host::net_file::{net_json, parse_net};
     use systole_host::npy::{parse_matrix, write_matrix, Matrix};
 
     /// One way to damage a file: cut it, flip a bit, insert a byte, or drop one.
@@ -159,6 +160,43 @@ mod files {
                     (IdxArray { dims: dims.clone(), data }, IdxArray { dims: vec![count], data: l })
                 })
         })
+    }
+
+    // -- model files (layer lists) ---------------------------------------------------------------
+
+    const NET: &str = "in/model.json";
+
+    /// A model file, valid or not: an input shape and up to six layers of any kind with small
+    /// fields, some left out.
+    fn net_file() -> impl Strategy<Value = Vec<u8>> {
+        let layer = (0usize..6, proptest::collection::vec(proptest::option::of(0u32..9), 5))
+            .prop_map(|(kind, v)| {
+                let kinds = ["conv2d", "maxpool2d", "avgpool2d", "relu", "flatten", "dense"];
+                let mut m = serde_json::Map::new();
+                m.insert("kind".into(), kinds[kind].into());
+                let names: &[&str] = match kind {
+                    0 => &["in", "out", "kernel", "stride", "padding"],
+                    1 | 2 => &["kernel", "stride"],
+                    5 => &["in", "out"],
+                    _ => &[],
+                };
+                for (name, value) in names.iter().zip(&v) {
+                    if let Some(x) = value {
+                        m.insert((*name).into(), (*x).into());
+                    }
+                }
+                serde_json::Value::Object(m)
+            });
+        (
+            prop_oneof![
+                (1u32..9).prop_map(|n| vec![n]),
+                (1u32..3, 1u32..9, 1u32..9).prop_map(|(c, h, w)| vec![c, h, w])
+            ],
+            proptest::collection::vec(layer, 1..7),
+        )
+            .prop_map(|(input, layers)| {
+                serde_json::json!({ "input": input, "layers": layers }).to_string().into_bytes()
+            })
     }
 
     // -- .npy ----------------------------------------------------------------------------------
@@ -409,6 +447,23 @@ mod files {
                     let file = if msg.starts_with(LABELS) { LABELS } else { IMAGES };
                     assert_names(&msg, file)?;
                 }
+            }
+        }
+
+        #[test]
+        fn model_json_files_read_back_or_are_refused_naming_the_file(
+            file in net_file(),
+            damage in damage(),
+        ) {
+            let bytes = apply(file, &damage);
+            match parse_net(&bytes, NET) {
+                Ok(net) => {
+                    prop_assert!(net.classes() >= 2);
+                    prop_assert_eq!(net.shapes.len(), net.layers.len());
+                    let again = parse_net(net_json(&net).to_string().as_bytes(), NET).unwrap();
+                    prop_assert_eq!(again, net);
+                }
+                Err(e) => assert_names(&e.to_string(), NET)?,
             }
         }
 
