@@ -24,7 +24,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
     LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
+use cudarc::nvrtc::CompileError;
 use systole_core::graph::Sgd;
 
 use super::kernels::{self, Kernel};
@@ -116,12 +116,7 @@ impl Gpu {
                     .map_err(blas_error)?;
             }
         }
-        let options = CompileOptions {
-            fmad: Some(kernels::NVRTC_FMAD),
-            name: Some("systole_kernels.cu".into()),
-            ..Default::default()
-        };
-        let ptx = compile_ptx_with_opts(kernels::SOURCE, options).map_err(compile_error)?;
+        let ptx = kernels::compile(None).map_err(compile_error)?;
         let module = ctx.load_module(ptx).map_err(driver_error)?;
         let load = |k: Kernel| module.load_function(k.name).map_err(driver_error);
         let kernels = Kernels {

@@ -76,6 +76,26 @@ pub const SGD: Kernel = Kernel {
 /// NVRTC options: no contraction of `a * b + c` into an FMA (see the module docs).
 pub const NVRTC_FMAD: bool = false;
 
+/// Every kernel in [`SOURCE`], in its order.
+pub const ALL: [Kernel; 7] =
+    [CAST_BF16, BIAS_ACT, RELU, SOFTMAX_XENT, RELU_GRAD, SGD_MOMENTUM, SGD];
+
+/// [`SOURCE`] compiled to PTX by NVRTC with the GPU run's options (for the device's default
+/// architecture, or `arch` such as `sm_90`). It needs NVRTC (`libs::ensure_loaded` finds it,
+/// from a CUDA install or PyPI's `nvidia-cuda-nvrtc-cu12`) but no GPU and no driver, so the
+/// tests compile the kernels wherever NVRTC is installed, CI included.
+pub fn compile(
+    arch: Option<&'static str>,
+) -> Result<cudarc::nvrtc::Ptx, cudarc::nvrtc::CompileError> {
+    let options = cudarc::nvrtc::CompileOptions {
+        fmad: Some(NVRTC_FMAD),
+        name: Some("systole_kernels.cu".into()),
+        arch,
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(SOURCE, options)
+}
+
 /// The kernels' CUDA C source. Each kernel's twin below follows it statement for statement:
 /// change both together.
 pub const SOURCE: &str = r#"
@@ -287,10 +307,6 @@ mod tests {
     use systole_core::params::SplitMix64;
     use systole_core::Bf16;
 
-    /// Every kernel in [`SOURCE`].
-    const ALL: [Kernel; 7] =
-        [CAST_BF16, BIAS_ACT, RELU, SOFTMAX_XENT, RELU_GRAD, SGD_MOMENTUM, SGD];
-
     /// The parameter list of `name` as [`SOURCE`] declares it, one entry per parameter with its
     /// whitespace normalised; `None` when there is no such kernel.
     fn declared_params(source: &str, name: &str) -> Option<Vec<String>> {
@@ -485,6 +501,38 @@ mod tests {
         let (want, _) = softmax_cross_entropy(&logits, &[1, 1], 3);
         assert_eq!(correct, vec![1, 1]);
         assert_eq!(want.correct, 2);
+    }
+
+    /// NVRTC compiles the source to PTX through [`compile`], the GPU run's own call, for the
+    /// default architecture and for the H100's `sm_90`, with every kernel an entry point. NVRTC
+    /// needs no GPU: CI installs PyPI's `nvidia-cuda-nvrtc-cu12` and sets `SYSTOLE_REQUIRE_NVRTC`,
+    /// so there a missing NVRTC fails instead of skipping.
+    #[test]
+    fn nvrtc_compiles_every_kernel_to_ptx() {
+        let found = super::super::libs::ensure_loaded();
+        if found.missing().contains(&super::super::libs::CudaLib::Nvrtc) {
+            let why = format!(
+                "NVRTC not found ({}); `python3 -m pip install --user nvidia-cuda-nvrtc-cu12` \
+                 installs it",
+                found.missing_line()
+            );
+            assert!(std::env::var_os("SYSTOLE_REQUIRE_NVRTC").is_none(), "{why}");
+            println!("SKIPPED: {why}");
+            return;
+        }
+        for arch in [None, Some("sm_90")] {
+            let ptx = compile(arch).unwrap_or_else(|e| panic!("{arch:?}: {e:?}")).to_src();
+            for k in ALL {
+                assert!(
+                    ptx.contains(&format!(".entry {}(", k.name)),
+                    "{arch:?}: no entry {}",
+                    k.name
+                );
+            }
+            if let Some(a) = arch {
+                assert!(ptx.contains(&format!(".target {a}")), "not built for {a}");
+            }
+        }
     }
 
     /// The CUDA source itself, compiled as C++ for the CPU with a shim for the CUDA built-ins
