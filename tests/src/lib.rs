@@ -48,11 +48,12 @@ pub fn systole_binary() -> &'static Path {
     })
 }
 
-/// The most recently modified source the binary is built from (the digits CSV is compiled in).
+/// The most recently modified source the binary is built from (the built-in data sets in
+/// `data/` are compiled in).
 fn newest_source() -> Option<(SystemTime, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
     let mut newest = None;
-    for path in ["host/src", "core/src", "host/Cargo.toml", "data/digits.csv"] {
+    for path in ["host/src", "core/src", "host/Cargo.toml", "data"] {
         newest_in(&root.join(path), &mut newest);
     }
     newest
