@@ -35,6 +35,14 @@ impl core::fmt::Display for ShapeError {
     }
 }
 
+/// The first of `fields` that is 0, as an error naming it.
+fn nonzero(fields: &[(u32, &'static str)]) -> Result<(), ShapeError> {
+    match fields.iter().find(|(v, _)| *v == 0) {
+        Some(&(_, field)) => Err(ShapeError::Zero(field)),
+        None => Ok(()),
+    }
+}
+
 /// A 2-D convolution of `c x h x w` images to `out_c` channels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvGeometry {
@@ -55,14 +63,14 @@ impl ConvGeometry {
         stride: u32,
         padding: u32,
     ) -> Result<ConvGeometry, ShapeError> {
-        for (v, field) in [(c, "in channels"), (h, "height"), (w, "width"), (out_c, "out channels")]
-            .into_iter()
-            .chain([(kernel, "kernel"), (stride, "stride")])
-        {
-            if v == 0 {
-                return Err(ShapeError::Zero(field));
-            }
-        }
+        nonzero(&[
+            (c, "in channels"),
+            (h, "height"),
+            (w, "width"),
+            (out_c, "out channels"),
+            (kernel, "kernel"),
+            (stride, "stride"),
+        ])?;
         for side in [h, w] {
             if kernel > side + 2 * padding {
                 return Err(ShapeError::KernelTooLarge { kernel, side: side + 2 * padding });
@@ -183,14 +191,13 @@ pub struct PoolGeometry {
 
 impl PoolGeometry {
     pub fn new((c, h, w): (u32, u32, u32), kernel: u32, stride: u32) -> Result<Self, ShapeError> {
-        for (v, field) in [(c, "channels"), (h, "height"), (w, "width")]
-            .into_iter()
-            .chain([(kernel, "kernel"), (stride, "stride")])
-        {
-            if v == 0 {
-                return Err(ShapeError::Zero(field));
-            }
-        }
+        nonzero(&[
+            (c, "channels"),
+            (h, "height"),
+            (w, "width"),
+            (kernel, "kernel"),
+            (stride, "stride"),
+        ])?;
         for side in [h, w] {
             if kernel > side {
                 return Err(ShapeError::KernelTooLarge { kernel, side });

@@ -153,7 +153,7 @@ impl Logic for InstrFifo {
 /// FIFO whenever it is empty or its word is popped, so a word reaches the dispatcher one cycle
 /// later than without it (the machine is frozen meanwhile and frozen cycles are not counted:
 /// no result or cycle count changes) and a program streams one word a cycle as before.
-#[derive(LogicBlock)]
+#[derive(LogicBlock, Default)]
 pub struct HeadRegister {
     pub clock: Signal<In, Clock>,
     /// Empties the register (with the FIFO).
@@ -176,35 +176,6 @@ pub struct HeadRegister {
     fault: DFF<Bits<4>>,
     /// (Not `end`: a Verilog keyword.)
     dram_end: DFF<Bits<32>>,
-}
-
-impl HeadRegister {
-    pub fn new() -> HeadRegister {
-        HeadRegister {
-            clock: Default::default(),
-            clear: Default::default(),
-            in_valid: Default::default(),
-            in_word: Default::default(),
-            in_fault: Default::default(),
-            in_end: Default::default(),
-            take: Default::default(),
-            pop: Default::default(),
-            valid: Default::default(),
-            head: Default::default(),
-            head_fault: Default::default(),
-            head_end: Default::default(),
-            full: Default::default(),
-            word: Default::default(),
-            fault: Default::default(),
-            dram_end: Default::default(),
-        }
-    }
-}
-
-impl Default for HeadRegister {
-    fn default() -> Self {
-        HeadRegister::new()
-    }
 }
 
 impl Logic for HeadRegister {
@@ -297,7 +268,7 @@ mod tests {
     /// cycle behind the FIFO's head, and `clear` empties it.
     #[test]
     fn head_register_streams_the_fifo_a_cycle_behind() {
-        let mut h = HeadRegister::new();
+        let mut h = HeadRegister::default();
         h.connect_all();
         h.in_valid.next = true;
         h.in_word.next = word(1);
@@ -341,6 +312,6 @@ mod tests {
     fn verilog_is_valid() {
         yosys_validate("fifo", &verilog_of(InstrFifo::new(5, false))).unwrap();
         yosys_validate("fifo", &verilog_of(InstrFifo::new(5, true))).unwrap();
-        yosys_validate("head_register", &verilog_of(HeadRegister::new())).unwrap();
+        yosys_validate("head_register", &verilog_of(HeadRegister::default())).unwrap();
     }
 }

@@ -118,7 +118,7 @@ impl SystoleTopDecoupled {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, true),
-            head: HeadRegister::new(),
+            head: HeadRegister::default(),
             queued: WordFault::new(&config),
             candidate: Default::default(),
             footprint: FootprintOf::new(&config),
