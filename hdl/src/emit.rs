@@ -157,8 +157,12 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
         crate::controller::FIFO_ENTRY_BITS as u64,
     ));
     if decoupled {
-        // Each word's DRAM end byte, for the scoreboard.
-        memories.push(one("instruction_ends", top.fifo_depth as u64, 32));
+        // Each word's footprint, for the scoreboard.
+        memories.push(one(
+            "instruction_footprints",
+            top.fifo_depth as u64,
+            crate::controller::FOOTPRINT_BITS as u64,
+        ));
         // The load unit's transpose buffer: one distributed RAM per element lane.
         let w = a.spad_width();
         memories.push(MemoryInfo {

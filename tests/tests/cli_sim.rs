@@ -274,7 +274,8 @@ fn hdl_emit_writes_the_decoupled_machine_when_asked() {
     };
     let (line, names) = emit("decoupled");
     assert!(line.contains("int8 ws decoupled"), "{line}");
-    for name in ["accumulator_bank_0", "accumulator_bank_1", "instruction_ends", "transpose_buffer"]
+    for name in
+        ["accumulator_bank_0", "accumulator_bank_1", "instruction_footprints", "transpose_buffer"]
     {
         assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
     }

@@ -35,7 +35,10 @@ pub struct Footprint {
     pub ports: Bits<2>,
 }
 
-/// The footprint of the decoded candidate (combinational).
+/// Bits of a [`Footprint`] as one word (the instruction FIFO stores it beside its word).
+pub const FOOTPRINT_BITS: usize = <Footprint as Synth>::BITS;
+
+/// The footprint of a decoded instruction (combinational).
 #[derive(LogicBlock)]
 pub struct FootprintOf {
     /// The instruction, as decoded.

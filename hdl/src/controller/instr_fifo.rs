@@ -3,6 +3,7 @@
 
 use rust_hdl::prelude::*;
 
+use super::footprint::{Footprint, FOOTPRINT_BITS};
 use crate::decode::constant;
 use crate::mem::Ram;
 use crate::optional::Optional;
@@ -28,23 +29,23 @@ pub struct InstrFifo {
     /// queues 0).
     pub push_flag: Signal<In, Bit>,
     pub push_fault: Signal<In, Bits<4>>,
-    /// The word's DRAM end byte, queued with it when the FIFO is built `with_ends` (the
-    /// decoupled schedule's scoreboard compares DRAM spans).
-    pub push_end: Optional<Signal<In, Bits<32>>>,
+    /// The word's footprint, queued with it when the FIFO is built `with_footprints` (the
+    /// decoupled schedule's scoreboard compares it with the instructions in flight).
+    pub push_fp: Optional<Signal<In, Footprint>>,
     pub pop: Signal<In, Bit>,
     /// Empties the FIFO (wins over push and pop).
     pub clear: Signal<In, Bit>,
     pub head: Signal<Out, Bits<128>>,
     pub head_flag: Signal<Out, Bit>,
     pub head_fault: Signal<Out, Bits<4>>,
-    /// The head's DRAM end byte (built `with_ends`).
-    pub head_end: Optional<Signal<Out, Bits<32>>>,
+    /// The head's footprint (built `with_footprints`).
+    pub head_fp: Optional<Signal<Out, Footprint>>,
     pub valid: Signal<Out, Bit>,
     /// Free slots.
     pub free: Signal<Out, Bits<16>>,
     ram: Ram<FIFO_ENTRY_BITS, 16>,
-    /// The ends, in a RAM of their own that only a decoupled build has.
-    ends: Vec<Ram<32, 16>>,
+    /// The footprints, in a RAM of their own that only a decoupled build has.
+    fps: Optional<FootprintRam>,
     /// The head read issued in the last cycle collided with a write to its word.
     stale: DFF<Bit>,
     read_ptr: DFF<Bits<16>>,
@@ -57,8 +58,8 @@ pub struct InstrFifo {
 }
 
 impl InstrFifo {
-    /// A FIFO of `depth` words that also queues each word's DRAM end when `with_ends`.
-    pub fn new(depth: usize, with_ends: bool) -> InstrFifo {
+    /// A FIFO of `depth` words that also queues each word's footprint when `with_footprints`.
+    pub fn new(depth: usize, with_footprints: bool) -> InstrFifo {
         assert!((1..1 << 16).contains(&depth), "FIFO depth {depth}");
         InstrFifo {
             clock: Default::default(),
@@ -66,17 +67,17 @@ impl InstrFifo {
             push_word: Default::default(),
             push_flag: Default::default(),
             push_fault: Default::default(),
-            push_end: Optional::default_when(with_ends),
+            push_fp: Optional::default_when(with_footprints),
             pop: Default::default(),
             clear: Default::default(),
             head: Default::default(),
             head_flag: Default::default(),
             head_fault: Default::default(),
-            head_end: Optional::default_when(with_ends),
+            head_fp: Optional::default_when(with_footprints),
             valid: Default::default(),
             free: Default::default(),
             ram: Ram::read_first(depth),
-            ends: (0..with_ends as usize).map(|_| Ram::read_first(depth)).collect(),
+            fps: Optional::when(with_footprints, || FootprintRam::new(depth)),
             stale: Default::default(),
             read_ptr: Default::default(),
             write_ptr: Default::default(),
@@ -135,21 +136,72 @@ impl Logic for InstrFifo {
         self.head.next = self.ram.read_data.val().get_bits::<128>(0);
         self.head_flag.next = self.ram.read_data.val().get_bit(128);
         self.head_fault.next = self.ram.read_data.val().get_bits::<4>(129);
-        for i in 0..self.ends.len() {
-            self.ends[i].clock.next = self.clock.val();
-            self.ends[i].write_enable.next = self.ram.write_enable.val();
-            self.ends[i].write_address.next = self.ram.write_address.val();
-            self.ends[i].write_data.next = self.push_end.val();
-            self.ends[i].read_enable.next = true;
-            self.ends[i].read_address.next = self.ram.read_address.val();
-            self.head_end.next = self.ends[i].read_data.val();
+        for _k in 0..self.fps.len() {
+            self.fps.clock.next = self.clock.val();
+            self.fps.write_enable.next = self.ram.write_enable.val();
+            self.fps.write_address.next = self.ram.write_address.val();
+            self.fps.write_fp.next = self.push_fp.val();
+            self.fps.read_address.next = self.ram.read_address.val();
+            self.head_fp.next = self.fps.read_fp.val();
         }
     }
 }
 
-/// A register after the FIFO's head (the decoupled top's): the dispatcher's candidate leaves
-/// flip-flops, not the FIFO's block RAM, whose unregistered output started the decoupled 85F
-/// build's critical path (docs/DECISIONS.md 59). It holds one word and takes the next from the
+/// The FIFO's footprints: a RAM of [`FOOTPRINT_BITS`]-bit words, read first like the words'.
+#[derive(LogicBlock)]
+pub struct FootprintRam {
+    pub clock: Signal<In, Clock>,
+    pub write_enable: Signal<In, Bit>,
+    pub write_address: Signal<In, Bits<16>>,
+    pub write_fp: Signal<In, Footprint>,
+    pub read_address: Signal<In, Bits<16>>,
+    pub read_fp: Signal<Out, Footprint>,
+    ram: Ram<FOOTPRINT_BITS, 16>,
+}
+
+impl FootprintRam {
+    fn new(depth: usize) -> FootprintRam {
+        FootprintRam {
+            clock: Default::default(),
+            write_enable: Default::default(),
+            write_address: Default::default(),
+            write_fp: Default::default(),
+            read_address: Default::default(),
+            read_fp: Default::default(),
+            ram: Ram::read_first(depth),
+        }
+    }
+}
+
+impl Logic for FootprintRam {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.ram.clock.next = self.clock.val();
+        self.ram.write_enable.next = self.write_enable.val();
+        self.ram.write_address.next = self.write_address.val();
+        self.ram.write_data.next = self.write_fp.val().into();
+        self.ram.read_enable.next = true;
+        self.ram.read_address.next = self.read_address.val();
+        // The fields at the offsets `Footprint`'s bits give them (first field lowest); the
+        // FIFO's test reads back a footprint whose every field differs.
+        self.read_fp.next.read0_lo = self.ram.read_data.val().get_bits::<17>(0);
+        self.read_fp.next.read0_hi = self.ram.read_data.val().get_bits::<17>(17);
+        self.read_fp.next.read1_lo = self.ram.read_data.val().get_bits::<17>(34);
+        self.read_fp.next.read1_hi = self.ram.read_data.val().get_bits::<17>(51);
+        self.read_fp.next.write_lo = self.ram.read_data.val().get_bits::<17>(68);
+        self.read_fp.next.write_hi = self.ram.read_data.val().get_bits::<17>(85);
+        self.read_fp.next.dram_read_lo = self.ram.read_data.val().get_bits::<32>(102);
+        self.read_fp.next.dram_read_hi = self.ram.read_data.val().get_bits::<32>(134);
+        self.read_fp.next.dram_write_lo = self.ram.read_data.val().get_bits::<32>(166);
+        self.read_fp.next.dram_write_hi = self.ram.read_data.val().get_bits::<32>(198);
+        self.read_fp.next.acc_banks = self.ram.read_data.val().get_bits::<2>(230);
+        self.read_fp.next.ports = self.ram.read_data.val().get_bits::<2>(232);
+    }
+}
+
+/// A register after the FIFO's head (the decoupled top's): the dispatcher's candidate and its
+/// footprint leave flip-flops, not the FIFO's block RAM, whose unregistered output started the
+/// decoupled 85F build's critical path (docs/DECISIONS.md 59). It holds one word and takes the next from the
 /// FIFO whenever it is empty or its word is popped, so a word reaches the dispatcher one cycle
 /// later than without it (the machine is frozen meanwhile and frozen cycles are not counted:
 /// no result or cycle count changes) and a program streams one word a cycle as before.
@@ -162,7 +214,7 @@ pub struct HeadRegister {
     pub in_valid: Signal<In, Bit>,
     pub in_word: Signal<In, Bits<128>>,
     pub in_fault: Signal<In, Bits<4>>,
-    pub in_end: Signal<In, Bits<32>>,
+    pub in_fp: Signal<In, Footprint>,
     /// Pops the FIFO's head into the register.
     pub take: Signal<Out, Bit>,
     /// The dispatcher takes the register's word (only while `valid`).
@@ -170,24 +222,23 @@ pub struct HeadRegister {
     pub valid: Signal<Out, Bit>,
     pub head: Signal<Out, Bits<128>>,
     pub head_fault: Signal<Out, Bits<4>>,
-    pub head_end: Signal<Out, Bits<32>>,
+    pub head_fp: Signal<Out, Footprint>,
     full: DFF<Bit>,
     word: DFF<Bits<128>>,
     fault: DFF<Bits<4>>,
-    /// (Not `end`: a Verilog keyword.)
-    dram_end: DFF<Bits<32>>,
+    fp: DFF<Footprint>,
 }
 
 impl Logic for HeadRegister {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, full, word, fault, dram_end);
+        dff_setup!(self, clock, full, word, fault, fp);
         self.take.next =
             self.in_valid.val() && !self.clear.val() && (!self.full.q.val() || self.pop.val());
         if self.take.val() {
             self.word.d.next = self.in_word.val();
             self.fault.d.next = self.in_fault.val();
-            self.dram_end.d.next = self.in_end.val();
+            self.fp.d.next = self.in_fp.val();
             self.full.d.next = true;
         } else if self.pop.val() || self.clear.val() {
             self.full.d.next = false;
@@ -195,7 +246,7 @@ impl Logic for HeadRegister {
         self.valid.next = self.full.q.val();
         self.head.next = self.word.q.val();
         self.head_fault.next = self.fault.q.val();
-        self.head_end.next = self.dram_end.q.val();
+        self.head_fp.next = self.fp.q.val();
     }
 }
 
@@ -206,6 +257,27 @@ mod tests {
 
     fn word(v: u128) -> Bits<128> {
         v.to_bits()
+    }
+
+    /// A footprint whose every field differs from the others and from `v`'s other footprints,
+    /// with each field's top bit set in some of them.
+    fn footprint(v: u64) -> Footprint {
+        let f =
+            |k: u64, bits: u32| -> u64 { (v * 131 + k * 7919 + (k << (bits - 1))) % (1 << bits) };
+        Footprint {
+            read0_lo: f(1, 17).into(),
+            read0_hi: f(2, 17).into(),
+            read1_lo: f(3, 17).into(),
+            read1_hi: f(4, 17).into(),
+            write_lo: f(5, 17).into(),
+            write_hi: f(6, 17).into(),
+            dram_read_lo: f(7, 32).into(),
+            dram_read_hi: f(8, 32).into(),
+            dram_write_lo: f(9, 32).into(),
+            dram_write_hi: f(10, 32).into(),
+            acc_banks: f(v, 2).into(),
+            ports: f(v + 1, 2).into(),
+        }
     }
 
     #[test]
@@ -221,14 +293,14 @@ mod tests {
         for v in 1..=3u128 {
             f.push.next = true;
             f.push_word.next = word(v << 100 | v);
-            f.push_end.next = (v as u64 * 7).to_bits();
+            f.push_fp.next = footprint(v as u64);
             f.push_fault.next = (v as u64 + 12).to_bits();
             f.push_flag.next = v == 1;
             tick(&mut f, |f| &mut f.clock);
             assert_eq!(f.valid.val(), v > 1, "after push {v}");
             if v > 1 {
                 assert_eq!(f.head.val(), word(1 << 100 | 1));
-                assert_eq!(f.head_end.val().index(), 7, "the end travels with its word");
+                assert_eq!(f.head_fp.val(), footprint(1), "the footprint travels with its word");
                 assert_eq!(f.head_fault.val().index(), 13, "and so does the fault code");
                 assert!(f.head_flag.val(), "and the flag");
             }
@@ -242,7 +314,7 @@ mod tests {
         f.push.next = false;
         tick(&mut f, |f| &mut f.clock);
         assert_eq!(f.head.val(), word(3 << 100 | 3));
-        assert_eq!(f.head_end.val().index(), 21);
+        assert_eq!(f.head_fp.val(), footprint(3));
         assert_eq!(f.head_fault.val().index(), 15);
         assert!(!f.head_flag.val());
         tick(&mut f, |f| &mut f.clock);
@@ -273,14 +345,14 @@ mod tests {
         h.in_valid.next = true;
         h.in_word.next = word(1);
         h.in_fault.next = 3u64.into();
-        h.in_end.next = 40u64.into();
+        h.in_fp.next = footprint(40);
         settle(&mut h);
         assert!(h.take.val() && !h.valid.val(), "an empty register takes the head");
         tick(&mut h, |h| &mut h.clock);
         assert!(h.valid.val() && !h.take.val(), "a full one waits for a pop");
         assert_eq!(
-            (h.head.val(), h.head_fault.val().index(), h.head_end.val().index()),
-            (word(1), 3, 40)
+            (h.head.val(), h.head_fault.val().index(), h.head_fp.val()),
+            (word(1), 3, footprint(40))
         );
         // Popped while the FIFO has the next word: replaced in the same cycle.
         h.in_word.next = word(2);

@@ -62,7 +62,7 @@ mod weight_loader;
 pub use array_unit::ArrayUnit;
 pub use decoupled::DecoupledDispatcher;
 pub use dispatcher::Dispatcher;
-pub use footprint::{Conflict, Footprint, FootprintOf};
+pub use footprint::{Conflict, Footprint, FootprintOf, FOOTPRINT_BITS};
 pub use instr_fifo::{HeadRegister, InstrFifo, FIFO_ENTRY_BITS};
 pub use sequencer::Sequencer;
 pub use stream_unit::StreamUnit;

@@ -87,7 +87,7 @@ pub struct Sequencer {
     /// DRAM row into column `element` of half `transpose_half` (low in frozen cycles); read a
     /// row of the other half for this cycle's scratchpad write, the one named in the cycle
     /// before by `transpose_next_row` and `transpose_next_half` (the drain row and the filling
-    /// half of the next cycle).
+    /// half of the next cycle, unless an instruction starts: its first cycle reads nothing).
     pub transpose_write: Optional<Signal<Out, Bit>>,
     pub transpose_read: Optional<Signal<Out, Bit>>,
     pub transpose_half: Optional<Signal<Out, Bit>>,
@@ -167,6 +167,11 @@ pub struct Sequencer {
     /// The pointers' next values while an instruction continues (not started, enabled): the
     /// reads it issues. They never depend on `start`, which waits for the program checks.
     dram_cont: Signal<Local, Bits<32>>,
+    /// The drain row and filling half of the next cycle if nothing starts: a dispatch's first
+    /// cycle reads no block from the transpose buffer, so its read addresses need not wait for
+    /// `start`, which the scoreboard decides late in the cycle.
+    drain_cont: Optional<Signal<Local, Bits<16>>>,
+    half_cont: Optional<Signal<Local, Bit>>,
     spad_cont: Signal<Local, Bits<16>>,
     acc_cont: Signal<Local, Bits<16>>,
     src_cont: Signal<Local, Bits<16>>,
@@ -270,6 +275,8 @@ impl Sequencer {
             transposes: Default::default(),
             filling: Default::default(),
             dram_cont: Default::default(),
+            drain_cont: Optional::default_when(decoupled),
+            half_cont: Optional::default_when(decoupled),
             spad_cont: Default::default(),
             acc_cont: Default::default(),
             src_cont: Default::default(),
@@ -400,6 +407,10 @@ impl Logic for Sequencer {
                 self.dram_cont.next = self.dram_ptr.q.val() + self.elem_step.q.val();
             }
         }
+        for _k in 0..self.drain_cont.len() {
+            self.drain_cont.next = self.drain_row.q.val();
+            self.half_cont.next = self.half.q.val();
+        }
         if self.enable.val() {
             self.dram_ptr.d.next = self.dram_cont.val();
             self.spad_ptr.d.next = self.spad_cont.val();
@@ -440,6 +451,10 @@ impl Logic for Sequencer {
                 } else {
                     self.elem.d.next = self.elem.q.val() + 1;
                 }
+            }
+            for _k in 0..self.drain_cont.len() {
+                self.drain_cont.next = self.drain_row.d.val();
+                self.half_cont.next = self.half.d.val();
             }
             if self.start.val() {
                 self.busy.d.next = true;
@@ -565,8 +580,8 @@ impl Logic for Sequencer {
             self.transpose_read.next =
                 self.busy.q.val() && self.k_transpose.q.val() && self.draining.q.val();
             self.transpose_half.next = self.half.q.val();
-            self.transpose_next_row.next = self.drain_row.d.val();
-            self.transpose_next_half.next = self.half.d.val();
+            self.transpose_next_row.next = self.drain_cont.val();
+            self.transpose_next_half.next = self.half_cont.val();
         }
         // The reads for the next cycle: a continuing instruction's, else (free) the candidate's
         // first, whether or not it dispatches. That keeps the program checks, which decide

@@ -1,34 +1,45 @@
 //! A word's fault code, formed as the host link queues it: the decoder's encoding checks, then
 //! the [`Checker`]'s program checks. Both depend on the word and the config alone, so the FIFO
 //! stores the code beside its word and the dispatcher reads it from the head with the word,
-//! instead of deciding through the checks in its own cycle (docs/DECISIONS.md 56).
+//! instead of deciding through the checks in its own cycle (docs/DECISIONS.md 56). A decoupled
+//! machine's scoreboard footprint ([`FootprintOf`]) depends on the word and its DRAM end alone
+//! too, so it is formed here from the same decoded word and queued beside it (DECISIONS 60).
 
 use rust_hdl::prelude::*;
 use systole_core::ArrayConfig;
 
 use super::{Checker, Decoder};
+use crate::controller::{Footprint, FootprintOf};
 use crate::decoded::DecodedOut;
+use crate::optional::Optional;
 
 /// The fault code core's `validate_program` gives one word (0 if none): the decoder's, else the
-/// checker's.
+/// checker's; and, built `with_footprint`, the word's footprint.
 #[derive(LogicBlock)]
 pub struct WordFault {
     pub word: Signal<In, Bits<128>>,
     /// The word's DRAM extent passes the end of the DRAM ([`super::ExtentCheck`]).
     pub extent_over: Signal<In, Bit>,
+    /// The byte after the word's last DRAM byte ([`super::ExtentCheck`]'s `end_byte`).
+    pub dram_end: Optional<Signal<In, Bits<32>>>,
     pub fault: Signal<Out, Bits<4>>,
+    pub fp: Optional<Signal<Out, Footprint>>,
     decoder: Decoder,
     checks: Checker,
+    footprint: Optional<FootprintOf>,
 }
 
 impl WordFault {
-    pub fn new(config: &ArrayConfig) -> WordFault {
+    pub fn new(config: &ArrayConfig, with_footprint: bool) -> WordFault {
         WordFault {
             word: Default::default(),
             extent_over: Default::default(),
+            dram_end: Optional::default_when(with_footprint),
             fault: Default::default(),
+            fp: Optional::default_when(with_footprint),
             decoder: Default::default(),
             checks: Checker::new(config),
+            footprint: Optional::when(with_footprint, || FootprintOf::new(config)),
         }
     }
 }
@@ -42,6 +53,11 @@ impl Logic for WordFault {
         self.fault.next = self.checks.fault.val();
         if self.decoder.fault.val().any() {
             self.fault.next = self.decoder.fault.val();
+        }
+        for _k in 0..self.footprint.len() {
+            DecodedOut::join(&mut self.decoder.out, &mut self.footprint.ins);
+            self.footprint.dram_end.next = self.dram_end.val();
+            self.fp.next = self.footprint.fp.val();
         }
     }
 }
@@ -66,7 +82,7 @@ mod tests {
     #[test]
     fn the_word_fault_is_the_decoders_before_the_checkers() {
         let config = ArrayConfig::new(2, 2, Dtype::Int8);
-        let mut w = WordFault::new(&config);
+        let mut w = WordFault::new(&config, false);
         w.connect_all();
         let word = |ins: &Instruction| encode(ins).unwrap().0;
         let halt = word(&Instruction::Halt);
@@ -103,6 +119,7 @@ mod tests {
     #[test]
     fn verilog_is_valid() {
         let config = ArrayConfig::new(2, 2, Dtype::Int8);
-        yosys_validate("word_fault", &verilog_of(WordFault::new(&config))).unwrap();
+        yosys_validate("word_fault", &verilog_of(WordFault::new(&config, false))).unwrap();
+        yosys_validate("word_fault", &verilog_of(WordFault::new(&config, true))).unwrap();
     }
 }

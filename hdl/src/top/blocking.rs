@@ -88,7 +88,7 @@ impl SystoleTop {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, config.schedule == Schedule::Decoupled),
-            word_fault: WordFault::new(&config),
+            word_fault: WordFault::new(&config, false),
             candidate: Default::default(),
             dispatcher: Default::default(),
             seq: Sequencer::new(&config),

@@ -23,8 +23,7 @@ use super::{SpadLane, TopConfig, WordLane};
 use crate::acc_banks::AccBanks;
 use crate::array::Array;
 use crate::controller::{
-    ArrayUnit, DecoupledDispatcher, FootprintOf, HeadRegister, InstrFifo, Sequencer, StreamUnit,
-    WeightLoader,
+    ArrayUnit, DecoupledDispatcher, HeadRegister, InstrFifo, Sequencer, StreamUnit, WeightLoader,
 };
 use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
@@ -55,10 +54,9 @@ pub struct SystoleTopDecoupled {
     fifo: InstrFifo,
     /// The dispatcher's candidate word, registered after the FIFO.
     head: HeadRegister,
-    /// The fault code of the word the host link queues, stored with it.
+    /// The fault code and footprint of the word the host link queues, stored with it.
     queued: WordFault,
     candidate: Decoder,
-    footprint: FootprintOf,
     dispatcher: DecoupledDispatcher,
     /// The load unit and the vector unit.
     ld: Sequencer,
@@ -119,9 +117,8 @@ impl SystoleTopDecoupled {
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, true),
             head: HeadRegister::default(),
-            queued: WordFault::new(&config),
+            queued: WordFault::new(&config, true),
             candidate: Default::default(),
-            footprint: FootprintOf::new(&config),
             dispatcher: DecoupledDispatcher::new(&config),
             ld: Sequencer::new(&config),
             vu: Sequencer::new(&config),
@@ -195,15 +192,17 @@ impl Logic for SystoleTopDecoupled {
         self.spi.tx_valid.next = self.engine.tx_valid_spi.val();
         self.engine.tx_take.next = self.uart_out.take.val() || self.spi.take.val();
 
-        // Instructions: each word's fault code is formed as it is queued and stored with it; the
-        // FIFO's head (the candidate) -> decoder, footprint -> dispatcher, units.
+        // Instructions: each word's fault code and footprint are formed as it is queued and
+        // stored with it; the FIFO's head -> the head register (the candidate) -> decoder,
+        // footprint -> dispatcher, units.
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
         self.queued.word.next = self.engine.fifo_word.val();
         self.queued.extent_over.next = self.engine.fifo_extent_over.val();
         self.fifo.push_fault.next = self.queued.fault.val();
-        self.fifo.push_end.next = self.engine.fifo_end.val();
+        self.queued.dram_end.next = self.engine.fifo_end.val();
+        self.fifo.push_fp.next = self.queued.fp.val();
         self.fifo.pop.next = self.head.take.val();
         self.fifo.clear.next = self.dispatcher.fifo_clear.val();
         self.head.clock.next = self.clock.val();
@@ -211,10 +210,8 @@ impl Logic for SystoleTopDecoupled {
         self.head.in_valid.next = self.fifo.valid.val();
         self.head.in_word.next = self.fifo.head.val();
         self.head.in_fault.next = self.fifo.head_fault.val();
-        self.head.in_end.next = self.fifo.head_end.val();
+        self.head.in_fp.next = self.fifo.head_fp.val();
         self.head.pop.next = self.dispatcher.pop.val();
-        DecodedOut::join(&mut self.candidate.out, &mut self.footprint.ins);
-        self.footprint.dram_end.next = self.head.head_end.val();
         self.dispatcher.head_valid.next = self.head.valid.val();
         self.dispatcher.head_word.next = self.head.head.val();
         self.dispatcher.fault_in.next = self.head.head_fault.val();
@@ -222,7 +219,7 @@ impl Logic for SystoleTopDecoupled {
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();
         self.candidate.word.next = self.dispatcher.word.val();
         DecodedOut::join(&mut self.candidate.out, &mut self.dispatcher.ins);
-        self.dispatcher.fp.next = self.footprint.fp.val();
+        self.dispatcher.fp.next = self.head.head_fp.val();
         self.dispatcher.load_free.next = self.ld.free.val();
         self.dispatcher.vector_free.next = self.vu.free.val();
         self.dispatcher.wl_free.next = self.wl.free.val();
