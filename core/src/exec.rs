@@ -6,6 +6,10 @@
 //! * [`Accel`]: the accelerator's rounding points and summation order (bf16 matmul operands,
 //!   chunked f32 sums, flushed subnormals, the vector unit's SGD), which the compiled training
 //!   step on any machine must equal bit for bit.
+//!
+//! The image ops (`conv`: patches, layout changes, pooling and their gradients) move values
+//! and, where they sum (`Col2im`, the pooling gradients, average pooling), add in `T` in a
+//! fixed order, under every numerics.
 
 extern crate alloc;
 use alloc::vec;
@@ -16,40 +20,9 @@ use crate::config::ArrayConfig;
 use crate::graph::{Graph, Op, Sgd, TensorKind};
 use crate::numerics::{Arith, Bf16, BF16};
 use crate::params::Params;
-use crate::{reference, tiler};
+use crate::{conv, reference, tiler};
 
-/// The scalar types the reference runs in.
-pub trait Float:
-    Copy
-    + Default
-    + PartialOrd
-    + core::fmt::Debug
-    + core::ops::Add<Output = Self>
-    + core::ops::Sub<Output = Self>
-    + core::ops::Mul<Output = Self>
-    + core::ops::Div<Output = Self>
-{
-    fn from_f64(x: f64) -> Self;
-    fn to_f64(self) -> f64;
-}
-
-impl Float for f32 {
-    fn from_f64(x: f64) -> f32 {
-        x as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl Float for f64 {
-    fn from_f64(x: f64) -> f64 {
-        x
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
+pub use crate::numerics::Float;
 
 /// Where and how the reference rounds.
 pub trait Numerics {
@@ -257,7 +230,7 @@ impl<N: Numerics> Executor<N> {
 
     /// The current parameters, as f32.
     pub fn params(&self) -> Params {
-        let mut p = Params::zeros(&self.graph.spec);
+        let mut p = Params::zeros(&self.graph);
         for (l, &(w, b)) in self.graph.params.iter().enumerate() {
             p.layers[l].weight =
                 self.values[w as usize].iter().map(|x| x.to_f64() as f32).collect();
@@ -268,18 +241,18 @@ impl<N: Numerics> Executor<N> {
 
     /// Runs the forward ops on a batch (`labels.len()` rows of `x`); returns loss and accuracy.
     pub fn forward(&mut self, x: &[N::T], labels: &[u16]) -> BatchOutcome {
-        let rows = labels.len();
+        let batch = labels.len();
         self.values[self.graph.input as usize] = x.to_vec();
-        let classes = self.graph.spec.classes as usize;
+        let classes = self.graph.classes() as usize;
         let mut outcome = BatchOutcome { loss: 0.0, correct: 0 };
         for op in self.graph.forward.clone() {
             match op {
                 Op::Dense { x, w, y } => {
-                    let (k, n) = (self.cols(x), self.cols(y));
+                    let (m, k, n) = (self.rows(x, batch), self.cols(x), self.cols(y));
                     self.values[y as usize] = self.numerics.matmul(
                         &self.values[x as usize],
                         &self.values[w as usize],
-                        rows,
+                        m,
                         k,
                         n,
                     );
@@ -303,6 +276,25 @@ impl<N: Numerics> Executor<N> {
                         softmax_cross_entropy(&self.values[logits as usize], labels, classes);
                     outcome = o;
                 }
+                Op::Im2col { x, y, geom } => {
+                    self.values[y as usize] = conv::im2col(&geom, &self.values[x as usize], batch);
+                }
+                Op::ToNchw { x, y, positions, channels } => {
+                    self.values[y as usize] = conv::nhwc_to_nchw(
+                        &self.values[x as usize],
+                        batch,
+                        positions as usize,
+                        channels as usize,
+                    );
+                }
+                Op::MaxPool { x, y, geom } => {
+                    self.values[y as usize] =
+                        conv::max_pool(&geom, &self.values[x as usize], batch).0;
+                }
+                Op::AvgPool { x, y, geom } => {
+                    self.values[y as usize] =
+                        conv::avg_pool(&geom, &self.values[x as usize], batch);
+                }
                 _ => {}
             }
         }
@@ -311,8 +303,8 @@ impl<N: Numerics> Executor<N> {
 
     /// Runs the backward ops after [`forward`](Self::forward) on the same labels.
     pub fn backward(&mut self, labels: &[u16]) {
-        let rows = labels.len();
-        let classes = self.graph.spec.classes as usize;
+        let batch = labels.len();
+        let classes = self.graph.classes() as usize;
         for op in self.graph.backward.clone() {
             match op {
                 Op::SoftmaxCrossEntropyGrad { logits, dlogits, .. } => {
@@ -321,21 +313,21 @@ impl<N: Numerics> Executor<N> {
                     self.values[dlogits as usize] = g;
                 }
                 Op::DenseGradWeight { x, dy, dw } => {
-                    let (k, n) = (self.cols(x), self.cols(dy));
-                    let xt = transpose(&self.values[x as usize], rows, k);
+                    let (m, k, n) = (self.rows(x, batch), self.cols(x), self.cols(dy));
+                    let xt = transpose(&self.values[x as usize], m, k);
                     self.values[dw as usize] =
-                        self.numerics.matmul(&xt, &self.values[dy as usize], k, rows, n);
+                        self.numerics.matmul(&xt, &self.values[dy as usize], k, m, n);
                 }
                 Op::DenseGradInput { dy, w, dx } => {
-                    let (n, k) = (self.cols(dy), self.cols(dx));
+                    let (m, n, k) = (self.rows(dy, batch), self.cols(dy), self.cols(dx));
                     let wt = transpose(&self.values[w as usize], k, n);
                     self.values[dx as usize] =
-                        self.numerics.matmul(&self.values[dy as usize], &wt, rows, n, k);
+                        self.numerics.matmul(&self.values[dy as usize], &wt, m, n, k);
                 }
                 Op::BiasGrad { dy, db } => {
-                    let n = self.cols(dy);
+                    let (m, n) = (self.rows(dy, batch), self.cols(dy));
                     self.values[db as usize] =
-                        self.numerics.bias_grad(&self.values[dy as usize], rows, n);
+                        self.numerics.bias_grad(&self.values[dy as usize], m, n);
                 }
                 Op::ReluGrad { dy, y, dx } => {
                     let out = self.values[dy as usize]
@@ -344,6 +336,27 @@ impl<N: Numerics> Executor<N> {
                         .map(|(&g, &v)| self.numerics.relu_grad(g, v))
                         .collect();
                     self.values[dx as usize] = out;
+                }
+                Op::Col2im { dy, dx, geom } => {
+                    self.values[dx as usize] =
+                        conv::col2im(&geom, &self.values[dy as usize], batch);
+                }
+                Op::ToNhwc { x, y, positions, channels } => {
+                    self.values[y as usize] = conv::nchw_to_nhwc(
+                        &self.values[x as usize],
+                        batch,
+                        positions as usize,
+                        channels as usize,
+                    );
+                }
+                Op::MaxPoolGrad { dy, x, dx, geom } => {
+                    let (_, at) = conv::max_pool(&geom, &self.values[x as usize], batch);
+                    self.values[dx as usize] =
+                        conv::max_pool_grad(&geom, &self.values[dy as usize], &at, batch);
+                }
+                Op::AvgPoolGrad { dy, dx, geom } => {
+                    self.values[dx as usize] =
+                        conv::avg_pool_grad(&geom, &self.values[dy as usize], batch);
                 }
                 _ => {}
             }
@@ -385,6 +398,10 @@ impl<N: Numerics> Executor<N> {
 
     fn cols(&self, t: crate::graph::TensorId) -> usize {
         self.graph.info(t).cols as usize
+    }
+
+    fn rows(&self, t: crate::graph::TensorId, batch: usize) -> usize {
+        self.graph.info(t).rows(batch as u32) as usize
     }
 }
 

@@ -10,13 +10,16 @@
 use heapless::Vec;
 
 use crate::conv::{ConvGeometry, PoolGeometry, ShapeError};
-use crate::graph::MAX_WIDTH;
+
+/// Widest layer, and most elements of one sample between layers.
+pub const MAX_WIDTH: u32 = 1 << 16;
 
 /// Most layers in one network (ReLUs, pooling and `Flatten` included).
 pub const MAX_NET_LAYERS: usize = 24;
 
 /// One entry of the layer list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Layer {
     Conv2d { in_channels: u32, out_channels: u32, kernel: u32, stride: u32, padding: u32 },
     MaxPool2d { kernel: u32, stride: u32 },
@@ -47,6 +50,7 @@ impl Layer {
 
 /// The shape of one sample between layers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Shape {
     Image { c: u32, h: u32, w: u32 },
     Flat(u32),
@@ -74,6 +78,7 @@ impl core::fmt::Display for Shape {
 /// What is wrong with a layer list: the layer (0-based, as in `layers.{i}`), its field when one
 /// is at fault, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NetError {
     /// `None`: the input shape or the list as a whole.
     pub layer: Option<usize>,
@@ -84,6 +89,7 @@ pub struct NetError {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum NetProblem {
     /// A field that must match the shape coming in does not.
     Mismatch {

@@ -28,14 +28,12 @@ pub mod check;
 #[cfg(feature = "alloc")]
 pub mod compile;
 pub mod config;
-#[cfg(feature = "alloc")]
 pub mod conv;
 #[cfg(feature = "alloc")]
 pub mod exec;
 pub mod fault;
 pub mod graph;
 pub mod isa;
-#[cfg(feature = "alloc")]
 pub mod layers;
 pub mod link;
 pub mod machine;

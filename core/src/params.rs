@@ -5,7 +5,8 @@ extern crate alloc;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::graph::MlpSpec;
+use crate::graph::{Graph, MlpSpec};
+use crate::layers::{Layer, Net};
 
 /// SplitMix64: small, fast, and the same on every platform, so a seed means the same split,
 /// shuffle and initial weights everywhere.
@@ -43,7 +44,46 @@ impl SplitMix64 {
     }
 }
 
-/// One dense layer's parameters: `weight` is `fan_in x fan_out` row-major.
+/// What has layers with parameters: each one's `(fan_in, fan_out)`, input side first (a
+/// convolution's `fan_in` is its patch, `in x kernel x kernel`; its `fan_out` its channels).
+pub trait ParamShapes {
+    fn param_shapes(&self) -> Vec<(u32, u32)>;
+
+    /// Parameters (weights and biases) in all layers.
+    fn parameter_count(&self) -> u64 {
+        self.param_shapes().iter().map(|&(i, o)| i as u64 * o as u64 + o as u64).sum()
+    }
+}
+
+impl ParamShapes for MlpSpec {
+    fn param_shapes(&self) -> Vec<(u32, u32)> {
+        let widths: Vec<u32> = self.widths().collect();
+        widths.windows(2).map(|p| (p[0], p[1])).collect()
+    }
+}
+
+impl ParamShapes for Net {
+    fn param_shapes(&self) -> Vec<(u32, u32)> {
+        self.layers
+            .iter()
+            .filter_map(|layer| match *layer {
+                Layer::Dense { inputs, outputs } => Some((inputs, outputs)),
+                Layer::Conv2d { in_channels, out_channels, kernel, .. } => {
+                    Some((in_channels * kernel * kernel, out_channels))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl ParamShapes for Graph {
+    fn param_shapes(&self) -> Vec<(u32, u32)> {
+        self.net.param_shapes()
+    }
+}
+
+/// One layer's parameters: `weight` is `fan_in x fan_out` row-major.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayerParams {
     pub fan_in: u32,
@@ -52,33 +92,34 @@ pub struct LayerParams {
     pub bias: Vec<f32>,
 }
 
-/// All parameters of an MLP, input layer first.
+/// All parameters of a network, input layer first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
     pub layers: Vec<LayerParams>,
 }
 
 impl Params {
-    pub fn zeros(spec: &MlpSpec) -> Params {
-        let widths: Vec<u32> = spec.widths().collect();
+    pub fn zeros(net: &impl ParamShapes) -> Params {
         Params {
-            layers: widths
-                .windows(2)
-                .map(|p| LayerParams {
-                    fan_in: p[0],
-                    fan_out: p[1],
-                    weight: vec![0.0; p[0] as usize * p[1] as usize],
-                    bias: vec![0.0; p[1] as usize],
+            layers: net
+                .param_shapes()
+                .into_iter()
+                .map(|(fan_in, fan_out)| LayerParams {
+                    fan_in,
+                    fan_out,
+                    weight: vec![0.0; fan_in as usize * fan_out as usize],
+                    bias: vec![0.0; fan_out as usize],
                 })
                 .collect(),
         }
     }
 
-    /// PyTorch's default `nn.Linear` initialisation, from `seed`: weights and biases uniform in
-    /// `[-1/sqrt(fan_in), 1/sqrt(fan_in))`, layer by layer, weights (row-major) then biases.
-    pub fn init(spec: &MlpSpec, seed: u64) -> Params {
+    /// PyTorch's default `nn.Linear` and `nn.Conv2d` initialisation, from `seed`: weights and
+    /// biases uniform in `[-1/sqrt(fan_in), 1/sqrt(fan_in))`, layer by layer, weights
+    /// (row-major, `fan_in x fan_out`) then biases.
+    pub fn init(net: &impl ParamShapes, seed: u64) -> Params {
         let mut rng = SplitMix64(seed);
-        let mut p = Params::zeros(spec);
+        let mut p = Params::zeros(net);
         for layer in &mut p.layers {
             let bound = 1.0 / libm::sqrt(layer.fan_in as f64);
             for w in layer.weight.iter_mut().chain(layer.bias.iter_mut()) {

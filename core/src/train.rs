@@ -203,7 +203,7 @@ impl AccelTrainer {
         let g = &self.graph;
         write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), x)?;
         let mut cycles = run(m, &step.forward, step.forward_cycles)?;
-        let classes = g.spec.classes as usize;
+        let classes = g.classes() as usize;
         let logits = read_words(
             m,
             step.buffers[g.logits as usize].words.unwrap_or(0),
@@ -229,7 +229,7 @@ impl AccelTrainer {
         let words = read_words(
             m,
             step.buffers[g.logits as usize].words.unwrap_or(0),
-            rows * g.spec.classes as usize,
+            rows * g.classes() as usize,
         )?;
         Ok((words.into_iter().map(f32::from_bits).collect(), Work { cycles, macs: step.macs() }))
     }
@@ -237,7 +237,7 @@ impl AccelTrainer {
     /// The f32 master parameters, read back from the machine.
     pub fn params(&mut self) -> Result<Params, TrainError> {
         let step = compile_training(&self.graph, self.machine.config(), 1)?;
-        let mut p = Params::zeros(&self.graph.spec);
+        let mut p = Params::zeros(&self.graph);
         let m = self.machine.as_mut();
         for (l, &(w, b)) in self.graph.params.iter().enumerate() {
             let layer = &mut p.layers[l];
@@ -392,7 +392,7 @@ impl Int8Inference {
         let q = self.plan.input_bytes(x);
         m.write(Region::Dram, step.buffers[g.input as usize].elems.unwrap_or(0) as usize, &q)?;
         let cycles = run(m, &step.forward, step.forward_cycles)?;
-        let classes = g.spec.classes as usize;
+        let classes = g.classes() as usize;
         let words =
             read_words(m, step.buffers[g.logits as usize].words.unwrap_or(0), rows * classes)?;
         let scale = self.plan.logits_scale();

@@ -3,6 +3,7 @@
 //! `systole-tests`.
 
 mod banks;
+mod cnn;
 mod hazards;
 mod isa;
 mod last_row;

@@ -16,7 +16,7 @@ use systole_core::compile::Int8Plan;
 use systole_core::exec::{argmax, BatchOutcome, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, Sgd, MAX_LAYERS, MAX_WIDTH};
 use systole_core::isa::Instruction;
-use systole_core::params::{Params, SplitMix64};
+use systole_core::params::{ParamShapes, Params, SplitMix64};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::train::{AccelTrainer, Int8Inference, TrainError, Work};
 use systole_core::{ArrayConfig, Dtype};
@@ -544,7 +544,7 @@ fn chunks(samples: &Samples) -> impl Iterator<Item = (&[f32], usize)> {
 
 /// The accelerator's BF16 forward pass over `samples`: the predicted classes.
 fn accel_predictions(accel: &mut AccelTrainer, samples: &Samples) -> anyhow::Result<Vec<u16>> {
-    let classes = accel.graph.spec.classes as usize;
+    let classes = accel.graph.classes() as usize;
     let mut predicted = Vec::with_capacity(samples.len());
     for (x, rows) in chunks(samples) {
         let (logits, _) = accel.logits(x, rows).map_err(accel_error)?;
@@ -556,7 +556,7 @@ fn accel_predictions(accel: &mut AccelTrainer, samples: &Samples) -> anyhow::Res
 /// The reference's test accuracy now (forward passes of at most [`EVAL_ROWS`] rows, so its
 /// activations stay the size [`reference_bytes`] counts; its training state is untouched).
 fn reference_accuracy(reference: &mut Executor<Plain<f32>>, samples: &Samples) -> f64 {
-    let classes = reference.graph.spec.classes as usize;
+    let classes = reference.graph.classes() as usize;
     let mut predicted = Vec::with_capacity(samples.len());
     for (x, rows) in chunks(samples) {
         let logits = reference.logits(x, rows);
@@ -579,12 +579,10 @@ fn step_instructions(graph: &Graph, config: &ArrayConfig, batch: usize, eval_row
             .and_then(|(layout, _)| GemmPlan::new(config, shape, layout).ok())
             .map_or(0, |plan| plan.instruction_count())
     };
-    let widths: Vec<u32> = graph.spec.widths().collect();
+    let shapes = graph.param_shapes();
     let pass = |rows: usize, training: bool| -> u64 {
         let rows = rows as u32;
-        let layers = widths.windows(2).enumerate();
-        let per_layer = layers.map(|(l, w)| {
-            let (fan_in, fan_out) = (w[0], w[1]);
+        let per_layer = shapes.iter().enumerate().map(|(l, &(fan_in, fan_out))| {
             let mut n = gemm(rows, fan_in, fan_out);
             if training {
                 n = n.saturating_add(gemm(fan_in, rows, fan_out));
@@ -609,7 +607,7 @@ pub fn reference_bytes(graph: &Graph, rows: usize) -> u64 {
         (info.rows(rows as u32) as u64).saturating_mul(info.cols as u64)
     };
     let tensors: u64 = graph.tensors.iter().map(elements).fold(0, u64::saturating_add);
-    let params = graph.spec.parameter_count();
+    let params = graph.parameter_count();
     tensors.saturating_add(params.saturating_mul(3)).saturating_mul(size_of::<f32>() as u64)
 }
 

@@ -1,6 +1,8 @@
+extern crate alloc;
 use super::*;
-use crate::exec::{Numerics, Plain};
 use alloc::string::ToString;
+use alloc::vec;
+use alloc::vec::Vec;
 
 /// A few hundred pseudo-random values in [-1, 1).
 fn values(seed: u64, n: usize) -> Vec<f64> {
@@ -48,6 +50,17 @@ fn direct(g: &ConvGeometry, x: &[f64], w: &[f64], n: usize) -> Vec<f64> {
     y
 }
 
+/// `a (m x k) x b (k x n)`, row-major, in f64.
+fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k).map(|kk| a[i * k + kk] * b[kk * n + j]).sum();
+        }
+    }
+    c
+}
+
 fn transpose(a: &[f64], rows: usize, cols: usize) -> Vec<f64> {
     (0..cols).flat_map(|j| (0..rows).map(move |i| a[i * cols + j])).collect()
 }
@@ -57,7 +70,7 @@ fn by_gemm(g: &ConvGeometry, x: &[f64], w: &[f64], n: usize) -> Vec<f64> {
     let p = g.patch();
     let cols = im2col(g, x, n);
     let wt = transpose(w, g.out_c as usize, p);
-    let y = Plain::<f64>::new().matmul(&cols, &wt, n * g.positions(), p, g.out_c as usize);
+    let y = matmul(&cols, &wt, n * g.positions(), p, g.out_c as usize);
     nhwc_to_nchw(&y, n, g.positions(), g.out_c as usize)
 }
 
@@ -161,9 +174,8 @@ fn convolution_gradients_match_finite_differences() {
         let r = values(600 + i as u64, n * oc * g.positions());
         let dy = nchw_to_nhwc(&r, n, g.positions(), oc);
         let rows = n * g.positions();
-        let plain = Plain::<f64>::new();
-        let dw = plain.matmul(&transpose(&dy, rows, oc), &im2col(&g, &x, n), oc, rows, p);
-        let dx = col2im(&g, &plain.matmul(&dy, &w, rows, oc, p), n);
+        let dw = matmul(&transpose(&dy, rows, oc), &im2col(&g, &x, n), oc, rows, p);
+        let dx = col2im(&g, &matmul(&dy, &w, rows, oc, p), n);
         for j in (0..w.len()).step_by(3) {
             close(dw[j], numeric(|w| by_gemm(&g, &x, w, n), &w, &r, j), "dW");
         }

@@ -1,9 +1,11 @@
 //! Numerics: the arithmetic every machine shares, written once behind [`Arith`].
 
 pub mod bf16;
+mod float;
 pub mod int8;
 
 pub use bf16::Bf16;
+pub use float::Float;
 pub use int8::Requant;
 
 /// The arithmetic of one datapath: what a PE multiplies, what it accumulates, and how.

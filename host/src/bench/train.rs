@@ -75,7 +75,7 @@ pub fn suite(bench: &Bench, batches: &[u32], rows: &mut Vec<Row>) -> anyhow::Res
     // Training is BF16 mixed precision on the accelerator whatever the GEMM suite's dtype.
     let config = ArrayConfig { dtype: Dtype::Bf16, ..bench.config };
     let graph = graph();
-    let params = Params::init(&graph.spec, 0);
+    let params = Params::init(&graph.net, 0);
     for (i, &b) in batches.iter().enumerate() {
         let (x, y) = batch(b as usize, 100 + i as u64);
         let step = compile_training(&graph, &config, b).map_err(|e| anyhow!("batch {b}: {e}"))?;
@@ -252,7 +252,7 @@ mod tests {
     #[test]
     fn the_parameter_check_names_the_first_difference() {
         let g = graph();
-        let p = Params::init(&g.spec, 1);
+        let p = Params::init(&g.net, 1);
         assert!(params_check("x", &p, &p, 0.0).is_ok());
         let mut q = p.clone();
         q.layers[1].bias[3] += 0.5;

@@ -383,6 +383,13 @@ impl<'g> Builder<'g> {
                 Op::BiasGrad { dy, .. } => dy == t,
                 Op::ReluGrad { dy, y, .. } => dy == t || y == t,
                 Op::Sgd { param, grad, .. } => param == t || grad == t,
+                Op::Im2col { x, .. }
+                | Op::ToNchw { x, .. }
+                | Op::ToNhwc { x, .. }
+                | Op::MaxPool { x, .. }
+                | Op::AvgPool { x, .. } => x == t,
+                Op::Col2im { dy, .. } | Op::AvgPoolGrad { dy, .. } => dy == t,
+                Op::MaxPoolGrad { dy, x, .. } => dy == t || x == t,
             }
         };
         let forward = self.graph.forward.iter().enumerate().any(|(i, op)| i != except && reads(op));
@@ -463,6 +470,11 @@ impl<'g> Builder<'g> {
                         classes,
                     });
                     logits_buf = Some(lb);
+                }
+                Op::Im2col { .. } | Op::ToNchw { .. } | Op::MaxPool { .. } | Op::AvgPool { .. } => {
+                    return Err(PlanError::Unsupported(
+                        "a convolution or pooling layer (the GPU back end runs dense layers only)",
+                    ))
                 }
                 _ => return Err(PlanError::Unsupported("a backward op in the forward list")),
             }

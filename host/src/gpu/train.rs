@@ -59,7 +59,7 @@ pub struct GpuTrainer {
 /// The features and labels of a batch, checked: `x` is `labels.len()` rows of the graph's
 /// inputs, and every label is a class.
 pub fn check_batch(graph: &Graph, x: &[f32], labels: &[u16]) -> Result<Vec<i32>, GpuError> {
-    let inputs = graph.spec.inputs as usize;
+    let inputs = graph.inputs() as usize;
     if labels.is_empty() || x.len() != labels.len() * inputs {
         return Err(GpuError::Input(format!(
             "a batch of {} labels needs {} features, got {}",
@@ -68,7 +68,7 @@ pub fn check_batch(graph: &Graph, x: &[f32], labels: &[u16]) -> Result<Vec<i32>,
             x.len()
         )));
     }
-    labels_for_device(labels, graph.spec.classes as usize)
+    labels_for_device(labels, graph.classes() as usize)
 }
 
 impl GpuTrainer {
@@ -209,7 +209,7 @@ impl GpuTrainer {
 
     /// The f32 master parameters, read back.
     pub fn params(&self) -> Result<Params, GpuError> {
-        let mut p = Params::zeros(&self.graph.spec);
+        let mut p = Params::zeros(&self.graph);
         let read = |t: u8| -> Result<Vec<f32>, GpuError> {
             let slice = self.persistent[t as usize]
                 .as_ref()
@@ -343,7 +343,7 @@ impl StepTrainer for AccelStepTrainer {
         check_batch(&self.trainer.graph, x, labels)?;
         let (logits, _) =
             self.trainer.logits(x, labels.len()).map_err(|e| anyhow!("accelerator: {e}"))?;
-        let classes = self.trainer.graph.spec.classes as usize;
+        let classes = self.trainer.graph.classes() as usize;
         Ok(softmax_cross_entropy(&logits, labels, classes).0)
     }
 }
@@ -496,7 +496,7 @@ pub fn run(
     if args.save.is_some() {
         bail!("--save keeps the accelerator's weights: it is not available with --device gpu or --compare");
     }
-    let params = Params::init(&graph.spec, args.seed);
+    let params = Params::init(&graph.net, args.seed);
     let mut trainers: Vec<Box<dyn StepTrainer>> = Vec::new();
     let mode = if args.compare {
         let config = args.array.config(Dtype::Bf16);
@@ -564,7 +564,7 @@ pub fn run(
         let report = CompareReport {
             mode,
             dataset: args.dataset.name(),
-            widths: graph.spec.widths().collect(),
+            widths: graph.mlp_widths().map_or_else(Vec::new, |w| w.to_vec()),
             epochs,
             batch: args.batch,
             lr: args.lr,

@@ -220,8 +220,8 @@ impl TwinTrainer {
     }
 
     fn run(&mut self, x: &[f32], labels: &[u16], training: bool) -> Result<usize, GpuError> {
-        let classes = self.graph.spec.classes as usize;
-        let inputs = self.graph.spec.inputs as usize;
+        let classes = self.graph.classes() as usize;
+        let inputs = self.graph.inputs() as usize;
         if x.len() != labels.len() * inputs || labels.is_empty() {
             return Err(GpuError::Input(format!(
                 "a batch of {} labels needs {} features, got {}",
@@ -273,7 +273,7 @@ impl TwinTrainer {
     }
 
     pub fn params(&self) -> Params {
-        let mut p = Params::zeros(&self.graph.spec);
+        let mut p = Params::zeros(&self.graph);
         for (l, &(w, b)) in self.graph.params.iter().enumerate() {
             p.layers[l].weight = self.persistent[w as usize].clone();
             p.layers[l].bias = self.persistent[b as usize].clone();
