@@ -7,7 +7,7 @@
 //!   chunked f32 sums, flushed subnormals, the vector unit's SGD), which the compiled training
 //!   step on any machine must equal bit for bit.
 //!
-//! The image ops (`conv`: patches, layout changes, pooling and their gradients) move values
+//! The image ops (`conv`: patches, reshapes, pooling and their gradients) move values
 //! and, where they sum (`Col2im`, the pooling gradients, average pooling), add in `T` in a
 //! fixed order, under every numerics.
 
@@ -279,14 +279,7 @@ impl<N: Numerics> Executor<N> {
                 Op::Im2col { x, y, geom } => {
                     self.values[y as usize] = conv::im2col(&geom, &self.values[x as usize], batch);
                 }
-                Op::ToNchw { x, y, positions, channels } => {
-                    self.values[y as usize] = conv::nhwc_to_nchw(
-                        &self.values[x as usize],
-                        batch,
-                        positions as usize,
-                        channels as usize,
-                    );
-                }
+                Op::Reshape { x, y } => self.values[y as usize] = self.values[x as usize].clone(),
                 Op::MaxPool { x, y, geom } => {
                     self.values[y as usize] =
                         conv::max_pool(&geom, &self.values[x as usize], batch).0;
@@ -341,14 +334,7 @@ impl<N: Numerics> Executor<N> {
                     self.values[dx as usize] =
                         conv::col2im(&geom, &self.values[dy as usize], batch);
                 }
-                Op::ToNhwc { x, y, positions, channels } => {
-                    self.values[y as usize] = conv::nchw_to_nhwc(
-                        &self.values[x as usize],
-                        batch,
-                        positions as usize,
-                        channels as usize,
-                    );
-                }
+                Op::Reshape { x, y } => self.values[y as usize] = self.values[x as usize].clone(),
                 Op::MaxPoolGrad { dy, x, dx, geom } => {
                     let (_, at) = conv::max_pool(&geom, &self.values[x as usize], batch);
                     self.values[dx as usize] =

@@ -98,8 +98,8 @@ fn lenet_differentiates_without_input_gradients() {
     }
 }
 
-/// A convolution layer's output (its `ToNchw`) against a direct seven-loop convolution plus
-/// bias, in f64, at a stride and padding where the patches cross the border.
+/// A convolution layer's output (its `BiasAdd`, HWC) against a direct seven-loop convolution
+/// plus bias, in f64, at a stride and padding where the patches cross the border.
 #[test]
 fn conv_layer_forward_equals_direct_convolution() {
     let (c, h, w, oc, k, s, p) = (2usize, 7usize, 6usize, 3usize, 3usize, 2usize, 1usize);
@@ -122,18 +122,17 @@ fn conv_layer_forward_equals_direct_convolution() {
         .forward
         .iter()
         .find_map(|op| match *op {
-            Op::ToNchw { y, .. } => Some(y),
+            Op::BiasAdd { y, .. } => Some(y),
             _ => None,
         })
         .unwrap();
     let got = &ex.values[out as usize];
     let (oh, ow) = ((h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1);
     assert_eq!((oh, ow), (4, 3));
-    // The graph's weight is `patch x out`, patch columns `(c, ky, kx)`: PyTorch's [out, in, kh,
-    // kw] transposed.
+    // Images are HWC; the graph's weight is `patch x out`, patch columns `(ky, kx, c)`.
     let layer = &params.layers[0];
     let weight = |o: usize, ch: usize, ky: usize, kx: usize| {
-        layer.weight[((ch * k + ky) * k + kx) * oc + o] as f64
+        layer.weight[((ky * k + kx) * c + ch) * oc + o] as f64
     };
     for b in 0..n {
         for o in 0..oc {
@@ -148,13 +147,13 @@ fn conv_layer_forward_equals_direct_convolution() {
                                     (ox * s + kx) as i64 - p as i64,
                                 );
                                 if (0..h as i64).contains(&iy) && (0..w as i64).contains(&ix) {
-                                    let v = x[((b * c + ch) * h + iy as usize) * w + ix as usize];
+                                    let v = x[((b * h + iy as usize) * w + ix as usize) * c + ch];
                                     sum += v * weight(o, ch, ky, kx);
                                 }
                             }
                         }
                     }
-                    let at = ((b * oc + o) * oh + oy) * ow + ox;
+                    let at = ((b * oh + oy) * ow + ox) * oc + o;
                     assert!(
                         (got[at] - sum).abs() < 1e-12,
                         "({b}, {o}, {oy}, {ox}): {} vs {sum}",

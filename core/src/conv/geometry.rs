@@ -75,7 +75,7 @@ impl ConvGeometry {
         (self.w + 2 * self.padding - self.kernel) / self.stride + 1
     }
 
-    /// Elements of one patch: `c x kernel x kernel` (a row of the patches, a row of `W`).
+    /// Elements of one patch: `kernel x kernel x c` (a row of the patches, a row of `W`).
     pub fn patch(&self) -> usize {
         (self.c * self.kernel * self.kernel) as usize
     }
@@ -90,15 +90,15 @@ impl ConvGeometry {
         (self.c * self.h * self.w) as usize
     }
 
-    /// The input element (index within its image) at patch column `col` of output position
-    /// `(oy, ox)`, or `None` in the zero padding.
+    /// The input element (index within its HWC image) at patch column `col`, `(ky, kx, c)`, of
+    /// output position `(oy, ox)`, or `None` in the zero padding.
     pub fn source(&self, oy: u32, ox: u32, col: usize) -> Option<usize> {
-        let kk = (self.kernel * self.kernel) as usize;
-        let (ch, r) = (col / kk, col % kk);
-        let (ky, kx) = ((r / self.kernel as usize) as u32, (r % self.kernel as usize) as u32);
+        let c = self.c as usize;
+        let (tap, ch) = (col / c, col % c);
+        let (ky, kx) = ((tap / self.kernel as usize) as u32, (tap % self.kernel as usize) as u32);
         let y = (oy * self.stride + ky).checked_sub(self.padding)?;
         let x = (ox * self.stride + kx).checked_sub(self.padding)?;
-        (y < self.h && x < self.w).then(|| ((ch as u32 * self.h + y) * self.w + x) as usize)
+        (y < self.h && x < self.w).then(|| ((y * self.w + x) as usize) * c + ch)
     }
 }
 
@@ -146,12 +146,14 @@ impl PoolGeometry {
         (self.c * self.out_h() * self.out_w()) as usize
     }
 
-    /// The input elements (within the image) of output element `o`'s window, row by row.
+    /// The input elements (within the HWC image) of HWC output element `o`'s window, row by
+    /// row.
     pub fn window(&self, o: usize) -> impl Iterator<Item = usize> + '_ {
-        let (oh, ow) = (self.out_h() as usize, self.out_w() as usize);
-        let (ch, oy, ox) = (o / (oh * ow), o / ow % oh, o % ow);
+        let (c, ow) = (self.c as usize, self.out_w() as usize);
+        let (position, ch) = (o / c, o % c);
+        let (oy, ox) = (position / ow, position % ow);
         let k = self.kernel as usize;
         let (y0, x0) = (oy * self.stride as usize, ox * self.stride as usize);
-        (0..k * k).map(move |i| (ch * self.h as usize + y0 + i / k) * self.w as usize + x0 + i % k)
+        (0..k * k).map(move |i| ((y0 + i / k) * self.w as usize + x0 + i % k) * c + ch)
     }
 }

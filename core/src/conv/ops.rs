@@ -48,6 +48,33 @@ pub fn col2im<T: Float>(g: &ConvGeometry, cols: &[T], n: usize) -> Vec<T> {
     x
 }
 
+/// A convolution's weight from PyTorch's `[out, in, kh, kw]` to the `(kh, kw, in) x out`
+/// matrix the patches multiply.
+pub fn weight_from_pytorch<T: Copy>(g: &ConvGeometry, w: &[T]) -> Vec<T> {
+    let (taps, c, out) = ((g.kernel * g.kernel) as usize, g.c as usize, g.out_c as usize);
+    assert_eq!(w.len(), out * c * taps);
+    let mut m = Vec::with_capacity(w.len());
+    for tap in 0..taps {
+        for ch in 0..c {
+            m.extend((0..out).map(|o| w[(o * c + ch) * taps + tap]));
+        }
+    }
+    m
+}
+
+/// The inverse of [`weight_from_pytorch`].
+pub fn weight_to_pytorch<T: Copy>(g: &ConvGeometry, m: &[T]) -> Vec<T> {
+    let (taps, c, out) = ((g.kernel * g.kernel) as usize, g.c as usize, g.out_c as usize);
+    assert_eq!(m.len(), out * c * taps);
+    let mut w = Vec::with_capacity(m.len());
+    for o in 0..out {
+        for ch in 0..c {
+            w.extend((0..taps).map(|tap| m[(tap * c + ch) * out + o]));
+        }
+    }
+    w
+}
+
 /// `n x positions x channels` (rows of channels) to `n x channels x positions`.
 pub fn nhwc_to_nchw<T: Copy>(x: &[T], n: usize, positions: usize, channels: usize) -> Vec<T> {
     assert_eq!(x.len(), n * positions * channels);

@@ -65,12 +65,19 @@ fn transpose(a: &[f64], rows: usize, cols: usize) -> Vec<f64> {
     (0..cols).flat_map(|j| (0..rows).map(move |i| a[i * cols + j])).collect()
 }
 
-/// `y = nchw(im2col(x) W^T)`, the GEMM form every machine will run.
+/// The NCHW images of an HWC batch, and the reverse.
+fn to_nchw(g: &ConvGeometry, x: &[f64], n: usize) -> Vec<f64> {
+    nhwc_to_nchw(x, n, (g.h * g.w) as usize, g.c as usize)
+}
+fn to_nhwc(g: &ConvGeometry, x: &[f64], n: usize) -> Vec<f64> {
+    nchw_to_nhwc(x, n, (g.h * g.w) as usize, g.c as usize)
+}
+
+/// `y = nchw(im2col(nhwc(x)) W)` for NCHW `x` and the `patch x out` weight `w`: the GEMM form
+/// every machine runs, between PyTorch's layouts.
 fn by_gemm(g: &ConvGeometry, x: &[f64], w: &[f64], n: usize) -> Vec<f64> {
-    let p = g.patch();
-    let cols = im2col(g, x, n);
-    let wt = transpose(w, g.out_c as usize, p);
-    let y = matmul(&cols, &wt, n * g.positions(), p, g.out_c as usize);
+    let cols = im2col(g, &to_nhwc(g, x, n), n);
+    let y = matmul(&cols, w, n * g.positions(), g.patch(), g.out_c as usize);
     nhwc_to_nchw(&y, n, g.positions(), g.out_c as usize)
 }
 
@@ -93,7 +100,8 @@ fn im2col_gemm_is_the_convolution() {
     for (i, (g, n)) in geometries().into_iter().enumerate() {
         let x = values(i as u64, n * g.image());
         let w = values(100 + i as u64, g.out_c as usize * g.patch());
-        let (a, b) = (by_gemm(&g, &x, &w, n), direct(&g, &x, &w, n));
+        let (a, b) = (by_gemm(&g, &x, &weight_from_pytorch(&g, &w), n), direct(&g, &x, &w, n));
+        assert_eq!(weight_to_pytorch(&g, &weight_from_pytorch(&g, &w)), w);
         assert_eq!(a.len(), n * g.out_c as usize * g.positions());
         for (u, v) in a.iter().zip(&b) {
             assert!((u - v).abs() < 1e-12, "{g:?}: {u} vs {v}");
@@ -163,8 +171,8 @@ fn close(analytic: f64, numeric: f64, what: &str) {
     );
 }
 
-/// The convolution's gradients as GEMMs (the weight gradient `dY^T patches`, the input
-/// gradient `col2im(dY W)`) match finite differences.
+/// The convolution's gradients as GEMMs (the weight gradient `patches^T dY`, the input
+/// gradient `col2im(dY W^T)`) match finite differences.
 #[test]
 fn convolution_gradients_match_finite_differences() {
     for (i, (g, n)) in geometries().into_iter().enumerate() {
@@ -174,8 +182,9 @@ fn convolution_gradients_match_finite_differences() {
         let r = values(600 + i as u64, n * oc * g.positions());
         let dy = nchw_to_nhwc(&r, n, g.positions(), oc);
         let rows = n * g.positions();
-        let dw = matmul(&transpose(&dy, rows, oc), &im2col(&g, &x, n), oc, rows, p);
-        let dx = col2im(&g, &matmul(&dy, &w, rows, oc, p), n);
+        let patches = im2col(&g, &to_nhwc(&g, &x, n), n);
+        let dw = matmul(&transpose(&patches, rows, p), &dy, p, rows, oc);
+        let dx = to_nchw(&g, &col2im(&g, &matmul(&dy, &transpose(&w, p, oc), rows, oc, p), n), n);
         for j in (0..w.len()).step_by(3) {
             close(dw[j], numeric(|w| by_gemm(&g, &x, w, n), &w, &r, j), "dW");
         }
@@ -195,10 +204,10 @@ fn pooling_and_its_gradients() {
     let r = values(800, n * g.out_image());
     let (y, at) = max_pool(&g, &x, n);
     let mean = avg_pool(&g, &x, n);
-    // Output (b, ch 1, row 1, col 2) reads rows 2-3, columns 4-5 of channel 1.
-    let o = g.out_image() + g.out_h() as usize * g.out_w() as usize + g.out_w() as usize + 2;
-    let base = g.image() + 30 + 2 * 6 + 4;
-    let window = [base, base + 1, base + 6, base + 7];
+    // HWC: output (b 1, row 1, col 2, ch 1) reads rows 2-3, columns 4-5 of channel 1.
+    let o = g.out_image() + (g.out_w() as usize + 2) * 2 + 1;
+    let base = g.image() + (2 * 6 + 4) * 2 + 1;
+    let window = [base, base + 2, base + 12, base + 14];
     let want_max = window.iter().map(|&i| x[i]).fold(f64::MIN, f64::max);
     assert_eq!(y[o], want_max);
     close(mean[o], window.iter().map(|&i| x[i]).sum::<f64>() / 4.0, "avg");
@@ -209,7 +218,7 @@ fn pooling_and_its_gradients() {
         close(davg[j], numeric(|x| avg_pool(&g, x, n), &x, &r, j), "avg pool dX");
     }
     // Floor mode leaves the last row (row 4 of 5) out of every window: no gradient reaches it.
-    assert!((0..6).all(|c| dmax[4 * 6 + c] == 0.0 && davg[4 * 6 + c] == 0.0));
+    assert!((4 * 6 * 2..g.image()).all(|i| dmax[i] == 0.0 && davg[i] == 0.0));
 }
 
 /// A NaN in a window is the max (PyTorch's propagation); ties take the first.

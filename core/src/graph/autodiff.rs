@@ -60,9 +60,7 @@ impl Graph {
                     self.push_backward(match *op {
                         Op::Relu { y, .. } => Op::ReluGrad { dy, y, dx },
                         Op::Im2col { geom, .. } => Op::Col2im { dy, dx, geom },
-                        Op::ToNchw { positions, channels, .. } => {
-                            Op::ToNhwc { x: dy, y: dx, positions, channels }
-                        }
+                        Op::Reshape { .. } => Op::Reshape { x: dy, y: dx },
                         Op::MaxPool { geom, .. } => Op::MaxPoolGrad { dy, x, dx, geom },
                         Op::AvgPool { geom, .. } => Op::AvgPoolGrad { dy, dx, geom },
                         _ => return Err(GraphError::NotDifferentiable),
@@ -111,7 +109,7 @@ fn forward_io(op: &Op) -> ([Option<TensorId>; 2], TensorId) {
         Op::Dense { x, w, y } | Op::BiasAdd { x, b: w, y } => ([Some(x), Some(w)], y),
         Op::Relu { x, y }
         | Op::Im2col { x, y, .. }
-        | Op::ToNchw { x, y, .. }
+        | Op::Reshape { x, y }
         | Op::MaxPool { x, y, .. }
         | Op::AvgPool { x, y, .. } => ([Some(x), None], y),
         Op::SoftmaxCrossEntropy { logits, loss, .. } => ([Some(logits), None], loss),
@@ -123,7 +121,6 @@ fn forward_io(op: &Op) -> ([Option<TensorId>; 2], TensorId) {
         | Op::ReluGrad { dx: y, .. }
         | Op::Sgd { param: y, .. }
         | Op::Col2im { dx: y, .. }
-        | Op::ToNhwc { y, .. }
         | Op::MaxPoolGrad { dx: y, .. }
         | Op::AvgPoolGrad { dx: y, .. } => ([None, None], y),
     }

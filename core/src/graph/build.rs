@@ -144,7 +144,17 @@ impl Graph {
                 self.push_forward(Op::Relu { x, y: h })?;
                 h
             }
-            Layer::Flatten => x,
+            Layer::Flatten => {
+                let info = *self.info(x);
+                if info.rows == Rows::PerSample(1) {
+                    x
+                } else {
+                    let per_sample = info.rows(1) * info.cols;
+                    let y = act(self, 1, per_sample)?;
+                    self.push_forward(Op::Reshape { x, y })?;
+                    y
+                }
+            }
             Layer::Conv2d { out_channels, kernel, stride, padding, .. } => {
                 let geom = ConvGeometry::new(image()?, out_channels, kernel, stride, padding)
                     .map_err(geometry)?;
@@ -156,13 +166,11 @@ impl Graph {
                 self.push_forward(Op::Dense { x: patches, w, y: z })?;
                 let zb = act(self, positions, out_channels)?;
                 self.push_forward(Op::BiasAdd { x: z, b, y: zb })?;
-                let y = act(self, 1, out_channels * positions)?;
-                self.push_forward(Op::ToNchw { x: zb, y, positions, channels: out_channels })?;
-                y
+                zb
             }
             Layer::MaxPool2d { kernel, stride } | Layer::AvgPool2d { kernel, stride } => {
                 let geom = PoolGeometry::new(image()?, kernel, stride).map_err(geometry)?;
-                let y = act(self, 1, geom.out_image() as u32)?;
+                let y = act(self, geom.out_h() * geom.out_w(), geom.c)?;
                 self.push_forward(match layer {
                     Layer::MaxPool2d { .. } => Op::MaxPool { x, y, geom },
                     _ => Op::AvgPool { x, y, geom },

@@ -6,12 +6,12 @@
 //! the same graph: the CPU reference executor interprets it op by op, the compiler lowers it to
 //! programs, the GPU backend to kernels.
 //!
-//! Every tensor is a row-major matrix. An activation has one row per sample of the batch, its
-//! columns the sample in PyTorch's order (an image `c x h x w`, NCHW), so `Flatten` moves no
-//! data. A convolution is four ops: its patches (`Im2col`, `positions` rows per sample), a
-//! `Dense` with its `patch x out` weight, a `BiasAdd` of its per-channel bias (rows of
-//! channels: NHWC), and `ToNchw` back to images; its backward pass is the dense one's plus
-//! `ToNhwc` and `Col2im`. Row counts are fixed only when a step is compiled or run.
+//! Every tensor is a row-major matrix. Images are channels-last (`conv`'s HWC): one row per
+//! output position of `channels` columns, so a convolution is three ops, its patches
+//! (`Im2col`, `positions` rows per sample), a `Dense` with its `patch x out` weight and a
+//! `BiasAdd` of its per-channel bias, and its output is the next layer's image as it stands;
+//! its backward pass is the dense one's plus `Col2im`. `Flatten` is a `Reshape` to one row per
+//! sample, which moves no data. Row counts are fixed only when a step is compiled or run.
 
 use heapless::Vec;
 
@@ -121,12 +121,9 @@ pub enum Op {
     Im2col { x: TensorId, y: TensorId, geom: ConvGeometry },
     /// Patch gradients added back into place (`conv::col2im`, the adjoint of `Im2col`).
     Col2im { dy: TensorId, dx: TensorId, geom: ConvGeometry },
-    /// `positions` rows of `channels` per sample to one row of `channels x positions`
-    /// (`conv::nhwc_to_nchw`).
-    ToNchw { x: TensorId, y: TensorId, positions: u32, channels: u32 },
-    /// The inverse (`conv::nchw_to_nhwc`).
-    ToNhwc { x: TensorId, y: TensorId, positions: u32, channels: u32 },
-    /// Each window's largest element (`conv::max_pool`).
+    /// The same elements in `y`'s rows and columns (a flatten, and its gradient).
+    Reshape { x: TensorId, y: TensorId },
+    /// Each window's largest element (`conv::max_pool`; `y` one row per output position).
     MaxPool { x: TensorId, y: TensorId, geom: PoolGeometry },
     /// Each window's gradient to the element it took, found again in the pool's input `x`.
     MaxPoolGrad { dy: TensorId, x: TensorId, dx: TensorId, geom: PoolGeometry },

@@ -384,8 +384,7 @@ impl<'g> Builder<'g> {
                 Op::ReluGrad { dy, y, .. } => dy == t || y == t,
                 Op::Sgd { param, grad, .. } => param == t || grad == t,
                 Op::Im2col { x, .. }
-                | Op::ToNchw { x, .. }
-                | Op::ToNhwc { x, .. }
+                | Op::Reshape { x, .. }
                 | Op::MaxPool { x, .. }
                 | Op::AvgPool { x, .. } => x == t,
                 Op::Col2im { dy, .. } | Op::AvgPoolGrad { dy, .. } => dy == t,
@@ -471,7 +470,10 @@ impl<'g> Builder<'g> {
                     });
                     logits_buf = Some(lb);
                 }
-                Op::Im2col { .. } | Op::ToNchw { .. } | Op::MaxPool { .. } | Op::AvgPool { .. } => {
+                Op::Im2col { .. }
+                | Op::Reshape { .. }
+                | Op::MaxPool { .. }
+                | Op::AvgPool { .. } => {
                     return Err(PlanError::Unsupported(
                         "a convolution or pooling layer (the GPU back end runs dense layers only)",
                     ))
