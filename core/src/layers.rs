@@ -11,6 +11,9 @@ use heapless::Vec;
 
 use crate::conv::{ConvGeometry, PoolGeometry, ShapeError};
 
+/// Most layers with parameters (dense and convolution) a network may have.
+pub const MAX_LAYERS: usize = 8;
+
 /// Widest layer, and most elements of one sample between layers.
 pub const MAX_WIDTH: u32 = 1 << 16;
 
@@ -275,6 +278,23 @@ impl Net {
                 dense(84, classes),
             ],
         )
+    }
+
+    /// The widths of an MLP (the input features, then each dense layer's outputs), or `None`
+    /// if the network has other layers than dense ones and ReLUs, or more than
+    /// `MAX_LAYERS + 1` dense layers.
+    pub fn mlp_widths(&self) -> Option<Vec<u32, { MAX_LAYERS + 2 }>> {
+        let Shape::Flat(n) = self.input else { return None };
+        let mut widths = Vec::new();
+        widths.push(n).ok()?;
+        for layer in &self.layers {
+            match *layer {
+                Layer::Dense { outputs, .. } => widths.push(outputs).ok()?,
+                Layer::Relu => {}
+                _ => return None,
+            }
+        }
+        Some(widths)
     }
 
     /// The class count: the last shape's features.

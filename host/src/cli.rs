@@ -2,6 +2,7 @@
 //!
 //! Every error exits with status 2 and one line on stderr, `error: ...`.
 
+use crate::network::ModelChoice;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -242,7 +243,13 @@ pub struct TrainArgs {
     /// integer label 0-255 in the last column; an optional header row.
     #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
-    /// Hidden layer widths, input side first (at most 7 layers).
+    /// The network: `mlp` (dense layers of the --hidden widths), `lenet` (LeNet-5 for 1 x 28 x
+    /// 28 images: --dataset mnist) or a JSON model file of an input shape and a layer list
+    /// (conv2d, maxpool2d, avgpool2d, relu, flatten, dense; README "Networks"). Convolution and
+    /// pooling layers train on the f32 CPU reference so far (--dtype f32).
+    #[arg(long, default_value = "mlp", value_name = "mlp|lenet|PATH.json", value_parser = ModelChoice::parse)]
+    pub model: ModelChoice,
+    /// Hidden layer widths of `--model mlp`, input side first (at most 7 layers).
     #[arg(long, value_delimiter = ',', default_value = "64", value_name = "W[,W...]")]
     pub hidden: Vec<u32>,
     /// bf16: train on the accelerator (and the f32 reference beside it); int8: the same, then

@@ -14,6 +14,7 @@ pub mod limits;
 pub mod machines;
 pub mod model;
 pub mod net_file;
+pub mod network;
 pub mod npy;
 pub mod outputs;
 pub mod predict;

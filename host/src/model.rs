@@ -14,6 +14,7 @@ use clap::ValueEnum;
 use systole_core::exec::transpose;
 use systole_core::exec::{argmax, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, MAX_LAYERS, MAX_WIDTH};
+use systole_core::layers::Net;
 use systole_core::params::{LayerParams, Params};
 
 use crate::cli::TrainDtype;
@@ -253,10 +254,10 @@ fn le_bytes(values: &[f32]) -> Vec<u8> {
 
 /// The classes the f32 CPU reference forward pass predicts for `samples`: the oracle both
 /// `train` (for `test_accuracy_f32`) and `predict` use, so a reload predicts the same.
-pub fn f32_predictions(spec: &MlpSpec, params: &Params, samples: &Samples) -> Vec<u16> {
-    let graph = Graph::mlp(spec).expect("a spec that trained is a valid graph");
+pub fn f32_predictions(net: &Net, params: &Params, samples: &Samples) -> Vec<u16> {
+    let graph = Graph::network(net).expect("a network that trained is a valid graph");
     let mut ex = Executor::new(graph, Plain::<f32>::new(), params);
-    let classes = spec.classes as usize;
+    let classes = net.classes() as usize;
     // In passes of a bounded number of rows: the executor keeps every layer's activations, so
     // a pass over a whole large test split of a wide model would hold rows x widths of them.
     let pass = crate::train::EVAL_ROWS * samples.features;

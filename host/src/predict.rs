@@ -8,6 +8,7 @@ use systole_core::graph::Graph;
 use crate::cli::PredictArgs;
 use crate::limits::check_memory;
 use crate::model::{accuracy, f32_predictions, Model};
+use crate::network::spec_net;
 use crate::outputs::Outputs;
 
 /// What `--json` writes.
@@ -57,7 +58,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
             crate::train::reference_bytes(&graph, test.len().min(crate::train::EVAL_ROWS)),
         )?;
     }
-    let predicted = f32_predictions(&model.spec, &model.params, test);
+    let predicted = f32_predictions(&spec_net(&model.spec)?, &model.params, test);
     let correct = predicted.iter().zip(&test.labels).filter(|(p, l)| p == l).count();
     let test_accuracy_f32 = accuracy(&predicted, &test.labels);
     let widths: Vec<u32> = model.spec.widths().collect();

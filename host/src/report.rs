@@ -39,7 +39,9 @@ pub struct RunReport {
 #[derive(Debug, Serialize)]
 pub struct RunConfig {
     pub dataset: DatasetReport,
-    /// `inputs, hidden..., classes`.
+    /// The network: an MLP's widths (`64-64-10`), else its input, layer kinds and classes.
+    pub model: String,
+    /// An MLP's `inputs, hidden..., classes` (empty for a network with other layers).
     pub widths: Vec<u32>,
     pub hidden: Vec<u32>,
     pub parameters: u64,

@@ -14,8 +14,9 @@ use std::time::Instant;
 use anyhow::{anyhow, bail};
 use systole_core::compile::Int8Plan;
 use systole_core::exec::{argmax, BatchOutcome, Executor, Plain};
-use systole_core::graph::{Graph, MlpSpec, Sgd, MAX_LAYERS, MAX_WIDTH};
+use systole_core::graph::{Graph, Sgd, MAX_LAYERS, MAX_WIDTH};
 use systole_core::isa::Instruction;
+use systole_core::layers::{Net, Shape};
 use systole_core::params::{ParamShapes, Params, SplitMix64};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::train::{AccelTrainer, Int8Inference, TrainError, Work};
@@ -23,8 +24,10 @@ use systole_core::{ArrayConfig, Dtype};
 
 use crate::cli::{TrainArgs, TrainDtype};
 use crate::dataset::{Samples, Split};
+use crate::gpu::train::Device;
 use crate::limits::check_memory;
 use crate::model::{self, accuracy, f32_predictions, Model};
+use crate::network::describe;
 use crate::outputs::Outputs;
 use crate::progress::EpochProgress;
 use crate::report::{self, DatasetReport, EpochReport, RunConfig, RunReport, StepReport, Totals};
@@ -47,19 +50,39 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     }
     let json_file = outputs.writes_opt("--json", args.json.as_deref())?;
     let model_file = outputs.writes_opt("--save", args.save.as_deref())?;
+    if let Some(path) = args.model.file() {
+        outputs.reads("--model", path)?;
+    }
     let data = args.dataset.load()?;
-    let split = data.split(args.seed)?;
-    let mut widths = vec![data.features as u32];
-    widths.extend(&args.hidden);
-    widths.push(data.classes);
-    let spec = model::spec_of(&widths).map_err(|e| anyhow!("model {}: {e}", dashed(&widths)))?;
-    let graph = Graph::training(&spec, sgd).map_err(|e| anyhow!("model: {e}"))?;
+    let net = args.model.resolve(&args.hidden, data.features as u32, data.classes)?;
+    let graph = Graph::network_training(&net, sgd).map_err(|e| anyhow!("model: {e}"))?;
+    // An MLP's widths (`inputs, hidden..., classes`), or none for a network with other layers.
+    let widths = net.mlp_widths().map_or_else(Vec::new, |w| w.to_vec());
+    if widths.is_empty() {
+        if args.dtype != TrainDtype::F32 || args.compare || args.device != Device::Accel {
+            bail!(
+                "--model {}: convolution and pooling layers train on the f32 CPU reference so \
+                 far (--dtype f32); the accelerator's compiler and the GPU back end lower \
+                 dense layers only",
+                args.model
+            );
+        }
+        if model_file.is_some() {
+            bail!("--save: a model file holds an MLP so far; --model {} is not one", args.model);
+        }
+    }
+    let mut split = data.split(args.seed)?;
+    if let Shape::Image { c, h, w } = net.input {
+        // Images are channels-last inside every machine (core's `conv`); a data set's rows are
+        // PyTorch's channels-first.
+        split.to_channels_last(c as usize, (h * w) as usize);
+    }
     // Every path trains the f32 reference, and most compile accelerator steps beside it: both
     // are checked before any of it is allocated (the accelerator's DRAM, once it is known).
     let batch = (args.batch as usize).min(split.train.len());
     let eval_rows = split.test.len().min(EVAL_ROWS);
-    let trains_accel = args.compare
-        || (args.device == crate::gpu::train::Device::Accel && args.dtype != TrainDtype::F32);
+    let trains_accel =
+        args.compare || (args.device == Device::Accel && args.dtype != TrainDtype::F32);
     let steps = match trains_accel {
         true => step_instructions(&graph, &args.array.config(Dtype::Bf16), batch, eval_rows),
         false => 0,
@@ -67,7 +90,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     check_memory(
         format_args!(
             "model {} (the f32 reference{})",
-            dashed(&widths),
+            describe(&net),
             match steps {
                 0 => String::new(),
                 n => format!(" and {n} instructions of the accelerator's compiled steps"),
@@ -76,7 +99,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         reference_bytes(&graph, batch.max(eval_rows))
             .saturating_add(steps.saturating_mul(size_of::<Instruction>() as u64)),
     )?;
-    if args.device == crate::gpu::train::Device::Gpu || args.compare {
+    if args.device == Device::Gpu || args.compare {
         // The GPU path (host/src/gpu/train.rs) trains on this run's split and batch order.
         let mut order = Batches::new(
             split.train.len(),
@@ -126,8 +149,8 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     };
     println!(
         "model {} ({} parameters), {on}; batch {}, lr {}, momentum {}, weight decay {}, seed {}",
-        dashed(&widths),
-        spec.parameter_count(),
+        describe(&net),
+        net.parameter_count(),
         args.batch,
         args.lr,
         args.momentum,
@@ -135,7 +158,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         args.seed
     );
 
-    let training = Training { args, split: &split, spec: &spec, graph: &graph };
+    let training = Training { args, split: &split, net: &net, graph: &graph };
     let outcome = match accel {
         Some(config) => training.on_accelerator(config)?,
         None => training.reference_only()?,
@@ -151,9 +174,10 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             test_rows: split.test.len(),
             feature_scale: split.feature_scale,
         },
+        model: describe(&net),
+        hidden: if widths.is_empty() { vec![] } else { args.hidden.clone() },
         widths: widths.clone(),
-        hidden: args.hidden.clone(),
-        parameters: spec.parameter_count(),
+        parameters: net.parameter_count(),
         dtype: args.dtype.name(),
         machine: accel.map(|_| machine_name(args)),
         array: accel.as_ref().map(Into::into),
@@ -196,7 +220,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     }
     if let Some(file) = model_file {
         let model = Model {
-            spec: spec.clone(),
+            spec: model::spec_of(&widths).map_err(|e| anyhow!("--save: {e}"))?,
             params,
             dtype: args.dtype.name().into(),
             seed: args.seed,
@@ -258,7 +282,7 @@ fn machine_name(args: &TrainArgs) -> &'static str {
 }
 
 /// `64-64-10`.
-fn dashed(widths: &[u32]) -> String {
+pub(crate) fn dashed(widths: &[u32]) -> String {
     widths.iter().map(u32::to_string).collect::<Vec<_>>().join("-")
 }
 
@@ -270,7 +294,7 @@ fn pct(x: f64) -> String {
 struct Training<'a> {
     args: &'a TrainArgs,
     split: &'a Split,
-    spec: &'a MlpSpec,
+    net: &'a Net,
     graph: &'a Graph,
 }
 
@@ -371,7 +395,7 @@ impl Training<'_> {
     }
 
     fn reference(&self) -> Executor<Plain<f32>> {
-        let params = Params::init(self.spec, self.args.seed);
+        let params = Params::init(self.net, self.args.seed);
         Executor::new(self.graph.clone(), Plain::<f32>::new(), &params)
     }
 
@@ -409,7 +433,7 @@ impl Training<'_> {
             epochs.push(report);
         }
         let params = reference.params();
-        let acc = accuracy(&f32_predictions(self.spec, &params, test), &test.labels);
+        let acc = accuracy(&f32_predictions(self.net, &params, test), &test.labels);
         Ok(Outcome {
             epochs,
             params,
@@ -435,14 +459,14 @@ impl Training<'_> {
             format_args!(
                 "model {} on the accelerator ({dram} bytes of DRAM, beside the f32 reference \
                  and {steps} instructions of compiled steps)",
-                dashed(&self.spec.widths().collect::<Vec<_>>())
+                describe(self.net)
             ),
             reference_bytes(self.graph, batch.max(eval_rows))
                 .saturating_add(steps.saturating_mul(size_of::<Instruction>() as u64))
                 .saturating_add(machines.saturating_mul(dram as u64)),
         )?;
         let machine = crate::machines::open(args.machine, &args.link, config, dram)?;
-        let params = Params::init(self.spec, args.seed);
+        let params = Params::init(self.net, args.seed);
         let mut accel =
             AccelTrainer::new(machine, self.graph.clone(), &params).map_err(accel_error)?;
         let mut reference = self.reference();
@@ -488,10 +512,10 @@ impl Training<'_> {
         }
         let test_accuracy_bf16 = epochs.last().map_or(0.0, |e| e.test_accuracy);
         let params = accel.params().map_err(accel_error)?;
-        let test_accuracy_f32 = accuracy(&f32_predictions(self.spec, &params, test), &test.labels);
+        let test_accuracy_f32 = accuracy(&f32_predictions(self.net, &params, test), &test.labels);
         let reference_params = reference.params();
         let reference_test_accuracy_f32 =
-            accuracy(&f32_predictions(self.spec, &reference_params, test), &test.labels);
+            accuracy(&f32_predictions(self.net, &reference_params, test), &test.labels);
         let test_accuracy_int8 = match args.dtype {
             TrainDtype::Int8 => Some(self.int8_accuracy(config, &params)?),
             _ => None,
@@ -527,7 +551,7 @@ impl Training<'_> {
         let machine = crate::machines::open(self.args.machine, &self.args.link, config, dram)?;
         let mut int8 = Int8Inference::new(machine, self.graph.clone(), params, plan)
             .map_err(|e| anyhow!("int8 inference: {e}"))?;
-        let classes = self.spec.classes as usize;
+        let classes = self.net.classes() as usize;
         let mut predicted = Vec::with_capacity(test.len());
         for (x, rows) in chunks(test) {
             let (logits, _) = int8.logits(x, rows).map_err(|e| anyhow!("int8 inference: {e}"))?;

@@ -224,6 +224,74 @@ fn mnist_and_idx_pairs_train() {
     assert_fails_naming(&train(&["--dataset", &odd]), &["IMAGES,LABELS"]);
 }
 
+/// A model file trains a small CNN on digits as 1 x 8 x 8 images (the f32 reference), and the
+/// report names the network.
+#[test]
+fn a_model_file_trains_a_cnn_on_digits() {
+    let s = Scratch::new();
+    let model = s.write(
+        "cnn.json",
+        r#"{"input": [1, 8, 8], "layers": [
+            {"kind": "conv2d", "in": 1, "out": 8, "kernel": 3, "padding": 1},
+            {"kind": "relu"}, {"kind": "maxpool2d", "kernel": 2},
+            {"kind": "flatten"}, {"kind": "dense", "in": 128, "out": 10}]}"#,
+    );
+    let path = model.to_str().unwrap();
+    let args = ["--model", path, "--dtype", "f32", "--epochs", "3"];
+    let (r, stdout) = train_json(&s, "cnn-run.json", &args);
+    assert_eq!(r["config"]["model"], "1 x 8 x 8 conv2d relu maxpool2d flatten dense -> 10");
+    assert_eq!(r["config"]["parameters"], 8 * 9 + 8 + 128 * 10 + 10);
+    assert!(stdout.contains("(1370 parameters), f32 on the CPU reference"), "{stdout}");
+    let f32 = assert_fraction(&r, "test_accuracy_f32");
+    assert!(f32 >= 0.9, "a 3-epoch CNN on digits reaches {f32}");
+    // An image of two channels: each sample's features are channels-first, as PyTorch's.
+    let csv: String =
+        (0..40).map(|i| format!("{},{},1,0,2,1,0,{},{}\n", i % 3, i % 5, i % 7, i % 2)).collect();
+    let data = s.write("two-channels.csv", csv);
+    let two = s.write(
+        "two.json",
+        r#"{"input": [2, 2, 2], "layers": [{"kind": "conv2d", "in": 2, "out": 3, "kernel": 2},
+            {"kind": "flatten"}, {"kind": "dense", "in": 3, "out": 2}]}"#,
+    );
+    let args = ["--dataset", data.to_str().unwrap(), "--model", two.to_str().unwrap()];
+    assert_ok(&train(&[&args[..], &["--dtype", "f32", "--epochs", "1"]].concat()));
+}
+
+/// A network that does not fit the data set, a bad model file, or a CNN on a machine that
+/// cannot run it yet: one line naming the model and what is wrong.
+#[test]
+fn bad_models_are_named() {
+    let s = Scratch::new();
+    assert_fails_naming(
+        &train(&["--model", "lenet", "--dtype", "f32"]),
+        &["--model lenet", "784 features", "have 64"],
+    );
+    assert_fails_naming(
+        &train(&["--model", "lenet", "--dataset", "mnist"]),
+        &["--model lenet", "--dtype f32"],
+    );
+    let bad = s.write(
+        "bad.json",
+        r#"{"input": [1, 8, 8], "layers": [{"kind": "conv2d", "in": 2, "out": 3, "kernel": 3}]}"#,
+    );
+    assert_fails_naming(
+        &train(&["--model", bad.to_str().unwrap(), "--dtype", "f32"]),
+        &["bad.json: layer 0 (conv2d), field \"in\": 2, but the layer before gives 1"],
+    );
+    let classes = s.write(
+        "classes.json",
+        r#"{"input": [64], "layers": [{"kind": "dense", "in": 64, "out": 3}]}"#,
+    );
+    assert_fails_naming(
+        &train(&["--model", classes.to_str().unwrap(), "--dtype", "f32"]),
+        &["classes.json", "3 classes", "the data set has 10"],
+    );
+    assert_fails_naming(
+        &train(&["--model", s.path("missing.json").to_str().unwrap(), "--dtype", "f32"]),
+        &["--model", "missing.json"],
+    );
+}
+
 #[test]
 fn bad_csvs_are_named_with_line_and_column() {
     let s = Scratch::new();

@@ -16,19 +16,17 @@
 use heapless::Vec;
 
 use crate::conv::{ConvGeometry, PoolGeometry};
-use crate::layers::{Layer, Net, NetError, Shape};
+use crate::layers::{Net, NetError};
 
 mod autodiff;
 mod build;
 #[cfg(test)]
 mod tests;
 
-/// Most layers with parameters (dense and convolution) a network may have.
-pub const MAX_LAYERS: usize = 8;
 /// Most tensors and ops in one graph.
 pub const MAX_TENSORS: usize = 128;
 pub const MAX_OPS: usize = 64;
-pub use crate::layers::MAX_WIDTH;
+pub use crate::layers::{MAX_LAYERS, MAX_WIDTH};
 /// Layers of the longest list an [`MlpSpec`] can give: `MAX_LAYERS + 1` dense layers and the
 /// ReLUs between them.
 const MAX_NET_LAYERS_OF_MLP: usize = 2 * MAX_LAYERS + 1;
@@ -239,20 +237,9 @@ impl Graph {
         self.net.classes()
     }
 
-    /// The widths of an MLP (input, each dense layer's outputs), or `None` if the network has
-    /// other layers than dense ones and ReLUs.
+    /// The widths of an MLP ([`Net::mlp_widths`]).
     pub fn mlp_widths(&self) -> Option<Vec<u32, { MAX_LAYERS + 2 }>> {
-        let mut widths = Vec::new();
-        let Shape::Flat(n) = self.net.input else { return None };
-        widths.push(n).ok()?;
-        for layer in &self.net.layers {
-            match *layer {
-                Layer::Dense { outputs, .. } => widths.push(outputs).ok()?,
-                Layer::Relu => {}
-                _ => return None,
-            }
-        }
-        Some(widths)
+        self.net.mlp_widths()
     }
 
     /// The tensor holding the gradient of `of`, if `differentiate` made one.

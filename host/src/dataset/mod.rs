@@ -419,6 +419,16 @@ pub struct Split {
     pub test: Samples,
 }
 
+impl Split {
+    /// Both sides' images from channels-first (`c x positions` per sample, as data sets and
+    /// PyTorch hold them) to channels-last, as every machine runs images (core's `conv`).
+    pub fn to_channels_last(&mut self, c: usize, positions: usize) {
+        for side in [&mut self.train, &mut self.test] {
+            side.x = systole_core::conv::nchw_to_nhwc(&side.x, side.len(), positions, c);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
