@@ -18,6 +18,13 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     }
     let out = outputs.writes("-o", &args.out)?;
     let model = Model::load(&args.model)?;
+    let spec = model.mlp_spec().ok_or_else(|| {
+        anyhow!(
+            "{}: a firmware blob runs an MLP so far; this model is {}",
+            args.model.display(),
+            crate::network::describe(&model.net)
+        )
+    })?;
     let dtype = systole_core::Dtype::from(args.dtype);
     let config = args.array.config(dtype);
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
@@ -30,11 +37,10 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
             let split = data.split_for_model(
                 model.seed,
                 model.feature_scale,
-                model.spec.inputs as usize,
-                model.spec.classes,
+                spec.inputs as usize,
+                spec.classes,
             )?;
-            let graph =
-                Graph::mlp(&model.spec).map_err(|e| anyhow!("{}: {e}", args.model.display()))?;
+            let graph = Graph::mlp(&spec).map_err(|e| anyhow!("{}: {e}", args.model.display()))?;
             let rows = split.train.len().min(CALIBRATION_ROWS);
             let plan = Int8Plan::calibrate(&graph, &model.params, split.train.head(rows), rows)
                 .map_err(|e| anyhow!("int8 calibration: {e}"))?;
@@ -42,7 +48,7 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
         }
     };
     let bytes = systole_core::blob::build(
-        &model.spec,
+        &spec,
         &model.params,
         &config,
         args.batch,
@@ -57,7 +63,7 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
         args.out.display(),
         bytes.len(),
         dtype.name(),
-        model.spec.widths().map(|w| w.to_string()).collect::<Vec<_>>().join("-"),
+        spec.widths().map(|w| w.to_string()).collect::<Vec<_>>().join("-"),
         config.rows,
         config.cols,
         config.dataflow.short_name(),

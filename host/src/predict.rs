@@ -8,14 +8,18 @@ use systole_core::graph::Graph;
 use crate::cli::PredictArgs;
 use crate::limits::check_memory;
 use crate::model::{accuracy, f32_predictions, Model};
-use crate::network::spec_net;
+use crate::network::describe;
 use crate::outputs::Outputs;
+use systole_core::layers::Shape;
 
 /// What `--json` writes.
 #[derive(Serialize)]
 struct PredictReport {
     model: String,
     dataset: String,
+    /// The network: an MLP's widths (`64-64-10`), else its input, layer kinds and classes.
+    network: String,
+    /// An MLP's `inputs, hidden..., classes` (empty for a network with other layers).
     widths: Vec<u32>,
     seed: u64,
     feature_scale: f32,
@@ -43,29 +47,34 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     let json_file = outputs.writes_opt("--json", args.json.as_deref())?;
     let model = Model::load(&args.model)?;
     let data = args.dataset.load()?;
-    let split = data.split_for_model(
+    let net = &model.net;
+    let mut split = data.split_for_model(
         model.seed,
         model.feature_scale,
-        model.spec.inputs as usize,
-        model.spec.classes,
+        net.input.elements() as usize,
+        net.classes(),
     )?;
+    if let Shape::Image { c, h, w } = net.input {
+        split.to_channels_last(c as usize, (h * w) as usize);
+    }
     let test = &split.test;
-    // The model's widths come from its file and the rows from the data set's: together they
+    // The model's shapes come from its file and the rows from the data set's: together they
     // can imply far more activations than either file holds.
-    if let Ok(graph) = Graph::mlp(&model.spec) {
+    if let Ok(graph) = Graph::network(net) {
         check_memory(
             format_args!("{}: the f32 reference", args.model.display()),
             crate::train::reference_bytes(&graph, test.len().min(crate::train::EVAL_ROWS)),
         )?;
     }
-    let predicted = f32_predictions(&spec_net(&model.spec)?, &model.params, test);
+    let predicted = f32_predictions(net, &model.params, test);
     let correct = predicted.iter().zip(&test.labels).filter(|(p, l)| p == l).count();
     let test_accuracy_f32 = accuracy(&predicted, &test.labels);
-    let widths: Vec<u32> = model.spec.widths().collect();
-    let dashed = widths.iter().map(u32::to_string).collect::<Vec<_>>().join("-");
+    let widths = net.mlp_widths().map_or_else(Vec::new, |w| w.to_vec());
+    let network = describe(net);
+    let kind = if widths.is_empty() { "network" } else { "MLP" };
     println!(
-        "{}: {dashed} MLP ({} trained, seed {}); {} test split: f32 CPU-reference test accuracy \
-         {:.2}% ({correct}/{})",
+        "{}: {network} {kind} ({} trained, seed {}); {} test split: f32 CPU-reference test \
+         accuracy {:.2}% ({correct}/{})",
         args.model.display(),
         model.dtype,
         model.seed,
@@ -78,6 +87,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
         let report = PredictReport {
             model: args.model.display().to_string(),
             dataset: args.dataset.name(),
+            network,
             widths,
             seed: model.seed,
             feature_scale: model.feature_scale,

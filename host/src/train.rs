@@ -26,7 +26,7 @@ use crate::cli::{TrainArgs, TrainDtype};
 use crate::dataset::{Samples, Split};
 use crate::gpu::train::Device;
 use crate::limits::check_memory;
-use crate::model::{self, accuracy, f32_predictions, Model};
+use crate::model::{accuracy, f32_predictions, Model};
 use crate::network::describe;
 use crate::outputs::Outputs;
 use crate::progress::EpochProgress;
@@ -58,18 +58,14 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let graph = Graph::network_training(&net, sgd).map_err(|e| anyhow!("model: {e}"))?;
     // An MLP's widths (`inputs, hidden..., classes`), or none for a network with other layers.
     let widths = net.mlp_widths().map_or_else(Vec::new, |w| w.to_vec());
-    if widths.is_empty() {
-        if args.dtype != TrainDtype::F32 || args.compare || args.device != Device::Accel {
-            bail!(
-                "--model {}: convolution and pooling layers train on the f32 CPU reference so \
-                 far (--dtype f32); the accelerator's compiler and the GPU back end lower \
-                 dense layers only",
-                args.model
-            );
-        }
-        if model_file.is_some() {
-            bail!("--save: a model file holds an MLP so far; --model {} is not one", args.model);
-        }
+    let accelerated = args.dtype != TrainDtype::F32 || args.compare || args.device != Device::Accel;
+    if widths.is_empty() && accelerated {
+        bail!(
+            "--model {}: convolution and pooling layers train on the f32 CPU reference so far \
+             (--dtype f32); the accelerator's compiler and the GPU back end lower dense layers \
+             only",
+            args.model
+        );
     }
     let mut split = data.split(args.seed)?;
     if let Shape::Image { c, h, w } = net.input {
@@ -220,7 +216,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     }
     if let Some(file) = model_file {
         let model = Model {
-            spec: model::spec_of(&widths).map_err(|e| anyhow!("--save: {e}"))?,
+            net: net.clone(),
             params,
             dtype: args.dtype.name().into(),
             seed: args.seed,

@@ -91,6 +91,7 @@ mod files {
     use systole_core::blob::{self, Blob};
     use systole_core::compile::Int8Plan;
     use systole_core::graph::{Graph, MlpSpec};
+    use systole_core::layers::{Layer, Net, Shape};
     use systole_core::params::Params;
     use systole_core::{ArrayConfig, Bf16, Dtype};
     use systole_host::dataset::{Dataset, IdxArray};
@@ -290,9 +291,13 @@ mod files {
     }
 
     fn model(spec: MlpSpec, seed: u64) -> Model {
+        net_model(spec.net().unwrap(), seed)
+    }
+
+    fn net_model(net: Net, seed: u64) -> Model {
         Model {
-            params: Params::init(&spec, seed),
-            spec,
+            params: Params::init(&net, seed),
+            net,
             dtype: "bf16".into(),
             seed,
             feature_scale: 16.0,
@@ -301,12 +306,35 @@ mod files {
         }
     }
 
+    /// An MLP's file, or a small CNN's (a convolution, pooling, a flatten of channels into a
+    /// dense layer).
     fn model_file() -> impl Strategy<Value = Vec<u8>> {
-        (1u32..6, proptest::collection::vec(1u32..5, 0..3), 2u32..5, any::<u64>()).prop_map(
-            |(inputs, hidden, classes, seed)| {
+        let mlp = (1u32..6, proptest::collection::vec(1u32..5, 0..3), 2u32..5, any::<u64>())
+            .prop_map(|(inputs, hidden, classes, seed)| {
                 model(spec(inputs, &hidden, classes), seed).to_safetensors().unwrap()
+            });
+        let cnn = (1u32..3, 1u32..4, 3u32..5, 2u32..4, any::<u64>()).prop_map(
+            |(c, out, side, classes, seed)| {
+                let conv = Layer::Conv2d {
+                    in_channels: c,
+                    out_channels: out,
+                    kernel: 2,
+                    stride: 1,
+                    padding: 1,
+                };
+                let pooled = side.div_ceil(2);
+                let layers = [
+                    conv,
+                    Layer::Relu,
+                    Layer::AvgPool2d { kernel: 2, stride: 2 },
+                    Layer::Flatten,
+                    Layer::Dense { inputs: out * pooled * pooled, outputs: classes },
+                ];
+                let net = Net::new(Shape::Image { c, h: side, w: side }, &layers).unwrap();
+                net_model(net, seed).to_safetensors().unwrap()
             },
-        )
+        );
+        prop_oneof![mlp, cnn]
     }
 
     fn blob_file() -> impl Strategy<Value = Vec<u8>> {
@@ -478,7 +506,7 @@ mod files {
                 Ok(m) => {
                     let again = m.to_safetensors().unwrap();
                     let again = Model::from_safetensors(&again, Path::new(MODEL)).unwrap();
-                    prop_assert_eq!(&again.spec, &m.spec);
+                    prop_assert_eq!(&again.net, &m.net);
                     for (a, b) in again.params.layers.iter().zip(&m.params.layers) {
                         prop_assert_eq!(a.weight.len(), (a.fan_in * a.fan_out) as usize);
                         let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
@@ -520,11 +548,16 @@ mod files {
     /// asked for 16 GiB. The tensors are now checked before anything is allocated.
     #[test]
     fn model_claiming_huge_widths_is_refused_without_allocating_them() {
-        for widths in ["65536,65536", "65535,65535,65535"] {
+        let dense = |i: u32, o: u32| format!(r#"{{\"kind\":\"dense\",\"in\":{i},\"out\":{o}}}"#);
+        for (input, layers) in [
+            (65536, format!("[{}]", dense(65536, 65536))),
+            (65535, format!("[{},{}]", dense(65535, 65535), dense(65535, 65535))),
+        ] {
+            let widths = &layers;
             let header = format!(
-                "{{\"__metadata__\":{{\"format\":\"systole-mlp\",\"widths\":\"{widths}\",\
-                 \"seed\":\"1\",\"feature_scale\":\"1\"}},\"layers.0.weight\":\
-                 {{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}}}"
+                "{{\"__metadata__\":{{\"format\":\"systole-net\",\"input\":\"[{input}]\",\
+                 \"layers\":\"{layers}\",\"seed\":\"1\",\"feature_scale\":\"1\"}},\
+                 \"layers.0.weight\":{{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}}}"
             );
             let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
             bytes.extend_from_slice(header.as_bytes());

@@ -93,10 +93,20 @@ fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The metadata of a model of dense layers of `widths` (inputs, hidden..., classes; ReLUs
+/// between), each width written as it is given, so `x` is a width that is not a number.
 fn meta(widths: &str) -> String {
+    let widths: Vec<&str> = widths.split(',').collect();
+    let layers: Vec<String> = widths
+        .windows(2)
+        .map(|p| format!("{{\\\"kind\\\":\\\"dense\\\",\\\"in\\\":{},\\\"out\\\":{}}}", p[0], p[1]))
+        .collect();
+    let relu = ",{\\\"kind\\\":\\\"relu\\\"},";
     format!(
-        "\"__metadata__\":{{\"format\":\"systole-mlp\",\"widths\":\"{widths}\",\"seed\":\"0\",\
-         \"feature_scale\":\"16\"}}"
+        "\"__metadata__\":{{\"format\":\"systole-net\",\"input\":\"[{}]\",\"layers\":\"[{}]\",\
+         \"seed\":\"0\",\"feature_scale\":\"16\"}}",
+        widths[0],
+        layers.join(relu)
     )
 }
 
@@ -114,10 +124,10 @@ fn bad_models() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("header length past the file", u64::MAX.to_le_bytes().to_vec(), "not a valid safetensors"),
         ("bad JSON", safetensors("{\"a\":", &[]), "not a valid safetensors"),
         ("no metadata", safetensors(&format!("{{{w},{b}}}"), &[0; 24]), "metadata"),
-        ("another format", good(&meta("2,2").replace("systole-mlp", "gguf")), "format"),
-        ("widths not numbers", good(&meta("2,x")), "widths"),
-        ("one width", good(&meta("2")), "widths"),
-        ("width past the maximum", good(&meta("2,70000")), "widths"),
+        ("another format", good(&meta("2,2").replace("systole-net", "gguf")), "format"),
+        ("widths not numbers", good(&meta("2,x")), "layers"),
+        ("no layers", good(&meta("2")), "layers"),
+        ("width past the maximum", good(&meta("2,70000")), "layers"),
         ("huge widths, small tensors", good(&meta("65536,65536")), "layers.0.weight"),
         ("huge widths, three layers", good(&meta("65535,65535,65535")), "layers.0.weight"),
         (
@@ -216,7 +226,7 @@ fn bad_csvs_to_train_and_predict_exit_2_naming_the_file() {
 
         // predict reads the data set after a valid model of the data set's width (2 features).
         let model = Model {
-            spec: MlpSpec { inputs: 2, hidden: heapless::Vec::new(), classes: 2 },
+            net: MlpSpec { inputs: 2, hidden: heapless::Vec::new(), classes: 2 }.net().unwrap(),
             params: Params::init(
                 &MlpSpec { inputs: 2, hidden: heapless::Vec::new(), classes: 2 },
                 1,
@@ -401,7 +411,7 @@ fn npy_headers_with_a_key_numpy_refuses_or_without_one_it_needs_exit_2_naming_th
 fn models_of_unknown_dtypes_or_with_non_finite_parameters_exit_2_naming_them() {
     let spec = MlpSpec { inputs: 64, hidden: heapless::Vec::new(), classes: 10 };
     let model = |dtype: &str| Model {
-        spec: spec.clone(),
+        net: spec.net().unwrap(),
         params: Params::init(&spec, 0),
         dtype: dtype.into(),
         seed: 0,

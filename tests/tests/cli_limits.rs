@@ -251,7 +251,7 @@ fn two_class_model(hidden: &[u32]) -> Vec<u8> {
     let spec = MlpSpec { inputs: 2, hidden: hidden.iter().copied().collect(), classes: 2 };
     let model = Model {
         params: Params::init(&spec, 1),
-        spec,
+        net: spec.net().unwrap(),
         dtype: "f32".into(),
         seed: 0,
         feature_scale: 1.0,

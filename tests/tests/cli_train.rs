@@ -237,8 +237,70 @@ fn a_model_file_trains_a_cnn_on_digits() {
             {"kind": "flatten"}, {"kind": "dense", "in": 128, "out": 10}]}"#,
     );
     let path = model.to_str().unwrap();
-    let args = ["--model", path, "--dtype", "f32", "--epochs", "3"];
+    let saved = s.path("cnn.safetensors");
+    let args =
+        ["--model", path, "--dtype", "f32", "--epochs", "3", "--save", saved.to_str().unwrap()];
     let (r, stdout) = train_json(&s, "cnn-run.json", &args);
+    // The saved tensors mean what PyTorch's nn.Sequential(Conv2d(1, 8, 3, padding=1), ReLU(),
+    // MaxPool2d(2), Flatten(), Linear(128, 10)) would take them to mean: replayed here on NCHW
+    // images, they give predict's classes, and predict reproduces the run's accuracy.
+    let pred_json = s.path("cnn-pred.json");
+    let out = systole([
+        "predict",
+        "--model",
+        saved.to_str().unwrap(),
+        "--json",
+        pred_json.to_str().unwrap(),
+    ]);
+    assert!(assert_ok(&out).contains("1 x 8 x 8 conv2d relu maxpool2d flatten dense -> 10 network"));
+    let pred: Value = serde_json::from_slice(&fs::read(&pred_json).unwrap()).unwrap();
+    assert_eq!(pred["test_accuracy_f32"], r["test_accuracy_f32"], "a reload predicts the same");
+    let bytes = fs::read(&saved).unwrap();
+    let file = SafeTensors::deserialize(&bytes).unwrap();
+    let tensor = |name: &str, shape: &[usize]| {
+        let t = file.tensor(name).unwrap();
+        assert_eq!(t.shape(), shape, "{name}");
+        floats(t.data())
+    };
+    let (cw, cb) = (tensor("layers.0.weight", &[8, 1, 3, 3]), tensor("layers.0.bias", &[8]));
+    let (dw, db) = (tensor("layers.4.weight", &[10, 128]), tensor("layers.4.bias", &[10]));
+    let digits = digits_rows();
+    let predictions = pred["predictions"].as_array().unwrap();
+    let mut agree = 0;
+    for p in predictions {
+        let (features, _) = &digits[p["row"].as_u64().unwrap() as usize];
+        let x = |y: i64, xx: i64| {
+            let inside = (0..8).contains(&y) && (0..8).contains(&xx);
+            if inside {
+                features[(y * 8 + xx) as usize] / 16.0
+            } else {
+                0.0
+            }
+        };
+        // Conv, ReLU, 2 x 2 max pool: [8, 4, 4], flattened channels first.
+        let mut flat = vec![f32::MIN; 128];
+        for o in 0..8 {
+            for y in 0..8i64 {
+                for xx in 0..8i64 {
+                    let mut z = cb[o];
+                    for ky in 0..3i64 {
+                        for kx in 0..3i64 {
+                            z += x(y + ky - 1, xx + kx - 1)
+                                * cw[(o * 3 + ky as usize) * 3 + kx as usize];
+                        }
+                    }
+                    let at = o * 16 + (y as usize / 2) * 4 + xx as usize / 2;
+                    flat[at] = flat[at].max(z.max(0.0));
+                }
+            }
+        }
+        let logits: Vec<f32> =
+            (0..10).map(|o| (0..128).fold(db[o], |s, i| s + flat[i] * dw[o * 128 + i])).collect();
+        let class = (0..10).fold(0, |best, j| if logits[j] > logits[best] { j } else { best });
+        agree += (class as u64 == p["predicted"].as_u64().unwrap()) as usize;
+    }
+    // Summation order may differ from the reference's on a near tie; allow one row.
+    assert!(agree + 1 >= predictions.len(), "{agree} of {} predictions agree", predictions.len());
     assert_eq!(r["config"]["model"], "1 x 8 x 8 conv2d relu maxpool2d flatten dense -> 10");
     assert_eq!(r["config"]["parameters"], 8 * 9 + 8 + 128 * 10 + 10);
     assert!(stdout.contains("(1370 parameters), f32 on the CPU reference"), "{stdout}");
@@ -366,8 +428,9 @@ fn unwritable_json_fails_before_training() {
     assert_fails_naming(&train(&["--json", json.to_str().unwrap()]), &["run.json"]);
 }
 
-/// `layers.{l}.weight` `[fan_out, fan_in]`, `layers.{l}.bias` `[fan_out]`, f32, as PyTorch's
-/// `nn.Linear`; the metadata names the widths and the split.
+/// `layers.{i}.weight` `[fan_out, fan_in]`, `layers.{i}.bias` `[fan_out]`, f32, as PyTorch's
+/// `nn.Linear` at the indices of the equivalent `nn.Sequential`; the metadata holds the layer
+/// list and the split.
 #[test]
 fn save_writes_pytorch_layout_and_predict_reproduces_the_accuracy() {
     let s = Scratch::new();
@@ -387,17 +450,18 @@ fn save_writes_pytorch_layout_and_predict_reproduces_the_accuracy() {
         [
             "layers.0.bias",
             "layers.0.weight",
-            "layers.1.bias",
-            "layers.1.weight",
             "layers.2.bias",
-            "layers.2.weight"
-        ]
+            "layers.2.weight",
+            "layers.4.bias",
+            "layers.4.weight"
+        ],
+        "the indices of nn.Sequential(Linear, ReLU, Linear, ReLU, Linear)"
     );
     let widths = [64usize, 32, 16, 10];
     let mut layers = Vec::new();
     for l in 0..3 {
-        let w = file.tensor(&format!("layers.{l}.weight")).unwrap();
-        let b = file.tensor(&format!("layers.{l}.bias")).unwrap();
+        let w = file.tensor(&format!("layers.{}.weight", 2 * l)).unwrap();
+        let b = file.tensor(&format!("layers.{}.bias", 2 * l)).unwrap();
         assert_eq!((w.dtype(), b.dtype()), (StDtype::F32, StDtype::F32));
         assert_eq!(w.shape(), [widths[l + 1], widths[l]]);
         assert_eq!(b.shape(), [widths[l + 1]]);
@@ -405,7 +469,13 @@ fn save_writes_pytorch_layout_and_predict_reproduces_the_accuracy() {
     }
     let (_, header) = SafeTensors::read_metadata(&bytes).unwrap();
     let meta = header.metadata().as_ref().expect("metadata");
-    assert_eq!(meta["widths"], "64,32,16,10");
+    assert_eq!(meta["input"], "[64]");
+    let dense = |i: u32, o: u32| format!(r#"{{"in":{i},"kind":"dense","out":{o}}}"#);
+    let relu = r#"{"kind":"relu"}"#;
+    assert_eq!(
+        meta["layers"],
+        format!("[{},{relu},{},{relu},{}]", dense(64, 32), dense(32, 16), dense(16, 10))
+    );
     assert_eq!((meta["seed"].as_str(), meta["dtype"].as_str()), ("5", "bf16"));
     assert_eq!(meta["feature_scale"], "16");
     assert_eq!(
@@ -485,8 +555,14 @@ fn predict_rejects_bad_model_files() {
         fs::write(&path, safetensors::serialize(views, Some(meta)).unwrap()).unwrap();
         path
     };
-    let meta =
-        [("format", "systole-mlp"), ("widths", "64,10"), ("seed", "0"), ("feature_scale", "16")];
+    let dense = r#"[{"kind": "dense", "in": 64, "out": 10}]"#;
+    let meta = [
+        ("format", "systole-net"),
+        ("input", "[64]"),
+        ("layers", dense),
+        ("seed", "0"),
+        ("feature_scale", "16"),
+    ];
     let good = write(
         "good.safetensors",
         &[("layers.0.weight", vec![10, 64]), ("layers.0.bias", vec![10])],
@@ -514,16 +590,37 @@ fn predict_rejects_bad_model_files() {
         &meta,
     );
     assert_fails_naming(&predict(&extra), &["x.safetensors", "layers.1.bias"]);
-    let no_widths = write(
+    let no_layers = write(
         "w.safetensors",
         &[("layers.0.weight", vec![10, 64]), ("layers.0.bias", vec![10])],
-        &[("format", "systole-mlp"), ("seed", "0"), ("feature_scale", "16")],
+        &[("format", "systole-net"), ("input", "[64]"), ("seed", "0"), ("feature_scale", "16")],
     );
-    assert_fails_naming(&predict(&no_widths), &["w.safetensors", "widths", "missing"]);
+    assert_fails_naming(&predict(&no_layers), &["w.safetensors", "layers", "missing"]);
+    let bad_layer = write(
+        "l.safetensors",
+        &[("layers.0.weight", vec![10, 64]), ("layers.0.bias", vec![10])],
+        &[
+            ("format", "systole-net"),
+            ("input", "[64]"),
+            ("layers", r#"[{"kind": "dense", "in": 63, "out": 10}]"#),
+            ("seed", "0"),
+            ("feature_scale", "16"),
+        ],
+    );
+    assert_fails_naming(
+        &predict(&bad_layer),
+        &["l.safetensors", "metadata `layers`", "layer 0 (dense)", "\"in\": 63"],
+    );
     let wrong_inputs = write(
         "i.safetensors",
         &[("layers.0.weight", vec![10, 3]), ("layers.0.bias", vec![10])],
-        &[("format", "systole-mlp"), ("widths", "3,10"), ("seed", "0"), ("feature_scale", "1")],
+        &[
+            ("format", "systole-net"),
+            ("input", "[3]"),
+            ("layers", r#"[{"kind": "dense", "in": 3, "out": 10}]"#),
+            ("seed", "0"),
+            ("feature_scale", "1"),
+        ],
     );
     assert_fails_naming(&predict(&wrong_inputs), &["digits", "64 features", "takes 3"]);
 }

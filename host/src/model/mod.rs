@@ -1,32 +1,41 @@
-//! Trained MLPs as `.safetensors` files, readable by PyTorch's `safetensors.torch.load_file`.
+//! Trained networks as `.safetensors` files, readable by PyTorch's
+//! `safetensors.torch.load_file` and loadable into the equivalent `torch.nn.Sequential`.
 //!
-//! Layer `l` is two f32 tensors in `nn.Linear`'s convention: `layers.{l}.weight`, shape
-//! `[fan_out, fan_in]` (the transpose of the core's `fan_in x fan_out` row-major weights), and
-//! `layers.{l}.bias`, shape `[fan_out]`. The header's metadata (strings, as the format requires)
-//! says how to use them: `format` ([`FORMAT`]), `widths` (`64,64,10`: inputs, hidden...,
-//! classes), `feature_scale` (what every input feature is divided by), `seed` (of the train/test
-//! split), `dataset`, `dtype` (how it was trained), and the test accuracies of the run.
+//! The tensors are that `nn.Sequential`'s state dict ([`pytorch`]): `layers.{i}.weight` and
+//! `layers.{i}.bias` (f32) for each entry `i` of the layer list with parameters. The header's
+//! metadata (strings, as the format requires) says how to use them: `format` ([`FORMAT`]),
+//! `input` (`[1, 28, 28]` or `[64]`) and `layers` (the layer list as a model file writes it,
+//! [`crate::net_file`]), `feature_scale` (what every input feature is divided by), `seed` (of
+//! the train/test split), `dataset`, `dtype` (how it was trained), and the run's test
+//! accuracies.
+
+pub mod pytorch;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use systole_core::exec::transpose;
+use serde_json::Value;
 use systole_core::exec::{argmax, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, MAX_LAYERS, MAX_WIDTH};
 use systole_core::layers::Net;
-use systole_core::params::{LayerParams, Params};
+use systole_core::params::Params;
 
 use crate::cli::TrainDtype;
 use crate::dataset::Samples;
 
-/// The `format` metadata value of a Systole MLP file.
-pub const FORMAT: &str = "systole-mlp";
+/// The `format` metadata value of a Systole model file.
+pub const FORMAT: &str = "systole-net";
+
+/// The `format` of the MLP files that earlier versions wrote: metadata `widths` (`64,64,10`)
+/// instead of `input` and `layers`, and dense layer `l` as `layers.{l}` (the layer list's entry
+/// `2l`). Still read; never written.
+pub const MLP_FORMAT: &str = "systole-mlp";
 
 /// A model and what its file says about it.
 #[derive(Clone, Debug)]
 pub struct Model {
-    pub spec: MlpSpec,
+    pub net: Net,
     pub params: Params,
     /// How it was trained: `bf16`, `int8` (trained in BF16) or `f32`.
     pub dtype: String,
@@ -73,13 +82,11 @@ pub fn spec_of(widths: &[u32]) -> Result<MlpSpec, String> {
 impl Model {
     /// The file's bytes.
     pub fn to_safetensors(&self) -> Result<Vec<u8>, safetensors::SafeTensorError> {
-        let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
-        for (l, layer) in self.params.layers.iter().enumerate() {
-            let (fan_in, fan_out) = (layer.fan_in as usize, layer.fan_out as usize);
-            let weight = transpose(&layer.weight, fan_in, fan_out);
-            tensors.push((format!("layers.{l}.weight"), vec![fan_out, fan_in], le_bytes(&weight)));
-            tensors.push((format!("layers.{l}.bias"), vec![fan_out], le_bytes(&layer.bias)));
-        }
+        let tensors: Vec<(String, Vec<usize>, Vec<u8>)> =
+            pytorch::to_pytorch(&self.net, &self.params)
+                .into_iter()
+                .map(|t| (t.name, t.shape, le_bytes(&t.values)))
+                .collect();
         let views = tensors
             .iter()
             .map(|(name, shape, data)| {
@@ -87,10 +94,11 @@ impl Model {
                     .map(|view| (name.clone(), view))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let widths: Vec<String> = self.spec.widths().map(|w| w.to_string()).collect();
+        let net = crate::net_file::net_json(&self.net);
         let mut metadata = HashMap::from([
             ("format".to_string(), FORMAT.to_string()),
-            ("widths".to_string(), widths.join(",")),
+            ("input".to_string(), net["input"].to_string()),
+            ("layers".to_string(), net["layers"].to_string()),
             ("seed".to_string(), self.seed.to_string()),
             // Display of an f32 is the shortest string that parses back to the same bits.
             ("feature_scale".to_string(), self.feature_scale.to_string()),
@@ -104,6 +112,11 @@ impl Model {
             metadata.insert(name.clone(), value.to_string());
         }
         safetensors::serialize(views, Some(metadata))
+    }
+
+    /// The MLP it is, if it is one.
+    pub fn mlp_spec(&self) -> Option<MlpSpec> {
+        spec_of(&self.net.mlp_widths()?).ok()
     }
 
     /// Reads and validates a model file: metadata, tensor names, dtypes and shapes.
@@ -128,18 +141,43 @@ impl Model {
         let get =
             |key: &'static str| metadata.get(key).ok_or_else(|| meta_error(key, "missing".into()));
         let declared = get("format")?;
-        if declared != FORMAT {
+        let legacy = declared == MLP_FORMAT;
+        if declared != FORMAT && !legacy {
             return Err(meta_error("format", format!("{declared:?}, expected {FORMAT:?}")));
         }
-        let widths = get("widths")?;
-        let spec = widths
-            .split(',')
-            .map(|w| {
-                w.trim().parse::<u32>().map_err(|_| format!("{widths:?} is not a list of widths"))
-            })
-            .collect::<Result<Vec<u32>, String>>()
-            .and_then(|w| spec_of(&w))
-            .map_err(|problem| meta_error("widths", problem))?;
+        let net = if legacy {
+            let widths = get("widths")?;
+            widths
+                .split(',')
+                .map(|w| {
+                    w.trim()
+                        .parse::<u32>()
+                        .map_err(|_| format!("{widths:?} is not a list of widths"))
+                })
+                .collect::<Result<Vec<u32>, String>>()
+                .and_then(|w| spec_of(&w)?.net().map_err(|e| e.to_string()))
+                .map_err(|problem| meta_error("widths", problem))?
+        } else {
+            let json = |key: &'static str| -> Result<Value, ModelError> {
+                serde_json::from_str(get(key)?)
+                    .map_err(|e| meta_error(key, format!("not JSON: {e}")))
+            };
+            let (input, layers) = (json("input")?, json("layers")?);
+            let text = serde_json::json!({ "input": input, "layers": layers }).to_string();
+            crate::net_file::parse_net(text.as_bytes(), "the model")
+                .map_err(|e| meta_error("layers", e.message))?
+        };
+        // The tensor's name in this file: an old MLP file numbers its dense layers 0, 1, 2...
+        let in_file = |name: &str| -> String {
+            let numbered = name.strip_prefix("layers.").and_then(|rest| rest.split_once('.'));
+            match numbered {
+                Some((i, part)) if legacy => match i.parse::<usize>() {
+                    Ok(i) => format!("layers.{}.{part}", i / 2),
+                    Err(_) => name.to_string(),
+                },
+                _ => name.to_string(),
+            }
+        };
         let seed = get("seed")?;
         let seed = seed
             .parse::<u64>()
@@ -156,6 +194,7 @@ impl Model {
             problem,
         };
         let read = |name: &str, shape: &[usize]| -> Result<Vec<f32>, ModelError> {
+            let name = &in_file(name);
             let view = file.tensor(name).map_err(|_| tensor_error(name, "missing".into()))?;
             if view.dtype() != safetensors::Dtype::F32 {
                 return Err(tensor_error(name, format!("dtype {:?}, expected F32", view.dtype())));
@@ -173,10 +212,19 @@ impl Model {
                 .collect();
             // A NaN or infinite parameter makes every prediction through it NaN.
             if let Some(at) = values.iter().position(|v| !v.is_finite()) {
-                let index = match *shape {
-                    [_, cols] => format!("[{}, {}]", at / cols, at % cols),
-                    _ => format!("[{at}]"),
-                };
+                // The element's index along each dimension, last fastest.
+                let mut rest = at;
+                let mut index: Vec<String> = shape
+                    .iter()
+                    .rev()
+                    .map(|&d| {
+                        let i = rest % d.max(1);
+                        rest /= d.max(1);
+                        i.to_string()
+                    })
+                    .collect();
+                index.reverse();
+                let index = format!("[{}]", index.join(", "));
                 return Err(tensor_error(
                     name,
                     format!(
@@ -188,28 +236,15 @@ impl Model {
             Ok(values)
         };
         // Each layer is built from its tensor once the tensor's shape is checked, so what is
-        // allocated is bounded by the file's size, whatever widths the metadata claims.
-        let widths_of: Vec<u32> = spec.widths().collect();
-        let mut params = Params { layers: Vec::with_capacity(spec.layers()) };
-        let mut expected = Vec::new();
-        for (l, pair) in widths_of.windows(2).enumerate() {
-            let (fan_in, fan_out) = (pair[0], pair[1]);
-            let (rows, cols) = (fan_out as usize, fan_in as usize);
-            let (w, b) = (format!("layers.{l}.weight"), format!("layers.{l}.bias"));
-            let weight = transpose(&read(&w, &[rows, cols])?, rows, cols);
-            let bias = read(&b, &[rows])?;
-            params.layers.push(LayerParams { fan_in, fan_out, weight, bias });
-            expected.extend([w, b]);
-        }
+        // allocated is bounded by the file's size, whatever shapes the metadata claims.
+        let params = pytorch::from_pytorch(&net, read)?;
+        let expected: Vec<String> = pytorch::names(&net).iter().map(|n| in_file(n)).collect();
         let mut names = file.names();
         names.sort_unstable();
         if let Some(extra) = names.iter().find(|n| !expected.iter().any(|e| e == *n)) {
             return Err(tensor_error(
                 extra,
-                format!(
-                    "not part of a {widths} MLP (expected layers.0 to layers.{})",
-                    spec.layers() - 1
-                ),
+                format!("not a parameter of the model's layers (it has {})", expected.join(", ")),
             ));
         }
         // What it was trained in only labels the model (`predict` prints it): checked last, and
@@ -237,7 +272,7 @@ impl Model {
         .filter_map(|&k| Some((k.to_string(), metadata.get(k)?.parse().ok()?)))
         .collect();
         Ok(Model {
-            spec,
+            net,
             params,
             dtype,
             seed,
@@ -281,10 +316,10 @@ mod tests {
 
     /// A 3-2 model (one layer: a 2 x 3 weight and 2 biases) trained in `dtype`.
     fn model(dtype: &str) -> Model {
-        let spec = spec_of(&[3, 2]).unwrap();
+        let net = spec_of(&[3, 2]).unwrap().net().unwrap();
         Model {
-            params: Params::init(&spec, 7),
-            spec,
+            params: Params::init(&net, 7),
+            net,
             dtype: dtype.into(),
             seed: 7,
             feature_scale: 16.0,
@@ -323,6 +358,44 @@ mod tests {
         bytes[key + 9..key + 12].copy_from_slice(b"   ");
         let e = Model::from_safetensors(&bytes, Path::new("m.safetensors")).unwrap_err();
         assert!(e.to_string().contains("metadata `dtype`: \"   \" is not one"), "{e}");
+    }
+
+    /// A file that an earlier version saved (`systole-mlp`, `widths`, dense layers numbered
+    /// 0, 1, 2) loads as the same MLP, and saves again in today's layout.
+    #[test]
+    fn earlier_mlp_files_still_load() {
+        let net = spec_of(&[3, 4, 2]).unwrap().net().unwrap();
+        let params = Params::init(&net, 5);
+        let mut tensors = Vec::new();
+        for (l, t) in pytorch::to_pytorch(&net, &params).into_iter().enumerate() {
+            let part = if l % 2 == 0 { "weight" } else { "bias" };
+            tensors.push((format!("layers.{}.{part}", l / 2), t.shape, le_bytes(&t.values)));
+        }
+        let views: Vec<_> = tensors
+            .iter()
+            .map(|(n, shape, d)| {
+                let view =
+                    safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), d);
+                (n.clone(), view.unwrap())
+            })
+            .collect();
+        let meta =
+            [("format", MLP_FORMAT), ("widths", "3,4,2"), ("seed", "9"), ("feature_scale", "2")];
+        let meta = meta.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let bytes = safetensors::serialize(views, Some(meta)).unwrap();
+        let m = Model::from_safetensors(&bytes, Path::new("old.safetensors")).unwrap();
+        assert_eq!((&m.net, &m.params, m.seed), (&net, &params, 9));
+        let again = load(&m).unwrap();
+        assert_eq!(again.params, m.params);
+        // A wrong width is named as the old file names it.
+        let mut bad = bytes.clone();
+        let at = bad.windows(5).position(|w| w == b"3,4,2").unwrap();
+        bad[at + 2] = b'5';
+        let e = Model::from_safetensors(&bad, Path::new("old.safetensors")).unwrap_err();
+        assert!(
+            e.to_string().contains("tensor `layers.0.weight`: shape [4, 3], expected [5, 3]"),
+            "{e}"
+        );
     }
 
     /// NaN and infinite weights were loaded, and every prediction through them was NaN.
