@@ -58,12 +58,13 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let graph = Graph::network_training(&net, sgd).map_err(|e| anyhow!("model: {e}"))?;
     // An MLP's widths (`inputs, hidden..., classes`), or none for a network with other layers.
     let widths = net.mlp_widths().map_or_else(Vec::new, |w| w.to_vec());
-    let accelerated = args.dtype != TrainDtype::F32 || args.compare || args.device != Device::Accel;
-    if widths.is_empty() && accelerated {
+    let on_accelerator =
+        args.compare || (args.device == Device::Accel && args.dtype != TrainDtype::F32);
+    if widths.is_empty() && on_accelerator {
         bail!(
-            "--model {}: convolution and pooling layers train on the f32 CPU reference so far \
-             (--dtype f32); the accelerator's compiler and the GPU back end lower dense layers \
-             only",
+            "--model {}: convolution and pooling layers train on the f32 CPU reference \
+             (--dtype f32) and the GPU (--device gpu) so far; the accelerator's compiler lowers \
+             dense layers only",
             args.model
         );
     }
@@ -77,9 +78,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     // are checked before any of it is allocated (the accelerator's DRAM, once it is known).
     let batch = (args.batch as usize).min(split.train.len());
     let eval_rows = split.test.len().min(EVAL_ROWS);
-    let trains_accel =
-        args.compare || (args.device == Device::Accel && args.dtype != TrainDtype::F32);
-    let steps = match trains_accel {
+    let steps = match on_accelerator {
         true => step_instructions(&graph, &args.array.config(Dtype::Bf16), batch, eval_rows),
         false => 0,
     };

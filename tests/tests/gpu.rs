@@ -251,6 +251,51 @@ fn train_on_the_gpu_or_one_line_saying_why_not() {
     println!("SKIPPED: no CUDA GPU ({reason}): training on the GPU not run");
 }
 
+/// A network with convolutions and pooling trains on the GPU (im2col, cuBLAS, the image
+/// kernels) beside the f32 CPU reference, or fails in one line because there is no GPU; never
+/// with "dense layers only".
+#[test]
+fn train_a_cnn_on_the_gpu_or_one_line_saying_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("cnn.json");
+    fs::write(
+        &model,
+        r#"{"input": [1, 8, 8], "layers": [
+            {"kind": "conv2d", "in": 1, "out": 8, "kernel": 3, "stride": 1, "padding": 1},
+            {"kind": "relu"}, {"kind": "maxpool2d", "kernel": 2, "stride": 2},
+            {"kind": "conv2d", "in": 8, "out": 8, "kernel": 3, "padding": 1}, {"kind": "relu"},
+            {"kind": "avgpool2d", "kernel": 2},
+            {"kind": "flatten"}, {"kind": "dense", "in": 32, "out": 10}]}"#,
+    )
+    .unwrap();
+    let json = dir.path().join("run.json");
+    let out = systole([
+        "train",
+        "--model",
+        model.to_str().unwrap(),
+        "--device",
+        "gpu",
+        "--dtype",
+        "bf16",
+        "--epochs",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    if out.status.success() {
+        let report: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(report["mode"], "gpu");
+        assert!(report["model"].as_str().unwrap().contains("conv2d"), "{report}");
+        // BF16 products against the f32 reference: close, not equal.
+        assert!(report["max_loss_gap"].as_f64().unwrap() < 0.05, "{report}");
+        return;
+    }
+    assert_fails_naming(&out, &["GPU unavailable", "searched"]);
+    assert!(!json.exists(), "no half-written output");
+    let reason = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    println!("SKIPPED: no CUDA GPU ({reason}): training a CNN on the GPU not run");
+}
+
 #[test]
 fn train_on_the_gpu_refuses_int8_before_looking_for_a_gpu() {
     assert_fails_naming(

@@ -27,6 +27,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::CompileError;
 use systole_core::graph::Sgd;
 
+use super::image_kernels;
 use super::kernels::{self, Kernel};
 use super::plan::{Precision, RowMajorGemm, StepOp};
 use super::{GpuAvailability, GpuError};
@@ -70,6 +71,12 @@ struct Kernels {
     relu_grad: CudaFunction,
     sgd_momentum: CudaFunction,
     sgd: CudaFunction,
+    im2col: CudaFunction,
+    col2im: CudaFunction,
+    max_pool: CudaFunction,
+    max_pool_grad: CudaFunction,
+    avg_pool: CudaFunction,
+    avg_pool_grad: CudaFunction,
 }
 
 /// An open GPU: context, stream, cuBLAS and the kernels.
@@ -127,6 +134,12 @@ impl Gpu {
             relu_grad: load(kernels::RELU_GRAD)?,
             sgd_momentum: load(kernels::SGD_MOMENTUM)?,
             sgd: load(kernels::SGD)?,
+            im2col: load(image_kernels::IM2COL)?,
+            col2im: load(image_kernels::COL2IM)?,
+            max_pool: load(image_kernels::MAX_POOL)?,
+            max_pool_grad: load(image_kernels::MAX_POOL_GRAD)?,
+            avg_pool: load(image_kernels::AVG_POOL)?,
+            avg_pool_grad: load(image_kernels::AVG_POOL_GRAD)?,
         };
         Ok(Gpu { name, ctx, stream, blas, kernels, _workspace: workspace })
     }
@@ -263,6 +276,64 @@ impl Gpu {
                 l.arg(&p).arg(&g).arg(&count).arg(&lr).arg(&wd);
                 unsafe { l.launch(launch_config(n)) }
             }
+            StepOp::Im2col { x, cols, n, geom } => {
+                let (bufs, dims) = ([ptr[x], ptr[cols]], image_kernels::conv_args(&geom, n));
+                let mut l = stream.launch_builder(&k.im2col);
+                for b in &bufs {
+                    l.arg(b);
+                }
+                for d in &dims {
+                    l.arg(d);
+                }
+                unsafe { l.launch(launch_config(n * geom.positions() * geom.patch())) }
+            }
+            StepOp::Col2im { cols, x, n, geom } => {
+                let (bufs, dims) = ([ptr[cols], ptr[x]], image_kernels::conv_args(&geom, n));
+                let mut l = stream.launch_builder(&k.col2im);
+                for b in &bufs {
+                    l.arg(b);
+                }
+                for d in &dims {
+                    l.arg(d);
+                }
+                unsafe { l.launch(launch_config(n * geom.image())) }
+            }
+            StepOp::MaxPool { x, y, n, geom } | StepOp::AvgPool { x, y, n, geom } => {
+                let (bufs, dims) = ([ptr[x], ptr[y]], image_kernels::pool_args(&geom, n));
+                let f =
+                    if matches!(op, StepOp::MaxPool { .. }) { &k.max_pool } else { &k.avg_pool };
+                let mut l = stream.launch_builder(f);
+                for b in &bufs {
+                    l.arg(b);
+                }
+                for d in &dims {
+                    l.arg(d);
+                }
+                unsafe { l.launch(launch_config(n * geom.out_image())) }
+            }
+            StepOp::MaxPoolGrad { dy, x, dx, n, geom } => {
+                let bufs = [ptr[dy], ptr[x], ptr[dx]];
+                let dims = image_kernels::pool_args(&geom, n);
+                let mut l = stream.launch_builder(&k.max_pool_grad);
+                for b in &bufs {
+                    l.arg(b);
+                }
+                for d in &dims {
+                    l.arg(d);
+                }
+                unsafe { l.launch(launch_config(n * geom.image())) }
+            }
+            StepOp::AvgPoolGrad { dy, dx, n, geom } => {
+                let (bufs, dims) = ([ptr[dy], ptr[dx]], image_kernels::pool_args(&geom, n));
+                let mut l = stream.launch_builder(&k.avg_pool_grad);
+                for b in &bufs {
+                    l.arg(b);
+                }
+                for d in &dims {
+                    l.arg(d);
+                }
+                unsafe { l.launch(launch_config(n * geom.image())) }
+            }
         };
         launched.map(|_| ()).map_err(|e| GpuError::Driver(format!("launching {}: {e}", op.name())))
     }
@@ -366,6 +437,10 @@ mod tests {
             StepOp::ReluGrad { dx, .. } => vec![dx],
             StepOp::SgdMomentum { param, velocity, .. } => vec![param, velocity],
             StepOp::Sgd { param, .. } => vec![param],
+            StepOp::Im2col { cols, .. } => vec![cols],
+            StepOp::Col2im { x, .. } => vec![x],
+            StepOp::MaxPool { y, .. } | StepOp::AvgPool { y, .. } => vec![y],
+            StepOp::MaxPoolGrad { dx, .. } | StepOp::AvgPoolGrad { dx, .. } => vec![dx],
         }
     }
 
@@ -382,10 +457,16 @@ mod tests {
     #[test]
     fn a_step_reads_only_what_is_there_before_it_runs() {
         let spec = MlpSpec { inputs: 8, hidden: [6, 5].iter().copied().collect(), classes: 3 };
-        let graph =
-            Graph::training(&spec, Sgd { lr: 0.1, momentum: 0.9, weight_decay: 0.0 }).unwrap();
-        for dtype in [GpuDtype::F32, GpuDtype::Bf16] {
-            let plan = StepPlan::training(&graph, 4, dtype).unwrap();
+        let sgd = Sgd { lr: 0.1, momentum: 0.9, weight_decay: 0.0 };
+        let mlp = Graph::training(&spec, sgd).unwrap();
+        let (cnn, _) = crate::gpu::twin::tests::cnn(sgd, 1);
+        for (graph, dtype) in [
+            (&mlp, GpuDtype::F32),
+            (&mlp, GpuDtype::Bf16),
+            (&cnn, GpuDtype::F32),
+            (&cnn, GpuDtype::Bf16),
+        ] {
+            let plan = StepPlan::training(graph, 4, dtype).unwrap();
             let mut written = vec![false; plan.buffers.len()];
             for op in &plan.ops {
                 let reads: Vec<Buf> = match *op {
@@ -399,6 +480,12 @@ mod tests {
                         vec![param, grad, velocity]
                     }
                     StepOp::Sgd { param, grad, .. } => vec![param, grad],
+                    StepOp::Im2col { x, .. }
+                    | StepOp::MaxPool { x, .. }
+                    | StepOp::AvgPool { x, .. } => vec![x],
+                    StepOp::Col2im { cols, .. } => vec![cols],
+                    StepOp::MaxPoolGrad { dy, x, .. } => vec![dy, x],
+                    StepOp::AvgPoolGrad { dy, .. } => vec![dy],
                 };
                 for r in reads {
                     let ready = written[r]

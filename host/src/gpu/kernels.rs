@@ -80,7 +80,17 @@ pub const NVRTC_FMAD: bool = false;
 pub const ALL: [Kernel; 7] =
     [CAST_BF16, BIAS_ACT, RELU, SOFTMAX_XENT, RELU_GRAD, SGD_MOMENTUM, SGD];
 
-/// [`SOURCE`] compiled to PTX by NVRTC with the GPU run's options (for the device's default
+/// Every kernel the GPU run loads: these and the image kernels ([`super::image_kernels`]).
+pub fn all() -> impl Iterator<Item = Kernel> {
+    ALL.into_iter().chain(super::image_kernels::ALL)
+}
+
+/// The source NVRTC compiles: [`SOURCE`], then the image kernels' source.
+pub fn full_source() -> String {
+    format!("{SOURCE}{}", super::image_kernels::SOURCE)
+}
+
+/// [`full_source`] compiled to PTX by NVRTC with the GPU run's options (for the device's default
 /// architecture, or `arch` such as `sm_90`). It needs NVRTC (`libs::ensure_loaded` finds it,
 /// from a CUDA install or PyPI's `nvidia-cuda-nvrtc-cu12`) but no GPU and no driver, so the
 /// tests compile the kernels wherever NVRTC is installed, CI included.
@@ -93,7 +103,7 @@ pub fn compile(
         arch,
         ..Default::default()
     };
-    cudarc::nvrtc::compile_ptx_with_opts(SOURCE, options)
+    cudarc::nvrtc::compile_ptx_with_opts(full_source(), options)
 }
 
 /// The kernels' CUDA C source. Each kernel's twin below follows it statement for statement:
@@ -300,16 +310,16 @@ pub fn sgd(p: &mut [f32], g: &[f32], lr: f32, weight_decay: f32) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use systole_core::exec::{softmax_cross_entropy, Numerics, Plain};
     use systole_core::graph::Sgd as SgdHyper;
     use systole_core::params::SplitMix64;
     use systole_core::Bf16;
 
-    /// The parameter list of `name` as [`SOURCE`] declares it, one entry per parameter with its
+    /// The parameter list of `name` as `source` declares it, one entry per parameter with its
     /// whitespace normalised; `None` when there is no such kernel.
-    fn declared_params(source: &str, name: &str) -> Option<Vec<String>> {
+    pub(crate) fn declared_params(source: &str, name: &str) -> Option<Vec<String>> {
         let head = format!("extern \"C\" __global__ void {name}(");
         let start = source.find(&head)? + head.len();
         let end = start + source[start..].find(')')?;
@@ -323,7 +333,7 @@ mod tests {
     }
 
     /// Names of every `__global__` function in `source`.
-    fn declared_kernels(source: &str) -> Vec<String> {
+    pub(crate) fn declared_kernels(source: &str) -> Vec<String> {
         source
             .match_indices("__global__ void ")
             .map(|(at, m)| {
@@ -522,7 +532,7 @@ mod tests {
         }
         for arch in [None, Some("sm_90")] {
             let ptx = compile(arch).unwrap_or_else(|e| panic!("{arch:?}: {e:?}")).to_src();
-            for k in ALL {
+            for k in all() {
                 assert!(
                     ptx.contains(&format!(".entry {}(", k.name)),
                     "{arch:?}: no entry {}",
@@ -631,7 +641,7 @@ mod tests {
         assert!(take(1).is_empty(), "the driver wrote more than expected");
     }
 
-    fn cxx() -> Option<String> {
+    pub(crate) fn cxx() -> Option<String> {
         ["c++", "g++", "clang++"].into_iter().map(String::from).find(|c| {
             std::process::Command::new(c)
                 .arg("--version")
@@ -641,7 +651,7 @@ mod tests {
     }
 
     /// Stand-ins for the CUDA built-ins the kernels use.
-    const CPU_SHIM: &str = r#"
+    pub(crate) const CPU_SHIM: &str = r#"
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -650,6 +660,7 @@ mod tests {
 struct Dim3 { unsigned int x, y, z; };
 static Dim3 blockIdx, blockDim, threadIdx;
 #define __global__
+#define __device__
 static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 "#;

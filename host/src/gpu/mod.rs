@@ -17,6 +17,7 @@
 
 pub mod device;
 pub mod gemm;
+pub mod image_kernels;
 pub mod kernels;
 pub mod libs;
 pub mod plan;

@@ -13,9 +13,15 @@
 //! parameter. In BF16 mode each matrix operand is cast to bf16 once after it is written (one
 //! cast kernel), products accumulate in f32, and everything else stays f32: the accelerator's
 //! mixed precision.
+//!
+//! A convolution is the graph's `Im2col`, `Dense` and `BiasAdd`: an im2col launch, then the
+//! dense GEMM on the patches (one row per output position) and the bias launch as above; its
+//! input gradient is the dense one's GEMM and a col2im launch. Pooling and its gradients are
+//! one launch each ([`super::image_kernels`]); a reshape (flatten) names the same buffer.
 
 use std::fmt;
 
+use systole_core::conv::{ConvGeometry, PoolGeometry};
 use systole_core::graph::{Graph, Op, Sgd, TensorId, TensorKind, MAX_TENSORS};
 
 use super::GpuDtype;
@@ -176,6 +182,46 @@ pub enum StepOp {
         grad: Buf,
         n: usize,
     },
+    /// `n` images' patches ([`super::image_kernels`]).
+    Im2col {
+        x: Buf,
+        cols: Buf,
+        n: usize,
+        geom: ConvGeometry,
+    },
+    /// Patch gradients added back into `n` images.
+    Col2im {
+        cols: Buf,
+        x: Buf,
+        n: usize,
+        geom: ConvGeometry,
+    },
+    MaxPool {
+        x: Buf,
+        y: Buf,
+        n: usize,
+        geom: PoolGeometry,
+    },
+    /// The max-pooling gradient, each window's maximum found again in the pool's input `x`.
+    MaxPoolGrad {
+        dy: Buf,
+        x: Buf,
+        dx: Buf,
+        n: usize,
+        geom: PoolGeometry,
+    },
+    AvgPool {
+        x: Buf,
+        y: Buf,
+        n: usize,
+        geom: PoolGeometry,
+    },
+    AvgPoolGrad {
+        dy: Buf,
+        dx: Buf,
+        n: usize,
+        geom: PoolGeometry,
+    },
 }
 
 impl StepOp {
@@ -191,6 +237,12 @@ impl StepOp {
             StepOp::ReluGrad { .. } => "relu_grad",
             StepOp::SgdMomentum { .. } => "sgd_momentum",
             StepOp::Sgd { .. } => "sgd",
+            StepOp::Im2col { .. } => "im2col",
+            StepOp::Col2im { .. } => "col2im",
+            StepOp::MaxPool { .. } => "max_pool",
+            StepOp::MaxPoolGrad { .. } => "max_pool_grad",
+            StepOp::AvgPool { .. } => "avg_pool",
+            StepOp::AvgPoolGrad { .. } => "avg_pool_grad",
         }
     }
 }
@@ -272,6 +324,12 @@ impl StepPlan {
                     2 * size(param) + size(grad) + 2 * size(velocity)
                 }
                 StepOp::Sgd { param, grad, .. } => 2 * size(param) + size(grad),
+                StepOp::Im2col { x, cols: y, .. }
+                | StepOp::Col2im { cols: x, x: y, .. }
+                | StepOp::MaxPool { x, y, .. }
+                | StepOp::AvgPool { x, y, .. }
+                | StepOp::AvgPoolGrad { dy: x, dx: y, .. } => size(x) + size(y),
+                StepOp::MaxPoolGrad { dy, x, dx, .. } => size(dy) + size(x) + size(dx),
             })
             .sum()
     }
@@ -316,6 +374,21 @@ impl<'g> Builder<'g> {
 
     fn cols(&self, t: TensorId) -> usize {
         self.graph.info(t).cols as usize
+    }
+
+    /// Rows of tensor `t` for this batch (a convolution's patches and outputs have one per
+    /// output position of each sample).
+    fn rows_of(&self, t: TensorId) -> usize {
+        self.graph.info(t).rows(self.batch as u32) as usize
+    }
+
+    /// `y` as another name for `x`'s f32 buffer (a reshape moves no data).
+    fn alias(&mut self, x: TensorId, y: TensorId) -> Result<(), PlanError> {
+        if self.f32_of[y as usize].is_some() {
+            return Err(PlanError::Unsupported("a reshape into a tensor already written"));
+        }
+        self.f32_of[y as usize] = Some(self.tensor(x));
+        Ok(())
     }
 
     /// The f32 buffer of tensor `t`, made on first use.
@@ -416,11 +489,12 @@ impl<'g> Builder<'g> {
                     let a = self.operand(x);
                     let b = self.operand(w);
                     let c = self.tensor(y);
-                    let shape = RowMajorGemm { m: rows, n, k, trans_a: false, trans_b: false };
+                    let m = self.rows_of(x);
+                    let shape = RowMajorGemm { m, n, k, trans_a: false, trans_b: false };
                     self.ops.push(StepOp::Gemm { a, b, c, shape, precision: self.precision() });
                 }
                 Op::BiasAdd { x, b, y } => {
-                    let cols = self.cols(y);
+                    let (rows, cols) = (self.rows_of(y), self.cols(y));
                     let (xb, bb) = (self.tensor(x), self.tensor(b));
                     let fused = match g.forward.get(i + 1) {
                         Some(&Op::Relu { x: rx, y: ry })
@@ -470,13 +544,18 @@ impl<'g> Builder<'g> {
                     });
                     logits_buf = Some(lb);
                 }
-                Op::Im2col { .. }
-                | Op::Reshape { .. }
-                | Op::MaxPool { .. }
-                | Op::AvgPool { .. } => {
-                    return Err(PlanError::Unsupported(
-                        "a convolution or pooling layer (the GPU back end runs dense layers only)",
-                    ))
+                Op::Im2col { x, y, geom } => {
+                    let (x, cols) = (self.tensor(x), self.tensor(y));
+                    self.ops.push(StepOp::Im2col { x, cols, n: rows, geom });
+                }
+                Op::Reshape { x, y } => self.alias(x, y)?,
+                Op::MaxPool { x, y, geom } => {
+                    let (x, y) = (self.tensor(x), self.tensor(y));
+                    self.ops.push(StepOp::MaxPool { x, y, n: rows, geom });
+                }
+                Op::AvgPool { x, y, geom } => {
+                    let (x, y) = (self.tensor(x), self.tensor(y));
+                    self.ops.push(StepOp::AvgPool { x, y, n: rows, geom });
                 }
                 _ => return Err(PlanError::Unsupported("a backward op in the forward list")),
             }
@@ -489,6 +568,16 @@ impl<'g> Builder<'g> {
 
         if self.training {
             let mut ones = None;
+            // The ones vector is as long as the longest bias gradient's sum.
+            let ones_len = g
+                .backward
+                .iter()
+                .filter_map(|op| match *op {
+                    Op::BiasGrad { dy, .. } => Some(self.rows_of(dy)),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(rows);
             for op in g.backward.iter().copied() {
                 match op {
                     // Computed with the loss, by the same launch.
@@ -498,8 +587,8 @@ impl<'g> Builder<'g> {
                         let a = self.operand(x);
                         let b = self.operand(dy);
                         let c = self.tensor(dw);
-                        let shape =
-                            RowMajorGemm { m: k, n, k: rows, trans_a: true, trans_b: false };
+                        let sum = self.rows_of(x);
+                        let shape = RowMajorGemm { m: k, n, k: sum, trans_a: true, trans_b: false };
                         self.ops.push(StepOp::Gemm { a, b, c, shape, precision: self.precision() });
                     }
                     Op::DenseGradInput { dy, w, dx } => {
@@ -507,19 +596,20 @@ impl<'g> Builder<'g> {
                         let a = self.operand(dy);
                         let b = self.operand(w);
                         let c = self.tensor(dx);
-                        let shape =
-                            RowMajorGemm { m: rows, n: k, k: n, trans_a: false, trans_b: true };
+                        let m = self.rows_of(dy);
+                        let shape = RowMajorGemm { m, n: k, k: n, trans_a: false, trans_b: true };
                         self.ops.push(StepOp::Gemm { a, b, c, shape, precision: self.precision() });
                     }
                     Op::BiasGrad { dy, db } => {
                         let n = self.cols(dy);
                         let a = *ones.get_or_insert_with(|| {
-                            self.buffer("ones".into(), Elem::F32, rows, Role::Ones)
+                            self.buffer("ones".into(), Elem::F32, ones_len, Role::Ones)
                         });
                         let b = self.tensor(dy);
                         let c = self.tensor(db);
+                        let sum = self.rows_of(dy);
                         let shape =
-                            RowMajorGemm { m: 1, n, k: rows, trans_a: false, trans_b: false };
+                            RowMajorGemm { m: 1, n, k: sum, trans_a: false, trans_b: false };
                         self.ops.push(StepOp::Gemm { a, b, c, shape, precision: Precision::F32 });
                     }
                     Op::ReluGrad { dy, y, dx } => {
@@ -530,6 +620,19 @@ impl<'g> Builder<'g> {
                             dx: dxb,
                             n: self.len_of(dx),
                         });
+                    }
+                    Op::Col2im { dy, dx, geom } => {
+                        let (cols, x) = (self.tensor(dy), self.tensor(dx));
+                        self.ops.push(StepOp::Col2im { cols, x, n: rows, geom });
+                    }
+                    Op::Reshape { x, y } => self.alias(x, y)?,
+                    Op::MaxPoolGrad { dy, x, dx, geom } => {
+                        let (dy, x, dx) = (self.tensor(dy), self.tensor(x), self.tensor(dx));
+                        self.ops.push(StepOp::MaxPoolGrad { dy, x, dx, n: rows, geom });
+                    }
+                    Op::AvgPoolGrad { dy, dx, geom } => {
+                        let (dy, dx) = (self.tensor(dy), self.tensor(dx));
+                        self.ops.push(StepOp::AvgPoolGrad { dy, dx, n: rows, geom });
                     }
                     _ => {
                         return Err(PlanError::Unsupported(
@@ -619,6 +722,68 @@ mod tests {
         assert_eq!(persistent, 8, "two weights, two biases and their velocities");
         let plain = StepPlan::training(&graph(&[32], 0.0), 16, GpuDtype::F32).unwrap();
         assert!(plain.ops.iter().any(|o| matches!(o, StepOp::Sgd { .. })));
+    }
+
+    /// A CNN's step: im2col and the patches' GEMM for each convolution, the pooling
+    /// launches, no launch for the flatten, and col2im for the second convolution's input
+    /// gradient only (the first's input is the batch). GEMMs over the patches have one row
+    /// per output position.
+    #[test]
+    fn a_cnn_step_is_the_expected_launches() {
+        let sgd = Sgd { lr: 0.1, momentum: 0.0, weight_decay: 0.0 };
+        let (g, _) = crate::gpu::twin::tests::cnn(sgd, 1);
+        let plan = StepPlan::training(&g, 3, GpuDtype::F32).unwrap();
+        let names: Vec<&str> = plan.ops.iter().map(|o| o.name()).collect();
+        let forward = [
+            "im2col",
+            "sgemm",
+            "bias_act",
+            "max_pool",
+            "im2col",
+            "sgemm",
+            "bias_act",
+            "avg_pool",
+            "sgemm",
+            "bias_act",
+            "softmax_xent",
+        ];
+        assert_eq!(names[..forward.len()], forward);
+        let count = |name: &str| names.iter().filter(|n| **n == name).count();
+        assert_eq!(
+            (count("col2im"), count("max_pool_grad"), count("avg_pool_grad"), count("sgd")),
+            (1, 1, 1, 6)
+        );
+        // The first convolution: 3 images of 6 x 6 positions, 2 x 3 x 3 patches, 3 channels.
+        let StepOp::Gemm { shape, .. } = plan.ops[1] else { panic!("{:?}", plan.ops[1]) };
+        assert_eq!((shape.m, shape.k, shape.n), (3 * 36, 18, 3));
+        // Its weight gradient sums over those 108 rows; its bias gradient too, with the ones.
+        let sums: Vec<usize> = plan
+            .ops
+            .iter()
+            .filter_map(|o| match *o {
+                StepOp::Gemm { shape, .. } if shape.trans_a || shape.m == 1 => Some(shape.k),
+                _ => None,
+            })
+            .collect();
+        assert!(sums.contains(&108), "{sums:?}");
+        let ones = plan.buffers.iter().find(|b| b.role == Role::Ones).unwrap();
+        assert_eq!(ones.len, 108);
+        assert_eq!(plan.macs(), compile_macs(&g, 3));
+    }
+
+    /// Multiply-accumulates of the graph's GEMMs, counted from the graph itself.
+    fn compile_macs(g: &Graph, batch: u32) -> u64 {
+        let rows = |t: TensorId| g.info(t).rows(batch) as u64;
+        let cols = |t: TensorId| g.info(t).cols as u64;
+        let ops = g.forward.iter().chain(&g.backward);
+        ops.map(|op| match *op {
+            Op::Dense { x, y, .. } => rows(x) * cols(x) * cols(y),
+            Op::DenseGradInput { dy, dx, .. } => rows(dy) * cols(dy) * cols(dx),
+            Op::DenseGradWeight { x, dy, .. } => rows(x) * cols(x) * cols(dy),
+            Op::BiasGrad { dy, .. } => rows(dy) * cols(dy),
+            _ => 0,
+        })
+        .sum()
     }
 
     #[test]

@@ -467,6 +467,8 @@ fn gap(p: &CurvePoint, q: &CurvePoint) -> f64 {
 struct CompareReport<'a> {
     mode: &'static str,
     dataset: String,
+    /// The network as `train` describes it (`64-64-10`, or `1 x 8 x 8 conv2d relu ... -> 10`).
+    model: String,
     widths: Vec<u32>,
     epochs: u32,
     batch: u32,
@@ -564,6 +566,7 @@ pub fn run(
         let report = CompareReport {
             mode,
             dataset: args.dataset.name(),
+            model: crate::network::describe(&graph.net),
             widths: graph.mlp_widths().map_or_else(Vec::new, |w| w.to_vec()),
             epochs,
             batch: args.batch,

@@ -7,8 +7,8 @@ use systole_core::exec::BatchOutcome;
 use systole_core::graph::{Graph, TensorKind};
 use systole_core::params::Params;
 
-use super::kernels;
 use super::plan::{BlasGemm, Elem, Precision, Role, StepOp, StepPlan};
+use super::{image_kernels, kernels};
 use super::{labels_for_device, outcome, GpuDtype, GpuError};
 
 /// A buffer's contents on the host.
@@ -167,6 +167,36 @@ pub fn run_plan(plan: &StepPlan, bufs: &mut [HostBuf]) {
                 kernels::sgd(&mut p, bufs[grad].f32(), s.lr, s.weight_decay);
                 *bufs[param].f32_mut() = p;
             }
+            StepOp::Im2col { x, cols, n, geom } => {
+                let mut out = std::mem::take(bufs[cols].f32_mut());
+                image_kernels::im2col(&geom, n, bufs[x].f32(), &mut out);
+                *bufs[cols].f32_mut() = out;
+            }
+            StepOp::Col2im { cols, x, n, geom } => {
+                let mut out = std::mem::take(bufs[x].f32_mut());
+                image_kernels::col2im(&geom, n, bufs[cols].f32(), &mut out);
+                *bufs[x].f32_mut() = out;
+            }
+            StepOp::MaxPool { x, y, n, geom } => {
+                let mut out = std::mem::take(bufs[y].f32_mut());
+                image_kernels::max_pool(&geom, n, bufs[x].f32(), &mut out);
+                *bufs[y].f32_mut() = out;
+            }
+            StepOp::MaxPoolGrad { dy, x, dx, n, geom } => {
+                let mut out = std::mem::take(bufs[dx].f32_mut());
+                image_kernels::max_pool_grad(&geom, n, bufs[dy].f32(), bufs[x].f32(), &mut out);
+                *bufs[dx].f32_mut() = out;
+            }
+            StepOp::AvgPool { x, y, n, geom } => {
+                let mut out = std::mem::take(bufs[y].f32_mut());
+                image_kernels::avg_pool(&geom, n, bufs[x].f32(), &mut out);
+                *bufs[y].f32_mut() = out;
+            }
+            StepOp::AvgPoolGrad { dy, dx, n, geom } => {
+                let mut out = std::mem::take(bufs[dx].f32_mut());
+                image_kernels::avg_pool_grad(&geom, n, bufs[dy].f32(), &mut out);
+                *bufs[dx].f32_mut() = out;
+            }
         }
     }
 }
@@ -283,7 +313,7 @@ impl TwinTrainer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use systole_core::exec::{Accel, Executor, Plain};
     use systole_core::graph::{MlpSpec, Sgd};
@@ -402,6 +432,95 @@ mod tests {
             gap_bf16_f32 = gap_bf16_f32.max((got.loss - f.loss).abs());
         }
         assert!(gap_bf16_f32 > 0.0, "bf16 mode must actually round the operands");
+    }
+
+    /// A small CNN with every image op: a padded convolution, max pooling, a second
+    /// convolution (whose input gradient is a col2im), average pooling and a flatten.
+    pub(crate) fn cnn(sgd: Sgd, seed: u64) -> (Graph, Params) {
+        use systole_core::layers::{Layer, Net, Shape};
+        let conv = |in_channels, out_channels, kernel, padding| Layer::Conv2d {
+            in_channels,
+            out_channels,
+            kernel,
+            stride: 1,
+            padding,
+        };
+        let layers = [
+            conv(2, 3, 3, 1),
+            Layer::Relu,
+            Layer::MaxPool2d { kernel: 2, stride: 2 },
+            conv(3, 4, 2, 0),
+            Layer::Relu,
+            Layer::AvgPool2d { kernel: 2, stride: 1 },
+            Layer::Flatten,
+            Layer::Dense { inputs: 4, outputs: 5 },
+        ];
+        let net = Net::new(Shape::Image { c: 2, h: 6, w: 6 }, &layers).unwrap();
+        (Graph::network_training(&net, sgd).unwrap(), Params::init(&net, seed))
+    }
+
+    fn image_batch(rng: &mut SplitMix64, rows: usize) -> (Vec<f32>, Vec<u16>) {
+        let x = (0..rows * 72).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect();
+        let y = (0..rows).map(|_| rng.below(5) as u16).collect();
+        (x, y)
+    }
+
+    /// The GPU plan of a CNN (im2col, the patches' GEMM, pooling, col2im, flatten as an
+    /// alias), run by the twin, trains as the f32 reference executor does.
+    #[test]
+    fn f32_twin_trains_a_cnn_like_the_reference_executor() {
+        for sgd in [
+            Sgd { lr: 0.1, momentum: 0.9, weight_decay: 0.0 },
+            Sgd { lr: 0.05, momentum: 0.0, weight_decay: 1e-3 },
+        ] {
+            let (graph, params) = cnn(sgd, 8);
+            let mut twin = TwinTrainer::new(&graph, &params, GpuDtype::F32);
+            let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
+            let mut rng = SplitMix64(9);
+            for step in 0..12 {
+                let rows = if step % 4 == 3 { 3 } else { 8 };
+                let (x, y) = image_batch(&mut rng, rows);
+                let got = twin.step(&x, &y).unwrap();
+                let want = reference.step(&x, &y);
+                assert!(
+                    (got.loss - want.loss).abs() <= 1e-5 * (1.0 + want.loss),
+                    "step {step}: loss {} vs {}",
+                    got.loss,
+                    want.loss
+                );
+                assert_eq!(got.correct, want.correct, "step {step}");
+            }
+            let (got, want) = (twin.params(), reference.params());
+            for (l, (g, w)) in got.layers.iter().zip(&want.layers).enumerate() {
+                assert_close(&format!("weight {l}"), &g.weight, &w.weight, 1e-5, 1e-4);
+                assert_close(&format!("bias {l}"), &g.bias, &w.bias, 1e-5, 1e-4);
+            }
+            let (x, y) = image_batch(&mut rng, 5);
+            twin.evaluate(&x, &y).unwrap();
+            reference.forward(&x, &y);
+            let logits = &reference.values[graph.logits as usize];
+            assert_close("logits", &twin.last_logits(), logits, 1e-5, 1e-5);
+        }
+    }
+
+    #[test]
+    fn bf16_twin_tracks_the_accelerator_numerics_on_a_cnn() {
+        let (graph, params) = cnn(Sgd { lr: 0.1, momentum: 0.9, weight_decay: 0.0 }, 10);
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+        let mut twin = TwinTrainer::new(&graph, &params, GpuDtype::Bf16);
+        let mut accel = Executor::new(graph.clone(), Accel { config }, &params);
+        let mut rng = SplitMix64(11);
+        for step in 0..15 {
+            let (x, y) = image_batch(&mut rng, 8);
+            let got = twin.step(&x, &y).unwrap();
+            let want = accel.step(&x, &y);
+            assert!(
+                (got.loss - want.loss).abs() <= 0.02 * want.loss,
+                "step {step}: bf16 twin {} vs accelerator {}",
+                got.loss,
+                want.loss
+            );
+        }
     }
 
     #[test]
