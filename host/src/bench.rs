@@ -1,8 +1,8 @@
 //! `systole bench`: the accelerator against a CPU and a CUDA GPU on the same work.
 //!
 //! Two suites: GEMMs (square `N x N x N` and skinny `64 x N x N`, N from 64 to 8192) and one
-//! training step of the digits MLP (64-64-10) at a few batch sizes. For each workload, one row
-//! per machine:
+//! training step of the digits MLP (64-64-10) at a few batch sizes, and of LeNet-5 at the
+//! smallest of them (CPU and GPU rows so far). For each workload, one row per machine:
 //!
 //! * **accelerator (model)**: the exact cycle count at the config's clock (and at `--fmax-mhz`):
 //!   [`GemmPlan::cycles`] or the compiled step's cycles, which equal the cycle machine's count
@@ -29,6 +29,7 @@ mod gemm;
 mod plot;
 mod pytorch;
 mod train;
+mod train_cnn;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -595,6 +596,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
     if matches!(suite, Suite::Train | Suite::All) {
         train::suite(&bench, &args.batches, &mut rows)?;
+        if let Some(&smallest) = args.batches.iter().min() {
+            train_cnn::suite(&bench, smallest, &mut rows)?;
+        }
     }
     let pytorch = if args.pytorch {
         pytorch::run(args, &mut rows)

@@ -177,6 +177,21 @@ fn bench_train_suite_checks_every_machine_against_the_reference() {
         }
         assert_eq!(machine(&rs, "projected 128x128", "bf16")["kind"], "projected");
     }
+    // LeNet-5 at the smallest batch: the CPU reference, the twin checked against it, the GPU.
+    let rs = rows(&report, "lenet step, batch 8");
+    assert_eq!(rs.len(), 4, "{stdout}");
+    let twin = machine(&rs, "cpu twin of the gpu step", "f32");
+    assert!(twin["check"].as_str().unwrap().starts_with("loss within 1e-5"), "{twin}");
+    let reference = machine(&rs, "cpu f32 reference executor", "f32");
+    assert_eq!(twin["macs"], reference["macs"]);
+    // Forward: 8 x (784 x 25 x 6 + 100 x 150 x 16 + 400 x 120 + 120 x 84 + 84 x 10) MACs.
+    let forward = 8 * (784 * 25 * 6 + 100 * 150 * 16 + 400 * 120 + 120 * 84 + 84 * 10);
+    assert!(twin["macs"].as_u64().unwrap() > 2 * forward, "{twin}");
+    for dtype in ["f32", "bf16"] {
+        let g = machine(&rs, "gpu step, one CUDA graph", dtype);
+        let want = if report["gpu"]["available"] == true { "measured" } else { "unavailable" };
+        assert_eq!(g["kind"], want);
+    }
 }
 
 #[test]

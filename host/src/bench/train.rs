@@ -22,7 +22,7 @@ use crate::gpu::GpuDtype;
 /// The digits MLP: 8x8 pixels in, one hidden layer of 64, ten classes.
 pub const WIDTHS: [u32; 3] = [64, 64, 10];
 pub const SGD: Sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
-const BUDGET: Duration = Duration::from_millis(700);
+pub(super) const BUDGET: Duration = Duration::from_millis(700);
 /// Batches above this are not stepped on the cycle machine (seconds per step).
 const CYCLE_MAX_BATCH: u32 = 1024;
 
@@ -215,7 +215,7 @@ pub fn suite(bench: &Bench, batches: &[u32], rows: &mut Vec<Row>) -> anyhow::Res
 }
 
 /// The first step's loss against the f32 reference's, relatively.
-fn loss_check(what: &str, got: f64, want: f64, tol: f64) -> anyhow::Result<String> {
+pub(super) fn loss_check(what: &str, got: f64, want: f64, tol: f64) -> anyhow::Result<String> {
     let rel = (got - want).abs() / want.abs().max(1e-30);
     if rel.is_nan() || rel > tol {
         bail!("{what}: first-step loss {got} vs the f32 reference's {want} (relative {rel:.1e} > {tol:.0e})");
@@ -225,7 +225,12 @@ fn loss_check(what: &str, got: f64, want: f64, tol: f64) -> anyhow::Result<Strin
 
 /// The parameters after the first step against the f32 reference's: `|got - want| <= tol (1 +
 /// |want|)` for every weight and bias.
-fn params_check(what: &str, got: &Params, want: &Params, tol: f32) -> anyhow::Result<()> {
+pub(super) fn params_check(
+    what: &str,
+    got: &Params,
+    want: &Params,
+    tol: f32,
+) -> anyhow::Result<()> {
     for (l, (g, w)) in got.layers.iter().zip(&want.layers).enumerate() {
         let pairs = g.weight.iter().zip(&w.weight).chain(g.bias.iter().zip(&w.bias));
         for (i, (&a, &b)) in pairs.enumerate() {
