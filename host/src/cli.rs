@@ -290,8 +290,8 @@ pub struct TrainArgs {
     pub save: Option<PathBuf>,
     /// accel: a golden machine (--dtype bf16|int8); gpu: a CUDA GPU, beside the f32 CPU
     /// reference (--dtype f32|bf16: the precision of its matrix products).
-    #[arg(long, value_enum, default_value_t = crate::gpu::train::Device::Accel)]
-    pub device: crate::gpu::train::Device,
+    #[arg(long, value_enum, default_value_t = Device::Accel)]
+    pub device: Device,
     /// Train the accelerator (bf16) and the GPU (f32; the f32 CPU reference when there is no
     /// GPU) from the same weights on the same batches, and print both curves side by side.
     #[arg(long)]
@@ -312,6 +312,16 @@ pub struct PredictArgs {
 }
 
 /// What `train` trains in.
+/// Where `systole train` trains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Device {
+    /// A machine of the accelerator (with the f32 CPU reference beside it).
+    Accel,
+    /// A CUDA GPU (with the f32 CPU reference beside it); `--dtype f32|bf16` is the precision
+    /// of its matrix products.
+    Gpu,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TrainDtype {
     Bf16,

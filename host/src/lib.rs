@@ -7,6 +7,7 @@ pub mod board;
 pub mod cli;
 pub mod dataset;
 pub mod firmware;
+pub mod fit;
 pub mod gemm;
 pub mod gpu;
 pub mod hdl;

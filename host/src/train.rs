@@ -1,6 +1,7 @@
-//! `systole train`: an MLP classifier trained on a golden machine in BF16 mixed precision, with
-//! the f32 CPU reference trained beside it from the same seed, split, initial weights and
-//! batches, so every epoch says how far the accelerator's numerics move the loss.
+//! `systole train`: a classifier trained on a machine of the accelerator in BF16 mixed
+//! precision, with the f32 CPU reference trained beside it from the same seed, split, initial
+//! weights and batches (both through the one training loop, [`crate::fit`]), so every epoch
+//! says how far the accelerator's numerics move the loss.
 //!
 //! Per run: the data set is split and scaled once ([`crate::dataset`]); the step programs are
 //! compiled once per batch size (the full size and the epoch's last, smaller batch) and cached
@@ -13,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail};
 use systole_core::compile::Int8Plan;
-use systole_core::exec::{argmax, BatchOutcome, Executor, Plain};
+use systole_core::exec::{argmax, Executor, Plain};
 use systole_core::graph::{Graph, Sgd, MAX_LAYERS, MAX_WIDTH};
 use systole_core::isa::Instruction;
 use systole_core::layers::{Net, Shape};
@@ -22,9 +23,11 @@ use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::train::{AccelTrainer, Int8Inference, TrainError, Work};
 use systole_core::{ArrayConfig, Dtype};
 
-use crate::cli::{TrainArgs, TrainDtype};
+use crate::cli::{Device, TrainArgs, TrainDtype};
 use crate::dataset::{Samples, Split};
-use crate::gpu::train::Device;
+use crate::fit::{train_curves, AccelStepTrainer, CpuReference, CurvePoint, Observer, StepTrainer};
+use crate::gpu::train::SideBySide;
+use crate::gpu::GpuDtype;
 use crate::limits::check_memory;
 use crate::model::{accuracy, f32_predictions, Model};
 use crate::network::describe;
@@ -96,21 +99,10 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     )?;
     if args.device == Device::Gpu || args.compare {
         // The GPU path (host/src/gpu/train.rs) trains on this run's split and batch order.
-        let mut order = Batches::new(
-            split.train.len(),
-            (args.batch as usize).min(split.train.len()),
-            args.seed,
-        );
-        let mut batches = |_epoch: u32| {
-            order.next_epoch();
-            (0..order.count())
-                .map(|b| {
-                    let (x, y) = order.gather(b, &split.train);
-                    (x.to_vec(), y.to_vec())
-                })
-                .collect()
-        };
-        return crate::gpu::train::run(args, &graph, &split.test, &mut batches, outputs, json_file);
+        let run = side_by_side(args)?;
+        let mut order = Batches::new(split.train.len(), batch, args.seed);
+        let mut batches = |_epoch: u32| order.epoch(&split.train);
+        return crate::gpu::train::run(&run, &graph, &split.test, &mut batches, outputs, json_file);
     }
     let accel = match args.dtype {
         TrainDtype::F32 => None,
@@ -242,6 +234,36 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--device gpu` or `--compare` as the GPU back end takes it, or why the flags cannot run.
+fn side_by_side(args: &TrainArgs) -> anyhow::Result<SideBySide> {
+    if args.save.is_some() {
+        bail!("--save keeps the accelerator's weights: it is not available with --device gpu or --compare");
+    }
+    let compare = match args.compare {
+        true => {
+            let kind = args
+                .machine
+                .golden()
+                .ok_or_else(|| anyhow!("--compare needs a golden machine (functional or cycle)"))?;
+            Some((kind, args.array.config(Dtype::Bf16)))
+        }
+        false => None,
+    };
+    let dtype = match (args.dtype, args.compare) {
+        (_, true) | (TrainDtype::F32, false) => GpuDtype::F32,
+        (TrainDtype::Bf16, false) => GpuDtype::Bf16,
+        (TrainDtype::Int8, false) => bail!("--device gpu trains in f32 or bf16, not int8"),
+    };
+    Ok(SideBySide {
+        compare,
+        dtype,
+        epochs: args.epochs,
+        batch: args.batch,
+        seed: args.seed,
+        dataset: args.dataset.name(),
+    })
+}
+
 /// The flags `clap` cannot check alone; returns the optimizer they describe.
 fn check_flags(args: &TrainArgs) -> anyhow::Result<Sgd> {
     let hidden = args.hidden.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
@@ -312,28 +334,6 @@ struct AccelOutcome {
     test_accuracy_bf16: f64,
 }
 
-/// Sums of a model's step outcomes over an epoch.
-#[derive(Default)]
-struct EpochSums {
-    loss: f64,
-    correct: u64,
-    samples: u64,
-}
-
-impl EpochSums {
-    fn add(&mut self, o: BatchOutcome, rows: usize) {
-        self.loss += o.loss * rows as f64;
-        self.correct += o.correct as u64;
-        self.samples += rows as u64;
-    }
-    fn loss(&self) -> f64 {
-        self.loss / self.samples as f64
-    }
-    fn accuracy(&self) -> f64 {
-        self.correct as f64 / self.samples as f64
-    }
-}
-
 /// The training rows' order for each epoch, and each batch gathered into reused buffers.
 struct Batches {
     order: Vec<usize>,
@@ -362,6 +362,17 @@ impl Batches {
     /// Batches per epoch: all full but the last.
     fn count(&self) -> usize {
         self.order.len().div_ceil(self.size)
+    }
+
+    /// The next epoch's batches, in its shuffled order.
+    fn epoch(&mut self, samples: &Samples) -> Vec<(Vec<f32>, Vec<u16>)> {
+        self.next_epoch();
+        (0..self.count())
+            .map(|b| {
+                let (x, y) = self.gather(b, samples);
+                (x.to_vec(), y.to_vec())
+            })
+            .collect()
     }
 
     /// Batch `b` of the current epoch.
@@ -394,40 +405,29 @@ impl Training<'_> {
         Executor::new(self.graph.clone(), Plain::<f32>::new(), &params)
     }
 
+    /// The trainers through every epoch on this run's batches, each epoch's line printed as
+    /// it ends: the first trainer's figures, with the reference's beside them when it is the
+    /// second.
+    fn fit(
+        &self,
+        trainers: &mut [&mut dyn StepTrainer],
+        config: Option<ArrayConfig>,
+    ) -> anyhow::Result<Vec<EpochReport>> {
+        let (args, train, test) = (self.args, &self.split.train, &self.split.test);
+        let mut batches = Batches::new(train.len(), self.batch(), args.seed);
+        let mut lines = EpochLines { epochs: args.epochs, config, progress: None, reports: vec![] };
+        let test = (&test.x[..], &test.labels[..]);
+        let mut each = |_epoch: u32| batches.epoch(train);
+        train_curves(trainers, args.epochs, &mut each, test, &self.sgd(), &mut lines)?;
+        Ok(lines.reports)
+    }
+
     /// With `--dtype f32`: the reference alone.
     fn reference_only(&self) -> anyhow::Result<Outcome> {
-        let (args, train, test) = (self.args, &self.split.train, &self.split.test);
-        let mut reference = self.reference();
-        let mut batches = Batches::new(train.len(), self.batch(), args.seed);
-        let mut epochs = Vec::new();
-        for epoch in 1..=args.epochs {
-            batches.next_epoch();
-            let progress = EpochProgress::start(epoch, args.epochs, batches.count());
-            let mut sums = EpochSums::default();
-            for b in 0..batches.count() {
-                let (x, y) = batches.gather(b, train);
-                let outcome = reference.step(x, y);
-                check_finite(outcome.loss, "the f32 reference's", epoch, &self.sgd())?;
-                sums.add(outcome, y.len());
-                progress.step();
-            }
-            let report = EpochReport {
-                epoch,
-                loss: sums.loss(),
-                train_accuracy: sums.accuracy(),
-                test_accuracy: reference_accuracy(&mut reference, test),
-                reference_loss: None,
-                loss_gap: None,
-                reference_train_accuracy: None,
-                reference_test_accuracy: None,
-                cycles: None,
-                macs: None,
-                utilization: None,
-            };
-            progress.finish(&report.line(args.epochs));
-            epochs.push(report);
-        }
-        let params = reference.params();
+        let test = &self.split.test;
+        let mut reference = CpuReference(self.reference());
+        let epochs = self.fit(&mut [&mut reference], None)?;
+        let params = reference.0.params();
         let acc = accuracy(&f32_predictions(self.net, &params, test), &test.labels);
         Ok(Outcome {
             epochs,
@@ -462,49 +462,21 @@ impl Training<'_> {
         )?;
         let machine = crate::machines::open(args.machine, &args.link, config, dram)?;
         let params = Params::init(self.net, args.seed);
-        let mut accel =
+        let trainer =
             AccelTrainer::new(machine, self.graph.clone(), &params).map_err(accel_error)?;
-        let mut reference = self.reference();
-        let mut batches = Batches::new(train.len(), batch, args.seed);
-        let mut epochs = Vec::new();
+        let mut accel = AccelStepTrainer::new(
+            trainer,
+            format!("the accelerator ({} machine)", args.machine.name()),
+        );
+        let mut reference = CpuReference(self.reference());
+        let epochs = self.fit(&mut [&mut accel, &mut reference], Some(config))?;
         let mut total = Work::default();
-        let mut per_epoch = 0;
-        for epoch in 1..=args.epochs {
-            batches.next_epoch();
-            let progress = EpochProgress::start(epoch, args.epochs, batches.count());
-            let (mut sums, mut ref_sums, mut work) =
-                (EpochSums::default(), EpochSums::default(), Work::default());
-            for b in 0..batches.count() {
-                let (x, y) = batches.gather(b, train);
-                let (outcome, step_work) = accel.step(x, y).map_err(accel_error)?;
-                check_finite(outcome.loss, "the accelerator's", epoch, &self.sgd())?;
-                let reference_outcome = reference.step(x, y);
-                check_finite(reference_outcome.loss, "the f32 reference's", epoch, &self.sgd())?;
-                sums.add(outcome, y.len());
-                ref_sums.add(reference_outcome, y.len());
-                work += step_work;
-                progress.step();
-            }
-            let predicted = accel_predictions(&mut accel, test)?;
-            let (loss, reference_loss) = (sums.loss(), ref_sums.loss());
-            let report = EpochReport {
-                epoch,
-                loss,
-                train_accuracy: sums.accuracy(),
-                test_accuracy: accuracy(&predicted, &test.labels),
-                reference_loss: Some(reference_loss),
-                loss_gap: Some((loss - reference_loss) / reference_loss),
-                reference_train_accuracy: Some(ref_sums.accuracy()),
-                reference_test_accuracy: Some(reference_accuracy(&mut reference, test)),
-                cycles: Some(work.cycles),
-                macs: Some(work.macs),
-                utilization: Some(report::utilization(&config, work)),
-            };
-            progress.finish(&report.line(args.epochs));
-            epochs.push(report);
-            total += work;
-            per_epoch = work.cycles;
+        for e in &epochs {
+            total += Work { cycles: e.cycles.unwrap_or(0), macs: e.macs.unwrap_or(0) };
         }
+        let per_epoch = epochs.last().and_then(|e| e.cycles).unwrap_or(0);
+        let accel = &mut accel.trainer;
+        let reference = &mut reference.0;
         let test_accuracy_bf16 = epochs.last().map_or(0.0, |e| e.test_accuracy);
         let params = accel.params().map_err(accel_error)?;
         let test_accuracy_f32 = accuracy(&f32_predictions(self.net, &params, test), &test.labels);
@@ -516,7 +488,7 @@ impl Training<'_> {
             _ => None,
         };
         let step = accel.compiled(batch as u32).map_err(accel_error)?.clone();
-        let steps = batches.count();
+        let steps = train.len().div_ceil(batch);
         Ok(Outcome {
             epochs,
             params,
@@ -559,29 +531,6 @@ impl Training<'_> {
 /// The samples in passes of at most [`EVAL_ROWS`] rows: `(features, rows)`.
 fn chunks(samples: &Samples) -> impl Iterator<Item = (&[f32], usize)> {
     samples.x.chunks(EVAL_ROWS * samples.features).map(|x| (x, x.len() / samples.features))
-}
-
-/// The accelerator's BF16 forward pass over `samples`: the predicted classes.
-fn accel_predictions(accel: &mut AccelTrainer, samples: &Samples) -> anyhow::Result<Vec<u16>> {
-    let classes = accel.graph.classes() as usize;
-    let mut predicted = Vec::with_capacity(samples.len());
-    for (x, rows) in chunks(samples) {
-        let (logits, _) = accel.logits(x, rows).map_err(accel_error)?;
-        predicted.extend(logits.chunks_exact(classes).map(|r| argmax(r) as u16));
-    }
-    Ok(predicted)
-}
-
-/// The reference's test accuracy now (forward passes of at most [`EVAL_ROWS`] rows, so its
-/// activations stay the size [`reference_bytes`] counts; its training state is untouched).
-fn reference_accuracy(reference: &mut Executor<Plain<f32>>, samples: &Samples) -> f64 {
-    let classes = reference.graph.classes() as usize;
-    let mut predicted = Vec::with_capacity(samples.len());
-    for (x, rows) in chunks(samples) {
-        let logits = reference.logits(x, rows);
-        predicted.extend(logits.chunks_exact(classes).map(|r| argmax(r) as u16));
-    }
-    accuracy(&predicted, &samples.labels)
 }
 
 /// Instructions the accelerator's compiled steps hold at once, before any is compiled: training
@@ -630,59 +579,6 @@ pub fn reference_bytes(graph: &Graph, rows: usize) -> u64 {
     tensors.saturating_add(params.saturating_mul(3)).saturating_mul(size_of::<f32>() as u64)
 }
 
-/// A loss that is no longer finite ends the run, with advice on the flag likely at fault.
-fn check_finite(loss: f64, whose: &str, epoch: u32, sgd: &Sgd) -> anyhow::Result<()> {
-    if !loss.is_finite() {
-        bail!(
-            "epoch {epoch}: {whose} training loss became {loss}: training diverged; {}",
-            divergence_advice(sgd)
-        );
-    }
-    Ok(())
-}
-
-/// What to lower after a divergence. Each step adds `weight_decay * p` to a weight's gradient,
-/// so with momentum `m` (the heavy ball of core's `sgd`) the decay alone is a quadratic of
-/// curvature `wd` that SGD climbs out of once `lr * wd >= 2 * (1 + m)`, whatever the data: each
-/// weight then swings across zero with a growing amplitude. Below that the decay still adds
-/// `wd` to the curvature the learning rate has to stay under, so both flags are named.
-pub(crate) fn divergence_advice(sgd: &Sgd) -> String {
-    let Sgd { lr, momentum, weight_decay: wd } = *sgd;
-    if wd == 0.0 {
-        return format!("try a lower --lr (now {lr})");
-    }
-    let (product, limit) = (lr as f64 * wd as f64, 2.0 * (1.0 + momentum as f64));
-    if product >= limit {
-        format!(
-            "--lr {lr} x --weight-decay {wd} = {} is at least 2 x (1 + --momentum {momentum}) = \
-             {}, where weight decay alone grows every weight at every step: lower \
-             --weight-decay below {} (at this --lr) or --lr below {}",
-            short(product),
-            short(limit),
-            short(limit / lr as f64),
-            short(limit / wd as f64)
-        )
-    } else {
-        format!(
-            "try a lower --lr (now {lr}) or --weight-decay (now {wd}): lr x weight decay = {} \
-             (weight decay alone diverges from 2 x (1 + momentum) = {})",
-            short(product),
-            short(limit)
-        )
-    }
-}
-
-/// `x` to three significant digits, without trailing zeros: `76`, `3.8`, `0.38`.
-fn short(x: f64) -> String {
-    let decimals = (2 - x.abs().log10().floor() as i32).clamp(0, 9) as usize;
-    let s = format!("{x:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
 fn accel_error(e: TrainError) -> anyhow::Error {
     anyhow!("accelerator: {e}")
 }
@@ -692,34 +588,49 @@ fn write_json(out: &mut dyn Write, report: &RunReport) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// `systole train`'s [`Observer`]: a progress bar through each epoch, then the epoch's line
+/// and report.
+struct EpochLines {
+    epochs: u32,
+    /// The accelerator's array, when the first trainer is the accelerator.
+    config: Option<ArrayConfig>,
+    progress: Option<EpochProgress>,
+    reports: Vec<EpochReport>,
+}
 
-    /// A divergence caused by `--weight-decay` advised a lower `--lr` alone.
-    #[test]
-    fn divergence_advice_names_weight_decay_when_it_is_at_fault() {
-        let advice =
-            |lr, momentum, weight_decay| divergence_advice(&Sgd { lr, momentum, weight_decay });
-        assert_eq!(advice(0.5, 0.9, 0.0), "try a lower --lr (now 0.5)");
-        // lr x wd = 5 >= 2 x (1 + 0.9): the decay alone diverges.
-        assert_eq!(
-            advice(0.5, 0.9, 10.0),
-            "--lr 0.5 x --weight-decay 10 = 5 is at least 2 x (1 + --momentum 0.9) = 3.8, where \
-             weight decay alone grows every weight at every step: lower --weight-decay below 7.6 \
-             (at this --lr) or --lr below 0.38"
-        );
-        // Without momentum the limit is 2.
-        assert!(advice(0.1, 0.0, 20.0).starts_with("--lr 0.1 x --weight-decay 20 = 2 is at least"));
-        // Below the limit the decay only contributes: both flags are named.
-        assert_eq!(
-            advice(0.05, 0.9, 1e-3),
-            "try a lower --lr (now 0.05) or --weight-decay (now 0.001): lr x weight decay = \
-             0.00005 (weight decay alone diverges from 2 x (1 + momentum) = 3.8)"
-        );
-        assert_eq!(
-            (short(75.999), short(0.38), short(1234.6), short(2.0)),
-            ("76".into(), "0.38".into(), "1235".into(), "2".into())
-        );
+impl Observer for EpochLines {
+    fn epoch_started(&mut self, epoch: u32, batches: usize) {
+        self.progress = Some(EpochProgress::start(epoch, self.epochs, batches));
+    }
+
+    fn stepped(&mut self) {
+        if let Some(p) = &self.progress {
+            p.step();
+        }
+    }
+
+    fn epoch_done(&mut self, points: &[CurvePoint]) -> anyhow::Result<()> {
+        let p = points[0];
+        // Beside the accelerator, the reference is the second trainer.
+        let reference = points.get(1);
+        let work = p.work.zip(self.config);
+        let report = EpochReport {
+            epoch: p.epoch,
+            loss: p.loss,
+            train_accuracy: p.train_accuracy,
+            test_accuracy: p.test_accuracy,
+            reference_loss: reference.map(|r| r.loss),
+            loss_gap: reference.map(|r| (p.loss - r.loss) / r.loss),
+            reference_train_accuracy: reference.map(|r| r.train_accuracy),
+            reference_test_accuracy: reference.map(|r| r.test_accuracy),
+            cycles: work.map(|(w, _)| w.cycles),
+            macs: work.map(|(w, _)| w.macs),
+            utilization: work.map(|(w, c)| report::utilization(&c, w)),
+        };
+        if let Some(progress) = self.progress.take() {
+            progress.finish(&report.line(self.epochs));
+        }
+        self.reports.push(report);
+        Ok(())
     }
 }

@@ -1,22 +1,24 @@
 //! Training on the GPU: [`GpuTrainer`] runs a graph's step plan on the device, one CUDA graph
-//! per batch size, with the interface of the CPU twin ([`TwinTrainer`]) and of the f32
-//! reference ([`CpuReference`]); [`train_curve`] trains any of them over the same epochs and
-//! batches and returns the loss curve `systole train --device gpu` and `--compare` print.
+//! per batch size, as a [`StepTrainer`] like the CPU twin ([`TwinTrainer`]), the f32 reference
+//! and the accelerator, so the one training loop ([`crate::fit`]) runs it; [`run`] is `systole
+//! train --device gpu` and `--compare`.
 
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use serde::Serialize;
-use systole_core::exec::{softmax_cross_entropy, BatchOutcome, Executor, Plain};
-use systole_core::graph::{Graph, Sgd, TensorKind};
+use systole_core::exec::BatchOutcome;
+use systole_core::graph::{Graph, TensorKind};
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::Params;
 use systole_core::train::AccelTrainer;
-use systole_core::Dtype;
+use systole_core::ArrayConfig;
 
-use crate::cli::{TrainArgs, TrainDtype};
 use crate::dataset::Samples;
+use crate::fit::{
+    gap, side_by_side, train_curves, AccelStepTrainer, CpuReference, Curve, CurvePoint,
+    EpochBatches, StepTrainer, EVAL_ROWS,
+};
 use crate::outputs::{OutputId, Outputs};
-use crate::train::divergence_advice;
 
 use super::device::{driver_error, median, DeviceBuf, Gpu};
 use super::plan::{Elem, Role, StepPlan};
@@ -257,26 +259,6 @@ impl GpuTrainer {
     }
 }
 
-/// Where `systole train` trains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Device {
-    /// A golden machine of the accelerator (with the f32 CPU reference beside it).
-    Accel,
-    /// A CUDA GPU (with the f32 CPU reference beside it); `--dtype f32|bf16` is the precision
-    /// of its matrix products.
-    Gpu,
-}
-
-/// Something that trains a graph one batch at a time: the GPU, its CPU twin, the f32 CPU
-/// reference or the accelerator, so one loop runs them side by side on the same batches.
-pub trait StepTrainer {
-    /// For tables: "gpu f32 (NVIDIA H100)", "cpu f32 reference", ...
-    fn label(&self) -> String;
-    fn step(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome>;
-    /// Loss and hits without training.
-    fn evaluate(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome>;
-}
-
 impl StepTrainer for GpuTrainer {
     fn label(&self) -> String {
         format!("gpu {} ({})", self.dtype.name(), self.gpu.name)
@@ -301,172 +283,11 @@ impl StepTrainer for TwinTrainer {
     }
 }
 
-/// The f32 CPU reference executor, as a [`StepTrainer`].
-pub struct CpuReference(pub Executor<Plain<f32>>);
-
-impl CpuReference {
-    pub fn new(graph: &Graph, params: &Params) -> CpuReference {
-        CpuReference(Executor::new(graph.clone(), Plain::<f32>::new(), params))
-    }
-}
-
-impl StepTrainer for CpuReference {
-    fn label(&self) -> String {
-        "cpu f32 reference".into()
-    }
-    fn step(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome> {
-        check_batch(&self.0.graph, x, labels)?;
-        Ok(self.0.step(x, labels))
-    }
-    fn evaluate(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome> {
-        check_batch(&self.0.graph, x, labels)?;
-        Ok(self.0.forward(x, labels))
-    }
-}
-
-/// BF16 training on a golden machine of the accelerator, as a [`StepTrainer`].
-pub struct AccelStepTrainer {
-    pub trainer: AccelTrainer,
-    pub label: String,
-}
-
-impl StepTrainer for AccelStepTrainer {
-    fn label(&self) -> String {
-        self.label.clone()
-    }
-    fn step(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome> {
-        check_batch(&self.trainer.graph, x, labels)?;
-        let (outcome, _) = self.trainer.step(x, labels).map_err(|e| anyhow!("accelerator: {e}"))?;
-        Ok(outcome)
-    }
-    fn evaluate(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome> {
-        check_batch(&self.trainer.graph, x, labels)?;
-        let (logits, _) =
-            self.trainer.logits(x, labels.len()).map_err(|e| anyhow!("accelerator: {e}"))?;
-        let classes = self.trainer.graph.classes() as usize;
-        Ok(softmax_cross_entropy(&logits, labels, classes).0)
-    }
-}
-
-/// One epoch of a loss curve.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct CurvePoint {
-    pub epoch: u32,
-    /// Mean training loss over the epoch's samples.
-    pub loss: f64,
-    pub train_accuracy: f64,
-    pub test_accuracy: f64,
-}
-
-/// A training run's curve on one machine.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Curve {
-    pub machine: String,
-    pub points: Vec<CurvePoint>,
-}
-
-/// Rows per evaluation pass (each size gets its own plan, so few sizes is better).
-pub const EVAL_ROWS: usize = 512;
-
-/// Batches of one epoch, in order, as (features, labels): the same for every machine.
-pub type EpochBatches<'a> = dyn FnMut(u32) -> Vec<(Vec<f32>, Vec<u16>)> + 'a;
-
-/// Trains every trainer for `epochs` epochs in lockstep: each batch of `batches(epoch)` goes to
-/// each of them in turn; `test` is evaluated after each epoch, and `on_epoch` sees each epoch's
-/// points as they come. A non-finite loss stops the run with an error naming the machine.
-pub fn train_curves(
-    trainers: &mut [Box<dyn StepTrainer + '_>],
-    epochs: u32,
-    batches: &mut EpochBatches<'_>,
-    test: (&[f32], &[u16]),
-    sgd: &Sgd,
-    mut on_epoch: impl FnMut(&[CurvePoint]),
-) -> anyhow::Result<Vec<Curve>> {
-    let mut curves: Vec<Curve> =
-        trainers.iter().map(|t| Curve { machine: t.label(), points: Vec::new() }).collect();
-    for epoch in 1..=epochs {
-        let mut sums = vec![(0.0f64, 0u64, 0u64); trainers.len()];
-        for (x, y) in batches(epoch) {
-            for (t, sum) in trainers.iter_mut().zip(&mut sums) {
-                let o = t.step(&x, &y)?;
-                if !o.loss.is_finite() {
-                    bail!(
-                        "epoch {epoch}: the training loss of {} became {}: training diverged; {}",
-                        t.label(),
-                        o.loss,
-                        divergence_advice(sgd)
-                    );
-                }
-                sum.0 += o.loss * y.len() as f64;
-                sum.1 += o.correct as u64;
-                sum.2 += y.len() as u64;
-            }
-        }
-        let mut points = Vec::new();
-        for ((t, sum), curve) in trainers.iter_mut().zip(&sums).zip(&mut curves) {
-            let point = CurvePoint {
-                epoch,
-                loss: sum.0 / sum.2.max(1) as f64,
-                train_accuracy: sum.1 as f64 / sum.2.max(1) as f64,
-                test_accuracy: accuracy_of(t.as_mut(), test)?,
-            };
-            curve.points.push(point);
-            points.push(point);
-        }
-        on_epoch(&points);
-    }
-    Ok(curves)
-}
-
-/// Accuracy on `(features, labels)`, in passes of at most [`EVAL_ROWS`] rows.
-pub fn accuracy_of(
-    trainer: &mut dyn StepTrainer,
-    (x, labels): (&[f32], &[u16]),
-) -> anyhow::Result<f64> {
-    if labels.is_empty() {
-        return Ok(0.0);
-    }
-    let features = x.len() / labels.len();
-    let mut correct = 0u64;
-    for (xs, ys) in x.chunks(EVAL_ROWS * features).zip(labels.chunks(EVAL_ROWS)) {
-        correct += trainer.evaluate(xs, ys)?.correct as u64;
-    }
-    Ok(correct as f64 / labels.len() as f64)
-}
-
-/// Two curves side by side, one line per epoch, with the relative gap of A's loss from B's.
-pub fn side_by_side(a: &Curve, b: &Curve) -> String {
-    let mut out = format!("A: {}\nB: {}\n", a.machine, b.machine);
-    out += &format!(
-        "{:>5}  {:>10} {:>9} {:>9}  {:>10} {:>9} {:>9}  {:>9}\n",
-        "epoch", "A loss", "A train", "A test", "B loss", "B train", "B test", "loss gap"
-    );
-    for (p, q) in a.points.iter().zip(&b.points) {
-        out += &format!(
-            "{:>5}  {:>10.5} {:>8.2}% {:>8.2}%  {:>10.5} {:>8.2}% {:>8.2}%  {:>+8.2}%\n",
-            p.epoch,
-            p.loss,
-            100.0 * p.train_accuracy,
-            100.0 * p.test_accuracy,
-            q.loss,
-            100.0 * q.train_accuracy,
-            100.0 * q.test_accuracy,
-            100.0 * gap(p, q)
-        );
-    }
-    out
-}
-
-/// Relative gap of `p`'s loss from `q`'s.
-fn gap(p: &CurvePoint, q: &CurvePoint) -> f64 {
-    (p.loss - q.loss) / q.loss
-}
-
 /// What `systole train --device gpu` and `--compare` write with `--json`.
 #[derive(Debug, Serialize)]
 struct CompareReport<'a> {
     mode: &'static str,
-    dataset: String,
+    dataset: &'a str,
     /// The network as `train` describes it (`64-64-10`, or `1 x 8 x 8 conv2d relu ... -> 10`).
     model: String,
     widths: Vec<u32>,
@@ -481,42 +302,49 @@ struct CompareReport<'a> {
     max_loss_gap: f64,
 }
 
-/// `systole train --device gpu` and `systole train --compare`: the GPU (or, for `--compare`
-/// without a GPU, the f32 CPU reference) trained from the same initial weights and on the same
-/// batches as the f32 CPU reference (`--device gpu`) or the accelerator (`--compare`); both
-/// curves side by side.
+/// A side-by-side run: the GPU beside the f32 CPU reference, or (`compare`) the accelerator
+/// beside the GPU in FP32 (the f32 CPU reference without a GPU). Plain values: the CLI checks
+/// its flags and fills this in.
+#[derive(Clone, Debug)]
+pub struct SideBySide {
+    /// `Some((machine, array))`: the accelerator (BF16) on that golden machine first.
+    pub compare: Option<(GoldenKind, ArrayConfig)>,
+    /// The precision of the GPU's products without `compare` (with it, FP32).
+    pub dtype: GpuDtype,
+    pub epochs: u32,
+    /// The batch size asked for (the JSON's); batches themselves come from the caller.
+    pub batch: u32,
+    pub seed: u64,
+    pub dataset: String,
+}
+
+/// `systole train --device gpu` and `systole train --compare`: the two trainers of `run` from
+/// the same initial weights, on the same batches; both curves side by side.
 ///
 /// `batches(epoch)` is the run's own epoch order (the caller's shuffle), `test` the test split.
 pub fn run(
-    args: &TrainArgs,
+    run: &SideBySide,
     graph: &Graph,
     test: &Samples,
     batches: &mut EpochBatches<'_>,
     mut outputs: Outputs,
     json_file: Option<OutputId>,
 ) -> anyhow::Result<()> {
-    if args.save.is_some() {
-        bail!("--save keeps the accelerator's weights: it is not available with --device gpu or --compare");
-    }
-    let params = Params::init(&graph.net, args.seed);
+    let sgd = graph.sgd.ok_or_else(|| anyhow!("the training graph has no optimizer"))?;
+    let params = Params::init(&graph.net, run.seed);
     let mut trainers: Vec<Box<dyn StepTrainer>> = Vec::new();
-    let mode = if args.compare {
-        let config = args.array.config(Dtype::Bf16);
+    let mode = if let Some((kind, config)) = run.compare {
         config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-        let batch = args.batch.min(u16::MAX as u32);
+        let batch = run.batch.min(u16::MAX as u32);
         let eval = (test.len().clamp(1, EVAL_ROWS)) as u32;
         let dram = AccelTrainer::dram_needed(graph, &config, batch, eval)
             .map_err(|e| anyhow!("cannot train on this array: {e}"))?;
-        let kind = args
-            .machine
-            .golden()
-            .ok_or_else(|| anyhow!("--compare needs a golden machine (functional or cycle)"))?;
         let machine = golden(kind, config, dram).map_err(|e| anyhow!("array config: {e}"))?;
         let trainer = AccelTrainer::new(machine, graph.clone(), &params)
             .map_err(|e| anyhow!("accelerator: {e}"))?;
         let label =
             format!("accelerator bf16, {} {}x{}", machine_name(kind), config.rows, config.cols);
-        trainers.push(Box::new(AccelStepTrainer { trainer, label }));
+        trainers.push(Box::new(AccelStepTrainer::new(trainer, label)));
         match GpuTrainer::new(graph, &params, GpuDtype::F32) {
             Ok(gpu) => trainers.push(Box::new(gpu)),
             Err(GpuError::Unavailable(why)) => {
@@ -527,20 +355,16 @@ pub fn run(
         }
         "compare"
     } else {
-        let dtype = match args.dtype {
-            TrainDtype::F32 => GpuDtype::F32,
-            TrainDtype::Bf16 => GpuDtype::Bf16,
-            TrainDtype::Int8 => bail!("--device gpu trains in f32 or bf16, not int8"),
-        };
-        trainers.push(Box::new(GpuTrainer::new(graph, &params, dtype)?));
+        trainers.push(Box::new(GpuTrainer::new(graph, &params, run.dtype)?));
         trainers.push(Box::new(CpuReference::new(graph, &params)));
         "gpu"
     };
     println!("training {} and {} side by side", trainers[0].label(), trainers[1].label());
-    let epochs = args.epochs;
-    let sgd = graph.sgd.ok_or_else(|| anyhow!("the training graph has no optimizer"))?;
+    let epochs = run.epochs;
     let test_set = (&test.x[..], &test.labels[..]);
-    let curves = train_curves(&mut trainers, epochs, batches, test_set, &sgd, |points| {
+    let mut each: Vec<&mut (dyn StepTrainer + 'static)> =
+        trainers.iter_mut().map(|t| t.as_mut()).collect();
+    let mut lines = |points: &[CurvePoint]| {
         let line: Vec<String> = points
             .iter()
             .map(|p| {
@@ -553,7 +377,8 @@ pub fn run(
             })
             .collect();
         println!("epoch {:>3}/{epochs}: {}", points[0].epoch, line.join(" | "));
-    })?;
+    };
+    let curves = train_curves(&mut each, epochs, batches, test_set, &sgd, &mut lines)?;
     println!("{}", side_by_side(&curves[0], &curves[1]));
     let max_loss_gap = curves[0]
         .points
@@ -565,15 +390,15 @@ pub fn run(
     if let Some(file) = json_file {
         let report = CompareReport {
             mode,
-            dataset: args.dataset.name(),
+            dataset: &run.dataset,
             model: crate::network::describe(&graph.net),
             widths: graph.mlp_widths().map_or_else(Vec::new, |w| w.to_vec()),
             epochs,
-            batch: args.batch,
-            lr: args.lr,
-            momentum: args.momentum,
-            weight_decay: args.weight_decay,
-            seed: args.seed,
+            batch: run.batch,
+            lr: sgd.lr,
+            momentum: sgd.momentum,
+            weight_decay: sgd.weight_decay,
+            seed: run.seed,
             curves: &curves,
             max_loss_gap,
         };
@@ -636,23 +461,28 @@ mod tests {
                 .map(|(x, y)| (x.to_vec(), y.to_vec()))
                 .collect()
         };
-        let config = systole_core::ArrayConfig::new(4, 4, Dtype::Bf16);
+        let config = ArrayConfig::new(4, 4, systole_core::Dtype::Bf16);
         let dram = AccelTrainer::dram_needed(&graph, &config, 16, 40).unwrap();
         let machine = golden(GoldenKind::Functional, config, dram).unwrap();
         let accel = AccelTrainer::new(machine, graph.clone(), &params).unwrap();
         let mut trainers: Vec<Box<dyn StepTrainer>> = vec![
             Box::new(TwinTrainer::new(&graph, &params, GpuDtype::F32)),
             Box::new(CpuReference::new(&graph, &params)),
-            Box::new(AccelStepTrainer { trainer: accel, label: "accelerator".into() }),
+            Box::new(AccelStepTrainer::new(accel, "accelerator")),
         ];
         let mut seen = 0;
         let sgd = graph.sgd.unwrap();
-        let curves =
-            train_curves(&mut trainers, 4, &mut batches, (&test_x, &test_y), &sgd, |points| {
-                assert_eq!(points.len(), 3);
-                seen += 1;
-            })
-            .unwrap();
+        let mut each: Vec<&mut (dyn StepTrainer + 'static)> =
+            trainers.iter_mut().map(|t| t.as_mut()).collect();
+        let mut observe = |points: &[CurvePoint]| {
+            assert_eq!(points.len(), 3);
+            assert!(points[0].work.is_none() && points[1].work.is_none());
+            // The accelerator counts its steps' cycles: 7 batches of the compiled steps.
+            assert!(points[2].work.is_some_and(|w| w.cycles > 0 && w.macs > 0), "{points:?}");
+            seen += 1;
+        };
+        let test = (&test_x[..], &test_y[..]);
+        let curves = train_curves(&mut each, 4, &mut batches, test, &sgd, &mut observe).unwrap();
         assert_eq!(seen, 4);
         let (a, b, c) = (&curves[0], &curves[1], &curves[2]);
         for ((p, q), r) in a.points.iter().zip(&b.points).zip(&c.points) {
@@ -677,10 +507,11 @@ mod tests {
         let mut rng = SplitMix64(2);
         let (x, y) = data(&mut rng, 32);
         let mut batches = |_: u32| vec![(x.clone(), y.clone())];
-        let mut trainers: Vec<Box<dyn StepTrainer>> =
-            vec![Box::new(CpuReference::new(&graph, &params))];
+        let mut reference = CpuReference::new(&graph, &params);
         let sgd = graph.sgd.unwrap();
-        let e = train_curves(&mut trainers, 5, &mut batches, (&x, &y), &sgd, |_| {}).unwrap_err();
+        let mut each: [&mut dyn StepTrainer; 1] = [&mut reference];
+        let mut quiet = |_: &[CurvePoint]| {};
+        let e = train_curves(&mut each, 5, &mut batches, (&x, &y), &sgd, &mut quiet).unwrap_err();
         let e = e.to_string();
         assert!(e.contains("cpu f32 reference") && e.contains("diverged"), "{e}");
         assert!(e.contains("; try a lower --lr (now "), "{e}");
