@@ -9,9 +9,13 @@
 //! [`random_program`] (any valid program, run on the two golden machines from the same memories
 //! by [`golden_pair_agree`]), both fed by the seeded [`SplitMix`].
 //!
-//! These are test helpers: [`assert_bit_identical`] and [`gemm_on`] panic on failure, as
-//! assertions do. Machines and tools that report a difference rather than stop use
-//! [`first_difference`].
+//! Where agreement is by tolerance instead (the GPU and its CPU twin against the f32 reference,
+//! the bench's checks before it times), the one comparison is [`Tolerance`]: [`assert_close`]
+//! in tests, [`first_outside`] where a difference is reported rather than a stop.
+//!
+//! These are test helpers: [`assert_bit_identical`], [`assert_close`] and [`gemm_on`] panic on
+//! failure, as assertions do. Machines and tools that report a difference rather than stop use
+//! [`first_difference`] and [`first_outside`].
 
 extern crate alloc;
 use alloc::boxed::Box;
@@ -43,6 +47,52 @@ pub fn assert_bit_identical(what: &str, expected: &[u32], got: &[u32], cols: usi
              (lengths {} and {})",
             i / cols.max(1),
             i % cols.max(1),
+            expected.len(),
+            got.len()
+        );
+    }
+}
+
+/// How far a value may be from its reference where agreement is by tolerance (the GPU, the CPU
+/// twin, an f32 loop), not bit for bit: `|got - want| <= abs + rel * scale`, `scale` being
+/// `|want|` or a magnitude the caller knows better (a dot product's `sum |a_i b_i|`). A NaN on
+/// either side is outside any tolerance.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    pub abs: f64,
+    pub rel: f64,
+}
+
+impl Tolerance {
+    /// Whether `got` is within the tolerance of `want`, relative to `scale`.
+    pub fn admits(&self, got: f64, want: f64, scale: f64) -> bool {
+        (got - want).abs() <= self.abs + self.rel * scale
+    }
+}
+
+/// First index where `got` is outside `tol` of `expected` (relative to `|expected|`), with both
+/// values; `None` if every element is within it. Slices of different lengths differ at the
+/// shorter one's end (reported as two NaNs).
+pub fn first_outside(expected: &[f32], got: &[f32], tol: Tolerance) -> Option<(usize, f32, f32)> {
+    if expected.len() != got.len() {
+        return Some((expected.len().min(got.len()), f32::NAN, f32::NAN));
+    }
+    let outside = |(_, (e, g)): &(usize, (&f32, &f32))| {
+        !tol.admits(**g as f64, **e as f64, (**e as f64).abs())
+    };
+    expected.iter().zip(got).enumerate().find(outside).map(|(i, (e, g))| (i, *e, *g))
+}
+
+/// Asserts every element of `got` is within `tol` of `expected` ([`first_outside`]); the panic
+/// names `what` and the first element outside.
+#[track_caller]
+pub fn assert_close(what: &str, expected: &[f32], got: &[f32], tol: Tolerance) {
+    if let Some((i, e, g)) = first_outside(expected, got, tol) {
+        panic!(
+            "{what}: element {i} is {g}, expected {e} within {} + {} x |expected| (lengths {} and \
+             {})",
+            tol.abs,
+            tol.rel,
             expected.len(),
             got.len()
         );
@@ -330,6 +380,27 @@ mod tests {
         assert_eq!(first_difference(&[1, 2, 3], &[1, 2, 3]), None);
         assert_eq!(first_difference(&[1, 2, 3], &[1, 9, 8]), Some((1, 2, 9)));
         assert_eq!(first_difference(&[1, 2], &[1, 2, 3]), Some((2, 0, 0)));
+    }
+
+    #[test]
+    fn a_tolerance_admits_rounding_and_refuses_more_and_nan() {
+        let tol = Tolerance { abs: 1e-6, rel: 1e-3 };
+        assert!(tol.admits(1.0005, 1.0, 1.0));
+        assert!(!tol.admits(1.002, 1.0, 1.0));
+        assert!(tol.admits(1.002, 1.0, 3.0), "a larger scale admits more");
+        assert!(!tol.admits(f64::NAN, 1.0, 1.0) && !tol.admits(1.0, f64::NAN, 1.0));
+        assert_eq!(first_outside(&[1.0, 2.0], &[1.0005, 2.001], tol), None);
+        assert_eq!(first_outside(&[1.0, 2.0, 3.0], &[1.0, 2.01, 9.0], tol), Some((1, 2.0, 2.01)));
+        let (i, e, g) = first_outside(&[1.0, 2.0], &[1.0], tol).unwrap();
+        assert_eq!(i, 1);
+        assert!(e.is_nan() && g.is_nan());
+        assert!(first_outside(&[1.0], &[f32::NAN], tol).is_some());
+    }
+
+    #[test]
+    #[should_panic(expected = "logits: element 1 is 3, expected 2 within 0 + 0.01 x |expected|")]
+    fn a_value_outside_the_tolerance_is_named() {
+        assert_close("logits", &[1.0, 2.0], &[1.0, 3.0], Tolerance { abs: 0.0, rel: 0.01 });
     }
 
     #[test]

@@ -894,7 +894,7 @@ fn host_line() -> String {
 /// differently from the reference (CPU f32 loop, GPU): f32 rounding of a length-k dot product
 /// stays well inside `1e-5` of the sum of the magnitudes of its products.
 pub fn close(got: f64, want: f64, magnitude: f64) -> bool {
-    (got - want).abs() <= 1e-6 + 1e-5 * magnitude
+    systole_core::check::Tolerance { abs: 1e-6, rel: 1e-5 }.admits(got, want, magnitude)
 }
 
 #[cfg(test)]

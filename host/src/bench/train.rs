@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
+use systole_core::check::{first_outside, Tolerance};
 use systole_core::compile::{compile_training, CompiledStep};
 use systole_core::exec::{Accel, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, Sgd};
@@ -217,27 +218,30 @@ pub fn suite(bench: &Bench, batches: &[u32], rows: &mut Vec<Row>) -> anyhow::Res
 /// The first step's loss against the f32 reference's, relatively.
 pub(super) fn loss_check(what: &str, got: f64, want: f64, tol: f64) -> anyhow::Result<String> {
     let rel = (got - want).abs() / want.abs().max(1e-30);
-    if rel.is_nan() || rel > tol {
+    let tolerance = Tolerance { abs: 0.0, rel: tol };
+    if !tolerance.admits(got, want, want.abs().max(1e-30)) {
         bail!("{what}: first-step loss {got} vs the f32 reference's {want} (relative {rel:.1e} > {tol:.0e})");
     }
     Ok(format!("loss within {tol:.0e} of the f32 reference ({rel:.1e})"))
 }
 
 /// The parameters after the first step against the f32 reference's: `|got - want| <= tol (1 +
-/// |want|)` for every weight and bias.
+/// |want|)` for every weight and bias ([`first_outside`]).
 pub(super) fn params_check(
     what: &str,
     got: &Params,
     want: &Params,
     tol: f32,
 ) -> anyhow::Result<()> {
+    let tol = Tolerance { abs: tol as f64, rel: tol as f64 };
     for (l, (g, w)) in got.layers.iter().zip(&want.layers).enumerate() {
-        let pairs = g.weight.iter().zip(&w.weight).chain(g.bias.iter().zip(&w.bias));
-        for (i, (&a, &b)) in pairs.enumerate() {
-            let diff = (a - b).abs();
-            if diff.is_nan() || diff > tol * (1.0 + b.abs()) {
-                bail!("{what}: layer {l} parameter {i} is {a} after one step, the f32 reference's is {b}");
-            }
+        let weights = first_outside(&w.weight, &g.weight, tol);
+        let biases =
+            first_outside(&w.bias, &g.bias, tol).map(|(i, e, v)| (i + w.weight.len(), e, v));
+        if let Some((i, b, a)) = weights.or(biases) {
+            bail!(
+                "{what}: layer {l} parameter {i} is {a} after one step, the f32 reference's is {b}"
+            );
         }
     }
     Ok(())

@@ -315,6 +315,7 @@ impl TwinTrainer {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use systole_core::check::Tolerance;
     use systole_core::exec::{Accel, Executor, Plain};
     use systole_core::graph::{MlpSpec, Sgd};
     use systole_core::params::SplitMix64;
@@ -331,12 +332,10 @@ pub(crate) mod tests {
         (x, y)
     }
 
-    /// `|a - b| <= tol + eps |b|` element by element: the shared GPU comparison (STYLE 1).
-    fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32, eps: f32) {
-        assert_eq!(got.len(), want.len(), "{what}: lengths");
-        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            assert!((g - w).abs() <= tol + eps * w.abs(), "{what}[{i}]: {g} vs {w}");
-        }
+    /// `|got - want| <= abs + rel |want|` element by element: core's one comparison by
+    /// tolerance (STYLE 1).
+    fn assert_close(what: &str, got: &[f32], want: &[f32], abs: f64, rel: f64) {
+        systole_core::check::assert_close(what, want, got, Tolerance { abs, rel });
     }
 
     #[test]
