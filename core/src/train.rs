@@ -201,7 +201,7 @@ impl AccelTrainer {
         let step = &self.steps[i];
         let m = self.machine.as_mut();
         let g = &self.graph;
-        write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), x)?;
+        write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), &step.padded_input(x))?;
         let mut cycles = run(m, &step.forward, step.forward_cycles)?;
         let classes = g.classes() as usize;
         let logits = read_words(
@@ -213,7 +213,7 @@ impl AccelTrainer {
         let (outcome, dlogits) = softmax_cross_entropy(&logits, labels, classes);
         let dlogits_at = g.gradient(g.logits).map(|t| step.buffers[t as usize].elems.unwrap_or(0));
         write_bf16(m, dlogits_at.unwrap_or(0), &dlogits)?;
-        write_bf16(m, step.ones.unwrap_or(0), &vec![1.0; labels.len()])?;
+        write_bf16(m, step.ones.unwrap_or(0), &vec![1.0; step.ones_len as usize])?;
         cycles += run(m, &step.backward, step.backward_cycles)?;
         Ok((outcome, Work { cycles, macs: step.macs() }))
     }
@@ -224,7 +224,7 @@ impl AccelTrainer {
         let step = &self.inference[i];
         let m = self.machine.as_mut();
         let g = &self.graph;
-        write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), x)?;
+        write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), &step.padded_input(x))?;
         let cycles = run(m, &step.forward, step.forward_cycles)?;
         let words = read_words(
             m,
@@ -389,7 +389,7 @@ impl Int8Inference {
         let step = &self.steps[i];
         let m = self.machine.as_mut();
         let g = &self.graph;
-        let q = self.plan.input_bytes(x);
+        let q = step.padded_input(&self.plan.input_bytes(x));
         m.write(Region::Dram, step.buffers[g.input as usize].elems.unwrap_or(0) as usize, &q)?;
         let cycles = run(m, &step.forward, step.forward_cycles)?;
         let classes = g.classes() as usize;

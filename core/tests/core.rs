@@ -4,6 +4,7 @@
 
 mod banks;
 mod cnn;
+mod cnn_compiled;
 mod hazards;
 mod isa;
 mod last_row;

@@ -16,6 +16,7 @@
 
 use systole_core::graph::{Graph, MlpSpec, Sgd};
 use systole_core::isa::{Instruction, VectorOp};
+use systole_core::layers::{Layer, Net, Shape};
 use systole_core::machine::{golden, validate_program, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
 use systole_core::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape};
@@ -317,34 +318,61 @@ fn conformance_16x16_decoupled() {
 /// cycles and every parameter equal the cycle machine's, bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
+    let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
     let spec =
         MlpSpec { inputs: 64, hidden: heapless::Vec::from_slice(&[64]).unwrap(), classes: 10 };
-    let graph = Graph::training(&spec, Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 }).unwrap();
+    let mlp = spec.net().unwrap();
+    // A convolution on the digits' 8 x 8 images: its patches made on the machine (im2col).
+    let conv = Layer::Conv2d { in_channels: 1, out_channels: 4, kernel: 3, stride: 1, padding: 1 };
+    let cnn = Net::new(
+        Shape::Image { c: 1, h: 8, w: 8 },
+        &[conv, Layer::Relu, Layer::Flatten, Layer::Dense { inputs: 256, outputs: 10 }],
+    )
+    .unwrap();
     for config in [
         ArrayConfig::new(4, 4, Dtype::Bf16),
         ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled),
     ] {
-        training_step_on_the_rtl(&spec, graph.clone(), config);
+        let graphs = [&mlp, &cnn].map(|net| Graph::network_training(net, sgd).unwrap());
+        let dram = graphs
+            .iter()
+            .map(|g| AccelTrainer::dram_needed(g, &config, BATCH, BATCH).unwrap())
+            .max()
+            .unwrap();
+        let top = rtl_top_config(config, dram);
+        let build = RtlBuild::new(&top, &BuildOptions::default()).expect("verilating");
+        for graph in graphs {
+            training_step_on_the_rtl(&build, graph, config, top.dram_bytes);
+        }
     }
 }
 
-fn training_step_on_the_rtl(spec: &MlpSpec, graph: Graph, config: ArrayConfig) {
-    let batch = 32;
-    let dram = AccelTrainer::dram_needed(&graph, &config, batch, batch).unwrap();
-    let top = rtl_top_config(config, dram);
-    let rtl = RtlBuild::new(&top, &BuildOptions::default()).expect("verilating").machine().unwrap();
-    let params = Params::init(spec, 0);
+const BATCH: u32 = 32;
+
+fn training_step_on_the_rtl(build: &RtlBuild, graph: Graph, config: ArrayConfig, dram: usize) {
+    let rtl = build.machine().unwrap();
+    let params = Params::init(&graph.net, 0);
     let mut on_rtl = AccelTrainer::new(Box::new(rtl), graph.clone(), &params).unwrap();
-    let cycle = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
+    let cycle = golden(GoldenKind::Cycle, config, dram).unwrap();
     let mut on_cycle = AccelTrainer::new(cycle, graph, &params).unwrap();
     let mut rng = SplitMix64(11);
-    let x: Vec<f32> = (0..batch * 64).map(|_| rng.below(17) as f32 / 16.0).collect();
-    let y: Vec<u16> = (0..batch).map(|_| rng.below(10) as u16).collect();
+    let x: Vec<f32> = (0..BATCH * 64).map(|_| rng.below(17) as f32 / 16.0).collect();
+    let y: Vec<u16> = (0..BATCH).map(|_| rng.below(10) as u16).collect();
     let (want, want_work) = on_cycle.step(&x, &y).unwrap();
     let (got, got_work) = on_rtl.step(&x, &y).unwrap();
-    assert_eq!(got, want, "{config:?}: loss and predictions");
-    assert_eq!(got_work, want_work, "{config:?}: cycles and MACs");
+    let what = network_kind(&on_cycle.graph.net);
+    assert_eq!(got, want, "{config:?}, {what}: loss and predictions");
+    assert_eq!(got_work, want_work, "{config:?}, {what}: cycles and MACs");
     let (a, b) = (on_cycle.params().unwrap(), on_rtl.params().unwrap());
-    assert!(a != Params::init(spec, 0), "{config:?}: the step changed the parameters");
-    assert!(a == b, "{config:?}: every parameter after the step");
+    assert!(a != params, "{config:?}, {what}: the step changed the parameters");
+    assert!(a == b, "{config:?}, {what}: every parameter after the step");
+}
+
+/// `mlp` or `cnn`, for messages.
+fn network_kind(net: &Net) -> &'static str {
+    if net.mlp_widths().is_some() {
+        "mlp"
+    } else {
+        "cnn"
+    }
 }

@@ -24,13 +24,26 @@ impl Compiler<'_> {
                 }
                 Op::DenseGradInput { dy, w, dx } => {
                     let layer = self.layer_of(w);
-                    let (mask, out) = match ops.get(i + 1) {
-                        Some(&Op::ReluGrad { dy: rdy, y, dx: rdx }) if rdy == dx => {
+                    // Reshapes of the gradient (a flatten's) share its buffers.
+                    let (mut next, mut grad) = (i + 1, dx);
+                    while let Some(&Op::Reshape { x, y }) = ops.get(next) {
+                        if x != grad {
+                            break;
+                        }
+                        (next, grad) = (next + 1, y);
+                    }
+                    let (mask, out) = match ops.get(next) {
+                        Some(&Op::ReluGrad { dy: rdy, y, dx: rdx }) if rdy == grad => {
                             (Some(self.words(y)), rdx)
+                        }
+                        Some(&Op::Col2im { .. }) => {
+                            return Err(CompileError::NotLowered {
+                                what: "a convolution's input gradient (col2im)",
+                            })
                         }
                         _ => (None, dx),
                     };
-                    let shape = GemmShape { m: self.batch, k: self.cols(dy), n: self.cols(dx) };
+                    let shape = GemmShape { m: self.rows(dy), k: self.cols(dy), n: self.cols(dx) };
                     let a = MatrixView::row_major(self.elems(dy), shape.k);
                     let b = MatrixView::row_major(self.elems(w), shape.k).t();
                     let epilogue = Epilogue {
@@ -41,8 +54,17 @@ impl Compiler<'_> {
                     };
                     let layout = GemmLayout::new(a, b, 0);
                     self.gemm(1, ("dense_grad_input", layer), shape, layout, epilogue)?;
-                    i += if mask.is_some() { 2 } else { 1 };
+                    i = next + mask.is_some() as usize;
                     self.parameter_gradients(&mut waiting)?;
+                }
+                Op::Reshape { .. } => i += 1,
+                Op::MaxPoolGrad { .. } | Op::AvgPoolGrad { .. } => {
+                    return Err(CompileError::NotLowered { what: "a pooling gradient" })
+                }
+                Op::Col2im { .. } => {
+                    return Err(CompileError::NotLowered {
+                        what: "a convolution's input gradient (col2im)",
+                    })
                 }
                 _ => return Err(CompileError::Unsupported { op: "backward op" }),
             }
@@ -59,16 +81,20 @@ impl Compiler<'_> {
     fn parameter_gradient(&mut self, op: Op) -> Result<(), CompileError> {
         let (name, grad, shape, a, b) = match op {
             Op::BiasGrad { dy, db } => {
-                let shape = GemmShape { m: 1, k: self.batch, n: self.cols(dy) };
-                let a = MatrixView::row_major(self.ones.unwrap_or(0), self.batch);
+                let shape = GemmShape { m: 1, k: self.rows(dy), n: self.cols(dy) };
+                let a = MatrixView::row_major(self.ones.unwrap_or(0), shape.k);
                 let b = MatrixView::row_major(self.elems(dy), shape.n);
                 (["bias_grad", "bias_grad+sgd"], db, shape, a, b)
             }
             Op::DenseGradWeight { x, dy, dw } => {
-                let shape = GemmShape { m: self.cols(x), k: self.batch, n: self.cols(dy) };
+                let shape = GemmShape { m: self.cols(x), k: self.rows(x), n: self.cols(dy) };
                 let a = MatrixView::row_major(self.elems(x), shape.m).t();
                 let b = MatrixView::row_major(self.elems(dy), shape.n);
-                (["dense_grad_weight", "dense_grad_weight+sgd"], dw, shape, a, b)
+                let names = match self.is_patches(x) {
+                    true => ["conv_grad_weight", "conv_grad_weight+sgd"],
+                    false => ["dense_grad_weight", "dense_grad_weight+sgd"],
+                };
+                (names, dw, shape, a, b)
             }
             _ => return Err(CompileError::Unsupported { op: "parameter gradient" }),
         };
@@ -117,7 +143,7 @@ impl Compiler<'_> {
             return Ok(false);
         }
         let (m, n) = (self.cols(x), self.cols(dy));
-        let shape = GemmShape { m: m + 1, k: self.batch, n };
+        let shape = GemmShape { m: m + 1, k: self.rows(x), n };
         let layout = GemmLayout {
             a: MatrixView::row_major(self.elems(x), m).t(),
             b: MatrixView::row_major(self.elems(dy), n),
@@ -126,7 +152,11 @@ impl Compiler<'_> {
         };
         self.updates += 2 * uw.is_some() as usize;
         let epilogue = uw.map_or(Epilogue::STORE, Epilogue::update);
-        let name = ["dense_grad_weight+bias", "dense_grad_weight+bias+sgd"][uw.is_some() as usize];
+        let names = match self.is_patches(x) {
+            true => ["conv_grad_weight+bias", "conv_grad_weight+bias+sgd"],
+            false => ["dense_grad_weight+bias", "dense_grad_weight+bias+sgd"],
+        };
+        let name = names[uw.is_some() as usize];
         self.gemm(1, (name, self.layer_of_grad(dw)), shape, layout, epilogue)?;
         Ok(true)
     }

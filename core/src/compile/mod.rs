@@ -23,6 +23,7 @@
 extern crate alloc;
 
 mod backward;
+pub mod im2col;
 mod memory;
 
 use alloc::vec;
@@ -52,6 +53,8 @@ pub enum CompileError {
     Dram { needed: u64 },
     /// Batch size zero, or wider than 16 bits of rows.
     Batch { batch: u32 },
+    /// An op of the graph that the compiler does not lower to the array yet.
+    NotLowered { what: &'static str },
 }
 
 impl core::fmt::Display for CompileError {
@@ -68,6 +71,9 @@ impl core::fmt::Display for CompileError {
                 write!(f, "the memory plan needs {needed} bytes of DRAM")
             }
             CompileError::Batch { batch } => write!(f, "batch size {batch} must be 1 to 65535"),
+            CompileError::NotLowered { what } => {
+                write!(f, "{what} does not run on the accelerator yet")
+            }
         }
     }
 }
@@ -83,7 +89,9 @@ pub struct Buffers {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     /// "dense", "dense_grad_input", and "dense_grad_weight" and "bias_grad" (or both in one
-    /// GEMM, "dense_grad_weight+bias"), each with "+sgd" when the update is fused in.
+    /// GEMM, "dense_grad_weight+bias"), each with "+sgd" when the update is fused in; "conv"
+    /// and "conv_grad_weight..." for a convolution's GEMMs on its patches, and "im2col" for
+    /// the copy that makes them.
     pub op: &'static str,
     pub layer: u8,
     /// 0: forward program, 1: backward-and-update program.
@@ -114,11 +122,42 @@ pub struct CompiledStep {
     /// Cycles of each program (timing model, equal to the cycle machine's).
     pub forward_cycles: u64,
     pub backward_cycles: u64,
-    /// The bf16 ones vector for bias gradients (`batch` elements), which the host must fill.
+    /// The bf16 ones vector for bias gradients ([`CompiledStep::ones_len`] elements), which
+    /// the host must fill.
     pub ones: Option<u32>,
+    /// Elements of the ones vector: the most rows a bias gradient sums (the batch, or a
+    /// convolution's output positions over the batch).
+    pub ones_len: u32,
+    /// The zero padding of the input images in DRAM: a network whose first layer is a padded
+    /// convolution reads its input padded ([`im2col`]); 0 otherwise.
+    pub input_padding: u32,
+    /// The input's shape `(c, h, w)` for an image network.
+    pub input_image: Option<(u32, u32, u32)>,
 }
 
 impl CompiledStep {
+    /// The batch `x` (channels-last rows of the input's features) as the step's input buffer
+    /// holds it: each image zero-padded by [`CompiledStep::input_padding`].
+    pub fn padded_input<T: Copy + Default>(&self, x: &[T]) -> Vec<T> {
+        let (Some((c, h, w)), p) = (self.input_image, self.input_padding as usize) else {
+            return x.to_vec();
+        };
+        if p == 0 {
+            return x.to_vec();
+        }
+        let (c, h, w) = (c as usize, h as usize, w as usize);
+        let (hp, wp) = (h + 2 * p, w + 2 * p);
+        let images = x.len() / (c * h * w).max(1);
+        let mut out = vec![T::default(); images * hp * wp * c];
+        for (n, image) in x.chunks_exact(c * h * w).enumerate() {
+            for (y, row) in image.chunks_exact(w * c).enumerate() {
+                let at = ((n * hp + y + p) * wp + p) * c;
+                out[at..at + w * c].copy_from_slice(row);
+            }
+        }
+        out
+    }
+
     pub fn macs(&self) -> u64 {
         self.segments.iter().map(|s| s.macs).sum()
     }
@@ -176,6 +215,8 @@ struct Compiler<'g> {
     banks: [u32; 2],
     segments: Vec<Segment>,
     ones: Option<u32>,
+    ones_len: u32,
+    input_padding: u32,
     /// SGD ops fused into the gradient GEMMs' epilogues so far.
     updates: usize,
 }
@@ -201,16 +242,60 @@ impl<'g> Compiler<'g> {
             banks: [0, 0],
             segments: Vec::new(),
             ones: None,
+            ones_len: 0,
+            input_padding: 0,
             updates: 0,
         };
         let es = config.dtype.elem_bytes() as u64;
         plan_params(graph, &mut c.dram, &mut c.buffers, es);
-        // Batch-side buffers: the input's elements, every activation's words and elements, the
-        // logits gradient and the hidden gradients' elements.
+        // The input is read padded when the first convolution pads it (`im2col`).
+        c.input_padding = graph
+            .forward
+            .iter()
+            .find_map(|op| match *op {
+                Op::Im2col { x, geom, .. } if x == graph.input => Some(geom.padding),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let padded = |t: usize| match (t == graph.input as usize, graph.net.input) {
+            (true, crate::layers::Shape::Image { c: ch, h, w }) => {
+                let p = c.input_padding as u64;
+                batch as u64 * (h as u64 + 2 * p) * (w as u64 + 2 * p) * ch as u64
+            }
+            _ => 0,
+        };
+        // A reshape's output is its input's buffers under another shape (and so is the
+        // gradient's, backwards).
+        let aliases: Vec<(TensorId, TensorId)> = graph
+            .forward
+            .iter()
+            .chain(&graph.backward)
+            .filter_map(|op| match *op {
+                Op::Reshape { x, y } => Some((y, x)),
+                _ => None,
+            })
+            .collect();
+        let patches: Vec<TensorId> = graph
+            .forward
+            .iter()
+            .filter_map(|op| match *op {
+                Op::Im2col { y, .. } => Some(y),
+                _ => None,
+            })
+            .collect();
+        // Batch-side buffers: the input's elements, every activation's words and elements (a
+        // convolution's patches: elements only), the logits gradient and the hidden
+        // gradients' elements.
         for (t, info) in graph.tensors.iter().enumerate() {
+            if aliases.iter().any(|&(y, _)| y as usize == t) {
+                continue;
+            }
             let n = info.rows(batch) as u64 * info.cols as u64;
             match info.kind {
-                TensorKind::Input => c.buffers[t].elems = Some(c.dram.alloc(es * n)),
+                TensorKind::Input => c.buffers[t].elems = Some(c.dram.alloc(es * n.max(padded(t)))),
+                TensorKind::Activation if patches.contains(&(t as TensorId)) => {
+                    c.buffers[t].elems = Some(c.dram.alloc(es * n))
+                }
                 TensorKind::Activation => {
                     c.buffers[t].words = Some(c.dram.alloc(4 * n));
                     c.buffers[t].elems = Some(c.dram.alloc(es * n));
@@ -221,8 +306,20 @@ impl<'g> Compiler<'g> {
                 _ => {}
             }
         }
+        for &(y, x) in &aliases {
+            c.buffers[y as usize] = c.buffers[x as usize];
+        }
         if training {
-            c.ones = Some(c.dram.alloc(es * batch as u64));
+            c.ones_len = graph
+                .backward
+                .iter()
+                .filter_map(|op| match *op {
+                    Op::BiasGrad { dy, .. } => Some(graph.info(dy).rows(batch)),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(batch);
+            c.ones = Some(c.dram.alloc(es * c.ones_len as u64));
         }
         if c.dram.next > u32::MAX as u64 {
             return Err(CompileError::Dram { needed: c.dram.next });
@@ -238,6 +335,14 @@ impl<'g> Compiler<'g> {
     }
     fn cols(&self, t: TensorId) -> u32 {
         self.graph.info(t).cols
+    }
+    /// Whether `t` is a convolution's patches (its GEMMs are the convolution's).
+    fn is_patches(&self, t: TensorId) -> bool {
+        self.graph.forward.iter().any(|op| matches!(*op, Op::Im2col { y, .. } if y == t))
+    }
+    /// Rows of tensor `t` in this step: the batch, or a convolution's output positions over it.
+    fn rows(&self, t: TensorId) -> u32 {
+        self.graph.info(t).rows(self.batch)
     }
     fn layer_of(&self, w: TensorId) -> u8 {
         match self.graph.info(w).kind {
@@ -316,7 +421,7 @@ impl<'g> Compiler<'g> {
                         _ => (false, z),
                     };
                     let layer = self.layer_of(w);
-                    let shape = GemmShape { m: self.batch, k: self.cols(x), n: self.cols(y) };
+                    let shape = GemmShape { m: self.rows(x), k: self.cols(x), n: self.cols(y) };
                     let is_logits = out == self.graph.logits;
                     let cast = (!is_logits).then(|| CastTo {
                         addr: self.elems(out),
@@ -333,10 +438,21 @@ impl<'g> Compiler<'g> {
                     let a = MatrixView::row_major(self.elems(x), shape.k);
                     let bv = MatrixView::row_major(self.elems(w), shape.n);
                     let layout = GemmLayout::new(a, bv, self.words(out));
-                    self.gemm(0, ("dense", layer), shape, layout, epilogue)?;
+                    let name = if self.is_patches(x) { "conv" } else { "dense" };
+                    self.gemm(0, (name, layer), shape, layout, epilogue)?;
                     i += if relu { 3 } else { 2 };
                 }
                 Op::SoftmaxCrossEntropy { .. } => i += 1,
+                Op::Im2col { x, y, geom } => {
+                    self.im2col(x, y, geom)?;
+                    i += 1;
+                }
+                // The output shares the input's buffers.
+                Op::Reshape { .. } => i += 1,
+                Op::MaxPool { .. } => return Err(CompileError::NotLowered { what: "max pooling" }),
+                Op::AvgPool { .. } => {
+                    return Err(CompileError::NotLowered { what: "average pooling" })
+                }
                 _ => return Err(CompileError::Unsupported { op: "forward op" }),
             }
         }
@@ -404,6 +520,12 @@ impl<'g> Compiler<'g> {
             forward_cycles: cycles[0],
             backward_cycles: cycles[1],
             ones: self.ones,
+            ones_len: self.ones_len,
+            input_padding: self.input_padding,
+            input_image: match self.graph.net.input {
+                crate::layers::Shape::Image { c, h, w } => Some((c, h, w)),
+                _ => None,
+            },
         })
     }
 }

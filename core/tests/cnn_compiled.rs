@@ -1,0 +1,167 @@
+//! Convolutional networks compiled for the array: the patches made on the machine (strided,
+//! gathered loads of the padded input), the convolution a GEMM over them, its weight and bias
+//! gradients GEMMs with the SGD update fused, a flatten no code. Every machine must give the
+//! accelerator reference executor's bits, as for MLPs.
+
+use systole_core::compile::{compile_training, CompileError};
+use systole_core::exec::{Accel, Executor};
+use systole_core::graph::{Graph, Sgd};
+use systole_core::layers::{Layer, Net, Shape};
+use systole_core::machine::{golden, GoldenKind};
+use systole_core::params::{Params, SplitMix64};
+use systole_core::train::AccelTrainer;
+use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
+
+fn conv(i: u32, o: u32, kernel: u32, stride: u32, padding: u32) -> Layer {
+    Layer::Conv2d { in_channels: i, out_channels: o, kernel, stride, padding }
+}
+
+/// A padded convolution on 1 x 6 x 6 images, and a strided, unpadded one on 2 x 7 x 7, each
+/// with a ReLU, a flatten and a dense layer.
+fn nets() -> Vec<Net> {
+    let padded = Net::new(
+        Shape::Image { c: 1, h: 6, w: 6 },
+        &[
+            conv(1, 4, 3, 1, 1),
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 144, outputs: 5 },
+        ],
+    );
+    let strided = Net::new(
+        Shape::Image { c: 2, h: 7, w: 7 },
+        &[
+            conv(2, 3, 3, 2, 0),
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 27, outputs: 4 },
+        ],
+    );
+    vec![padded.unwrap(), strided.unwrap()]
+}
+
+fn batch(rng: &mut SplitMix64, rows: usize, inputs: usize, classes: u32) -> (Vec<f32>, Vec<u16>) {
+    let x = (0..rows * inputs).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect();
+    let y = (0..rows).map(|_| rng.below(classes as u64) as u16).collect();
+    (x, y)
+}
+
+/// Steps on a machine and on `Executor<Accel>` from the same weights: every loss, hit count
+/// and parameter bit agrees; returns the machine's total cycles.
+fn trains_as_the_reference(
+    net: &Net,
+    config: ArrayConfig,
+    kind: GoldenKind,
+    rows: &[usize],
+) -> u64 {
+    let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 1e-3 };
+    let graph = Graph::network_training(net, sgd).unwrap();
+    let params = Params::init(net, 3);
+    let max = *rows.iter().max().unwrap() as u32;
+    let dram = AccelTrainer::dram_needed(&graph, &config, max, max).unwrap();
+    let mut accel =
+        AccelTrainer::new(golden(kind, config, dram).unwrap(), graph.clone(), &params).unwrap();
+    let mut reference = Executor::new(graph.clone(), Accel { config }, &params);
+    let mut rng = SplitMix64(7);
+    let mut cycles = 0;
+    for (step, &n) in rows.iter().enumerate() {
+        let (x, y) = batch(&mut rng, n, graph.inputs() as usize, graph.classes());
+        let (got, work) = accel.step(&x, &y).unwrap();
+        assert_eq!(got, reference.step(&x, &y), "{config:?} {kind:?} step {step}");
+        cycles += work.cycles;
+        let (p, q) = (accel.params().unwrap(), reference.params());
+        for (l, (a, b)) in p.layers.iter().zip(&q.layers).enumerate() {
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&a.weight), bits(&b.weight), "step {step} layer {l} weight");
+            assert_eq!(bits(&a.bias), bits(&b.bias), "step {step} layer {l} bias");
+        }
+        // Evaluation between steps: the same logits bits as the reference's forward pass.
+        let (x, y) = batch(&mut rng, 3, graph.inputs() as usize, graph.classes());
+        let (logits, _) = accel.logits(&x, 3).unwrap();
+        reference.forward(&x, &y);
+        let want = &reference.values[graph.logits as usize];
+        assert_eq!(
+            logits.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+    cycles
+}
+
+#[test]
+fn a_convolution_trains_on_the_array_as_the_reference_bit_for_bit() {
+    for net in nets() {
+        for dataflow in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
+            for schedule in Schedule::ALL {
+                let config = ArrayConfig {
+                    spad_depth: 64,
+                    acc_depth: 48,
+                    ..ArrayConfig::new(4, 3, Dtype::Bf16)
+                }
+                .with_dataflow(dataflow)
+                .with_schedule(schedule);
+                trains_as_the_reference(&net, config, GoldenKind::Functional, &[5, 5, 2]);
+            }
+        }
+    }
+}
+
+/// The cycle machine gives the same bits, in the cycles the compiler's timing model predicts.
+#[test]
+fn a_convolution_step_on_the_cycle_machine_takes_the_compiled_cycles() {
+    for schedule in Schedule::ALL {
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(schedule);
+        let net = &nets()[0];
+        let cycles = trains_as_the_reference(net, config, GoldenKind::Cycle, &[4]);
+        let graph =
+            Graph::network_training(net, Sgd { lr: 0.05, momentum: 0.9, weight_decay: 1e-3 })
+                .unwrap();
+        let step = compile_training(&graph, &config, 4).unwrap();
+        assert_eq!(cycles, step.cycles(), "{schedule:?}");
+        let im2col = step.segments.iter().find(|s| s.op == "im2col").expect("an im2col segment");
+        assert_eq!((im2col.program, im2col.layer, im2col.macs), (0, 0, 0));
+        // 4 images x 6 output rows x 3 kernel rows, one piece each: a load and a store.
+        assert_eq!(im2col.end - im2col.start, 2 * 4 * 6 * 3);
+    }
+}
+
+#[test]
+fn the_input_is_written_padded_when_the_first_convolution_pads() {
+    let graph =
+        Graph::network_training(&nets()[0], Sgd { lr: 0.1, momentum: 0.0, weight_decay: 0.0 })
+            .unwrap();
+    let step = compile_training(&graph, &ArrayConfig::new(4, 4, Dtype::Bf16), 2).unwrap();
+    assert_eq!((step.input_padding, step.input_image), (1, Some((1, 6, 6))));
+    let x: Vec<u32> = (1..=72).collect();
+    let padded = step.padded_input(&x);
+    assert_eq!(padded.len(), 2 * 8 * 8);
+    assert_eq!(&padded[..9], &[0; 9], "the top row and the left edge");
+    assert_eq!(&padded[9..15], &[1, 2, 3, 4, 5, 6]);
+    assert_eq!(padded[64 + 9], 37, "the second image's first pixel");
+    assert_eq!(padded.iter().filter(|&&v| v != 0).count(), 72);
+    // The ones vector sums the convolution's 36 positions of both images.
+    assert_eq!(step.ones_len, 72);
+}
+
+#[test]
+fn pooling_and_later_convolutions_are_refused_by_name() {
+    let sgd = Sgd { lr: 0.1, momentum: 0.0, weight_decay: 0.0 };
+    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+    let lenet = Graph::network_training(&Net::lenet(10).unwrap(), sgd).unwrap();
+    let e = compile_training(&lenet, &config, 2).unwrap_err();
+    assert_eq!(e, CompileError::NotLowered { what: "max pooling" });
+    assert_eq!(e.to_string(), "max pooling does not run on the accelerator yet");
+    let two = Net::new(
+        Shape::Image { c: 1, h: 6, w: 6 },
+        &[
+            conv(1, 2, 3, 1, 1),
+            Layer::Relu,
+            conv(2, 2, 3, 1, 0),
+            Layer::Flatten,
+            Layer::Dense { inputs: 32, outputs: 3 },
+        ],
+    )
+    .unwrap();
+    let e = compile_training(&Graph::network_training(&two, sgd).unwrap(), &config, 2).unwrap_err();
+    assert!(matches!(e, CompileError::NotLowered { .. }), "{e}");
+}
