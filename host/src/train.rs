@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail};
 use systole_core::compile::im2col;
-use systole_core::compile::{compile_training, CompileError, Int8Plan};
+use systole_core::compile::{check_lowered, CompileError, Int8Plan};
 use systole_core::exec::{argmax, Executor, Plain};
 use systole_core::graph::{Graph, Op, Sgd, MAX_LAYERS, MAX_WIDTH};
 use systole_core::isa::Instruction;
@@ -66,8 +66,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         args.compare || (args.device == Device::Accel && args.dtype != TrainDtype::F32);
     if on_accelerator {
         // What the compiler does not lower yet is named before any work.
-        let config = args.array.config(Dtype::Bf16);
-        if let Err(CompileError::NotLowered { what }) = compile_training(&graph, &config, 1) {
+        if let Err(CompileError::NotLowered { what }) = check_lowered(&graph) {
             bail!(
                 "--model {}: {what} does not run on the accelerator yet; this model trains on \
                  the f32 CPU reference (--dtype f32) and the GPU (--device gpu)",

@@ -16,6 +16,10 @@ use crate::conv::ConvGeometry;
 use crate::graph::TensorId;
 use crate::isa::Instruction;
 
+/// What a convolution after the first layer lacks on the array.
+pub const LATER_CONVOLUTION: &str = "a convolution whose input is not the network's input (its \
+                                     input gradient, col2im, and its input's padding)";
+
 /// Instructions of the copy: two per scratchpad-wide piece of every kernel row of every output
 /// row of every image.
 pub fn instructions(g: &ConvGeometry, batch: u32, spad_width: u32) -> u64 {
@@ -32,10 +36,7 @@ impl Compiler<'_> {
         g: ConvGeometry,
     ) -> Result<(), CompileError> {
         if x != self.graph.input {
-            return Err(CompileError::NotLowered {
-                what: "a convolution whose input is not the network's input (the input \
-                       gradient of a later convolution, col2im)",
-            });
+            return Err(CompileError::NotLowered { what: LATER_CONVOLUTION });
         }
         let es = self.config.dtype.elem_bytes() as u32;
         let width = self.config.spad_width() as u32;

@@ -177,6 +177,24 @@ pub struct Int8Plan {
     pub requant: Vec<Requant>,
 }
 
+/// Whether every op of `graph` is one the compiler lowers to the array; the first that is not,
+/// named, otherwise. Cheap (no program is built), so a caller can refuse a network before any
+/// work; compiling checks it first too.
+pub fn check_lowered(graph: &Graph) -> Result<(), CompileError> {
+    let not = |what| Err(CompileError::NotLowered { what });
+    for op in graph.forward.iter().chain(&graph.backward) {
+        match *op {
+            Op::MaxPool { .. } => return not("max pooling"),
+            Op::AvgPool { .. } => return not("average pooling"),
+            Op::MaxPoolGrad { .. } | Op::AvgPoolGrad { .. } => return not("a pooling gradient"),
+            Op::Im2col { x, .. } if x != graph.input => return not(im2col::LATER_CONVOLUTION),
+            Op::Col2im { .. } => return not("a convolution's input gradient (col2im)"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Compiles one BF16 training step for `batch` rows.
 pub fn compile_training(
     graph: &Graph,
@@ -231,6 +249,7 @@ impl<'g> Compiler<'g> {
         if batch == 0 || batch > u16::MAX as u32 {
             return Err(CompileError::Batch { batch });
         }
+        check_lowered(graph)?;
         let mut c = Compiler {
             graph,
             config: *config,
