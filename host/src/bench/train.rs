@@ -141,65 +141,8 @@ pub fn suite(bench: &Bench, batches: &[u32], rows: &mut Vec<Row>) -> anyhow::Res
         }
         rows.append(&mut machine_rows);
 
-        // The CPU: the f32 reference executor, and the CPU twin of the GPU's step.
-        let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
-        let want_f32 = reference.step(&x, &y);
-        let stepped = reference.params();
-        let seconds = time_runs(BUDGET, 50, || {
-            std::hint::black_box(reference.step(&x, &y));
-            Ok(())
-        })?;
-        rows.push(
-            row(b, "cpu f32 reference executor (1 thread)", Kind::Measured, "f32", macs)
-                .timed(seconds, Some(bench.cpu.peak_macs_per_s))
-                .moved(plan.bytes())
-                .checked("is the reference"),
-        );
-        let mut twin = TwinTrainer::new(&graph, &params, GpuDtype::F32);
-        let got = twin.step(&x, &y).map_err(|e| anyhow!("{e}"))?;
-        let check = loss_check("cpu twin", got.loss, want_f32.loss, 1e-5)?;
-        params_check("cpu twin", &twin.params(), &stepped, 1e-5)?;
-        let seconds =
-            time_runs(BUDGET, 50, || twin.step(&x, &y).map(|_| ()).map_err(|e| anyhow!("{e}")))?;
-        rows.push(
-            row(b, "cpu twin of the gpu step (1 thread)", Kind::Measured, "f32", macs)
-                .timed(seconds, Some(bench.cpu.peak_macs_per_s))
-                .moved(plan.bytes())
-                .checked(check),
-        );
-
-        // The GPU: the whole step as one CUDA graph.
-        for (dtype, label, tol) in [
-            (GpuDtype::F32, "gpu step, one CUDA graph", 1e-4),
-            (GpuDtype::Bf16, "gpu step, one CUDA graph", 2e-2),
-        ] {
-            let r = row(b, label, Kind::Measured, dtype.name(), macs);
-            if bench.gpu.is_none() {
-                rows.push(gpu_unavailable(bench, r));
-                continue;
-            }
-            let mut gpu =
-                GpuTrainer::new(&graph, &params, dtype).map_err(|e| gpu_failed(label, e))?;
-            let got = gpu.step(&x, &y).map_err(|e| gpu_failed(label, e))?;
-            let check = loss_check(label, got.loss, want_f32.loss, tol)?;
-            params_check(
-                label,
-                &gpu.params().map_err(|e| gpu_failed(label, e))?,
-                &stepped,
-                tol as f32,
-            )?;
-            let (warmup, reps) = (20, 200);
-            let (ms, how) =
-                gpu.time_step(&x, &y, warmup, reps).map_err(|e| gpu_failed(label, e))?;
-            let bytes =
-                StepPlan::training(&graph, b as usize, dtype).map_err(|e| anyhow!("{e}"))?.bytes();
-            rows.push(
-                r.timed(ms / 1e3, None)
-                    .moved(bytes)
-                    .checked(check)
-                    .noted(format!("median of {reps} {how} after {warmup}, CUDA events")),
-            );
-        }
+        let workload = |machine: &str, kind: Kind, dtype: &str| row(b, machine, kind, dtype, macs);
+        cpu_and_gpu_rows(bench, (&graph, &params), (&x, &y), 50, &workload, rows)?;
 
         // The projection.
         let projected = ArrayConfig { dtype: Dtype::Bf16, ..bench.projected };
@@ -211,6 +154,72 @@ pub fn suite(bench: &Bench, batches: &[u32], rows: &mut Vec<Row>) -> anyhow::Res
             projected.rows, projected.cols, projected.clock_mhz
         );
         rows.push(p.noted("TPU-class array, timing model"));
+    }
+    Ok(())
+}
+
+/// The step of `graph` from `params` on the batch `(x, y)` on the CPU and the GPU: the f32
+/// reference executor, the CPU twin of the GPU's step and the GPU in f32 and bf16 (or
+/// "unavailable"), each checked against the reference's first step before it is timed (the
+/// CPU rows at least `iterations` times). `row` makes a row of this workload.
+pub(super) fn cpu_and_gpu_rows(
+    bench: &Bench,
+    (graph, params): (&Graph, &Params),
+    (x, y): (&[f32], &[u16]),
+    iterations: usize,
+    row: &dyn Fn(&str, Kind, &str) -> Row,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<()> {
+    let batch = y.len();
+    let plan = StepPlan::training(graph, batch, GpuDtype::F32).map_err(|e| anyhow!("{e}"))?;
+    let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), params);
+    let want = reference.step(x, y);
+    let stepped = reference.params();
+    let seconds = time_runs(BUDGET, iterations, || {
+        std::hint::black_box(reference.step(x, y));
+        Ok(())
+    })?;
+    rows.push(
+        row("cpu f32 reference executor (1 thread)", Kind::Measured, "f32")
+            .timed(seconds, Some(bench.cpu.peak_macs_per_s))
+            .moved(plan.bytes())
+            .checked("is the reference"),
+    );
+    let mut twin = TwinTrainer::new(graph, params, GpuDtype::F32);
+    let got = twin.step(x, y).map_err(|e| anyhow!("{e}"))?;
+    let check = loss_check("cpu twin", got.loss, want.loss, 1e-5)?;
+    params_check("cpu twin", &twin.params(), &stepped, 1e-5)?;
+    let seconds =
+        time_runs(BUDGET, iterations, || twin.step(x, y).map(|_| ()).map_err(|e| anyhow!("{e}")))?;
+    rows.push(
+        row("cpu twin of the gpu step (1 thread)", Kind::Measured, "f32")
+            .timed(seconds, Some(bench.cpu.peak_macs_per_s))
+            .moved(plan.bytes())
+            .checked(check),
+    );
+
+    // The GPU: the whole step as one CUDA graph.
+    let label = "gpu step, one CUDA graph";
+    for (dtype, tol) in [(GpuDtype::F32, 1e-4), (GpuDtype::Bf16, 2e-2)] {
+        let r = row(label, Kind::Measured, dtype.name());
+        if bench.gpu.is_none() {
+            rows.push(gpu_unavailable(bench, r));
+            continue;
+        }
+        let mut gpu = GpuTrainer::new(graph, params, dtype).map_err(|e| gpu_failed(label, e))?;
+        let got = gpu.step(x, y).map_err(|e| gpu_failed(label, e))?;
+        let check = loss_check(label, got.loss, want.loss, tol)?;
+        let after = gpu.params().map_err(|e| gpu_failed(label, e))?;
+        params_check(label, &after, &stepped, tol as f32)?;
+        let (warmup, reps) = (20, 200);
+        let (ms, how) = gpu.time_step(x, y, warmup, reps).map_err(|e| gpu_failed(label, e))?;
+        let bytes = StepPlan::training(graph, batch, dtype).map_err(|e| anyhow!("{e}"))?.bytes();
+        rows.push(
+            r.timed(ms / 1e3, None)
+                .moved(bytes)
+                .checked(check)
+                .noted(format!("median of {reps} {how} after {warmup}, CUDA events")),
+        );
     }
     Ok(())
 }

@@ -64,6 +64,14 @@ pub const SOURCE: &str = r#"
 // host/src/gpu/image_kernels.rs that follows it statement for statement; change both together.
 // One thread per element written; every sum in the reference's order.
 
+// Element i of an n x h x w x c batch: its image, row, column and channel.
+__device__ void systole_hwc(int i, int c, int w, int h, int* b, int* y, int* x, int* ch) {
+    *ch = i % c;
+    *x = (i / c) % w;
+    *y = (i / c / w) % h;
+    *b = i / c / w / h;
+}
+
 extern "C" __global__ void systole_im2col(const float* x, float* cols, int n, int c, int h, int w, int oh, int ow, int k, int s, int p) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int patch = k * k * c;
@@ -87,10 +95,8 @@ extern "C" __global__ void systole_col2im(const float* cols, float* x, int n, in
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * h * w * c) return;
     int patch = k * k * c;
-    int ch = i % c;
-    int xx = (i / c) % w;
-    int y = (i / c / w) % h;
-    int b = i / c / w / h;
+    int b, y, xx, ch;
+    systole_hwc(i, c, w, h, &b, &y, &xx, &ch);
     float sum = 0.0f;
     for (int oy = 0; oy < oh; ++oy) {
         int ky = y + p - oy * s;
@@ -120,20 +126,16 @@ __device__ int systole_window_max(const float* x, int b, int oy, int ox, int ch,
 extern "C" __global__ void systole_max_pool(const float* x, float* y, int n, int c, int h, int w, int oh, int ow, int k, int s) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * oh * ow * c) return;
-    int ch = i % c;
-    int ox = (i / c) % ow;
-    int oy = (i / c / ow) % oh;
-    int b = i / c / ow / oh;
+    int b, oy, ox, ch;
+    systole_hwc(i, c, ow, oh, &b, &oy, &ox, &ch);
     y[i] = x[systole_window_max(x, b, oy, ox, ch, c, h, w, k, s)];
 }
 
 extern "C" __global__ void systole_max_pool_grad(const float* dy, const float* x, float* dx, int n, int c, int h, int w, int oh, int ow, int k, int s) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * h * w * c) return;
-    int ch = i % c;
-    int xx = (i / c) % w;
-    int y = (i / c / w) % h;
-    int b = i / c / w / h;
+    int b, y, xx, ch;
+    systole_hwc(i, c, w, h, &b, &y, &xx, &ch);
     float sum = 0.0f;
     for (int oy = 0; oy < oh; ++oy) {
         if (y < oy * s || y >= oy * s + k) continue;
@@ -148,10 +150,8 @@ extern "C" __global__ void systole_max_pool_grad(const float* dy, const float* x
 extern "C" __global__ void systole_avg_pool(const float* x, float* y, int n, int c, int h, int w, int oh, int ow, int k, int s) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * oh * ow * c) return;
-    int ch = i % c;
-    int ox = (i / c) % ow;
-    int oy = (i / c / ow) % oh;
-    int b = i / c / ow / oh;
+    int b, oy, ox, ch;
+    systole_hwc(i, c, ow, oh, &b, &oy, &ox, &ch);
     float sum = 0.0f;
     for (int t = 0; t < k * k; ++t) sum = sum + x[((b * h + oy * s + t / k) * w + ox * s + t % k) * c + ch];
     y[i] = sum / (float)(k * k);
@@ -160,10 +160,8 @@ extern "C" __global__ void systole_avg_pool(const float* x, float* y, int n, int
 extern "C" __global__ void systole_avg_pool_grad(const float* dy, float* dx, int n, int c, int h, int w, int oh, int ow, int k, int s) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * h * w * c) return;
-    int ch = i % c;
-    int xx = (i / c) % w;
-    int y = (i / c / w) % h;
-    int b = i / c / w / h;
+    int b, y, xx, ch;
+    systole_hwc(i, c, w, h, &b, &y, &xx, &ch);
     float sum = 0.0f;
     for (int oy = 0; oy < oh; ++oy) {
         if (y < oy * s || y >= oy * s + k) continue;
@@ -208,10 +206,7 @@ pub fn col2im(g: &ConvGeometry, n: usize, cols: &[f32], x: &mut [f32]) {
     let [n, c, h, w, oh, ow, k, s, p] = conv_args(g, n);
     let patch = k * k * c;
     for i in 0..n * h * w * c {
-        let ch = i % c;
-        let xx = (i / c) % w;
-        let y = (i / c / w) % h;
-        let b = i / c / w / h;
+        let (b, y, xx, ch) = hwc(i, c, w, h);
         let mut sum = 0.0f32;
         for oy in 0..oh {
             let ky = y + p - oy * s;
@@ -228,6 +223,12 @@ pub fn col2im(g: &ConvGeometry, n: usize, cols: &[f32], x: &mut [f32]) {
         }
         x[i as usize] = sum;
     }
+}
+
+/// Twin of `systole_hwc`: element `i` of an `n x h x w x c` batch as (image, row, column,
+/// channel).
+fn hwc(i: i32, c: i32, w: i32, h: i32) -> (i32, i32, i32, i32) {
+    (i / c / w / h, (i / c / w) % h, (i / c) % w, i % c)
 }
 
 /// Twin of `systole_window_max`.
@@ -249,10 +250,7 @@ fn window_max(x: &[f32], (b, oy, ox, ch): (i32, i32, i32, i32), [c, h, w, k, s]:
 pub fn max_pool(g: &PoolGeometry, n: usize, x: &[f32], y: &mut [f32]) {
     let [n, c, h, w, oh, ow, k, s] = pool_args(g, n);
     for i in 0..n * oh * ow * c {
-        let ch = i % c;
-        let ox = (i / c) % ow;
-        let oy = (i / c / ow) % oh;
-        let b = i / c / ow / oh;
+        let (b, oy, ox, ch) = hwc(i, c, ow, oh);
         y[i as usize] = x[window_max(x, (b, oy, ox, ch), [c, h, w, k, s]) as usize];
     }
 }
@@ -262,10 +260,7 @@ pub fn max_pool(g: &PoolGeometry, n: usize, x: &[f32], y: &mut [f32]) {
 pub fn max_pool_grad(g: &PoolGeometry, n: usize, dy: &[f32], x: &[f32], dx: &mut [f32]) {
     let [n, c, h, w, oh, ow, k, s] = pool_args(g, n);
     for i in 0..n * h * w * c {
-        let ch = i % c;
-        let xx = (i / c) % w;
-        let y = (i / c / w) % h;
-        let b = i / c / w / h;
+        let (b, y, xx, ch) = hwc(i, c, w, h);
         let mut sum = 0.0f32;
         for oy in 0..oh {
             if y < oy * s || y >= oy * s + k {
@@ -288,10 +283,7 @@ pub fn max_pool_grad(g: &PoolGeometry, n: usize, dy: &[f32], x: &[f32], dx: &mut
 pub fn avg_pool(g: &PoolGeometry, n: usize, x: &[f32], y: &mut [f32]) {
     let [n, c, h, w, oh, ow, k, s] = pool_args(g, n);
     for i in 0..n * oh * ow * c {
-        let ch = i % c;
-        let ox = (i / c) % ow;
-        let oy = (i / c / ow) % oh;
-        let b = i / c / ow / oh;
+        let (b, oy, ox, ch) = hwc(i, c, ow, oh);
         let mut sum = 0.0f32;
         for t in 0..k * k {
             sum += x[(((b * h + oy * s + t / k) * w + ox * s + t % k) * c + ch) as usize];
@@ -304,10 +296,7 @@ pub fn avg_pool(g: &PoolGeometry, n: usize, x: &[f32], y: &mut [f32]) {
 pub fn avg_pool_grad(g: &PoolGeometry, n: usize, dy: &[f32], dx: &mut [f32]) {
     let [n, c, h, w, oh, ow, k, s] = pool_args(g, n);
     for i in 0..n * h * w * c {
-        let ch = i % c;
-        let xx = (i / c) % w;
-        let y = (i / c / w) % h;
-        let b = i / c / w / h;
+        let (b, y, xx, ch) = hwc(i, c, w, h);
         let mut sum = 0.0f32;
         for oy in 0..oh {
             if y < oy * s || y >= oy * s + k {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::gpu::kernels::tests::{cxx, declared_kernels, declared_params, CPU_SHIM};
+use crate::gpu::kernels::tests::{declared_kernels, declared_params, run_on_cpu};
 use systole_core::conv;
 use systole_core::params::SplitMix64;
 
@@ -96,24 +96,6 @@ fn twins_equal_the_reference_image_ops_bit_for_bit() {
 /// gives the twins' results bit for bit.
 #[test]
 fn image_kernels_compiled_for_the_cpu_equal_the_twins() {
-    let Some(cxx) = cxx() else {
-        println!(
-            "SKIPPED: no C++ compiler (c++, g++ or clang++) to compile the kernels for the CPU"
-        );
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("image.cpp");
-    std::fs::write(&src, format!("{CPU_SHIM}\n{SOURCE}\n{DRIVER}")).unwrap();
-    let exe = dir.path().join("image");
-    let out = std::process::Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-ffp-contract=off", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{cxx} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-
     let mut rng = SplitMix64(22);
     let cg = ConvGeometry::new((3, 7, 6), 2, 3, 2, 1).unwrap();
     let pg = PoolGeometry::new((2, 7, 5), 3, 2).unwrap();
@@ -129,15 +111,8 @@ fn image_kernels_compiled_for_the_cpu_equal_the_twins() {
     for arr in [&x, &d, &px, &pdy] {
         input.extend(arr.iter().flat_map(|f| f.to_le_bytes()));
     }
-    std::fs::write(dir.path().join("in.bin"), &input).unwrap();
-    let run = std::process::Command::new(&exe)
-        .arg(dir.path().join("in.bin"))
-        .arg(dir.path().join("out.bin"))
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let out = std::fs::read(dir.path().join("out.bin")).unwrap();
-    let mut words = out.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+    let Some(out) = run_on_cpu(&format!("{SOURCE}\n{DRIVER}"), &input) else { return };
+    let mut words = out.into_iter();
     let mut take = |len: usize| -> Vec<u32> { words.by_ref().take(len).collect() };
 
     let mut cols = vec![0.0; d.len()];
@@ -159,14 +134,9 @@ fn image_kernels_compiled_for_the_cpu_equal_the_twins() {
     assert!(take(1).is_empty(), "the driver wrote more than expected");
 }
 
-/// Runs each image kernel over a grid of 256-thread blocks, reading in.bin, writing out.bin.
+/// Runs each image kernel over a grid of 256-thread blocks (the shim's `launch`), reading
+/// in.bin, writing out.bin.
 const DRIVER: &str = r#"
-template <typename F> static void launch(int threads, F body) {
-    blockDim = {256, 1, 1};
-    unsigned int grid = (threads + 255) / 256;
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < 256; ++t) { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; body(); }
-}
 int main(int argc, char** argv) {
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");

@@ -550,27 +550,6 @@ pub(crate) mod tests {
     /// give the twins' results bit for bit.
     #[test]
     fn cuda_source_compiled_for_the_cpu_equals_the_twins() {
-        let Some(cxx) = cxx() else {
-            println!(
-                "SKIPPED: no C++ compiler (c++, g++ or clang++) to compile the kernels for the CPU"
-            );
-            return;
-        };
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("kernels.cpp"),
-            format!("{CPU_SHIM}\n{SOURCE}\n{CPU_DRIVER}"),
-        )
-        .unwrap();
-        let exe = dir.path().join("kernels");
-        let out = std::process::Command::new(&cxx)
-            .args(["-std=c++17", "-O1", "-ffp-contract=off", "-o"])
-            .arg(&exe)
-            .arg(dir.path().join("kernels.cpp"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{cxx} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-
         // Inputs: sizes, hyper-parameters, then arrays, all little-endian 32-bit.
         let mut rng = SplitMix64(6);
         let (n, rows, cols, xrows, classes) = (1000usize, 37usize, 11usize, 300usize, 10usize);
@@ -599,15 +578,8 @@ pub(crate) mod tests {
             input.extend(arr.iter().flat_map(|f| f.to_le_bytes()));
         }
         input.extend(labels.iter().flat_map(|l| l.to_le_bytes()));
-        std::fs::write(dir.path().join("in.bin"), &input).unwrap();
-        let run = std::process::Command::new(&exe)
-            .arg(dir.path().join("in.bin"))
-            .arg(dir.path().join("out.bin"))
-            .output()
-            .unwrap();
-        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-        let out = std::fs::read(dir.path().join("out.bin")).unwrap();
-        let mut words = out.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        let Some(out) = run_on_cpu(&format!("{SOURCE}\n{CPU_DRIVER}"), &input) else { return };
+        let mut words = out.into_iter();
         let mut take = |len: usize| -> Vec<u32> { words.by_ref().take(len).collect() };
         let bits = |v: &[f32]| -> Vec<u32> { v.iter().map(|f| f.to_bits()).collect() };
 
@@ -641,7 +613,36 @@ pub(crate) mod tests {
         assert!(take(1).is_empty(), "the driver wrote more than expected");
     }
 
-    pub(crate) fn cxx() -> Option<String> {
+    /// CUDA C `source` (kernels and a `main` that reads its first argument and writes its
+    /// second), compiled as C++ for the CPU behind [`CPU_SHIM`] and run on `input`: the
+    /// little-endian 32-bit words it wrote. `None`, after saying SKIPPED, without a C++
+    /// compiler.
+    pub(crate) fn run_on_cpu(source: &str, input: &[u8]) -> Option<Vec<u32>> {
+        let Some(cxx) = cxx() else {
+            println!(
+                "SKIPPED: no C++ compiler (c++, g++ or clang++) to compile the kernels for the CPU"
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (src, exe) = (dir.path().join("kernels.cpp"), dir.path().join("kernels"));
+        std::fs::write(&src, format!("{CPU_SHIM}\n{source}")).unwrap();
+        let out = std::process::Command::new(&cxx)
+            .args(["-std=c++17", "-O1", "-ffp-contract=off", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cxx} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        let (inp, outp) = (dir.path().join("in.bin"), dir.path().join("out.bin"));
+        std::fs::write(&inp, input).unwrap();
+        let run = std::process::Command::new(&exe).arg(&inp).arg(&outp).output().unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let out = std::fs::read(&outp).unwrap();
+        Some(out.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect())
+    }
+
+    fn cxx() -> Option<String> {
         ["c++", "g++", "clang++"].into_iter().map(String::from).find(|c| {
             std::process::Command::new(c)
                 .arg("--version")
@@ -663,16 +664,18 @@ static Dim3 blockIdx, blockDim, threadIdx;
 #define __device__
 static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-"#;
-
-    /// Runs each kernel over a grid of BLOCK-thread blocks, reading in.bin, writing out.bin.
-    const CPU_DRIVER: &str = r#"
+// Runs `body` once per thread of a grid of 256-thread blocks covering `threads`.
 template <typename F> static void launch(int threads, F body) {
     blockDim = {256, 1, 1};
     unsigned int grid = (threads + 255) / 256;
     for (unsigned int b = 0; b < grid; ++b)
         for (unsigned int t = 0; t < 256; ++t) { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; body(); }
 }
+"#;
+
+    /// Runs each kernel over a grid of BLOCK-thread blocks (the shim's `launch`), reading in.bin,
+    /// writing out.bin.
+    const CPU_DRIVER: &str = r#"
 int main(int argc, char** argv) {
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
