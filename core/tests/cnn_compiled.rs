@@ -165,3 +165,37 @@ fn pooling_and_later_convolutions_are_refused_by_name() {
     let e = compile_training(&Graph::network_training(&two, sgd).unwrap(), &config, 2).unwrap_err();
     assert!(matches!(e, CompileError::NotLowered { .. }), "{e}");
 }
+
+/// INT8 inference of a trained-shape convolutional network: the patches copied as i8, the
+/// convolution requantized into the dense layer's scale. The cycle machine gives the
+/// functional machine's logits bits in the compiled cycles, and the dequantized logits stay
+/// near the f32 reference's.
+#[test]
+fn int8_inference_of_a_convolution_runs_on_every_golden_machine() {
+    use systole_core::compile::{compile_inference, Int8Plan};
+    use systole_core::exec::Plain;
+    use systole_core::train::Int8Inference;
+    let net = &nets()[0];
+    let graph = Graph::network(net).unwrap();
+    let params = Params::init(net, 5);
+    let (x, _) = batch(&mut SplitMix64(8), 6, graph.inputs() as usize, graph.classes());
+    let plan = Int8Plan::calibrate(&graph, &params, &x, 6).unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let dram = Int8Inference::dram_needed(&graph, &config, &plan, 6).unwrap();
+    let mut logits = Vec::new();
+    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+        let machine = golden(kind, config, dram).unwrap();
+        let mut int8 = Int8Inference::new(machine, graph.clone(), &params, plan.clone()).unwrap();
+        let (l, work) = int8.logits(&x, 6).unwrap();
+        let step = compile_inference(&graph, &config, 6, Some(&plan)).unwrap();
+        assert_eq!(work.cycles, step.forward_cycles, "{kind:?}");
+        logits.push(l);
+    }
+    assert_eq!(logits[0], logits[1], "functional and cycle machines");
+    let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
+    let want = reference.logits(&x, 6);
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in logits[0].iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 0.05 * scale, "logit {i}: int8 {g} vs f32 {w} (scale {scale})");
+    }
+}
