@@ -4,6 +4,7 @@
 //! accelerator reference executor's bits, as for MLPs.
 
 use systole_core::compile::{compile_training, CompileError};
+use systole_core::conv::ConvGeometry;
 use systole_core::exec::{Accel, Executor};
 use systole_core::graph::{Graph, Sgd};
 use systole_core::layers::{Layer, Net, Shape};
@@ -122,6 +123,11 @@ fn a_convolution_step_on_the_cycle_machine_takes_the_compiled_cycles() {
         assert_eq!((im2col.program, im2col.layer, im2col.macs), (0, 0, 0));
         // 4 images x 6 output rows x 3 kernel rows, one piece each: a load and a store.
         assert_eq!(im2col.end - im2col.start, 2 * 4 * 6 * 3);
+        let geom = ConvGeometry::new((1, 6, 6), 4, 3, 1, 1).unwrap();
+        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &config), 2 * 4 * 6 * 3);
+        // With two scratchpad rows, each output row's 6 positions take 6 pieces.
+        let tiny = ArrayConfig { spad_depth: 2, ..config };
+        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &tiny), 6 * 2 * 4 * 6 * 3);
     }
 }
 
@@ -198,4 +204,26 @@ fn int8_inference_of_a_convolution_runs_on_every_golden_machine() {
     for (i, (g, w)) in logits[0].iter().zip(&want).enumerate() {
         assert!((g - w).abs() <= 0.05 * scale, "logit {i}: int8 {g} vs f32 {w} (scale {scale})");
     }
+}
+
+/// A network whose logits are a convolution's output, flattened: inference must store them
+/// (they were left unwritten, and INT8 asked for a requantization the last layer has not).
+#[test]
+fn logits_that_are_a_flattened_convolution_are_stored() {
+    let net = Net::new(Shape::Image { c: 1, h: 4, w: 4 }, &[conv(1, 1, 3, 1, 0), Layer::Flatten])
+        .unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+    trains_as_the_reference(&net, config, GoldenKind::Functional, &[3, 3]);
+    use systole_core::compile::Int8Plan;
+    use systole_core::train::Int8Inference;
+    let graph = Graph::network(&net).unwrap();
+    let params = Params::init(&net, 2);
+    let (x, _) = batch(&mut SplitMix64(4), 3, 16, 4);
+    let plan = Int8Plan::calibrate(&graph, &params, &x, 3).unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let dram = Int8Inference::dram_needed(&graph, &config, &plan, 3).unwrap();
+    let machine = golden(GoldenKind::Functional, config, dram).unwrap();
+    let mut int8 = Int8Inference::new(machine, graph, &params, plan).unwrap();
+    let (logits, _) = int8.logits(&x, 3).unwrap();
+    assert_eq!(logits.len(), 12);
 }

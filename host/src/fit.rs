@@ -112,8 +112,25 @@ pub struct Curve {
 /// Rows per evaluation pass (each size gets its own plan, so few sizes is better).
 pub const EVAL_ROWS: usize = 512;
 
-/// Batches of one epoch, in order, as (features, labels): the same for every machine.
-pub type EpochBatches<'a> = dyn FnMut(u32) -> Vec<(Vec<f32>, Vec<u16>)> + 'a;
+/// The batches of each epoch, in the order every trainer takes them.
+pub trait EpochBatches {
+    /// Starts epoch `epoch` (from 1): how many batches it has.
+    fn start(&mut self, epoch: u32) -> usize;
+    /// Batch `b` of the epoch started last: its features (row-major) and labels.
+    fn batch(&mut self, b: usize) -> (&[f32], &[u16]);
+}
+
+/// The same batches every epoch.
+pub struct SameBatches(pub Vec<(Vec<f32>, Vec<u16>)>);
+
+impl EpochBatches for SameBatches {
+    fn start(&mut self, _epoch: u32) -> usize {
+        self.0.len()
+    }
+    fn batch(&mut self, b: usize) -> (&[f32], &[u16]) {
+        (&self.0[b].0, &self.0[b].1)
+    }
+}
 
 /// What a run shows as it goes: told when an epoch starts (with its batch count), after each
 /// batch has stepped every trainer, and when the epoch's points are in.
@@ -131,13 +148,13 @@ impl<F: FnMut(&[CurvePoint])> Observer for F {
     }
 }
 
-/// Trains every trainer for `epochs` epochs in lockstep: each batch of `batches(epoch)` goes to
-/// each of them in turn; `test` is evaluated after each epoch, and `observer` sees the run as
+/// Trains every trainer for `epochs` epochs in lockstep: each batch of the epoch goes to each
+/// of them in turn; `test` is evaluated after each epoch, and `observer` sees the run as
 /// it goes. A non-finite loss stops the run with an error naming the trainer.
 pub fn train_curves<'t>(
     trainers: &mut [&mut (dyn StepTrainer + 't)],
     epochs: u32,
-    batches: &mut EpochBatches<'_>,
+    batches: &mut dyn EpochBatches,
     test: (&[f32], &[u16]),
     sgd: &Sgd,
     observer: &mut dyn Observer,
@@ -146,11 +163,12 @@ pub fn train_curves<'t>(
         trainers.iter().map(|t| Curve { machine: t.label(), points: Vec::new() }).collect();
     for epoch in 1..=epochs {
         let mut sums = vec![(0.0f64, 0u64, 0u64); trainers.len()];
-        let epoch_batches = batches(epoch);
-        observer.epoch_started(epoch, epoch_batches.len());
-        for (x, y) in epoch_batches {
+        let count = batches.start(epoch);
+        observer.epoch_started(epoch, count);
+        for b in 0..count {
+            let (x, y) = batches.batch(b);
             for (t, sum) in trainers.iter_mut().zip(&mut sums) {
-                let o = t.step(&x, &y)?;
+                let o = t.step(x, y)?;
                 if !o.loss.is_finite() {
                     bail!(
                         "epoch {epoch}: the training loss of {} became {}: training diverged; {}",

@@ -26,7 +26,9 @@ use systole_core::{ArrayConfig, Dtype};
 
 use crate::cli::{Device, TrainArgs, TrainDtype};
 use crate::dataset::{Samples, Split};
-use crate::fit::{train_curves, AccelStepTrainer, CpuReference, CurvePoint, Observer, StepTrainer};
+use crate::fit::{
+    train_curves, AccelStepTrainer, CpuReference, CurvePoint, EpochBatches, Observer, StepTrainer,
+};
 use crate::gpu::train::SideBySide;
 use crate::gpu::GpuDtype;
 use crate::limits::check_memory;
@@ -103,8 +105,8 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     if args.device == Device::Gpu || args.compare {
         // The GPU path (host/src/gpu/train.rs) trains on this run's split and batch order.
         let run = side_by_side(args)?;
-        let mut order = Batches::new(split.train.len(), batch, args.seed);
-        let mut batches = |_epoch: u32| order.epoch(&split.train);
+        let order = Batches::new(split.train.len(), batch, args.seed);
+        let mut batches = Shuffled { order, samples: &split.train };
         return crate::gpu::train::run(&run, &graph, &split.test, &mut batches, outputs, json_file);
     }
     let accel = match args.dtype {
@@ -367,17 +369,6 @@ impl Batches {
         self.order.len().div_ceil(self.size)
     }
 
-    /// The next epoch's batches, in its shuffled order.
-    fn epoch(&mut self, samples: &Samples) -> Vec<(Vec<f32>, Vec<u16>)> {
-        self.next_epoch();
-        (0..self.count())
-            .map(|b| {
-                let (x, y) = self.gather(b, samples);
-                (x.to_vec(), y.to_vec())
-            })
-            .collect()
-    }
-
     /// Batch `b` of the current epoch.
     fn gather(&mut self, b: usize, samples: &Samples) -> (&[f32], &[u16]) {
         let rows = &self.order[b * self.size..((b + 1) * self.size).min(self.order.len())];
@@ -389,6 +380,23 @@ impl Batches {
             self.labels.push(samples.labels[i]);
         }
         (&self.x, &self.labels)
+    }
+}
+
+/// A split's rows in the run's shuffled order, one epoch after another, gathered into
+/// [`Batches`]' reused buffers.
+struct Shuffled<'a> {
+    order: Batches,
+    samples: &'a Samples,
+}
+
+impl EpochBatches for Shuffled<'_> {
+    fn start(&mut self, _epoch: u32) -> usize {
+        self.order.next_epoch();
+        self.order.count()
+    }
+    fn batch(&mut self, b: usize) -> (&[f32], &[u16]) {
+        self.order.gather(b, self.samples)
     }
 }
 
@@ -417,11 +425,11 @@ impl Training<'_> {
         config: Option<ArrayConfig>,
     ) -> anyhow::Result<Vec<EpochReport>> {
         let (args, train, test) = (self.args, &self.split.train, &self.split.test);
-        let mut batches = Batches::new(train.len(), self.batch(), args.seed);
+        let order = Batches::new(train.len(), self.batch(), args.seed);
+        let mut batches = Shuffled { order, samples: train };
         let mut lines = EpochLines { epochs: args.epochs, config, progress: None, reports: vec![] };
         let test = (&test.x[..], &test.labels[..]);
-        let mut each = |_epoch: u32| batches.epoch(train);
-        train_curves(trainers, args.epochs, &mut each, test, &self.sgd(), &mut lines)?;
+        train_curves(trainers, args.epochs, &mut batches, test, &self.sgd(), &mut lines)?;
         Ok(lines.reports)
     }
 
@@ -550,7 +558,6 @@ fn step_instructions(graph: &Graph, config: &ArrayConfig, batch: usize, eval_row
             .and_then(|(layout, _)| GemmPlan::new(config, shape, layout).ok())
             .map_or(0, |plan| plan.instruction_count())
     };
-    let width = config.spad_width() as u32;
     let pass = |rows: usize, training: bool| -> u64 {
         let rows = rows as u32;
         let (info, ops) = (|t| graph.info(t), graph.backward.iter().filter(|_| training));
@@ -563,7 +570,7 @@ fn step_instructions(graph: &Graph, config: &ArrayConfig, batch: usize, eval_row
                 Op::DenseGradInput { dy, dx, .. } => {
                     gemm(info(dy).rows(rows), info(dy).cols, info(dx).cols)
                 }
-                Op::Im2col { geom, .. } => im2col::instructions(&geom, rows, width),
+                Op::Im2col { geom, .. } => im2col::instructions(&geom, rows, config),
                 _ => 0,
             };
             n.saturating_add(more)

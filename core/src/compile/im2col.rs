@@ -12,6 +12,7 @@
 //! schedule a piece's load overlaps the previous piece's store.
 
 use super::{CompileError, Compiler, Segment};
+use crate::config::ArrayConfig;
 use crate::conv::ConvGeometry;
 use crate::graph::TensorId;
 use crate::isa::Instruction;
@@ -20,11 +21,14 @@ use crate::isa::Instruction;
 pub const LATER_CONVOLUTION: &str = "a convolution whose input is not the network's input (its \
                                      input gradient, col2im, and its input's padding)";
 
-/// Instructions of the copy: two per scratchpad-wide piece of every kernel row of every output
-/// row of every image.
-pub fn instructions(g: &ConvGeometry, batch: u32, spad_width: u32) -> u64 {
-    let seg = (g.kernel * g.c).div_ceil(spad_width) as u64;
-    2 * batch as u64 * g.out_h() as u64 * g.kernel as u64 * seg
+/// Instructions of the copy on `config`'s scratchpad: two per piece, a piece being at most a
+/// scratchpad row of a kernel row's elements for at most half the scratchpad's rows of output
+/// positions, for every output row of every image.
+pub fn instructions(g: &ConvGeometry, batch: u32, config: &ArrayConfig) -> u64 {
+    let width = config.spad_width() as u32;
+    let half = (config.spad_depth / 2).clamp(1, u16::MAX as u32);
+    let pieces = (g.kernel * g.c).div_ceil(width) as u64 * g.out_w().div_ceil(half) as u64;
+    2 * batch as u64 * g.out_h() as u64 * g.kernel as u64 * pieces
 }
 
 impl Compiler<'_> {

@@ -355,6 +355,17 @@ impl<'g> Compiler<'g> {
     fn cols(&self, t: TensorId) -> u32 {
         self.graph.info(t).cols
     }
+    /// The tensor whose buffers `t` is, through the forward reshapes (`t` itself if none).
+    fn source_of(&self, t: TensorId) -> TensorId {
+        let mut t = t;
+        while let Some(x) = self.graph.forward.iter().find_map(|op| match *op {
+            Op::Reshape { x, y } if y == t => Some(x),
+            _ => None,
+        }) {
+            t = x;
+        }
+        t
+    }
     /// Whether `t` is a convolution's patches (its GEMMs are the convolution's).
     fn is_patches(&self, t: TensorId) -> bool {
         self.graph.forward.iter().any(|op| matches!(*op, Op::Im2col { y, .. } if y == t))
@@ -441,7 +452,8 @@ impl<'g> Compiler<'g> {
                     };
                     let layer = self.layer_of(w);
                     let shape = GemmShape { m: self.rows(x), k: self.cols(x), n: self.cols(y) };
-                    let is_logits = out == self.graph.logits;
+                    // The logits may be this output flattened (a reshape shares its buffers).
+                    let is_logits = self.source_of(self.graph.logits) == out;
                     let cast = (!is_logits).then(|| CastTo {
                         addr: self.elems(out),
                         requant: int8.map(|q| q.requant[layer as usize]),

@@ -81,7 +81,8 @@ impl TensorInfo {
     /// Rows for a batch of `batch` samples.
     pub fn rows(&self, batch: u32) -> u32 {
         match self.rows {
-            Rows::PerSample(k) => batch * k,
+            // Saturated: a count past u32 fails every size check after it.
+            Rows::PerSample(k) => batch.saturating_mul(k),
             Rows::Fixed(n) => n,
         }
     }

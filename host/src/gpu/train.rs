@@ -321,12 +321,12 @@ pub struct SideBySide {
 /// `systole train --device gpu` and `systole train --compare`: the two trainers of `run` from
 /// the same initial weights, on the same batches; both curves side by side.
 ///
-/// `batches(epoch)` is the run's own epoch order (the caller's shuffle), `test` the test split.
+/// `batches` is the run's own epoch order (the caller's shuffle), `test` the test split.
 pub fn run(
     run: &SideBySide,
     graph: &Graph,
     test: &Samples,
-    batches: &mut EpochBatches<'_>,
+    batches: &mut dyn EpochBatches,
     mut outputs: Outputs,
     json_file: Option<OutputId>,
 ) -> anyhow::Result<()> {
@@ -423,6 +423,7 @@ fn machine_name(kind: GoldenKind) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fit::SameBatches;
     use systole_core::graph::{MlpSpec, Sgd};
     use systole_core::params::SplitMix64;
 
@@ -454,13 +455,13 @@ mod tests {
         let mut rng = SplitMix64(2);
         let (train_x, train_y) = data(&mut rng, 100);
         let (test_x, test_y) = data(&mut rng, 40);
-        let mut batches = |_epoch: u32| -> Vec<(Vec<f32>, Vec<u16>)> {
+        let mut batches = SameBatches(
             train_x
                 .chunks(16 * 6)
                 .zip(train_y.chunks(16))
                 .map(|(x, y)| (x.to_vec(), y.to_vec()))
-                .collect()
-        };
+                .collect(),
+        );
         let config = ArrayConfig::new(4, 4, systole_core::Dtype::Bf16);
         let dram = AccelTrainer::dram_needed(&graph, &config, 16, 40).unwrap();
         let machine = golden(GoldenKind::Functional, config, dram).unwrap();
@@ -506,7 +507,7 @@ mod tests {
         let params = Params::init(&spec, 1);
         let mut rng = SplitMix64(2);
         let (x, y) = data(&mut rng, 32);
-        let mut batches = |_: u32| vec![(x.clone(), y.clone())];
+        let mut batches = SameBatches(vec![(x.clone(), y.clone())]);
         let mut reference = CpuReference::new(&graph, &params);
         let sgd = graph.sgd.unwrap();
         let mut each: [&mut dyn StepTrainer; 1] = [&mut reference];
