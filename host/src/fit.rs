@@ -109,7 +109,9 @@ pub struct Curve {
     pub points: Vec<CurvePoint>,
 }
 
-/// Rows per evaluation pass (each size gets its own plan, so few sizes is better).
+/// Rows per evaluation pass: a bound on an evaluation's DRAM on the accelerator and its
+/// activations on the reference (each size gets its own compiled step or plan, so few sizes
+/// is better).
 pub const EVAL_ROWS: usize = 512;
 
 /// The batches of each epoch, in the order every trainer takes them.

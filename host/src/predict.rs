@@ -63,7 +63,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     if let Ok(graph) = Graph::network(net) {
         check_memory(
             format_args!("{}: the f32 reference", args.model.display()),
-            crate::train::reference_bytes(&graph, test.len().min(crate::train::EVAL_ROWS)),
+            crate::train::reference_bytes(&graph, test.len().min(crate::fit::EVAL_ROWS)),
         )?;
     }
     let predicted = f32_predictions(net, &model.params, test);

@@ -13,8 +13,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail};
-use systole_core::compile::im2col;
-use systole_core::compile::{check_lowered, CompileError, Int8Plan};
+use systole_core::compile::{check_lowered, im2col, CompileError, Int8Plan};
 use systole_core::exec::{argmax, Executor, Plain};
 use systole_core::graph::{Graph, Op, Sgd, MAX_LAYERS, MAX_WIDTH};
 use systole_core::isa::Instruction;
@@ -28,6 +27,7 @@ use crate::cli::{Device, TrainArgs, TrainDtype};
 use crate::dataset::{Samples, Split};
 use crate::fit::{
     train_curves, AccelStepTrainer, CpuReference, CurvePoint, EpochBatches, Observer, StepTrainer,
+    EVAL_ROWS,
 };
 use crate::gpu::train::SideBySide;
 use crate::gpu::GpuDtype;
@@ -38,8 +38,6 @@ use crate::outputs::Outputs;
 use crate::progress::EpochProgress;
 use crate::report::{self, DatasetReport, EpochReport, RunConfig, RunReport, StepReport, Totals};
 
-/// Rows per accelerator inference pass when evaluating (a bound on the evaluation's DRAM).
-pub const EVAL_ROWS: usize = 512;
 /// Training rows INT8 calibration runs through the f32 model.
 pub const CALIBRATION_ROWS: usize = 512;
 /// Seeds the per-epoch shuffles: `SplitMix64(seed ^ SHUFFLE_STREAM)`, apart from the split's

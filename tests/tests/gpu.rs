@@ -238,32 +238,34 @@ fn bench_pytorch_rows_or_a_loud_skip() {
     }
 }
 
-#[test]
-fn train_on_the_gpu_or_one_line_saying_why_not() {
+/// `systole train --device gpu` with `args` (`--json` added): the run's report where there is
+/// a GPU; elsewhere the one-line refusal naming what was searched is checked, no output is
+/// left behind, and the test says SKIPPED for `what`.
+fn train_on_the_gpu(args: &[&str], what: &str) -> Option<Value> {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
-    let out = systole([
-        "train",
-        "--device",
-        "gpu",
-        "--dtype",
-        "f32",
-        "--epochs",
-        "3",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let mut all = vec!["train", "--device", "gpu"];
+    all.extend(args);
+    all.extend(["--json", json.to_str().unwrap()]);
+    let out = systole(all);
     if out.status.success() {
-        // A GPU: its f32 curve against the f32 CPU reference's.
-        let report: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
-        assert_eq!(report["mode"], "gpu");
-        assert!(report["max_loss_gap"].as_f64().unwrap() < 1e-3, "{report}");
-        return;
+        return Some(serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap());
     }
     assert_fails_naming(&out, &["GPU unavailable", "searched"]);
     assert!(!json.exists(), "no half-written output");
     let reason = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    println!("SKIPPED: no CUDA GPU ({reason}): training on the GPU not run");
+    println!("SKIPPED: no CUDA GPU ({reason}): {what} not run");
+    None
+}
+
+#[test]
+fn train_on_the_gpu_or_one_line_saying_why_not() {
+    // A GPU: its f32 curve against the f32 CPU reference's.
+    let args = ["--dtype", "f32", "--epochs", "3"];
+    if let Some(report) = train_on_the_gpu(&args, "training on the GPU") {
+        assert_eq!(report["mode"], "gpu");
+        assert!(report["max_loss_gap"].as_f64().unwrap() < 1e-3, "{report}");
+    }
 }
 
 /// A network with convolutions and pooling trains on the GPU (im2col, cuBLAS, the image
@@ -283,32 +285,13 @@ fn train_a_cnn_on_the_gpu_or_one_line_saying_why_not() {
             {"kind": "flatten"}, {"kind": "dense", "in": 32, "out": 10}]}"#,
     )
     .unwrap();
-    let json = dir.path().join("run.json");
-    let out = systole([
-        "train",
-        "--model",
-        model.to_str().unwrap(),
-        "--device",
-        "gpu",
-        "--dtype",
-        "bf16",
-        "--epochs",
-        "3",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    if out.status.success() {
-        let report: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let args = ["--model", model.to_str().unwrap(), "--dtype", "bf16", "--epochs", "3"];
+    if let Some(report) = train_on_the_gpu(&args, "training a CNN on the GPU") {
         assert_eq!(report["mode"], "gpu");
         assert!(report["model"].as_str().unwrap().contains("conv2d"), "{report}");
         // BF16 products against the f32 reference: close, not equal.
         assert!(report["max_loss_gap"].as_f64().unwrap() < 0.05, "{report}");
-        return;
     }
-    assert_fails_naming(&out, &["GPU unavailable", "searched"]);
-    assert!(!json.exists(), "no half-written output");
-    let reason = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    println!("SKIPPED: no CUDA GPU ({reason}): training a CNN on the GPU not run");
 }
 
 #[test]

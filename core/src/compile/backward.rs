@@ -36,11 +36,6 @@ impl Compiler<'_> {
                         Some(&Op::ReluGrad { dy: rdy, y, dx: rdx }) if rdy == grad => {
                             (Some(self.words(y)), rdx)
                         }
-                        Some(&Op::Col2im { .. }) => {
-                            return Err(CompileError::NotLowered {
-                                what: "a convolution's input gradient (col2im)",
-                            })
-                        }
                         _ => (None, dx),
                     };
                     let shape = GemmShape { m: self.rows(dy), k: self.cols(dy), n: self.cols(dx) };
@@ -58,14 +53,7 @@ impl Compiler<'_> {
                     self.parameter_gradients(&mut waiting)?;
                 }
                 Op::Reshape { .. } => i += 1,
-                Op::MaxPoolGrad { .. } | Op::AvgPoolGrad { .. } => {
-                    return Err(CompileError::NotLowered { what: "a pooling gradient" })
-                }
-                Op::Col2im { .. } => {
-                    return Err(CompileError::NotLowered {
-                        what: "a convolution's input gradient (col2im)",
-                    })
-                }
+                // Pooling gradients and col2im never reach here: `check_lowered` refused them.
                 _ => return Err(CompileError::Unsupported { op: "backward op" }),
             }
         }

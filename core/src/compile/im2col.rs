@@ -39,9 +39,8 @@ impl Compiler<'_> {
         y: TensorId,
         g: ConvGeometry,
     ) -> Result<(), CompileError> {
-        if x != self.graph.input {
-            return Err(CompileError::NotLowered { what: LATER_CONVOLUTION });
-        }
+        // `check_lowered` refused any other input.
+        debug_assert_eq!(x, self.graph.input);
         let es = self.config.dtype.elem_bytes() as u32;
         let width = self.config.spad_width() as u32;
         // Two regions of `half` rows (one on a one-row scratchpad).

@@ -25,10 +25,12 @@ extern crate alloc;
 mod backward;
 pub mod im2col;
 mod memory;
+mod step;
 
 use alloc::vec;
 use alloc::vec::Vec;
 use memory::{plan_params, Dram};
+pub use step::{Buffers, CompiledStep, Segment};
 
 use crate::config::{ArrayConfig, Dtype, Schedule};
 use crate::graph::{Graph, Op, TensorId, TensorKind};
@@ -78,94 +80,6 @@ impl core::fmt::Display for CompileError {
     }
 }
 
-/// DRAM buffers of one tensor: its f32 words and/or its elements (bf16 or i8).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Buffers {
-    pub words: Option<u32>,
-    pub elems: Option<u32>,
-}
-
-/// One operation of a compiled step, for per-op cycle and utilisation reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
-    /// "dense", "dense_grad_input", and "dense_grad_weight" and "bias_grad" (or both in one
-    /// GEMM, "dense_grad_weight+bias"), each with "+sgd" when the update is fused in; "conv"
-    /// and "conv_grad_weight..." for a convolution's GEMMs on its patches, and "im2col" for
-    /// the copy that makes them.
-    pub op: &'static str,
-    pub layer: u8,
-    /// 0: forward program, 1: backward-and-update program.
-    pub program: u8,
-    /// Instructions `start..end` of that program.
-    pub start: usize,
-    pub end: usize,
-    /// Useful MACs on the array.
-    pub macs: u64,
-    /// Cycles from this segment's first dispatch to the next one's (timing model); approximate
-    /// for a reordered program, whose segments' instructions mix.
-    pub cycles: u64,
-}
-
-/// A compiled training step (or inference pass) for one batch size.
-#[derive(Clone, Debug)]
-pub struct CompiledStep {
-    pub config: ArrayConfig,
-    pub batch: u32,
-    pub forward: Vec<Instruction>,
-    /// Backward and update; empty for inference.
-    pub backward: Vec<Instruction>,
-    pub segments: Vec<Segment>,
-    /// Per tensor of the graph.
-    pub buffers: Vec<Buffers>,
-    /// DRAM this step touches: every address is below it.
-    pub dram_bytes: usize,
-    /// Cycles of each program (timing model, equal to the cycle machine's).
-    pub forward_cycles: u64,
-    pub backward_cycles: u64,
-    /// The bf16 ones vector for bias gradients ([`CompiledStep::ones_len`] elements), which
-    /// the host must fill.
-    pub ones: Option<u32>,
-    /// Elements of the ones vector: the most rows a bias gradient sums (the batch, or a
-    /// convolution's output positions over the batch).
-    pub ones_len: u32,
-    /// The zero padding of the input images in DRAM: a network whose first layer is a padded
-    /// convolution reads its input padded ([`im2col`]); 0 otherwise.
-    pub input_padding: u32,
-    /// The input's shape `(c, h, w)` for an image network.
-    pub input_image: Option<(u32, u32, u32)>,
-}
-
-impl CompiledStep {
-    /// The batch `x` (channels-last rows of the input's features) as the step's input buffer
-    /// holds it: each image zero-padded by [`CompiledStep::input_padding`].
-    pub fn padded_input<T: Copy + Default>(&self, x: &[T]) -> Vec<T> {
-        let (Some((c, h, w)), p) = (self.input_image, self.input_padding as usize) else {
-            return x.to_vec();
-        };
-        if p == 0 {
-            return x.to_vec();
-        }
-        let (c, h, w) = (c as usize, h as usize, w as usize);
-        let (hp, wp) = (h + 2 * p, w + 2 * p);
-        let images = x.len() / (c * h * w).max(1);
-        let mut out = vec![T::default(); images * hp * wp * c];
-        for (n, image) in x.chunks_exact(c * h * w).enumerate() {
-            for (y, row) in image.chunks_exact(w * c).enumerate() {
-                let at = ((n * hp + y + p) * wp + p) * c;
-                out[at..at + w * c].copy_from_slice(row);
-            }
-        }
-        out
-    }
-
-    pub fn macs(&self) -> u64 {
-        self.segments.iter().map(|s| s.macs).sum()
-    }
-    pub fn cycles(&self) -> u64 {
-        self.forward_cycles + self.backward_cycles
-    }
-}
-
 /// Per-tensor INT8 quantization of an MLP for inference (symmetric, zero points 0).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Int8Plan {
@@ -179,7 +93,7 @@ pub struct Int8Plan {
 
 /// Whether every op of `graph` is one the compiler lowers to the array; the first that is not,
 /// named, otherwise. Cheap (no program is built), so a caller can refuse a network before any
-/// work; compiling checks it first too.
+/// work; compiling checks it first, so this is the one place that names what is not lowered.
 pub fn check_lowered(graph: &Graph) -> Result<(), CompileError> {
     let not = |what| Err(CompileError::NotLowered { what });
     for op in graph.forward.iter().chain(&graph.backward) {
@@ -329,15 +243,7 @@ impl<'g> Compiler<'g> {
             c.buffers[y as usize] = c.buffers[x as usize];
         }
         if training {
-            c.ones_len = graph
-                .backward
-                .iter()
-                .filter_map(|op| match *op {
-                    Op::BiasGrad { dy, .. } => Some(graph.info(dy).rows(batch)),
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(batch);
+            c.ones_len = graph.bias_sum_rows(batch);
             c.ones = Some(c.dram.alloc(es * c.ones_len as u64));
         }
         if c.dram.next > u32::MAX as u64 {
@@ -480,10 +386,7 @@ impl<'g> Compiler<'g> {
                 }
                 // The output shares the input's buffers.
                 Op::Reshape { .. } => i += 1,
-                Op::MaxPool { .. } => return Err(CompileError::NotLowered { what: "max pooling" }),
-                Op::AvgPool { .. } => {
-                    return Err(CompileError::NotLowered { what: "average pooling" })
-                }
+                // Pooling never reaches here: `check_lowered` refused it.
                 _ => return Err(CompileError::Unsupported { op: "forward op" }),
             }
         }

@@ -252,6 +252,17 @@ impl Graph {
         &self.tensors[t as usize]
     }
 
+    /// The most rows a bias gradient sums for a batch of `batch` (the batch, or a
+    /// convolution's output positions over it): how long the ones vector of a `1^T dY` product
+    /// must be. `batch` for a graph without bias gradients.
+    pub fn bias_sum_rows(&self, batch: u32) -> u32 {
+        let rows = self.backward.iter().filter_map(|op| match *op {
+            Op::BiasGrad { dy, .. } => Some(self.info(dy).rows(batch)),
+            _ => None,
+        });
+        rows.max().unwrap_or(batch)
+    }
+
     fn tensor(&mut self, kind: TensorKind, rows: Rows, cols: u32) -> Result<TensorId, GraphError> {
         let id = self.tensors.len() as TensorId;
         self.tensors.push(TensorInfo { kind, rows, cols }).map_err(|_| GraphError::Capacity)?;

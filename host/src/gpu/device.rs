@@ -21,13 +21,13 @@ use std::sync::Arc;
 use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
-    LaunchConfig, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    DriverError, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::CompileError;
 use systole_core::graph::Sgd;
 
-use super::image_kernels;
+use super::image_kernels::{self, conv_args, pool_args};
 use super::kernels::{self, Kernel};
 use super::plan::{Precision, RowMajorGemm, StepOp};
 use super::{GpuAvailability, GpuError};
@@ -87,6 +87,28 @@ pub struct Gpu {
     blas: CudaBlas,
     kernels: Kernels,
     _workspace: CudaSlice<u8>,
+}
+
+/// Launches an image kernel ([`image_kernels`]): its buffers, then its geometry, over
+/// `threads` threads.
+fn image_launch(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    bufs: &[u64],
+    dims: &[i32],
+    threads: usize,
+) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
+    let mut l = stream.launch_builder(f);
+    for b in bufs {
+        l.arg(b);
+    }
+    for d in dims {
+        l.arg(d);
+    }
+    // SAFETY: `bufs` and `dims` are the kernel's parameters in its order and types (each
+    // `image_kernels` kernel takes its buffers, then `conv_args` or `pool_args`, checked against
+    // the source by its tests), and every buffer covers the threads its bound check admits.
+    unsafe { l.launch(launch_config(threads)) }
 }
 
 fn launch_config(threads: usize) -> LaunchConfig {
@@ -277,62 +299,28 @@ impl Gpu {
                 unsafe { l.launch(launch_config(n)) }
             }
             StepOp::Im2col { x, cols, n, geom } => {
-                let (bufs, dims) = ([ptr[x], ptr[cols]], image_kernels::conv_args(&geom, n));
-                let mut l = stream.launch_builder(&k.im2col);
-                for b in &bufs {
-                    l.arg(b);
-                }
-                for d in &dims {
-                    l.arg(d);
-                }
-                unsafe { l.launch(launch_config(n * geom.positions() * geom.patch())) }
+                let threads = n * geom.positions() * geom.patch();
+                image_launch(stream, &k.im2col, &[ptr[x], ptr[cols]], &conv_args(&geom, n), threads)
             }
             StepOp::Col2im { cols, x, n, geom } => {
-                let (bufs, dims) = ([ptr[cols], ptr[x]], image_kernels::conv_args(&geom, n));
-                let mut l = stream.launch_builder(&k.col2im);
-                for b in &bufs {
-                    l.arg(b);
-                }
-                for d in &dims {
-                    l.arg(d);
-                }
-                unsafe { l.launch(launch_config(n * geom.image())) }
+                let bufs = [ptr[cols], ptr[x]];
+                image_launch(stream, &k.col2im, &bufs, &conv_args(&geom, n), n * geom.image())
             }
             StepOp::MaxPool { x, y, n, geom } | StepOp::AvgPool { x, y, n, geom } => {
-                let (bufs, dims) = ([ptr[x], ptr[y]], image_kernels::pool_args(&geom, n));
                 let f =
                     if matches!(op, StepOp::MaxPool { .. }) { &k.max_pool } else { &k.avg_pool };
-                let mut l = stream.launch_builder(f);
-                for b in &bufs {
-                    l.arg(b);
-                }
-                for d in &dims {
-                    l.arg(d);
-                }
-                unsafe { l.launch(launch_config(n * geom.out_image())) }
+                let threads = n * geom.out_image();
+                image_launch(stream, f, &[ptr[x], ptr[y]], &pool_args(&geom, n), threads)
             }
             StepOp::MaxPoolGrad { dy, x, dx, n, geom } => {
                 let bufs = [ptr[dy], ptr[x], ptr[dx]];
-                let dims = image_kernels::pool_args(&geom, n);
-                let mut l = stream.launch_builder(&k.max_pool_grad);
-                for b in &bufs {
-                    l.arg(b);
-                }
-                for d in &dims {
-                    l.arg(d);
-                }
-                unsafe { l.launch(launch_config(n * geom.image())) }
+                let f = &k.max_pool_grad;
+                image_launch(stream, f, &bufs, &pool_args(&geom, n), n * geom.image())
             }
             StepOp::AvgPoolGrad { dy, dx, n, geom } => {
-                let (bufs, dims) = ([ptr[dy], ptr[dx]], image_kernels::pool_args(&geom, n));
-                let mut l = stream.launch_builder(&k.avg_pool_grad);
-                for b in &bufs {
-                    l.arg(b);
-                }
-                for d in &dims {
-                    l.arg(d);
-                }
-                unsafe { l.launch(launch_config(n * geom.image())) }
+                let bufs = [ptr[dy], ptr[dx]];
+                let f = &k.avg_pool_grad;
+                image_launch(stream, f, &bufs, &pool_args(&geom, n), n * geom.image())
             }
         };
         launched.map(|_| ()).map_err(|e| GpuError::Driver(format!("launching {}: {e}", op.name())))

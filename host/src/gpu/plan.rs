@@ -569,15 +569,7 @@ impl<'g> Builder<'g> {
         if self.training {
             let mut ones = None;
             // The ones vector is as long as the longest bias gradient's sum.
-            let ones_len = g
-                .backward
-                .iter()
-                .filter_map(|op| match *op {
-                    Op::BiasGrad { dy, .. } => Some(self.rows_of(dy)),
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(rows);
+            let ones_len = g.bias_sum_rows(rows as u32) as usize;
             for op in g.backward.iter().copied() {
                 match op {
                     // Computed with the loss, by the same launch.
@@ -768,11 +760,11 @@ mod tests {
         assert!(sums.contains(&108), "{sums:?}");
         let ones = plan.buffers.iter().find(|b| b.role == Role::Ones).unwrap();
         assert_eq!(ones.len, 108);
-        assert_eq!(plan.macs(), compile_macs(&g, 3));
+        assert_eq!(plan.macs(), graph_macs(&g, 3));
     }
 
     /// Multiply-accumulates of the graph's GEMMs, counted from the graph itself.
-    fn compile_macs(g: &Graph, batch: u32) -> u64 {
+    fn graph_macs(g: &Graph, batch: u32) -> u64 {
         let rows = |t: TensorId| g.info(t).rows(batch) as u64;
         let cols = |t: TensorId| g.info(t).cols as u64;
         let ops = g.forward.iter().chain(&g.backward);

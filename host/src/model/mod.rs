@@ -295,7 +295,7 @@ pub fn f32_predictions(net: &Net, params: &Params, samples: &Samples) -> Vec<u16
     let classes = net.classes() as usize;
     // In passes of a bounded number of rows: the executor keeps every layer's activations, so
     // a pass over a whole large test split of a wide model would hold rows x widths of them.
-    let pass = crate::train::EVAL_ROWS * samples.features;
+    let pass = crate::fit::EVAL_ROWS * samples.features;
     let mut predicted = Vec::with_capacity(samples.len());
     for x in samples.x.chunks(pass.max(1)) {
         let logits = ex.logits(x, x.len() / samples.features.max(1));
