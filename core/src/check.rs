@@ -227,10 +227,10 @@ pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec
                 if op.bf16_only() && cfg.dtype != Dtype::Bf16 {
                     op = VectorOp::Relu;
                 }
-                let src = match op {
-                    VectorOp::BiasAdd | VectorOp::BiasRelu => pick(0, acc - 1),
-                    VectorOp::ReluGrad | VectorOp::Axpy => pick(0, acc - rows),
-                    _ => 0,
+                let src = match (op.uses_src(), op.src_is_one_row()) {
+                    (true, true) => pick(0, acc - 1),
+                    (true, false) => pick(0, acc - rows),
+                    (false, _) => 0,
                 };
                 // Only BF16 ops (`bf16_only`) take an immediate.
                 let imm = if op.uses_imm() {

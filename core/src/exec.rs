@@ -37,6 +37,10 @@ pub trait Numerics {
     fn bias_grad(&self, dy: &[Self::T], rows: usize, cols: usize) -> Vec<Self::T>;
     /// One SGD step on one element: returns the new parameter (and updates `v`).
     fn sgd(&self, p: Self::T, g: Self::T, v: Option<&mut Self::T>, sgd: &Sgd) -> Self::T;
+    /// `a + b` where the image ops sum (`Col2im`, the max-pooling gradient).
+    fn add(&self, a: Self::T, b: Self::T) -> Self::T;
+    /// A value as the machine compares it (max pooling).
+    fn compared(&self, x: Self::T) -> Self::T;
 }
 
 /// Plain IEEE arithmetic in `T`, natural order.
@@ -93,6 +97,12 @@ impl<T: Float> Numerics for Plain<T> {
             }
             None => p - T::from_f64(sgd.lr as f64) * g,
         }
+    }
+    fn add(&self, a: T, b: T) -> T {
+        a + b
+    }
+    fn compared(&self, x: T) -> T {
+        x
     }
 }
 
@@ -151,6 +161,13 @@ impl Numerics for Accel {
             g = rd(*v);
         }
         wr(BF16::add(rd(p), BF16::mul_acc(k(-sgd.lr), g)))
+    }
+    fn add(&self, a: f32, b: f32) -> f32 {
+        // The vector unit's `Axpy` by one (compile::col2im), whose product is exact.
+        wr(BF16::add(rd(a), rd(b)))
+    }
+    fn compared(&self, x: f32) -> f32 {
+        wr(rd(x))
     }
 }
 
@@ -281,8 +298,7 @@ impl<N: Numerics> Executor<N> {
                 }
                 Op::Reshape { x, y } => self.values[y as usize] = self.values[x as usize].clone(),
                 Op::MaxPool { x, y, geom } => {
-                    self.values[y as usize] =
-                        conv::max_pool(&geom, &self.values[x as usize], batch).0;
+                    self.values[y as usize] = conv::max_pool(&geom, &self.compared(x), batch).0;
                 }
                 Op::AvgPool { x, y, geom } => {
                     self.values[y as usize] =
@@ -331,14 +347,16 @@ impl<N: Numerics> Executor<N> {
                     self.values[dx as usize] = out;
                 }
                 Op::Col2im { dy, dx, geom } => {
+                    let add = |a, b| self.numerics.add(a, b);
                     self.values[dx as usize] =
-                        conv::col2im(&geom, &self.values[dy as usize], batch);
+                        conv::col2im_with(&geom, &self.values[dy as usize], batch, add);
                 }
                 Op::Reshape { x, y } => self.values[y as usize] = self.values[x as usize].clone(),
                 Op::MaxPoolGrad { dy, x, dx, geom } => {
-                    let (_, at) = conv::max_pool(&geom, &self.values[x as usize], batch);
+                    let (_, at) = conv::max_pool(&geom, &self.compared(x), batch);
+                    let add = |a, b| self.numerics.add(a, b);
                     self.values[dx as usize] =
-                        conv::max_pool_grad(&geom, &self.values[dy as usize], &at, batch);
+                        conv::max_pool_grad_with(&geom, &self.values[dy as usize], &at, batch, add);
                 }
                 Op::AvgPoolGrad { dy, dx, geom } => {
                     self.values[dx as usize] =
@@ -380,6 +398,11 @@ impl<N: Numerics> Executor<N> {
         let labels = vec![0u16; rows];
         self.forward(x, &labels);
         self.values[self.graph.logits as usize].clone()
+    }
+
+    /// Tensor `t`'s values as the numerics compare them.
+    fn compared(&self, t: crate::graph::TensorId) -> Vec<N::T> {
+        self.values[t as usize].iter().map(|&v| self.numerics.compared(v)).collect()
     }
 
     fn cols(&self, t: crate::graph::TensorId) -> usize {

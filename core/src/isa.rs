@@ -31,8 +31,8 @@ use crate::numerics::Requant;
 /// Bits in one instruction word.
 pub const WORD_BITS: usize = 128;
 /// Version of this instruction set; bumped on any change to opcodes, layouts or the configs an
-/// instruction is valid on (3: `Scale` and `Axpy` became BF16-only).
-pub const ISA_VERSION: u16 = 3;
+/// instruction is valid on (3: `Scale` and `Axpy` became BF16-only; 4: `Max` and `Equal`).
+pub const ISA_VERSION: u16 = 4;
 
 /// One encoded instruction.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -73,16 +73,25 @@ pub enum VectorOp {
     /// `acc[dst + r] = max(acc[dst + r] + acc[src], 0)`: `BiasAdd` then `Relu` in one pass,
     /// with their bits. `imm` must be 0.
     BiasRelu,
+    /// `acc[dst + r] = max(acc[dst + r], acc[src + r])`, keeping `dst` on a tie and a NaN in
+    /// either (`dst`'s first): a running maximum that remembers the first of equal values, as
+    /// PyTorch's max pooling picks them (BF16 configs only). `imm` must be 0.
+    Max,
+    /// `acc[dst + r] = acc[dst + r] == acc[src + r] ? 1.0 : 0.0`, two NaNs equal: a mask that
+    /// `ReluGrad` selects by (BF16 configs only). `imm` must be 0.
+    Equal,
 }
 
 impl VectorOp {
-    pub const ALL: [VectorOp; 6] = [
+    pub const ALL: [VectorOp; 8] = [
         VectorOp::BiasAdd,
         VectorOp::Relu,
         VectorOp::ReluGrad,
         VectorOp::Scale,
         VectorOp::Axpy,
         VectorOp::BiasRelu,
+        VectorOp::Max,
+        VectorOp::Equal,
     ];
 
     pub const fn code(self) -> u8 {
@@ -98,10 +107,15 @@ impl VectorOp {
         matches!(self, VectorOp::Scale | VectorOp::Axpy)
     }
     /// The ops an INT8 machine rejects (`ProgramErrorKind::Dtype`): the multiplying ones, which
-    /// only SGD needs. Without them an INT8 accumulator lane has no multiplier in its path from
-    /// the accumulators back into them (docs/DECISIONS.md 52).
+    /// only SGD needs, so an INT8 accumulator lane has no multiplier in its path from the
+    /// accumulators back into them (docs/DECISIONS.md 52); and the comparing ones, which only
+    /// pooling needs, and no INT8 program pools yet (docs/DECISIONS.md 66).
     pub const fn bf16_only(self) -> bool {
-        matches!(self, VectorOp::Scale | VectorOp::Axpy)
+        matches!(self, VectorOp::Scale | VectorOp::Axpy | VectorOp::Max | VectorOp::Equal)
+    }
+    /// Whether `src` names one row (the bias) rather than a row per destination row.
+    pub const fn src_is_one_row(self) -> bool {
+        matches!(self, VectorOp::BiasAdd | VectorOp::BiasRelu)
     }
     pub const fn name(self) -> &'static str {
         match self {
@@ -111,6 +125,8 @@ impl VectorOp {
             VectorOp::Scale => "scale",
             VectorOp::Axpy => "axpy",
             VectorOp::BiasRelu => "bias_relu",
+            VectorOp::Max => "max",
+            VectorOp::Equal => "equal",
         }
     }
 }

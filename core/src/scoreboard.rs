@@ -182,10 +182,10 @@ pub fn footprint(config: &ArrayConfig, ins: &Instruction) -> Footprint {
             fp.acc_banks = banks(acc_row, rows);
         }
         Instruction::Vector { op, dst, src, rows, .. } => {
-            let src_rows = match op {
-                crate::isa::VectorOp::BiasAdd | crate::isa::VectorOp::BiasRelu => 1,
-                _ if op.uses_src() => rows,
-                _ => 0,
+            let src_rows = match (op.uses_src(), op.src_is_one_row()) {
+                (true, true) => 1,
+                (true, false) => rows,
+                (false, _) => 0,
             };
             fp.acc_banks = banks(dst, rows) | banks(src, src_rows);
         }

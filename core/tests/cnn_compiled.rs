@@ -3,19 +3,15 @@
 //! gradients GEMMs with the SGD update fused, a flatten no code. Every machine must give the
 //! accelerator reference executor's bits, as for MLPs.
 
-use systole_core::compile::{compile_training, CompileError};
+use crate::cnn_common::{batch, conv, trains_as_the_reference};
+use systole_core::compile::compile_training;
 use systole_core::conv::ConvGeometry;
-use systole_core::exec::{Accel, Executor};
+use systole_core::exec::Executor;
 use systole_core::graph::{Graph, Sgd};
 use systole_core::layers::{Layer, Net, Shape};
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
-use systole_core::train::AccelTrainer;
 use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
-
-fn conv(i: u32, o: u32, kernel: u32, stride: u32, padding: u32) -> Layer {
-    Layer::Conv2d { in_channels: i, out_channels: o, kernel, stride, padding }
-}
 
 /// A padded convolution on 1 x 6 x 6 images, and a strided, unpadded one on 2 x 7 x 7, each
 /// with a ReLU, a flatten and a dense layer.
@@ -39,54 +35,6 @@ fn nets() -> Vec<Net> {
         ],
     );
     vec![padded.unwrap(), strided.unwrap()]
-}
-
-fn batch(rng: &mut SplitMix64, rows: usize, inputs: usize, classes: u32) -> (Vec<f32>, Vec<u16>) {
-    let x = (0..rows * inputs).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect();
-    let y = (0..rows).map(|_| rng.below(classes as u64) as u16).collect();
-    (x, y)
-}
-
-/// Steps on a machine and on `Executor<Accel>` from the same weights: every loss, hit count
-/// and parameter bit agrees; returns the machine's total cycles.
-fn trains_as_the_reference(
-    net: &Net,
-    config: ArrayConfig,
-    kind: GoldenKind,
-    rows: &[usize],
-) -> u64 {
-    let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 1e-3 };
-    let graph = Graph::network_training(net, sgd).unwrap();
-    let params = Params::init(net, 3);
-    let max = *rows.iter().max().unwrap() as u32;
-    let dram = AccelTrainer::dram_needed(&graph, &config, max, max).unwrap();
-    let mut accel =
-        AccelTrainer::new(golden(kind, config, dram).unwrap(), graph.clone(), &params).unwrap();
-    let mut reference = Executor::new(graph.clone(), Accel { config }, &params);
-    let mut rng = SplitMix64(7);
-    let mut cycles = 0;
-    for (step, &n) in rows.iter().enumerate() {
-        let (x, y) = batch(&mut rng, n, graph.inputs() as usize, graph.classes());
-        let (got, work) = accel.step(&x, &y).unwrap();
-        assert_eq!(got, reference.step(&x, &y), "{config:?} {kind:?} step {step}");
-        cycles += work.cycles;
-        let (p, q) = (accel.params().unwrap(), reference.params());
-        for (l, (a, b)) in p.layers.iter().zip(&q.layers).enumerate() {
-            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&a.weight), bits(&b.weight), "step {step} layer {l} weight");
-            assert_eq!(bits(&a.bias), bits(&b.bias), "step {step} layer {l} bias");
-        }
-        // Evaluation between steps: the same logits bits as the reference's forward pass.
-        let (x, y) = batch(&mut rng, 3, graph.inputs() as usize, graph.classes());
-        let (logits, _) = accel.logits(&x, 3).unwrap();
-        reference.forward(&x, &y);
-        let want = &reference.values[graph.logits as usize];
-        assert_eq!(
-            logits.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        );
-    }
-    cycles
 }
 
 #[test]
@@ -147,29 +95,6 @@ fn the_input_is_written_padded_when_the_first_convolution_pads() {
     assert_eq!(padded.iter().filter(|&&v| v != 0).count(), 72);
     // The ones vector sums the convolution's 36 positions of both images.
     assert_eq!(step.ones_len, 72);
-}
-
-#[test]
-fn pooling_and_later_convolutions_are_refused_by_name() {
-    let sgd = Sgd { lr: 0.1, momentum: 0.0, weight_decay: 0.0 };
-    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
-    let lenet = Graph::network_training(&Net::lenet(10).unwrap(), sgd).unwrap();
-    let e = compile_training(&lenet, &config, 2).unwrap_err();
-    assert_eq!(e, CompileError::NotLowered { what: "max pooling" });
-    assert_eq!(e.to_string(), "max pooling does not run on the accelerator yet");
-    let two = Net::new(
-        Shape::Image { c: 1, h: 6, w: 6 },
-        &[
-            conv(1, 2, 3, 1, 1),
-            Layer::Relu,
-            conv(2, 2, 3, 1, 0),
-            Layer::Flatten,
-            Layer::Dense { inputs: 32, outputs: 3 },
-        ],
-    )
-    .unwrap();
-    let e = compile_training(&Graph::network_training(&two, sgd).unwrap(), &config, 2).unwrap_err();
-    assert!(matches!(e, CompileError::NotLowered { .. }), "{e}");
 }
 
 /// INT8 inference of a trained-shape convolutional network: the patches copied as i8, the

@@ -4,6 +4,7 @@
 
 mod banks;
 mod cnn;
+mod cnn_common;
 mod cnn_compiled;
 mod hazards;
 mod isa;
@@ -12,6 +13,7 @@ mod link;
 mod machines;
 mod modules;
 mod numerics;
+mod pooled_compiled;
 mod reorder;
 mod training;
 mod updates;

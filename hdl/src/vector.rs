@@ -6,9 +6,9 @@
 //!   added to the word there), every [`VectorOp`](systole_core::isa::VectorOp), and a word
 //!   from DRAM or the host. INT8 and BF16 lanes share nothing but the interface, and a lane holds
 //!   the datapath of its dtype only (the other is an empty `Vec`, as in [`crate::pe::Mac`]). One
-//!   adder per lane serves every op; a BF16 lane's multiplier serves `Scale` and `Axpy`, which
-//!   INT8 machines reject (core's `VectorOp::bf16_only`), so an INT8 word never passes a
-//!   multiplier on its way from the accumulators back into them.
+//!   adder per lane serves every op; a BF16 lane's multiplier serves `Scale` and `Axpy`, and its
+//!   comparator `Max` and `Equal`, which INT8 machines reject (core's `VectorOp::bf16_only`), so
+//!   an INT8 word never passes a multiplier on its way from the accumulators back into them.
 //! * [`Mul32`]: an INT8 lane's 32 x 32 multiplier in 16 x 16 pieces (rust-hdl multiplies only
 //!   16-bit values), which only the requantize lane uses.
 //!
@@ -40,6 +40,10 @@ pub enum AccOp {
     Axpy,
     /// `x + y`, or zero where that is `<= 0`: `BiasAdd` then `Relu` in one pass.
     BiasRelu,
+    /// `y` where it is larger than `x` or a NaN where `x` is not, else `x`.
+    Max,
+    /// One where `x == y` (two NaNs too), else zero.
+    Equal,
     /// `word` as it is (`LoadAcc`, the host).
     Word,
 }
@@ -212,7 +216,8 @@ impl Logic for AccLaneInt8 {
                     self.result.next = 0.into();
                 }
             }
-            // `Word`, and `Scale` and `Axpy`, which an INT8 machine never runs.
+            // `Word`, and the BF16 ops (`Scale`, `Axpy`, `Max`, `Equal`), which an INT8 machine
+            // never runs.
             _ => self.result.next = self.word.val(),
         }
     }
@@ -230,8 +235,13 @@ pub struct AccLaneBf16 {
     pub result: Signal<Out, Bits<32>>,
     add: F32Add,
     mul: F32Mul,
-    /// `x` as the datapath reads and writes it: DAZ, canonical NaN.
+    /// `x` and `y` as the datapath reads and writes them: DAZ, canonical NaN.
     x_clean: Signal<Local, Bits<32>>,
+    y_clean: Signal<Local, Bits<32>>,
+    x_nan: Signal<Local, Bit>,
+    y_nan: Signal<Local, Bit>,
+    /// `y > x` for the clean values, NaNs aside.
+    y_above: Signal<Local, Bit>,
     x_le_zero: Signal<Local, Bit>,
     y_le_zero: Signal<Local, Bit>,
     sum_le_zero: Signal<Local, Bit>,
@@ -263,8 +273,29 @@ impl Logic for AccLaneBf16 {
         if !self.x.val().get_bits::<8>(23).any() {
             self.x_clean.next = 0.into();
         }
-        if self.x.val().get_bits::<8>(23).all() && self.x.val().get_bits::<23>(0).any() {
+        self.x_nan.next =
+            self.x.val().get_bits::<8>(23).all() && self.x.val().get_bits::<23>(0).any();
+        if self.x_nan.val() {
             self.x_clean.next = 0x7FC0_0000.into();
+        }
+        self.y_clean.next = self.y.val();
+        if !self.y.val().get_bits::<8>(23).any() {
+            self.y_clean.next = 0.into();
+        }
+        self.y_nan.next =
+            self.y.val().get_bits::<8>(23).all() && self.y.val().get_bits::<23>(0).any();
+        if self.y_nan.val() {
+            self.y_clean.next = 0x7FC0_0000.into();
+        }
+        // Sign and magnitude: a clean zero is +0, so different signs order by sign alone.
+        self.y_above.next =
+            self.y_clean.val().get_bits::<31>(0) > self.x_clean.val().get_bits::<31>(0);
+        if self.x_clean.val().get_bit(31) && self.y_clean.val().get_bit(31) {
+            self.y_above.next =
+                self.y_clean.val().get_bits::<31>(0) < self.x_clean.val().get_bits::<31>(0);
+        }
+        if self.x_clean.val().get_bit(31) != self.y_clean.val().get_bit(31) {
+            self.y_above.next = self.x_clean.val().get_bit(31);
         }
         // `v <= 0` after DAZ: zero exponent, or negative and not NaN.
         self.x_le_zero.next = !self.x.val().get_bits::<8>(23).any()
@@ -295,6 +326,18 @@ impl Logic for AccLaneBf16 {
                     self.result.next = 0.into();
                 }
             }
+            AccOp::Max => {
+                self.result.next = self.x_clean.val();
+                if !self.x_nan.val() && (self.y_nan.val() || self.y_above.val()) {
+                    self.result.next = self.y_clean.val();
+                }
+            }
+            AccOp::Equal => {
+                self.result.next = 0.into();
+                if self.x_clean.val() == self.y_clean.val() {
+                    self.result.next = 0x3F80_0000.into();
+                }
+            }
             _ => self.result.next = self.add.y.val(),
         }
     }
@@ -307,7 +350,7 @@ mod tests {
     use proptest::prelude::*;
     use systole_core::{Arith, Int8, BF16};
 
-    const OPS: [AccOp; 9] = [
+    const OPS: [AccOp; 11] = [
         AccOp::Overwrite,
         AccOp::Accumulate,
         AccOp::BiasAdd,
@@ -316,16 +359,19 @@ mod tests {
         AccOp::Scale,
         AccOp::Axpy,
         AccOp::BiasRelu,
+        AccOp::Max,
+        AccOp::Equal,
         AccOp::Word,
     ];
 
-    /// The ops a lane of `dtype` runs: an INT8 lane has no `Scale` or `Axpy`
-    /// (`VectorOp::bf16_only`).
+    /// The ops a lane of `dtype` runs: an INT8 lane has none of `VectorOp::bf16_only`.
     fn ops(dtype: Dtype) -> Vec<AccOp> {
         use systole_core::isa::VectorOp;
         let bf16_only = |op: &AccOp| match op {
             AccOp::Scale => VectorOp::Scale.bf16_only(),
             AccOp::Axpy => VectorOp::Axpy.bf16_only(),
+            AccOp::Max => VectorOp::Max.bf16_only(),
+            AccOp::Equal => VectorOp::Equal.bf16_only(),
             _ => false,
         };
         OPS.into_iter().filter(|op| dtype == Dtype::Bf16 || !bf16_only(op)).collect()
@@ -363,6 +409,8 @@ mod tests {
                     sum
                 }
             }
+            AccOp::Max => A::max_first(xa, ya),
+            AccOp::Equal => A::equal(xa, ya),
             AccOp::Word => return word,
         };
         A::acc_to_bits(v)
@@ -399,6 +447,27 @@ mod tests {
             );
         }
 
+        /// `Max` and `Equal` on near and equal operands, which random words rarely give.
+        #[test]
+        fn bf16_comparisons_match_core(
+            op in prop::sample::select(vec![AccOp::Max, AccOp::Equal]),
+            x in f32_operand(), flip in 0u32..4, ulp in 0u32..3
+        ) {
+            let y = match flip {
+                0 => x,
+                1 => x ^ 0x8000_0000,
+                2 => x.wrapping_add(ulp),
+                _ => x.wrapping_sub(ulp),
+            };
+            for (x, y) in [(x, y), (y, x)] {
+                prop_assert_eq!(
+                    lane(Dtype::Bf16, op, x, y, 0, 0, 0),
+                    core_lane::<BF16>(op, x, y, 0, 0, 0),
+                    "{:?} x {:#010x} y {:#010x}", op, x, y
+                );
+            }
+        }
+
         #[test]
         fn bf16_lane_matches_core(
             op in prop::sample::select(OPS.to_vec()),
@@ -425,7 +494,15 @@ mod tests {
             cases.push((OPS[i % OPS.len()], x, y, a, imm));
         }
         // NaN with a payload, subnormals, -0, infinities, i32::MIN.
-        let specials = [0x7F80_0001u32, 0x8000_0001, 0x8000_0000, 0xFF80_0000, 0x0000_0000];
+        let specials = [
+            0x7F80_0001u32,
+            0x8000_0001,
+            0x8000_0000,
+            0xFF80_0000,
+            0x0000_0000,
+            0x3FC0_0000,
+            0xBFC0_0000,
+        ];
         for (i, &x) in specials.iter().enumerate() {
             for (j, op) in OPS.iter().enumerate() {
                 let y = specials[(i + j) % specials.len()];

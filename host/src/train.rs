@@ -65,13 +65,24 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let on_accelerator =
         args.compare || (args.device == Device::Accel && args.dtype != TrainDtype::F32);
     if on_accelerator {
-        // What the compiler does not lower yet is named before any work.
-        if let Err(CompileError::NotLowered { what }) = check_lowered(&graph) {
-            bail!(
-                "--model {}: {what} does not run on the accelerator yet; this model trains on \
-                 the f32 CPU reference (--dtype f32) and the GPU (--device gpu)",
-                args.model
-            );
+        // What the compiler does not lower yet is named before any work: training runs on a
+        // BF16 array, and `--dtype int8` then infers on an INT8 one.
+        let mut arrays = vec![Dtype::Bf16];
+        if args.dtype == TrainDtype::Int8 {
+            arrays.push(Dtype::Int8);
+        }
+        for dtype in arrays {
+            if let Err(CompileError::NotLowered { what }) = check_lowered(&graph, dtype) {
+                bail!(
+                    "--model {}: {what} does not run on the accelerator yet; this model trains \
+                     on the f32 CPU reference (--dtype f32) and the GPU (--device gpu){}",
+                    args.model,
+                    match dtype {
+                        Dtype::Int8 => ", and on the accelerator in bf16 (--dtype bf16)",
+                        Dtype::Bf16 => "",
+                    }
+                );
+            }
         }
     }
     let mut split = data.split(args.seed)?;

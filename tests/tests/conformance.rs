@@ -111,6 +111,8 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
         (VectorOp::Scale, 0, (-0.7734375f32).to_bits()),
         (VectorOp::Axpy, rows, 1.5f32.to_bits()),
         (VectorOp::BiasRelu, (acc - 1) as u16, 0),
+        (VectorOp::Max, rows, 0),
+        (VectorOp::Equal, rows, 0),
     ];
     assert_eq!(ops.len(), VectorOp::ALL.len(), "the suite covers every vector op");
     let runs = |op: VectorOp| config.dtype == Dtype::Bf16 || !op.bf16_only();
@@ -313,9 +315,10 @@ fn conformance_16x16_decoupled() {
     conformance(decoupled(16, Dtype::Bf16, Dataflow::WeightStationary), 18);
 }
 
-/// One step of the default MLP (`systole train`'s 64-64-10, batch 32) on a 4x4 BF16 RTL, the
-/// accelerator `systole train --machine rtl --rows 4 --cols 4` builds: loss, predictions,
-/// cycles and every parameter equal the cycle machine's, bit for bit.
+/// One step of the default MLP (`systole train`'s 64-64-10, batch 32), a convolution and a
+/// LeNet-shaped CNN on a 4x4 BF16 RTL, the accelerator `systole train --machine rtl --rows 4
+/// --cols 4` builds: loss, predictions, cycles and every parameter equal the cycle machine's,
+/// bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
@@ -329,11 +332,30 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
         &[conv, Layer::Relu, Layer::Flatten, Layer::Dense { inputs: 256, outputs: 10 }],
     )
     .unwrap();
+    // LeNet's shape on the same images: two convolutions, each with a ReLU and a max pooling
+    // (vector-unit `Max`, `Equal` and the gradient's selects), the second's patches made from
+    // the first pooling's output and its input gradient added back (col2im).
+    let conv2 = Layer::Conv2d { in_channels: 6, out_channels: 8, kernel: 3, stride: 1, padding: 0 };
+    let pool = Layer::MaxPool2d { kernel: 2, stride: 2 };
+    let lenet = Net::new(
+        Shape::Image { c: 1, h: 8, w: 8 },
+        &[
+            Layer::Conv2d { in_channels: 1, out_channels: 6, kernel: 3, stride: 1, padding: 1 },
+            Layer::Relu,
+            pool,
+            conv2,
+            Layer::Relu,
+            pool,
+            Layer::Flatten,
+            Layer::Dense { inputs: 8, outputs: 10 },
+        ],
+    )
+    .unwrap();
     for config in [
         ArrayConfig::new(4, 4, Dtype::Bf16),
         ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled),
     ] {
-        let graphs = [&mlp, &cnn].map(|net| Graph::network_training(net, sgd).unwrap());
+        let graphs = [&mlp, &cnn, &lenet].map(|net| Graph::network_training(net, sgd).unwrap());
         let dram = graphs
             .iter()
             .map(|g| AccelTrainer::dram_needed(g, &config, BATCH, BATCH).unwrap())
@@ -368,10 +390,12 @@ fn training_step_on_the_rtl(build: &RtlBuild, graph: Graph, config: ArrayConfig,
     assert!(a == b, "{config:?}, {what}: every parameter after the step");
 }
 
-/// `mlp` or `cnn`, for messages.
+/// `mlp`, `cnn` or `pooled cnn`, for messages.
 fn network_kind(net: &Net) -> &'static str {
     if net.mlp_widths().is_some() {
         "mlp"
+    } else if net.layers.iter().any(|l| matches!(l, Layer::MaxPool2d { .. })) {
+        "pooled cnn"
     } else {
         "cnn"
     }

@@ -32,8 +32,14 @@ impl Compiler<'_> {
                         }
                         (next, grad) = (next + 1, y);
                     }
+                    // The vector unit reads the gradient as f32 words (a max pooling's, or a
+                    // convolution's patches'); anything else reads bf16 elements, through the
+                    // ReLU before it when there is one.
+                    let words = self.buffers[dx as usize].words;
                     let (mask, out) = match ops.get(next) {
-                        Some(&Op::ReluGrad { dy: rdy, y, dx: rdx }) if rdy == grad => {
+                        Some(&Op::ReluGrad { dy: rdy, y, dx: rdx })
+                            if rdy == grad && words.is_none() =>
+                        {
                             (Some(self.words(y)), rdx)
                         }
                         _ => (None, dx),
@@ -43,17 +49,42 @@ impl Compiler<'_> {
                     let b = MatrixView::row_major(self.elems(w), shape.k).t();
                     let epilogue = Epilogue {
                         relu_grad_mask: mask,
-                        store: false,
-                        cast: Some(CastTo { addr: self.elems(out), requant: None }),
+                        store: words.is_some(),
+                        cast: words
+                            .is_none()
+                            .then(|| CastTo { addr: self.elems(out), requant: None }),
                         ..Epilogue::STORE
                     };
-                    let layout = GemmLayout::new(a, b, 0);
+                    let layout = GemmLayout::new(a, b, words.unwrap_or(0));
                     self.gemm(1, ("dense_grad_input", layer), shape, layout, epilogue)?;
                     i = next + mask.is_some() as usize;
                     self.parameter_gradients(&mut waiting)?;
                 }
                 Op::Reshape { .. } => i += 1,
-                // Pooling gradients and col2im never reach here: `check_lowered` refused them.
+                Op::MaxPoolGrad { dy, x, dx, geom } => {
+                    // The ReLU before the pooling (its output is the pooling's input).
+                    let relu = match ops.get(i + 1) {
+                        Some(&Op::ReluGrad { dy: rdy, y, dx: out }) if rdy == dx && y == x => {
+                            Some(out)
+                        }
+                        _ => None,
+                    };
+                    self.max_pool_grad((dy, x, dx), geom, relu);
+                    i += 1 + relu.is_some() as usize;
+                }
+                Op::Col2im { dy, dx, geom } => {
+                    let relu = match ops.get(i + 1) {
+                        Some(&Op::ReluGrad { dy: rdy, y, dx: out })
+                            if rdy == dx && self.buffers[dx as usize].words.is_none() =>
+                        {
+                            Some((y, out))
+                        }
+                        _ => None,
+                    };
+                    self.col2im(dy, dx, geom, relu);
+                    i += 1 + relu.is_some() as usize;
+                }
+                // Average pooling's gradient never reaches here: `check_lowered` refused it.
                 _ => return Err(CompileError::Unsupported { op: "backward op" }),
             }
         }

@@ -3,23 +3,23 @@
 //! convolution's GEMM (and its weight gradient's) then read as any row-major operand.
 //!
 //! The image is the network's input, written by the host zero-padded
-//! ([`CompiledStep::padded_input`](super::CompiledStep::padded_input)), so every patch row is
-//! in range: for output row `oy` and kernel row `ky`, the `kernel x c` elements each output
+//! ([`CompiledStep::padded_input`](super::CompiledStep::padded_input)), or an unpadded
+//! convolution's input made on the array (a max pooling's or a ReLU's bf16 output), so every
+//! patch row is in range: for output row `oy` and kernel row `ky`, the `kernel x c` elements each output
 //! position `ox` reads are contiguous in the padded HWC image, and the positions of one output
 //! row are `stride x c` elements apart. One `Load` (`ow` rows of that segment, at most a
 //! scratchpad row wide) and one `StoreSpad` (to column `ky x kernel x c` of those `ow` patch
 //! rows) move it. Pieces alternate between two scratchpad regions, so under the decoupled
 //! schedule a piece's load overlaps the previous piece's store.
 
-use super::{CompileError, Compiler, Segment};
+use super::{CompileError, Compiler};
 use crate::config::ArrayConfig;
 use crate::conv::ConvGeometry;
 use crate::graph::TensorId;
 use crate::isa::Instruction;
 
 /// What a convolution after the first layer lacks on the array.
-pub const LATER_CONVOLUTION: &str = "a convolution whose input is not the network's input (its \
-                                     input gradient, col2im, and its input's padding)";
+pub const PADDED_LATER: &str = "zero padding of a convolution whose input is not the network's";
 
 /// Instructions of the copy on `config`'s scratchpad: two per piece, a piece being at most a
 /// scratchpad row of a kernel row's elements for at most half the scratchpad's rows of output
@@ -39,8 +39,8 @@ impl Compiler<'_> {
         y: TensorId,
         g: ConvGeometry,
     ) -> Result<(), CompileError> {
-        // `check_lowered` refused any other input.
-        debug_assert_eq!(x, self.graph.input);
+        // `check_lowered` refused padding of any other input.
+        debug_assert!(x == self.graph.input || g.padding == 0);
         let es = self.config.dtype.elem_bytes() as u32;
         let width = self.config.spad_width() as u32;
         // Two regions of `half` rows (one on a one-row scratchpad).
@@ -85,15 +85,13 @@ impl Compiler<'_> {
                 }
             }
         }
-        let end = self.programs[0].len();
         let layer = self.layer_of_patches(y);
-        let segment = Segment { op: "im2col", layer, program: 0, start, end, macs: 0, cycles: 0 };
-        self.segments.push(segment);
+        self.push_segment(("im2col", layer), 0, start);
         Ok(())
     }
 
     /// The layer of the convolution that multiplies patches `y`.
-    fn layer_of_patches(&self, y: TensorId) -> u8 {
+    pub(super) fn layer_of_patches(&self, y: TensorId) -> u8 {
         self.graph
             .forward
             .iter()

@@ -23,8 +23,10 @@
 extern crate alloc;
 
 mod backward;
+mod col2im;
 pub mod im2col;
 mod memory;
+pub mod pool;
 mod step;
 
 use alloc::vec;
@@ -91,18 +93,22 @@ pub struct Int8Plan {
     pub requant: Vec<Requant>,
 }
 
-/// Whether every op of `graph` is one the compiler lowers to the array; the first that is not,
-/// named, otherwise. Cheap (no program is built), so a caller can refuse a network before any
-/// work; compiling checks it first, so this is the one place that names what is not lowered.
-pub fn check_lowered(graph: &Graph) -> Result<(), CompileError> {
+/// Whether every op of `graph` is one the compiler lowers to an array of `dtype`; the first
+/// that is not, named, otherwise. Cheap (no program is built), so a caller can refuse a network
+/// before any work; compiling checks it first, so this is the one place that names what is not
+/// lowered.
+pub fn check_lowered(graph: &Graph, dtype: Dtype) -> Result<(), CompileError> {
     let not = |what| Err(CompileError::NotLowered { what });
     for op in graph.forward.iter().chain(&graph.backward) {
         match *op {
-            Op::MaxPool { .. } => return not("max pooling"),
+            Op::MaxPool { .. } if dtype == Dtype::Int8 => return not(pool::INT8),
+            Op::MaxPool { x, .. } if x == graph.input => return not(pool::OF_INPUT),
+            Op::MaxPoolGrad { geom, .. } if !pool::tiles(&geom) => return not(pool::UNTILED),
             Op::AvgPool { .. } => return not("average pooling"),
-            Op::MaxPoolGrad { .. } | Op::AvgPoolGrad { .. } => return not("a pooling gradient"),
-            Op::Im2col { x, .. } if x != graph.input => return not(im2col::LATER_CONVOLUTION),
-            Op::Col2im { .. } => return not("a convolution's input gradient (col2im)"),
+            Op::AvgPoolGrad { .. } => return not("average pooling's gradient"),
+            Op::Im2col { x, geom, .. } if x != graph.input && geom.padding != 0 => {
+                return not(im2col::PADDED_LATER)
+            }
             _ => {}
         }
     }
@@ -135,6 +141,12 @@ pub fn compile_inference(
     Compiler::new(graph, config, batch, false)?.finish(int8)
 }
 
+/// How max poolings read a tensor ([`Compiler::pooled`]).
+struct Pooled {
+    any: bool,
+    only: bool,
+}
+
 struct Compiler<'g> {
     graph: &'g Graph,
     config: ArrayConfig,
@@ -163,7 +175,7 @@ impl<'g> Compiler<'g> {
         if batch == 0 || batch > u16::MAX as u32 {
             return Err(CompileError::Batch { batch });
         }
-        check_lowered(graph)?;
+        check_lowered(graph, config.dtype)?;
         let mut c = Compiler {
             graph,
             config: *config,
@@ -208,6 +220,23 @@ impl<'g> Compiler<'g> {
                 _ => None,
             })
             .collect();
+        // Gradients the vector unit reads as f32 words: a max pooling's (`pool`) and a
+        // convolution's patches' (`col2im`), at the tensor whose buffers they are.
+        let source = |t: TensorId| {
+            let mut t = t;
+            while let Some(&(_, x)) = aliases.iter().find(|&&(y, _)| y == t) {
+                t = x;
+            }
+            t
+        };
+        let read_as_words: Vec<TensorId> = graph
+            .backward
+            .iter()
+            .filter_map(|op| match *op {
+                Op::MaxPoolGrad { dy, .. } | Op::Col2im { dy, .. } => Some(source(dy)),
+                _ => None,
+            })
+            .collect();
         let patches: Vec<TensorId> = graph
             .forward
             .iter()
@@ -234,7 +263,10 @@ impl<'g> Compiler<'g> {
                     c.buffers[t].elems = Some(c.dram.alloc(es * n));
                 }
                 TensorKind::Grad(of) if training && !graph.info(of).is_param() => {
-                    c.buffers[t].elems = Some(c.dram.alloc(es * n))
+                    c.buffers[t].elems = Some(c.dram.alloc(es * n));
+                    if read_as_words.contains(&(t as TensorId)) {
+                        c.buffers[t].words = Some(c.dram.alloc(4 * n));
+                    }
                 }
                 _ => {}
             }
@@ -271,6 +303,27 @@ impl<'g> Compiler<'g> {
             t = x;
         }
         t
+    }
+    /// Whether max poolings read `t`: any, and only they (in the forward pass).
+    fn pooled(&self, t: TensorId) -> Pooled {
+        let readers = self.graph.forward.iter().filter(|op| match **op {
+            Op::Dense { x, .. }
+            | Op::BiasAdd { x, .. }
+            | Op::Relu { x, .. }
+            | Op::Im2col { x, .. }
+            | Op::Reshape { x, .. }
+            | Op::MaxPool { x, .. }
+            | Op::AvgPool { x, .. } => x == t,
+            Op::SoftmaxCrossEntropy { logits, .. } => logits == t,
+            _ => false,
+        });
+        let (mut any, mut only) = (false, true);
+        for op in readers {
+            let pool = matches!(op, Op::MaxPool { .. });
+            any |= pool;
+            only &= pool;
+        }
+        Pooled { any, only: any && only }
     }
     /// Whether `t` is a convolution's patches (its GEMMs are the convolution's).
     fn is_patches(&self, t: TensorId) -> bool {
@@ -360,15 +413,18 @@ impl<'g> Compiler<'g> {
                     let shape = GemmShape { m: self.rows(x), k: self.cols(x), n: self.cols(y) };
                     // The logits may be this output flattened (a reshape shares its buffers).
                     let is_logits = self.source_of(self.graph.logits) == out;
-                    let cast = (!is_logits).then(|| CastTo {
+                    // A max pooling reads the f32 words; only another reader needs the elements.
+                    let pooled = self.pooled(out);
+                    let cast = (!is_logits && !pooled.only).then(|| CastTo {
                         addr: self.elems(out),
                         requant: int8.map(|q| q.requant[layer as usize]),
                     });
                     let epilogue = Epilogue {
                         bias: Some(self.words(b)),
                         relu,
-                        // Training keeps the f32 output as the ReLU mask; inference only the logits.
-                        store: is_logits || self.training,
+                        // Training keeps the f32 output as the ReLU mask; inference only the logits
+                        // and what a max pooling reads.
+                        store: is_logits || self.training || pooled.any,
                         cast,
                         ..Epilogue::STORE
                     };
@@ -384,9 +440,13 @@ impl<'g> Compiler<'g> {
                     self.im2col(x, y, geom)?;
                     i += 1;
                 }
+                Op::MaxPool { x, y, geom } => {
+                    self.max_pool(x, y, geom);
+                    i += 1;
+                }
                 // The output shares the input's buffers.
                 Op::Reshape { .. } => i += 1,
-                // Pooling never reaches here: `check_lowered` refused it.
+                // Average pooling never reaches here: `check_lowered` refused it.
                 _ => return Err(CompileError::Unsupported { op: "forward op" }),
             }
         }

@@ -30,6 +30,16 @@ pub fn im2col<T: Copy + Default>(g: &ConvGeometry, x: &[T], n: usize) -> Vec<T> 
 /// The patches' gradients added back into `n` images (the input gradient of a convolution):
 /// each input element is the sum of the patch elements that read it, in patch-row order.
 pub fn col2im<T: Float>(g: &ConvGeometry, cols: &[T], n: usize) -> Vec<T> {
+    col2im_with(g, cols, n, |a, b| a + b)
+}
+
+/// [`col2im`] with the sums made by `add(sum, value)`, from zero (a machine's adder).
+pub fn col2im_with<T: Float>(
+    g: &ConvGeometry,
+    cols: &[T],
+    n: usize,
+    add: impl Fn(T, T) -> T,
+) -> Vec<T> {
     let (p, ow) = (g.patch(), g.out_w());
     assert_eq!(cols.len(), n * g.positions() * p, "not the patches of {n} images");
     let mut x = vec![T::default(); n * g.image()];
@@ -40,7 +50,7 @@ pub fn col2im<T: Float>(g: &ConvGeometry, cols: &[T], n: usize) -> Vec<T> {
             for (col, &v) in row.iter().enumerate() {
                 if let Some(i) = g.source(oy, ox, col) {
                     let at = b * g.image() + i;
-                    x[at] = x[at] + v;
+                    x[at] = add(x[at], v);
                 }
             }
         }
@@ -128,12 +138,23 @@ pub fn max_pool<T: Float>(g: &PoolGeometry, x: &[T], n: usize) -> (Vec<T>, Vec<u
 
 /// The input gradient of [`max_pool`]: each output's gradient goes to the element it took.
 pub fn max_pool_grad<T: Float>(g: &PoolGeometry, dy: &[T], at: &[u32], n: usize) -> Vec<T> {
+    max_pool_grad_with(g, dy, at, n, |a, b| a + b)
+}
+
+/// [`max_pool_grad`] with the sums (of overlapping windows' gradients) made by `add`, from zero.
+pub fn max_pool_grad_with<T: Float>(
+    g: &PoolGeometry,
+    dy: &[T],
+    at: &[u32],
+    n: usize,
+    add: impl Fn(T, T) -> T,
+) -> Vec<T> {
     assert_eq!((dy.len(), at.len()), (n * g.out_image(), n * g.out_image()));
     let mut dx = vec![T::default(); n * g.image()];
     for b in 0..n {
         for o in 0..g.out_image() {
             let i = b * g.image() + at[b * g.out_image() + o] as usize;
-            dx[i] = dx[i] + dy[b * g.out_image() + o];
+            dx[i] = add(dx[i], dy[b * g.out_image() + o]);
         }
     }
     dx

@@ -169,9 +169,9 @@ impl Memories {
             Instruction::Vector { op, dst, src, imm, .. } => {
                 let c = self.config.cols as usize;
                 let d = (dst as usize + r) * c;
-                let s = match op {
-                    VectorOp::BiasAdd | VectorOp::BiasRelu => src as usize * c,
-                    _ => (src as usize + r) * c,
+                let s = match op.src_is_one_row() {
+                    true => src as usize * c,
+                    false => (src as usize + r) * c,
                 };
                 let k = A::acc_from_bits(imm);
                 for j in 0..c {
@@ -204,6 +204,8 @@ impl Memories {
                                 y
                             }
                         }
+                        VectorOp::Max => A::max_first(x, A::acc_from_bits(self.acc[s + j])),
+                        VectorOp::Equal => A::equal(x, A::acc_from_bits(self.acc[s + j])),
                     };
                     self.acc[d + j] = A::acc_to_bits(y);
                 }

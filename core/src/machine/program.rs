@@ -169,12 +169,10 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
                 dtype(Dtype::Bf16)?;
             }
             range(Region::Acc, dst as u64, rows as u64, acc)?;
-            match op {
-                VectorOp::BiasAdd | VectorOp::BiasRelu => range(Region::Acc, src as u64, 1, acc),
-                VectorOp::ReluGrad | VectorOp::Axpy => {
-                    range(Region::Acc, src as u64, rows as u64, acc)
-                }
-                VectorOp::Relu | VectorOp::Scale => Ok(()),
+            match (op.uses_src(), op.src_is_one_row()) {
+                (true, true) => range(Region::Acc, src as u64, 1, acc),
+                (true, false) => range(Region::Acc, src as u64, rows as u64, acc),
+                (false, _) => Ok(()),
             }
         }
         Instruction::CastBf16 { acc_row, spad_row, rows } => {

@@ -37,6 +37,11 @@ pub trait Arith: Copy + 'static {
     fn mul_acc(a: Self::Acc, b: Self::Acc) -> Self::Acc;
     /// `x <= 0`, false for NaN (so ReLU and its gradient treat NaN as PyTorch does).
     fn le_zero(x: Self::Acc) -> bool;
+    /// `y` where it is larger than `x`, or a NaN where `x` is not; `x` otherwise (the vector
+    /// unit's `max`: a running maximum keeps the first of equal values and of NaNs).
+    fn max_first(x: Self::Acc, y: Self::Acc) -> Self::Acc;
+    /// One where `x == y` (two NaNs too), zero elsewhere (the vector unit's `equal`).
+    fn equal(x: Self::Acc, y: Self::Acc) -> Self::Acc;
     fn elem_from_bits(bits: u16) -> Self::Elem;
     fn elem_to_bits(e: Self::Elem) -> u16;
     /// The 32 bits an accumulator value is stored with (NaN canonicalised for f32).
@@ -78,6 +83,12 @@ impl Arith for Int8 {
     #[inline(always)]
     fn le_zero(x: i32) -> bool {
         x <= 0
+    }
+    fn max_first(x: i32, y: i32) -> i32 {
+        x.max(y)
+    }
+    fn equal(x: i32, y: i32) -> i32 {
+        (x == y) as i32
     }
     #[inline(always)]
     fn elem_from_bits(bits: u16) -> i8 {
@@ -130,6 +141,20 @@ impl Arith for BF16 {
     #[inline(always)]
     fn le_zero(x: f32) -> bool {
         x <= 0.0
+    }
+    fn max_first(x: f32, y: f32) -> f32 {
+        if !x.is_nan() && (y.is_nan() || y > x) {
+            y
+        } else {
+            x
+        }
+    }
+    fn equal(x: f32, y: f32) -> f32 {
+        if x == y || (x.is_nan() && y.is_nan()) {
+            1.0
+        } else {
+            0.0
+        }
     }
     #[inline(always)]
     fn elem_from_bits(bits: u16) -> Bf16 {

@@ -482,6 +482,12 @@ impl Logic for Sequencer {
                 if self.ins.bias_relu.val() {
                     self.op.d.next = AccOp::BiasRelu;
                 }
+                if self.ins.max.val() {
+                    self.op.d.next = AccOp::Max;
+                }
+                if self.ins.equal.val() {
+                    self.op.d.next = AccOp::Equal;
+                }
                 if self.ins.load_acc.val() {
                     self.op.d.next = AccOp::Word;
                 }

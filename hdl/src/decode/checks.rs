@@ -349,7 +349,10 @@ impl Logic for Checker {
             && !self.bf16.val())
             || (self.ins.requantize.val() && self.bf16.val())
             || (self.ins.vector.val()
-                && (self.ins.scale.val() || self.ins.axpy.val())
+                && (self.ins.scale.val()
+                    || self.ins.axpy.val()
+                    || self.ins.max.val()
+                    || self.ins.equal.val())
                 && !self.bf16.val());
         self.too_wide.next = ((self.ins.load.val() || self.ins.store_spad.val())
             && self.ins.len.val() > self.width.val())
@@ -406,7 +409,11 @@ impl Logic for Checker {
             && (self.dst_range.over.val()
                 || ((self.ins.bias_add.val() || self.ins.bias_relu.val())
                     && self.src_one.over.val())
-                || ((self.ins.relu_grad.val() || self.ins.axpy.val()) && self.src_range.over.val()))
+                || ((self.ins.relu_grad.val()
+                    || self.ins.axpy.val()
+                    || self.ins.max.val()
+                    || self.ins.equal.val())
+                    && self.src_range.over.val()))
         {
             self.out_of_range.next = true;
         }

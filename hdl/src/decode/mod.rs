@@ -64,6 +64,8 @@ impl Decoder {
             "scale" => &mut self.out.scale,
             "axpy" => &mut self.out.axpy,
             "bias_relu" => &mut self.out.bias_relu,
+            "max" => &mut self.out.max,
+            "equal" => &mut self.out.equal,
             other => panic!("the decoder has no flag for `{other}`: add one"),
         }
     }

@@ -1,0 +1,160 @@
+//! Max pooling, a convolution after the first layer and its input gradient (col2im) compiled
+//! for the array: LeNet's shape in small. Every machine must give `Executor<Accel>`'s bits.
+
+use crate::cnn_common::{batch, conv, trains_as_the_reference};
+use systole_core::compile::{check_lowered, compile_training, pool, CompileError};
+use systole_core::graph::{Graph, Sgd};
+use systole_core::layers::{Layer, Net, Shape};
+use systole_core::machine::GoldenKind;
+use systole_core::params::SplitMix64;
+use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
+
+const SGD: Sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 1e-3 };
+
+fn max_pool(kernel: u32, stride: u32) -> Layer {
+    Layer::MaxPool2d { kernel, stride }
+}
+
+/// LeNet in small: a padded convolution, ReLU and pooling, then an unpadded one (whose input
+/// gradient is col2im into the first pooling's gradient), ReLU, pooling, flatten, dense.
+fn lenet_like() -> Net {
+    Net::new(
+        Shape::Image { c: 1, h: 8, w: 8 },
+        &[
+            conv(1, 5, 3, 1, 1),
+            Layer::Relu,
+            max_pool(2, 2),
+            conv(5, 4, 3, 1, 0),
+            Layer::Relu,
+            max_pool(2, 2),
+            Layer::Flatten,
+            Layer::Dense { inputs: 4, outputs: 3 },
+        ],
+    )
+    .unwrap()
+}
+
+/// Two strided convolutions with a ReLU between: col2im with two residue classes per row and
+/// the ReLU's gradient fused in.
+fn strided_pair() -> Net {
+    Net::new(
+        Shape::Image { c: 2, h: 9, w: 9 },
+        &[
+            conv(2, 3, 3, 2, 0),
+            Layer::Relu,
+            conv(3, 4, 2, 2, 0),
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 16, outputs: 4 },
+        ],
+    )
+    .unwrap()
+}
+
+/// Two unstrided convolutions: col2im sums up to nine patch elements into a pixel, in the
+/// order the reference fixes (twelve output channels make the patch gradients round).
+fn overlapping_pair() -> Net {
+    Net::new(
+        Shape::Image { c: 1, h: 8, w: 8 },
+        &[
+            conv(1, 2, 3, 1, 0),
+            Layer::Relu,
+            conv(2, 12, 3, 1, 0),
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 192, outputs: 3 },
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+fn pooled_and_stacked_convolutions_train_on_the_array_as_the_reference_bit_for_bit() {
+    for net in [lenet_like(), strided_pair(), overlapping_pair()] {
+        for dataflow in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
+            for schedule in Schedule::ALL {
+                // Three columns: five channels take two chunks; 48 accumulator rows split
+                // the pooling and col2im runs.
+                let config = ArrayConfig {
+                    spad_depth: 64,
+                    acc_depth: 48,
+                    ..ArrayConfig::new(4, 3, Dtype::Bf16)
+                }
+                .with_dataflow(dataflow)
+                .with_schedule(schedule);
+                trains_as_the_reference(&net, config, GoldenKind::Functional, &[5, 5, 2]);
+            }
+        }
+    }
+}
+
+/// Ties in a window: the gradient goes to the first of equal maxima only, as PyTorch's. On
+/// constant images the convolution's output is the same at every interior position, so the
+/// interior pooling windows tie (positive where the ReLU passes them).
+#[test]
+fn tied_maxima_route_the_gradient_as_the_reference() {
+    let net = lenet_like();
+    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+    let graph = Graph::network_training(&net, SGD).unwrap();
+    let (x, _) = batch(&mut SplitMix64(11), 4, 1, graph.classes());
+    let constant: Vec<f32> = x.iter().flat_map(|&v| [v; 64]).collect();
+    crate::cnn_common::trains_with_inputs(&net, config, GoldenKind::Functional, &constant, 4);
+}
+
+/// The cycle machine gives the same bits, in the cycles the compiler's timing model predicts.
+#[test]
+fn a_pooled_step_on_the_cycle_machine_takes_the_compiled_cycles() {
+    for schedule in Schedule::ALL {
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(schedule);
+        let net = lenet_like();
+        let cycles = trains_as_the_reference(&net, config, GoldenKind::Cycle, &[3]);
+        let graph = Graph::network_training(&net, SGD).unwrap();
+        let step = compile_training(&graph, &config, 3).unwrap();
+        assert_eq!(cycles, step.cycles(), "{schedule:?}");
+        let ops: Vec<(&str, u8, u8)> =
+            step.segments.iter().map(|s| (s.op, s.layer, s.program)).collect();
+        for op in [("max_pool", 0, 0), ("max_pool", 1, 0), ("im2col", 1, 0)] {
+            assert!(ops.contains(&op), "{op:?} in {ops:?}");
+        }
+        for op in [("max_pool_grad", 1, 1), ("col2im", 1, 1), ("max_pool_grad", 0, 1)] {
+            assert!(ops.contains(&op), "{op:?} in {ops:?}");
+        }
+    }
+}
+
+#[test]
+fn what_the_array_does_not_pool_is_refused_by_name() {
+    let graph = |layers: &[Layer]| {
+        let net = Net::new(Shape::Image { c: 1, h: 6, w: 6 }, layers).unwrap();
+        Graph::network_training(&net, SGD).unwrap()
+    };
+    let flat = |n| [Layer::Flatten, Layer::Dense { inputs: n, outputs: 2 }];
+    let cases: [(Vec<Layer>, &str); 4] = [
+        ([vec![max_pool(2, 2)], flat(9).to_vec()].concat(), pool::OF_INPUT),
+        ([vec![conv(1, 1, 3, 1, 0), max_pool(3, 1)], flat(4).to_vec()].concat(), pool::UNTILED),
+        ([vec![conv(1, 1, 2, 1, 0), max_pool(2, 2)], flat(4).to_vec()].concat(), pool::UNTILED),
+        (
+            [vec![conv(1, 2, 3, 1, 0), conv(2, 1, 3, 1, 1)], flat(16).to_vec()].concat(),
+            systole_core::compile::im2col::PADDED_LATER,
+        ),
+    ];
+    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+    for (layers, what) in cases {
+        let e = compile_training(&graph(&layers), &config, 2).unwrap_err();
+        assert_eq!(e, CompileError::NotLowered { what }, "{layers:?}");
+    }
+    let avg = graph(&[
+        conv(1, 1, 3, 1, 0),
+        Layer::AvgPool2d { kernel: 2, stride: 2 },
+        flat(4)[0],
+        flat(4)[1],
+    ]);
+    let e = check_lowered(&avg, Dtype::Bf16).unwrap_err();
+    assert_eq!(e.to_string(), "average pooling does not run on the accelerator yet");
+    let lenet = Graph::network(&Net::lenet(10).unwrap()).unwrap();
+    assert_eq!(check_lowered(&lenet, Dtype::Bf16), Ok(()));
+    assert_eq!(
+        check_lowered(&lenet, Dtype::Int8),
+        Err(CompileError::NotLowered { what: pool::INT8 })
+    );
+}
