@@ -265,15 +265,15 @@ pub struct TrainArgs {
     pub link: LinkArgs,
     #[command(flatten)]
     pub array: ArrayArgs,
-    /// Passes over the training split.
-    #[arg(long, default_value_t = 30)]
-    pub epochs: u32,
+    /// Passes over the training split [default: 30; 6 with --model lenet].
+    #[arg(long)]
+    pub epochs: Option<u32>,
     /// Rows per SGD step (the last batch of an epoch may be smaller).
     #[arg(long, default_value_t = 32)]
     pub batch: u32,
-    /// SGD learning rate.
-    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
-    pub lr: f32,
+    /// SGD learning rate [default: 0.05; 0.01 with --model lenet].
+    #[arg(long, allow_negative_numbers = true)]
+    pub lr: Option<f32>,
     /// SGD momentum, 0 <= m < 1 (0: plain SGD).
     #[arg(long, default_value_t = 0.9, allow_negative_numbers = true)]
     pub momentum: f32,
@@ -494,6 +494,17 @@ pub struct LinkArgs {
     pub threads: Option<u32>,
 }
 
+impl TrainArgs {
+    /// `--epochs`, or the model's default.
+    pub fn epochs(&self) -> u32 {
+        self.epochs.unwrap_or_else(|| self.model.default_epochs())
+    }
+    /// `--lr`, or the model's default.
+    pub fn lr(&self) -> f32 {
+        self.lr.unwrap_or_else(|| self.model.default_lr())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -501,6 +512,22 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         super::Cli::command().debug_assert();
+    }
+
+    /// LeNet's own defaults apply only where the command line gives no value.
+    #[test]
+    fn lenet_has_its_own_epochs_and_learning_rate() {
+        use clap::Parser;
+        let train =
+            |args: &[&str]| match super::Cli::parse_from([&["systole", "train"], args].concat())
+                .command
+            {
+                super::Command::Train(t) => (t.epochs(), t.lr()),
+                _ => unreachable!("a train command"),
+            };
+        assert_eq!(train(&[]), (30, 0.05));
+        assert_eq!(train(&["--model", "lenet"]), (6, 0.01));
+        assert_eq!(train(&["--model", "lenet", "--epochs", "2", "--lr", "0.1"]), (2, 0.1));
     }
 
     /// `--clock-mhz 1e-320` printed `inf us`, and `1e-300` a time of 300 digits.

@@ -19,6 +19,9 @@ pub enum ModelChoice {
     File(PathBuf),
 }
 
+/// `--lr` of `--model lenet` by default.
+const LENET_LR: f32 = 0.01;
+
 impl ModelChoice {
     pub fn parse(s: &str) -> Result<ModelChoice, String> {
         match s {
@@ -26,6 +29,24 @@ impl ModelChoice {
             "mlp" => Ok(ModelChoice::Mlp),
             "lenet" => Ok(ModelChoice::Lenet),
             path => Ok(ModelChoice::File(path.into())),
+        }
+    }
+
+    /// `--epochs` when the command line gives none: LeNet learns MNIST in a few passes, which
+    /// the default run keeps under 3 minutes on 2 cores (docs/PERF.md).
+    pub fn default_epochs(&self) -> u32 {
+        match self {
+            ModelChoice::Lenet => 6,
+            _ => 30,
+        }
+    }
+
+    /// `--lr` when the command line gives none: LeNet's deeper gradients take a smaller step
+    /// (at 0.05 its loss swings from epoch to epoch).
+    pub fn default_lr(&self) -> f32 {
+        match self {
+            ModelChoice::Lenet => LENET_LR,
+            _ => 0.05,
         }
     }
 

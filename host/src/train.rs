@@ -153,7 +153,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         describe(&net),
         net.parameter_count(),
         args.batch,
-        args.lr,
+        args.lr(),
         args.momentum,
         args.weight_decay,
         args.seed
@@ -182,9 +182,9 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         dtype: args.dtype.name(),
         machine: accel.map(|_| machine_name(args)),
         array: accel.as_ref().map(Into::into),
-        epochs: args.epochs,
+        epochs: args.epochs(),
         batch: args.batch,
-        lr: args.lr,
+        lr: args.lr(),
         momentum: args.momentum,
         weight_decay: args.weight_decay,
         seed: args.seed,
@@ -271,7 +271,7 @@ fn side_by_side(args: &TrainArgs) -> anyhow::Result<SideBySide> {
     Ok(SideBySide {
         compare,
         dtype,
-        epochs: args.epochs,
+        epochs: args.epochs(),
         batch: args.batch,
         seed: args.seed,
         dataset: args.dataset.name(),
@@ -287,14 +287,14 @@ fn check_flags(args: &TrainArgs) -> anyhow::Result<Sgd> {
     if args.hidden.iter().any(|&w| w == 0 || w > MAX_WIDTH) {
         bail!("--hidden {hidden}: every hidden layer needs a width of 1 to {MAX_WIDTH}");
     }
-    if args.epochs == 0 {
+    if args.epochs() == 0 {
         bail!("--epochs 0: train for at least 1 epoch");
     }
     if !(1..=u16::MAX as u32).contains(&args.batch) {
         bail!("--batch {}: the batch size must be 1 to {}", args.batch, u16::MAX);
     }
-    if !(args.lr.is_finite() && args.lr > 0.0) {
-        bail!("--lr {}: the learning rate must be a finite number > 0", args.lr);
+    if !(args.lr().is_finite() && args.lr() > 0.0) {
+        bail!("--lr {}: the learning rate must be a finite number > 0", args.lr());
     }
     if !(args.momentum.is_finite() && (0.0..1.0).contains(&args.momentum)) {
         bail!("--momentum {}: the momentum must be at least 0 and below 1", args.momentum);
@@ -305,7 +305,7 @@ fn check_flags(args: &TrainArgs) -> anyhow::Result<Sgd> {
             args.weight_decay
         );
     }
-    Ok(Sgd { lr: args.lr, momentum: args.momentum, weight_decay: args.weight_decay })
+    Ok(Sgd { lr: args.lr(), momentum: args.momentum, weight_decay: args.weight_decay })
 }
 
 fn machine_name(args: &TrainArgs) -> &'static str {
@@ -413,7 +413,7 @@ impl Training<'_> {
     /// The optimizer the flags describe (what the graph was built with).
     fn sgd(&self) -> Sgd {
         let args = self.args;
-        Sgd { lr: args.lr, momentum: args.momentum, weight_decay: args.weight_decay }
+        Sgd { lr: args.lr(), momentum: args.momentum, weight_decay: args.weight_decay }
     }
 
     fn batch(&self) -> usize {
@@ -436,9 +436,10 @@ impl Training<'_> {
         let (args, train, test) = (self.args, &self.split.train, &self.split.test);
         let order = Batches::new(train.len(), self.batch(), args.seed);
         let mut batches = Shuffled { order, samples: train };
-        let mut lines = EpochLines { epochs: args.epochs, config, progress: None, reports: vec![] };
+        let mut lines =
+            EpochLines { epochs: args.epochs(), config, progress: None, reports: vec![] };
         let test = (&test.x[..], &test.labels[..]);
-        train_curves(trainers, args.epochs, &mut batches, test, &self.sgd(), &mut lines)?;
+        train_curves(trainers, args.epochs(), &mut batches, test, &self.sgd(), &mut lines)?;
         Ok(lines.reports)
     }
 
@@ -518,7 +519,7 @@ impl Training<'_> {
             accel: Some(AccelOutcome {
                 step,
                 per_epoch: (steps, per_epoch),
-                totals: Totals::new(&config, steps as u64 * args.epochs as u64, total),
+                totals: Totals::new(&config, steps as u64 * args.epochs() as u64, total),
                 test_accuracy_bf16,
             }),
         })
