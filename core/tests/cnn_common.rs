@@ -7,7 +7,7 @@ use systole_core::layers::{Layer, Net};
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
 use systole_core::train::AccelTrainer;
-use systole_core::ArrayConfig;
+use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
 
 pub fn conv(i: u32, o: u32, kernel: u32, stride: u32, padding: u32) -> Layer {
     Layer::Conv2d { in_channels: i, out_channels: o, kernel, stride, padding }
@@ -90,5 +90,23 @@ pub fn trains_with_inputs(
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&a.weight), bits(&b.weight), "layer {l} weight");
         assert_eq!(bits(&a.bias), bits(&b.bias), "layer {l} bias");
+    }
+}
+
+/// Three steps of `net` on the functional machine of a small 4 x 3 BF16 array (three columns
+/// split wide channels; 48 accumulator rows split long runs), every dataflow and schedule,
+/// each equal to `Executor<Accel>` bit for bit.
+pub fn trains_on_small_arrays(net: &Net) {
+    for dataflow in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
+        for schedule in Schedule::ALL {
+            let config = ArrayConfig {
+                spad_depth: 64,
+                acc_depth: 48,
+                ..ArrayConfig::new(4, 3, Dtype::Bf16)
+            }
+            .with_dataflow(dataflow)
+            .with_schedule(schedule);
+            trains_as_the_reference(net, config, GoldenKind::Functional, &[5, 5, 2]);
+        }
     }
 }

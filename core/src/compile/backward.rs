@@ -56,7 +56,11 @@ impl Compiler<'_> {
                         ..Epilogue::STORE
                     };
                     let layout = GemmLayout::new(a, b, words.unwrap_or(0));
-                    self.gemm(1, ("dense_grad_input", layer), shape, layout, epilogue)?;
+                    let name = match self.graph.info(dx).kind {
+                        TensorKind::Grad(x) if self.is_patches(x) => "conv_grad_input",
+                        _ => "dense_grad_input",
+                    };
+                    self.gemm(1, (name, layer), shape, layout, epilogue)?;
                     i = next + mask.is_some() as usize;
                     self.parameter_gradients(&mut waiting)?;
                 }
@@ -69,7 +73,7 @@ impl Compiler<'_> {
                         }
                         _ => None,
                     };
-                    self.max_pool_grad((dy, x, dx), geom, relu);
+                    self.max_pool_grad((dy, x, dx), geom, relu)?;
                     i += 1 + relu.is_some() as usize;
                 }
                 Op::Col2im { dy, dx, geom } => {
@@ -81,7 +85,7 @@ impl Compiler<'_> {
                         }
                         _ => None,
                     };
-                    self.col2im(dy, dx, geom, relu);
+                    self.col2im(dy, dx, geom, relu)?;
                     i += 1 + relu.is_some() as usize;
                 }
                 // Average pooling's gradient never reaches here: `check_lowered` refused it.

@@ -13,7 +13,8 @@
 
 extern crate alloc;
 
-use super::Compiler;
+use super::acc_rows::{store_rows, vector, Regions};
+use super::{CompileError, Compiler};
 use crate::conv::ConvGeometry;
 use crate::graph::TensorId;
 use crate::isa::{Instruction, VectorOp};
@@ -27,12 +28,12 @@ impl Compiler<'_> {
         dx: TensorId,
         g: ConvGeometry,
         relu: Option<(TensorId, TensorId)>,
-    ) {
+    ) -> Result<(), CompileError> {
         let (k, s, p) = (g.kernel as i64, g.stride as i64, g.padding as i64);
         let (h, w, c) = (g.h, g.w, g.c);
         let (oh, ow, patch) = (g.out_h() as i64, g.out_w() as i64, g.patch() as u32);
         let words = self.buffers[dx as usize].words;
-        let regions = super::pool::Regions::new(self.config.acc_depth, 3);
+        let regions = Regions::new(self.config.acc_depth, 3)?;
         let one = 1.0f32.to_bits();
         let start = self.programs[1].len();
         let mut run = 0;
@@ -46,16 +47,9 @@ impl Compiler<'_> {
                             let pc = regions.rows.min(count - j0);
                             let [acc, src, mask] = [0, 1, 2].map(|i| regions.at(run, i));
                             run += 1;
-                            let v = |op, dst, from, rows: u32, imm| Instruction::Vector {
-                                op,
-                                dst,
-                                src: from,
-                                rows: rows as u16,
-                                imm,
-                            };
                             let mut code = alloc::vec![
-                                v(VectorOp::Equal, acc, acc, pc, 0),
-                                v(VectorOp::Axpy, acc, acc, pc, (-1.0f32).to_bits()),
+                                vector(VectorOp::Equal, acc, acc, pc, 0),
+                                vector(VectorOp::Axpy, acc, acc, pc, (-1.0f32).to_bits()),
                             ];
                             for ky in (0..k).rev() {
                                 let t = y as i64 + p - ky;
@@ -86,44 +80,29 @@ impl Compiler<'_> {
                                         row_stride: patch,
                                     });
                                     let dst = acc + (lo - j0 as i64) as u16;
-                                    code.push(v(VectorOp::Axpy, dst, src, (hi - lo) as u32, one));
+                                    let rows = (hi - lo) as u32;
+                                    code.push(vector(VectorOp::Axpy, dst, src, rows, one));
                                 }
                             }
                             let at = ((n * h + y) * w + rho + j0 * g.stride) * c + c0;
                             let (rows, row_stride) = (pc as u16, g.stride * c);
-                            if let Some(words) = words {
-                                code.push(Instruction::Store {
-                                    acc_row: acc,
-                                    dram_addr: words + 4 * at,
-                                    rows,
-                                    len,
-                                    row_stride,
-                                });
-                            }
+                            // Through the ReLU before the convolution, its output the mask.
                             let out = match relu {
                                 Some((m, out)) => {
-                                    let dram_addr = self.words(m) + 4 * at;
                                     code.push(Instruction::LoadAcc {
                                         acc_row: mask,
-                                        dram_addr,
+                                        dram_addr: self.words(m) + 4 * at,
                                         rows,
                                         len,
                                         row_stride,
                                     });
-                                    code.push(v(VectorOp::ReluGrad, acc, mask, pc, 0));
+                                    code.push(vector(VectorOp::ReluGrad, acc, mask, pc, 0));
                                     Some(out)
                                 }
                                 None => words.is_none().then_some(dx),
                             };
-                            if let Some(out) = out {
-                                code.push(Instruction::StoreBf16 {
-                                    acc_row: acc,
-                                    dram_addr: self.elems(out) + 2 * at,
-                                    rows,
-                                    len,
-                                    row_stride,
-                                });
-                            }
+                            let buffers = (words, out.map(|t| self.elems(t)));
+                            code.extend(store_rows(acc, buffers, at, (rows, len, row_stride)));
                             self.programs[1].extend(code);
                         }
                     }
@@ -135,5 +114,6 @@ impl Compiler<'_> {
             _ => 0,
         };
         self.push_segment(("col2im", layer), 1, start);
+        Ok(())
     }
 }

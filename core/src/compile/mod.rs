@@ -22,6 +22,7 @@
 
 extern crate alloc;
 
+mod acc_rows;
 mod backward;
 mod col2im;
 pub mod im2col;
@@ -141,6 +142,18 @@ pub fn compile_inference(
     Compiler::new(graph, config, batch, false)?.finish(int8)
 }
 
+/// The tensor whose buffers `t` is, through the reshapes of either pass (`t` itself if none).
+fn reshape_source(graph: &Graph, t: TensorId) -> TensorId {
+    let mut t = t;
+    while let Some(x) = graph.forward.iter().chain(&graph.backward).find_map(|op| match *op {
+        Op::Reshape { x, y } if y == t => Some(x),
+        _ => None,
+    }) {
+        t = x;
+    }
+    t
+}
+
 /// How max poolings read a tensor ([`Compiler::pooled`]).
 struct Pooled {
     any: bool,
@@ -222,18 +235,13 @@ impl<'g> Compiler<'g> {
             .collect();
         // Gradients the vector unit reads as f32 words: a max pooling's (`pool`) and a
         // convolution's patches' (`col2im`), at the tensor whose buffers they are.
-        let source = |t: TensorId| {
-            let mut t = t;
-            while let Some(&(_, x)) = aliases.iter().find(|&&(y, _)| y == t) {
-                t = x;
-            }
-            t
-        };
         let read_as_words: Vec<TensorId> = graph
             .backward
             .iter()
             .filter_map(|op| match *op {
-                Op::MaxPoolGrad { dy, .. } | Op::Col2im { dy, .. } => Some(source(dy)),
+                Op::MaxPoolGrad { dy, .. } | Op::Col2im { dy, .. } => {
+                    Some(reshape_source(graph, dy))
+                }
                 _ => None,
             })
             .collect();
@@ -293,16 +301,9 @@ impl<'g> Compiler<'g> {
     fn cols(&self, t: TensorId) -> u32 {
         self.graph.info(t).cols
     }
-    /// The tensor whose buffers `t` is, through the forward reshapes (`t` itself if none).
+    /// The tensor whose buffers `t` is ([`reshape_source`]).
     fn source_of(&self, t: TensorId) -> TensorId {
-        let mut t = t;
-        while let Some(x) = self.graph.forward.iter().find_map(|op| match *op {
-            Op::Reshape { x, y } if y == t => Some(x),
-            _ => None,
-        }) {
-            t = x;
-        }
-        t
+        reshape_source(self.graph, t)
     }
     /// Whether max poolings read `t`: any, and only they (in the forward pass).
     fn pooled(&self, t: TensorId) -> Pooled {
@@ -441,7 +442,7 @@ impl<'g> Compiler<'g> {
                     i += 1;
                 }
                 Op::MaxPool { x, y, geom } => {
-                    self.max_pool(x, y, geom);
+                    self.max_pool(x, y, geom)?;
                     i += 1;
                 }
                 // The output shares the input's buffers.

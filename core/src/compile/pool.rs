@@ -16,13 +16,14 @@
 //! writes in place. Windows that tile the input write every input gradient element
 //! ([`tiles`]; `check_lowered` refuses other gradients).
 //!
-//! Runs alternate between the accumulator banks, so under the decoupled schedule one run's loads
-//! overlap the previous run's vector ops.
+//! Runs alternate between the accumulator banks ([`Regions`]), so under the decoupled schedule
+//! one run's loads overlap the previous run's vector ops.
 
 extern crate alloc;
 use alloc::vec::Vec;
 
-use super::{Compiler, Segment};
+use super::acc_rows::{store_rows, vector, Regions};
+use super::{CompileError, Compiler, Segment};
 use crate::conv::PoolGeometry;
 use crate::graph::{Op, TensorId};
 use crate::isa::{Instruction, VectorOp};
@@ -69,36 +70,18 @@ fn runs(g: &PoolGeometry, batch: u32, most: u32) -> Vec<Run> {
     out
 }
 
-/// Accumulator row regions for `regions` buffers of one run: `rows` rows each, at `base(bank,
-/// i)`, the banks alternating run by run where each bank holds them all.
-pub(super) struct Regions {
-    pub(super) rows: u32,
-    split: u32,
-    per_bank: bool,
-}
-
-impl Regions {
-    pub(super) fn new(acc_depth: u32, regions: u32) -> Regions {
-        let split = acc_depth.div_ceil(2);
-        match split / regions {
-            0 => Regions { rows: (acc_depth / regions).max(1), split, per_bank: false },
-            rows => Regions { rows: rows.min(u16::MAX as u32), split, per_bank: true },
-        }
-    }
-    /// Region `i` of run number `run`.
-    pub(super) fn at(&self, run: usize, i: u32) -> u16 {
-        let bank = if self.per_bank { (run % 2) as u32 * self.split } else { 0 };
-        (bank + i * self.rows) as u16
-    }
-}
-
 impl Compiler<'_> {
     /// The max pooling `y` of image `x` (f32 words) into program 0.
-    pub(super) fn max_pool(&mut self, x: TensorId, y: TensorId, g: PoolGeometry) {
+    pub(super) fn max_pool(
+        &mut self,
+        x: TensorId,
+        y: TensorId,
+        g: PoolGeometry,
+    ) -> Result<(), CompileError> {
         let pooled = self.pooled(y);
         let words = (self.training || pooled.any).then(|| self.words(y));
         let elems = (!pooled.only).then(|| self.elems(y));
-        let regions = Regions::new(self.config.acc_depth, 2);
+        let regions = Regions::new(self.config.acc_depth, 2)?;
         let start = self.programs[0].len();
         let mut run = 0;
         for r in runs(&g, self.batch, regions.rows) {
@@ -120,33 +103,15 @@ impl Compiler<'_> {
                         code.push(load(acc_x, tap));
                         code.push(vector(VectorOp::Max, acc_y, acc_x, r.rows, 0));
                     }
-                    let (rows, row_stride) = (r.rows as u16, taps.output_stride);
-                    if let Some(at) = words {
-                        let dram_addr = at + 4 * taps.output;
-                        code.push(Instruction::Store {
-                            acc_row: acc_y,
-                            dram_addr,
-                            rows,
-                            len,
-                            row_stride,
-                        });
-                    }
-                    if let Some(at) = elems {
-                        let dram_addr = at + 2 * taps.output;
-                        code.push(Instruction::StoreBf16 {
-                            acc_row: acc_y,
-                            dram_addr,
-                            rows,
-                            len,
-                            row_stride,
-                        });
-                    }
+                    let rows = (r.rows as u16, len, taps.output_stride);
+                    code.extend(store_rows(acc_y, (words, elems), taps.output, rows));
                     self.programs[0].extend(code);
                 }
             }
         }
         let layer = self.producer_layer(x);
         self.push_segment(("max_pool", layer), 0, start);
+        Ok(())
     }
 
     /// The gradient `dx` of max pooling `g` of `x` from the pooled gradient `dy` (f32 words),
@@ -158,15 +123,20 @@ impl Compiler<'_> {
         (dy, x, dx): (TensorId, TensorId, TensorId),
         g: PoolGeometry,
         relu: Option<TensorId>,
-    ) {
+    ) -> Result<(), CompileError> {
         let y = self.graph.forward.iter().find_map(|op| match *op {
             Op::MaxPool { x: px, y, .. } if px == x => Some(y),
             _ => None,
         });
-        let pooled = self.words(y.unwrap_or(x));
+        let Some(y) = y else {
+            return Err(CompileError::Unsupported {
+                op: "max pooling gradient without its pooling",
+            });
+        };
+        let pooled = self.words(y);
         let out = relu.unwrap_or(dx);
         let (out_elems, out_words) = (self.elems(out), self.buffers[out as usize].words);
-        let regions = Regions::new(self.config.acc_depth, 4);
+        let regions = Regions::new(self.config.acc_depth, 4)?;
         let start = self.programs[1].len();
         let taps_per_window = g.kernel * g.kernel;
         let mut run = 0;
@@ -204,22 +174,8 @@ impl Compiler<'_> {
                             code.push(v(VectorOp::Axpy, claim, acc_x, (-1.0f32).to_bits()));
                         }
                         code.push(v(VectorOp::ReluGrad, acc_d, acc_x, 0));
-                        code.push(Instruction::StoreBf16 {
-                            acc_row: acc_d,
-                            dram_addr: out_elems + 2 * input,
-                            rows,
-                            len,
-                            row_stride: stride,
-                        });
-                        if let Some(at) = out_words {
-                            code.push(Instruction::Store {
-                                acc_row: acc_d,
-                                dram_addr: at + 4 * input,
-                                rows,
-                                len,
-                                row_stride: stride,
-                            });
-                        }
+                        let at = (out_words, Some(out_elems));
+                        code.extend(store_rows(acc_d, at, input, (rows, len, stride)));
                     }
                     self.programs[1].extend(code);
                 }
@@ -227,6 +183,7 @@ impl Compiler<'_> {
         }
         let layer = self.producer_layer(x);
         self.push_segment(("max_pool_grad", layer), 1, start);
+        Ok(())
     }
 
     /// Where run `r`'s taps of output column `px`, channels `c0..`, sit (in elements).
@@ -297,8 +254,4 @@ impl Taps {
         let (ky, kx) = (tap / self.k, tap % self.k);
         self.first + (ky * self.w + kx) * self.c
     }
-}
-
-fn vector(op: VectorOp, dst: u16, src: u16, rows: u32, imm: u32) -> Instruction {
-    Instruction::Vector { op, dst, src, rows: rows as u16, imm }
 }

@@ -19,9 +19,10 @@ pub struct Buffers {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     /// "dense", "dense_grad_input", and "dense_grad_weight" and "bias_grad" (or both in one
-    /// GEMM, "dense_grad_weight+bias"), each with "+sgd" when the update is fused in; "conv"
-    /// and "conv_grad_weight..." for a convolution's GEMMs on its patches, and "im2col" for
-    /// the copy that makes them.
+    /// GEMM, "dense_grad_weight+bias"), each with "+sgd" when the update is fused in; "conv",
+    /// "conv_grad_input" and "conv_grad_weight..." for a convolution's GEMMs on its patches;
+    /// "im2col" for the copy that makes them and "col2im" for the sum that undoes it;
+    /// "max_pool" and "max_pool_grad" on the vector unit.
     pub op: &'static str,
     pub layer: u8,
     /// 0: forward program, 1: backward-and-update program.

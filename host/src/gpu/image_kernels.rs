@@ -262,17 +262,9 @@ pub fn max_pool_grad(g: &PoolGeometry, n: usize, dy: &[f32], x: &[f32], dx: &mut
     for i in 0..n * h * w * c {
         let (b, y, xx, ch) = hwc(i, c, w, h);
         let mut sum = 0.0f32;
-        for oy in 0..oh {
-            if y < oy * s || y >= oy * s + k {
-                continue;
-            }
-            for ox in 0..ow {
-                if xx < ox * s || xx >= ox * s + k {
-                    continue;
-                }
-                if window_max(x, (b, oy, ox, ch), [c, h, w, k, s]) == i {
-                    sum += dy[(((b * oh + oy) * ow + ox) * c + ch) as usize];
-                }
+        for (oy, ox) in windows_over((y, xx), [oh, ow, k, s]) {
+            if window_max(x, (b, oy, ox, ch), [c, h, w, k, s]) == i {
+                sum += dy[(((b * oh + oy) * ow + ox) * c + ch) as usize];
             }
         }
         dx[i as usize] = sum;
@@ -298,19 +290,19 @@ pub fn avg_pool_grad(g: &PoolGeometry, n: usize, dy: &[f32], dx: &mut [f32]) {
     for i in 0..n * h * w * c {
         let (b, y, xx, ch) = hwc(i, c, w, h);
         let mut sum = 0.0f32;
-        for oy in 0..oh {
-            if y < oy * s || y >= oy * s + k {
-                continue;
-            }
-            for ox in 0..ow {
-                if xx < ox * s || xx >= ox * s + k {
-                    continue;
-                }
-                sum += dy[(((b * oh + oy) * ow + ox) * c + ch) as usize] / (k * k) as f32;
-            }
+        for (oy, ox) in windows_over((y, xx), [oh, ow, k, s]) {
+            sum += dy[(((b * oh + oy) * ow + ox) * c + ch) as usize] / (k * k) as f32;
         }
         dx[i as usize] = sum;
     }
+}
+
+/// The windows `(oy, ox)` that hold input position `(y, x)`, in the kernels' loop order.
+fn windows_over((y, x): (i32, i32), [oh, ow, k, s]: [i32; 4]) -> impl Iterator<Item = (i32, i32)> {
+    let holds = move |at: i32, o: i32| at >= o * s && at < o * s + k;
+    (0..oh)
+        .filter(move |&oy| holds(y, oy))
+        .flat_map(move |oy| (0..ow).filter(move |&ox| holds(x, ox)).map(move |ox| (oy, ox)))
 }
 
 #[cfg(test)]
