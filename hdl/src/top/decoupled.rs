@@ -27,7 +27,7 @@ use crate::controller::{
 };
 use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
-use crate::decoded::DecodedOut;
+use crate::decoded::{DecodedOut, DecodedRegister};
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
 use crate::transpose::Transposer;
@@ -54,9 +54,12 @@ pub struct SystoleTopDecoupled {
     fifo: InstrFifo,
     /// The dispatcher's candidate word, registered after the FIFO.
     head: HeadRegister,
+    /// The FIFO's head word decoded, and the candidate's decoded fields, registered beside the
+    /// head register's word.
+    next_decoder: Decoder,
+    candidate: DecodedRegister,
     /// The fault code and footprint of the word the host link queues, stored with it.
     queued: WordFault,
-    candidate: Decoder,
     dispatcher: DecoupledDispatcher,
     /// The load unit and the vector unit.
     ld: Sequencer,
@@ -118,6 +121,7 @@ impl SystoleTopDecoupled {
             fifo: InstrFifo::new(top.fifo_depth, true),
             head: HeadRegister::default(),
             queued: WordFault::new(&config, true),
+            next_decoder: Default::default(),
             candidate: Default::default(),
             dispatcher: DecoupledDispatcher::new(&config),
             ld: Sequencer::new(&config),
@@ -193,8 +197,8 @@ impl Logic for SystoleTopDecoupled {
         self.engine.tx_take.next = self.uart_out.take.val() || self.spi.take.val();
 
         // Instructions: each word's fault code and footprint are formed as it is queued and
-        // stored with it; the FIFO's head -> the head register (the candidate) -> decoder,
-        // footprint -> dispatcher, units.
+        // stored with it; the FIFO's head -> decoder -> the head register and the candidate's
+        // decoded fields (registered together) -> dispatcher, units.
         self.fifo.push.next = self.engine.fifo_push.val();
         self.fifo.push_word.next = self.engine.fifo_word.val();
         self.fifo.push_flag.next = self.engine.fifo_extent_over.val();
@@ -217,7 +221,10 @@ impl Logic for SystoleTopDecoupled {
         self.dispatcher.fault_in.next = self.head.head_fault.val();
         self.dispatcher.run.next = self.engine.run.val();
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();
-        self.candidate.word.next = self.dispatcher.word.val();
+        self.next_decoder.word.next = self.fifo.head.val();
+        DecodedOut::join(&mut self.next_decoder.out, &mut self.candidate.fields);
+        self.candidate.clock.next = self.clock.val();
+        self.candidate.take.next = self.head.take.val();
         DecodedOut::join(&mut self.candidate.out, &mut self.dispatcher.ins);
         self.dispatcher.fp.next = self.head.head_fp.val();
         self.dispatcher.load_free.next = self.ld.free.val();
