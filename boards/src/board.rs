@@ -56,6 +56,8 @@ pub struct Preset {
     pub convert_stages: u8,
     /// Cycles a requantized row takes in its conversion lanes (`ArrayConfig::requant_cycles`).
     pub requant_cycles: u8,
+    /// Cycles a `Scale` or `Axpy` row takes in its BF16 lanes (`ArrayConfig::scale_cycles`).
+    pub scale_cycles: u8,
     /// How its controller issues instructions (`ArrayConfig::schedule`): the blocking top, or
     /// the decoupled one, whose units overlap.
     pub schedule: Schedule,
@@ -107,6 +109,7 @@ impl Board {
         let mut c = ArrayConfig::new(rows, cols, dtype)
             .with_convert_stages(p.convert_stages)
             .with_requant_cycles(p.requant_cycles)
+            .with_scale_cycles(p.scale_cycles)
             .with_schedule(p.schedule);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
@@ -165,6 +168,7 @@ pub const ICEBREAKER: Board = Board {
         pe_products: PeProducts::Dsp,
         convert_stages: 3,
         requant_cycles: 1,
+        scale_cycles: 1,
         schedule: Schedule::Blocking,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
@@ -198,19 +202,22 @@ pub const ALCHITRY_CU: Board = Board {
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 4,
+        scale_cycles: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
-    // The 1 x 1 BF16 fits (6,998 cells) but reaches 9.23 MHz: the oscillator divided by 12.
-    // The BF16 builds' reports predate fault codes formed at the queue (DECISIONS 56).
+    // The 1 x 1 BF16 fits (6,984 cells). Its lanes register their product (`Scale` and `Axpy`
+    // take two cycles a row, DECISIONS 68): 15.1 MHz instead of 8.53, so the oscillator divided
+    // by 8 instead of 12. Fault codes come from the FIFO's head.
     bf16: Some(Preset {
         rows: 1,
         cols: 1,
-        mhz: 100.0 / 12.0,
+        mhz: 12.5,
         pe_products: PeProducts::Logic,
         convert_stages: 0,
         requant_cycles: 1,
+        scale_cycles: 2,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -241,6 +248,7 @@ pub const ULX3S_85F: Board = Board {
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 1,
+        scale_cycles: 1,
         schedule: Schedule::Decoupled,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -254,6 +262,7 @@ pub const ULX3S_85F: Board = Board {
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
+        scale_cycles: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -278,18 +287,21 @@ pub const ULX3S_25F: Board = Board {
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 1,
+        scale_cycles: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
-    // 25 MHz / 2, no PLL: the 3 x 3 BF16 reaches 12.8 MHz, 15 MHz is not met.
+    // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68) reaches 19.6 MHz (13.32
+    // without; 19.13 built for 20): 18.75 MHz from the PLL.
     bf16: Some(Preset {
         rows: 3,
         cols: 3,
-        mhz: 12.5,
+        mhz: 18.75,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
+        scale_cycles: 2,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -337,6 +349,7 @@ mod tests {
                 assert_eq!(built.clock_mhz, p.mhz, "{what}");
                 assert_eq!(built.convert_stages, c.convert_stages, "{what}");
                 assert_eq!(built.requant_cycles, c.requant_cycles, "{what}");
+                assert_eq!(built.scale_cycles, c.scale_cycles, "{what}");
                 assert_eq!(built.schedule, c.schedule.name(), "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
@@ -369,10 +382,10 @@ mod tests {
         // The 25F's INT8 runs at 50 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (50.0, ClockSource::Pll));
-        // The 25F's 25 MHz oscillator halved in logic: no PLL.
-        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 12.5);
+        // The 25F's BF16 at 18.75 MHz from its PLL (the lanes paced, DECISIONS 68).
+        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 18.75);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
-        assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Divided(2));
+        assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
         // The 85F's BF16 is a smaller array than its INT8, on the PLL.
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
         assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 7, 10.7143));
@@ -381,12 +394,12 @@ mod tests {
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
         assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 12.0);
-        // The Alchitry Cu's INT8 at 40 MHz from its PLL; its BF16 the 100 MHz divided by 12.
+        // The Alchitry Cu's INT8 at 40 MHz from its PLL; its BF16 the 100 MHz divided by 8.
         let clock = ALCHITRY_CU.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (40.0, ClockSource::Pll));
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Bf16)),
-            ClockSource::Divided(12)
+            ClockSource::Divided(8)
         );
     }
 }

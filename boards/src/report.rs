@@ -33,6 +33,10 @@ pub struct Built {
     /// absent in reports from before it existed: 1).
     #[serde(default = "one_cycle")]
     pub requant_cycles: u8,
+    /// Cycles a `Scale` or `Axpy` row takes in the BF16 lanes (`ArrayConfig::scale_cycles`;
+    /// absent in reports from before it existed: 1).
+    #[serde(default = "one_cycle")]
+    pub scale_cycles: u8,
     /// `blocking` or `decoupled` (`ArrayConfig::schedule`; absent in reports from before it was
     /// recorded, which were all blocking).
     #[serde(default = "blocking")]

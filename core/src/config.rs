@@ -92,6 +92,9 @@ pub const MAX_CONVERT_STAGES: u8 = 3;
 /// The [`ArrayConfig::requant_cycles`] a machine may be built with: 1, each requantize lane a
 /// 32 x 32 multiplier; 4, each lane one 16 x 16 multiplier making a partial product a cycle.
 pub const REQUANT_CYCLES: [u8; 2] = [1, 4];
+/// The [`ArrayConfig::scale_cycles`] a machine may be built with: 1, a BF16 lane's product and
+/// sum in one cycle; 2, the product registered between them.
+pub const SCALE_CYCLES: [u8; 2] = [1, 2];
 
 /// One accelerator instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -122,6 +125,12 @@ pub struct ArrayConfig {
     /// One of [`REQUANT_CYCLES`]; row `r` lands `requant_cycles * (r + 1) - 1 + convert_stages`
     /// cycles after dispatch (`timing::row_lands`). BF16 machines have no requantize lanes.
     pub requant_cycles: u8,
+    /// Cycles each `Scale` or `Axpy` row spends in the accumulator lanes: 1, or 2 on a machine
+    /// whose BF16 lanes register the product before the sum, so that no accumulator row passes
+    /// a multiplier and an adder in one cycle (docs/DECISIONS.md 68). One of
+    /// [`SCALE_CYCLES`]; row `r` lands `scale_cycles * (r + 1) - 1` cycles after dispatch
+    /// (`timing::row_lands`). Only BF16 machines run these ops.
+    pub scale_cycles: u8,
 }
 
 /// Why an [`ArrayConfig`] is not buildable.
@@ -135,6 +144,7 @@ pub enum ConfigError {
     Clock { mhz: f64 },
     ConvertStages { stages: u8 },
     RequantCycles { cycles: u8 },
+    ScaleCycles { cycles: u8 },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -175,6 +185,11 @@ impl core::fmt::Display for ConfigError {
                 "requant_cycles = {cycles}: a requantize lane takes 1 or 4 cycles a row \
                  (a 32 x 32 multiplier, or a 16 x 16 one used four times)"
             ),
+            ConfigError::ScaleCycles { cycles } => write!(
+                f,
+                "scale_cycles = {cycles}: a Scale or Axpy row takes 1 or 2 cycles (the lane's \
+                 product and sum in one cycle, or the product registered)"
+            ),
         }
     }
 }
@@ -194,6 +209,7 @@ impl ArrayConfig {
             schedule: Schedule::Blocking,
             convert_stages: 0,
             requant_cycles: 1,
+            scale_cycles: 1,
         }
     }
 
@@ -214,6 +230,11 @@ impl ArrayConfig {
 
     pub const fn with_requant_cycles(mut self, cycles: u8) -> ArrayConfig {
         self.requant_cycles = cycles;
+        self
+    }
+
+    pub const fn with_scale_cycles(mut self, cycles: u8) -> ArrayConfig {
+        self.scale_cycles = cycles;
         self
     }
 
@@ -258,6 +279,9 @@ impl ArrayConfig {
         }
         if !REQUANT_CYCLES.contains(&self.requant_cycles) {
             return Err(ConfigError::RequantCycles { cycles: self.requant_cycles });
+        }
+        if !SCALE_CYCLES.contains(&self.scale_cycles) {
+            return Err(ConfigError::ScaleCycles { cycles: self.scale_cycles });
         }
         ArrayConfig::check_clock(self.clock_mhz)
     }
@@ -307,6 +331,15 @@ mod tests {
             assert_eq!(
                 ok.with_requant_cycles(cycles).validate(),
                 Err(ConfigError::RequantCycles { cycles })
+            );
+        }
+        for cycles in SCALE_CYCLES {
+            assert_eq!(ok.with_scale_cycles(cycles).validate(), Ok(()));
+        }
+        for cycles in [0, 3, 4] {
+            assert_eq!(
+                ok.with_scale_cycles(cycles).validate(),
+                Err(ConfigError::ScaleCycles { cycles })
             );
         }
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());

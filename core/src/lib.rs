@@ -52,6 +52,7 @@ pub mod train;
 
 pub use config::{
     ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, MAX_CONVERT_STAGES, REQUANT_CYCLES,
+    SCALE_CYCLES,
 };
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};
 pub use machine::{Machine, MachineError, Region, Stats};

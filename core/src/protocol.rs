@@ -182,7 +182,8 @@ impl Status {
 /// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16),
 /// dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
 /// depth (2), schedule (1: 0 blocking, 1 decoupled), conversion lanes (1: pipeline stages in
-/// bits 0..3, 0 to `MAX_CONVERT_STAGES`; log2 of `requant_cycles` in bits 4..7).
+/// bits 0..3, 0 to `MAX_CONVERT_STAGES`; log2 of `requant_cycles` in bits 4..5; log2 of
+/// `scale_cycles` in bits 6..7).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Identity {
@@ -207,7 +208,9 @@ impl Identity {
         b[16..20].copy_from_slice(&self.dram_bytes.to_le_bytes());
         b[20..22].copy_from_slice(&self.fifo_depth.to_le_bytes());
         b[22] = c.schedule.code();
-        b[23] = c.convert_stages | (c.requant_cycles.trailing_zeros() as u8) << 4;
+        b[23] = c.convert_stages
+            | (c.requant_cycles.trailing_zeros() as u8) << 4
+            | (c.scale_cycles.trailing_zeros() as u8) << 6;
         b
     }
 
@@ -233,7 +236,8 @@ impl Identity {
             clock_mhz,
             schedule: Schedule::from_code(b[22]).ok_or(ProtocolError::Field)?,
             convert_stages: b[23] & 0xF,
-            requant_cycles: 1u8.checked_shl((b[23] >> 4) as u32).unwrap_or(0),
+            requant_cycles: 1u8.checked_shl(((b[23] >> 4) & 3) as u32).unwrap_or(0),
+            scale_cycles: 1u8.checked_shl((b[23] >> 6) as u32).unwrap_or(0),
         };
         config.validate().map_err(|_| ProtocolError::Field)?;
         Ok(Identity {

@@ -17,7 +17,7 @@
 //! operands, and the emitted Verilog (evaluated by Yosys) on a sample.
 
 use rust_hdl::prelude::*;
-use systole_core::Dtype;
+use systole_core::{ArrayConfig, Dtype};
 
 use crate::float::{F32Add, F32Mul};
 
@@ -51,6 +51,10 @@ pub enum AccOp {
 /// One accumulator lane of either dtype.
 #[derive(LogicBlock)]
 pub struct AccLane {
+    /// Clock and clock enable of a BF16 lane's product register ([`paced_scale`]); unused
+    /// elsewhere.
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
     pub op: Signal<In, AccOp>,
     /// The word at the destination (accumulator read port A).
     pub x: Signal<In, Bits<32>>,
@@ -75,9 +79,19 @@ pub struct AccLane {
     bf16: Vec<AccLaneBf16>,
 }
 
+/// Whether a machine's BF16 lanes register their product before the sum: built with
+/// `scale_cycles = 2`, a `Scale` or `Axpy` row holds the lanes two cycles (core's
+/// `timing::row_lands`), the product made in the first and added in the second.
+pub fn paced_scale(config: &ArrayConfig) -> bool {
+    config.dtype == Dtype::Bf16 && config.scale_cycles == 2
+}
+
 impl AccLane {
-    pub fn new(dtype: Dtype) -> AccLane {
+    /// A lane of `dtype`; `paced` registers a BF16 lane's product ([`paced_scale`]).
+    pub fn new(dtype: Dtype, paced: bool) -> AccLane {
         AccLane {
+            clock: Default::default(),
+            enable: Default::default(),
             op: Default::default(),
             x: Default::default(),
             y: Default::default(),
@@ -91,7 +105,7 @@ impl AccLane {
             hl: Default::default(),
             hh: Default::default(),
             int8: if dtype == Dtype::Int8 { vec![AccLaneInt8::default()] } else { vec![] },
-            bf16: if dtype == Dtype::Bf16 { vec![AccLaneBf16::default()] } else { vec![] },
+            bf16: if dtype == Dtype::Bf16 { vec![AccLaneBf16::new(paced)] } else { vec![] },
         }
     }
 }
@@ -118,6 +132,8 @@ impl Logic for AccLane {
             self.result.next = self.int8[k].result.val();
         }
         for k in 0..self.bf16.len() {
+            self.bf16[k].clock.next = self.clock.val();
+            self.bf16[k].enable.next = self.enable.val();
             self.bf16[k].op.next = self.op.val();
             self.bf16[k].x.next = self.x.val();
             self.bf16[k].y.next = self.y.val();
@@ -223,9 +239,14 @@ impl Logic for AccLaneInt8 {
     }
 }
 
-/// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN.
+/// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
+/// ([`paced_scale`]), its product passes a register before the sum and the result: the
+/// sequencer holds a `Scale` or `Axpy` row for two cycles and writes it in the second, so no
+/// path runs from an accumulator read through both the multiplier and the adder.
 #[derive(LogicBlock, Default)]
 pub struct AccLaneBf16 {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
     pub op: Signal<In, AccOp>,
     pub x: Signal<In, Bits<32>>,
     pub y: Signal<In, Bits<32>>,
@@ -235,6 +256,10 @@ pub struct AccLaneBf16 {
     pub result: Signal<Out, Bits<32>>,
     add: F32Add,
     mul: F32Mul,
+    /// The product register of a paced lane (one; else none), and the product the sum and
+    /// `Scale` take: the register's, or the multiplier's own.
+    product_q: Vec<DFF<Bits<32>>>,
+    product: Signal<Local, Bits<32>>,
     /// `x` and `y` as the datapath reads and writes them: DAZ, canonical NaN.
     x_clean: Signal<Local, Bits<32>>,
     y_clean: Signal<Local, Bits<32>>,
@@ -247,6 +272,15 @@ pub struct AccLaneBf16 {
     sum_le_zero: Signal<Local, Bit>,
 }
 
+impl AccLaneBf16 {
+    fn new(paced: bool) -> AccLaneBf16 {
+        AccLaneBf16 {
+            product_q: if paced { vec![DFF::default()] } else { vec![] },
+            ..Default::default()
+        }
+    }
+}
+
 impl Logic for AccLaneBf16 {
     #[hdl_gen]
     fn update(&mut self) {
@@ -255,8 +289,17 @@ impl Logic for AccLaneBf16 {
         if self.op.val() == AccOp::Scale {
             self.mul.b.next = self.x.val();
         }
+        self.product.next = self.mul.y.val();
+        for k in 0..self.product_q.len() {
+            self.product_q[k].clock.next = self.clock.val();
+            self.product_q[k].d.next = self.product_q[k].q.val();
+            if self.enable.val() {
+                self.product_q[k].d.next = self.mul.y.val();
+            }
+            self.product.next = self.product_q[k].q.val();
+        }
         self.add.a.next = self.x.val();
-        self.add.b.next = self.mul.y.val();
+        self.add.b.next = self.product.val();
         if self.op.val() == AccOp::BiasAdd || self.op.val() == AccOp::BiasRelu {
             self.add.b.next = self.y.val();
         }
@@ -318,7 +361,7 @@ impl Logic for AccLaneBf16 {
                     self.result.next = 0.into();
                 }
             }
-            AccOp::Scale => self.result.next = self.mul.y.val(),
+            AccOp::Scale => self.result.next = self.product.val(),
             AccOp::Word => self.result.next = self.word.val(),
             AccOp::BiasRelu => {
                 self.result.next = self.add.y.val();
@@ -417,7 +460,7 @@ mod tests {
     }
 
     fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
-        let mut uut = AccLane::new(dtype);
+        let mut uut = AccLane::new(dtype, false);
         uut.connect_all();
         uut.op.next = op;
         uut.x.next = (x as u64).into();
@@ -425,6 +468,30 @@ mod tests {
         uut.array.next = (array as u64).into();
         uut.imm.next = (imm as u64).into();
         uut.word.next = (word as u64).into();
+        settle(&mut uut);
+        uut.result.val().to_u32()
+    }
+
+    /// A paced BF16 lane's result in the second cycle of a row: its inputs held through an
+    /// enabled clock edge (the product registered), then a frozen edge with other inputs.
+    fn paced_lane(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
+        let mut uut = AccLane::new(Dtype::Bf16, true);
+        uut.connect_all();
+        let set = |uut: &mut AccLane, x: u32, y: u32, imm: u32| {
+            uut.op.next = op;
+            uut.x.next = (x as u64).into();
+            uut.y.next = (y as u64).into();
+            uut.array.next = (array as u64).into();
+            uut.imm.next = (imm as u64).into();
+            uut.word.next = (word as u64).into();
+        };
+        set(&mut uut, x, y, imm);
+        uut.enable.next = true;
+        crate::testing::tick(&mut uut, |u| &mut u.clock);
+        set(&mut uut, !x, !y, !imm);
+        uut.enable.next = false;
+        crate::testing::tick(&mut uut, |u| &mut u.clock);
+        set(&mut uut, x, y, imm);
         settle(&mut uut);
         uut.result.val().to_u32()
     }
@@ -466,6 +533,20 @@ mod tests {
                     "{:?} x {:#010x} y {:#010x}", op, x, y
                 );
             }
+        }
+
+        #[test]
+        fn paced_bf16_lane_matches_core(
+            op in prop::sample::select(OPS.to_vec()),
+            x in f32_operand(), y in f32_operand(), a in f32_operand(), imm in f32_operand(),
+            w in any::<u32>()
+        ) {
+            let a = array_word(a);
+            prop_assert_eq!(
+                paced_lane(op, x, y, a, imm, w),
+                core_lane::<BF16>(op, x, y, a, imm, w),
+                "{:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}", op, x, y, a, imm
+            );
         }
 
         #[test]
@@ -524,7 +605,7 @@ mod tests {
             })
             .collect();
         for dtype in [Dtype::Int8, Dtype::Bf16] {
-            let got = yosys_eval(&verilog_of(AccLane::new(dtype)), &inputs, "result");
+            let got = yosys_eval(&verilog_of(AccLane::new(dtype, false)), &inputs, "result");
             let runs = ops(dtype);
             for (&(op, x, y, a, imm), &g) in cases.iter().zip(&got) {
                 if !runs.contains(&op) {
@@ -543,7 +624,8 @@ mod tests {
     #[test]
     fn verilog_is_valid() {
         for dtype in [Dtype::Int8, Dtype::Bf16] {
-            yosys_validate("acc_lane", &verilog_of(AccLane::new(dtype))).unwrap();
+            yosys_validate("acc_lane", &verilog_of(AccLane::new(dtype, false))).unwrap();
+            yosys_validate("acc_lane", &verilog_of(AccLane::new(dtype, true))).unwrap();
         }
     }
 }

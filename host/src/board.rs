@@ -58,6 +58,10 @@ fn list_text() -> String {
                     1 => stages,
                     n => format!("{stages}, requantize {} a row", cycles(n)),
                 };
+                let stages = match p.scale_cycles {
+                    1 => stages,
+                    n => format!("{stages}, Scale and Axpy {} a row", cycles(n)),
+                };
                 let stages = match p.schedule {
                     Schedule::Blocking => stages,
                     s => format!("{stages}, {}", s.name()),
@@ -127,6 +131,9 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     if let Some(cycles) = args.requant_cycles {
         config.requant_cycles = cycles;
     }
+    if let Some(cycles) = args.scale_cycles {
+        config.scale_cycles = cycles;
+    }
     if let Some(schedule) = args.schedule {
         config.schedule = schedule.into();
     }
@@ -184,6 +191,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         clock_mhz: a.clock_mhz,
         convert_stages: a.convert_stages,
         requant_cycles: a.requant_cycles,
+        scale_cycles: a.scale_cycles,
         schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_words_at_queue(),
         pe_products: Some(pe_products),
@@ -230,7 +238,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
@@ -239,6 +247,10 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         m.fifo_depth,
         config.convert_stages,
         cycles(config.requant_cycles),
+        match config.scale_cycles {
+            1 => String::new(),
+            n => format!(", Scale and Axpy {} a row", cycles(n)),
+        },
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),

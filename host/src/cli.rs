@@ -119,6 +119,10 @@ pub struct BoardBuildArgs {
     /// board's default build's).
     #[arg(long)]
     pub requant_cycles: Option<u8>,
+    /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1 (product and
+    /// sum in one cycle) or 2 (the product registered; default: the board's default build's).
+    #[arg(long)]
+    pub scale_cycles: Option<u8>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]
@@ -205,6 +209,10 @@ pub struct EmitArgs {
     /// multiplier per lane) or 4 (one 16 x 16 multiplier per lane, a quarter of the logic).
     #[arg(long, default_value_t = 1)]
     pub requant_cycles: u8,
+    /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, or 2 with the
+    /// lanes' product registered (a shorter clock period).
+    #[arg(long, default_value_t = 1)]
+    pub scale_cycles: u8,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
@@ -375,6 +383,10 @@ pub struct ArrayArgs {
     /// 16 x 16 multiplier each (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub requant_cycles: u8,
+    /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, or 2 on lanes
+    /// that register their product (the boards' builds say theirs).
+    #[arg(long, default_value_t = 1)]
+    pub scale_cycles: u8,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -399,6 +411,7 @@ impl ArrayArgs {
             schedule: self.schedule.into(),
             convert_stages: self.convert_stages,
             requant_cycles: self.requant_cycles,
+            scale_cycles: self.scale_cycles,
         }
     }
 }

@@ -50,6 +50,7 @@ struct ConfigJson {
     schedule: &'static str,
     convert_stages: u8,
     requant_cycles: u8,
+    scale_cycles: u8,
     spad_width: usize,
     spad_depth: u32,
     acc_depth: u32,
@@ -76,7 +77,8 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     .with_dataflow(args.dataflow.into())
     .with_schedule(args.schedule.into())
     .with_convert_stages(args.convert_stages)
-    .with_requant_cycles(args.requant_cycles);
+    .with_requant_cycles(args.requant_cycles)
+    .with_scale_cycles(args.scale_cycles);
     let mut top = TopConfig::new(config);
     top.dram_bytes = args.dram_bytes;
     top.fifo_depth = args.fifo_depth;
@@ -98,6 +100,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
             schedule: config.schedule.name(),
             convert_stages: config.convert_stages,
             requant_cycles: config.requant_cycles,
+            scale_cycles: config.scale_cycles,
             spad_width: config.spad_width(),
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,

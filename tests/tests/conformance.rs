@@ -309,6 +309,18 @@ fn conformance_with_serial_requantize() {
     conformance(serial(decoupled(2, Dtype::Int8, Dataflow::WeightStationary), 0), 24);
 }
 
+/// BF16 lanes that register their product (`ArrayConfig::scale_cycles`): each `Scale` and
+/// `Axpy` row takes two cycles, on every machine, under both schedules.
+#[test]
+fn conformance_with_paced_scale() {
+    let paced = |top: TopConfig, stages| TopConfig {
+        array: top.array.with_convert_stages(stages).with_scale_cycles(2),
+        ..top
+    };
+    conformance(paced(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary), 0), 25);
+    conformance(paced(decoupled(2, Dtype::Bf16, Dataflow::WeightStationary), 1), 26);
+}
+
 #[test]
 fn conformance_16x16_decoupled() {
     conformance(decoupled(16, Dtype::Int8, Dataflow::WeightStationary), 17);
@@ -317,7 +329,7 @@ fn conformance_16x16_decoupled() {
 
 /// One step of the default MLP (`systole train`'s 64-64-10, batch 32), a convolution and a
 /// LeNet-shaped CNN on a 4x4 BF16 RTL, the accelerator `systole train --machine rtl --rows 4
-/// --cols 4` builds: loss, predictions, cycles and every parameter equal the cycle machine's,
+/// --cols 4` builds (blocking, decoupled, and blocking with paced lanes): loss, predictions, cycles and every parameter equal the cycle machine's,
 /// bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
@@ -354,6 +366,8 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     for config in [
         ArrayConfig::new(4, 4, Dtype::Bf16),
         ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled),
+        // The SGD updates' axpys, col2im and the pooling gradients on paced lanes.
+        ArrayConfig::new(4, 4, Dtype::Bf16).with_scale_cycles(2),
     ] {
         let graphs = [&mlp, &cnn, &lenet].map(|net| Graph::network_training(net, sgd).unwrap());
         let dram = graphs

@@ -118,7 +118,8 @@ impl Epilogue {
         .unwrap_or(0)
     }
 
-    /// Sequencer cycles (one per row, `requant_cycles` per requantized row, and
+    /// Sequencer cycles (one per row, `requant_cycles` per requantized row, `scale_cycles` per
+    /// row of an update's axpys, and
     /// `convert_stages` more per conversion: `timing::row_lands`) and instructions spent on one
     /// output block of `mb` rows.
     pub(super) fn cost(&self, mb: u64, config: &ArrayConfig) -> (u64, u64) {
@@ -161,7 +162,9 @@ impl Epilogue {
             let momentum = u.velocity.is_some() as u64;
             // Loads of p (and v); the decay and momentum axpys; p's axpy; stores; the bf16 copy.
             add(1 + momentum, mb);
-            add((f32::from_bits(u.weight_decay) != 0.0) as u64 + momentum + 1, mb);
+            // The axpys take `scale_cycles` a row.
+            let axpys = (f32::from_bits(u.weight_decay) != 0.0) as u64 + momentum + 1;
+            add(axpys, mb * config.scale_cycles as u64);
             add(1 + momentum, mb);
             add(u.copy.is_some() as u64, mb);
             conversions += u.copy.is_some() as u64;

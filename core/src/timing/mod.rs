@@ -10,7 +10,7 @@ pub use decoupled::Scheduler as DecoupledScheduler;
 
 use crate::config::{ArrayConfig, Schedule};
 use crate::fault::ExecErrorKind;
-use crate::isa::Instruction;
+use crate::isa::{Instruction, VectorOp};
 
 /// Cycles `Load` spends on one row: one when its elements are contiguous in DRAM (or it has a
 /// single element, or repeats one), else one per element. A contiguous row is one wide read of
@@ -60,9 +60,14 @@ pub const fn converts(ins: &Instruction) -> bool {
 /// on lanes that take [`ArrayConfig::requant_cycles`] `P > 1` a row, `P * (r + 1) - 1 +
 /// convert_stages` (the row is read for `P` cycles, one partial product each). A conversion
 /// reads one memory and writes another, and nothing else touches its source while it runs, so
-/// reading the row when it lands gives the same bits as reading it when the lanes did.
+/// reading the row when it lands gives the same bits as reading it when the lanes did. A
+/// `Scale` or `Axpy` row takes [`ArrayConfig::scale_cycles`] `P`: it is read for `P` cycles
+/// (the lanes' product registered in the first) and lands in the last, `P * (r + 1) - 1`.
 pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
     match *ins {
+        Instruction::Vector { op: VectorOp::Scale | VectorOp::Axpy, .. } => {
+            config.scale_cycles as u64 * (r + 1) - 1
+        }
         Instruction::Requantize { .. } => {
             let p = config.requant_cycles as u64;
             p * (r + 1) - 1 + config.convert_stages as u64
@@ -88,8 +93,8 @@ pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
         Instruction::CastBf16 { rows, .. }
         | Instruction::Requantize { rows, .. }
         | Instruction::StoreBf16 { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
+        Instruction::Vector { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
         Instruction::Store { rows, .. }
-        | Instruction::Vector { rows, .. }
         | Instruction::LoadAcc { rows, .. }
         | Instruction::StoreSpad { rows, .. } => rows as u64,
         Instruction::Sync | Instruction::Halt => 1,

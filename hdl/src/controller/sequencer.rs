@@ -76,6 +76,9 @@ pub struct Sequencer {
     pub spad_write_row: Signal<Out, Bits<16>>,
     pub acc_write: Signal<Out, Bit>,
     pub acc_write_row: Signal<Out, Bits<16>>,
+    /// A vector op or `LoadAcc` runs: the accumulator lanes take `acc_op` (through both cycles
+    /// of a paced row, which writes in its second only).
+    pub lanes_busy: Signal<Out, Bit>,
     pub acc_op: Signal<Out, AccOp>,
     pub dram_write_address: Signal<Out, Bits<32>>,
     pub dram_write_count: Signal<Out, Bits<16>>,
@@ -141,6 +144,10 @@ pub struct Sequencer {
     /// four cycles, counted by `elem` (on `element`) and ending in the one this names, while
     /// the conversion lanes make its products (`crate::convert::SerialProducts`).
     requant_last: Vec<Constant<Bits<2>>>,
+    /// Built with paced BF16 lanes (`crate::vector::paced_scale`): a `Scale` or `Axpy` row takes
+    /// two cycles, counted by `elem`, and is written in the second (`k_paced`).
+    scale_paced: Constant<Bit>,
+    k_paced: DFF<Bit>,
     /// The write side of a conversion, `convert_stages` cycles behind its reads: the
     /// scratchpad write and its row (`CastBf16`, `Requantize`), the DRAM write and its address
     /// (`StoreBf16`).
@@ -204,6 +211,7 @@ impl Sequencer {
             spad_write_row: Default::default(),
             acc_write: Default::default(),
             acc_write_row: Default::default(),
+            lanes_busy: Default::default(),
             acc_op: Default::default(),
             dram_write_address: Default::default(),
             dram_write_count: Default::default(),
@@ -260,6 +268,8 @@ impl Sequencer {
             } else {
                 vec![]
             },
+            scale_paced: Constant::new(crate::vector::paced_scale(config)),
+            k_paced: Default::default(),
             conv_spad_write: Delay::new(config.convert_stages as usize),
             conv_spad_row: Delay::new(config.convert_stages as usize),
             conv_store: Delay::new(config.convert_stages as usize),
@@ -302,6 +312,7 @@ impl Logic for Sequencer {
             k_load_acc,
             k_store_spad,
             k_store_bf16,
+            k_paced,
             op,
             row,
             n_rows,
@@ -350,6 +361,10 @@ impl Logic for Sequencer {
                 self.row_last.next =
                     self.elem.q.val().get_bits::<2>(0) == self.requant_last[k].val();
             }
+        }
+        // A paced `Scale` or `Axpy` row ends in its second cycle.
+        if self.k_paced.q.val() {
+            self.row_last.next = self.elem.q.val().get_bit(0);
         }
         self.transposes.next = self.decoupled.val()
             && self.ins.load.val()
@@ -466,6 +481,9 @@ impl Logic for Sequencer {
                 self.k_load_acc.d.next = self.ins.load_acc.val();
                 self.k_store_spad.d.next = self.ins.store_spad.val();
                 self.k_store_bf16.d.next = self.ins.store_bf16.val();
+                self.k_paced.d.next = self.scale_paced.val()
+                    && self.ins.vector.val()
+                    && (self.ins.scale.val() || self.ins.axpy.val());
                 self.op.d.next = AccOp::Axpy;
                 if self.ins.bias_add.val() {
                     self.op.d.next = AccOp::BiasAdd;
@@ -557,8 +575,12 @@ impl Logic for Sequencer {
         if self.k_load.q.val() {
             self.spad_write_row.next = self.spad_ptr.q.val();
         }
-        self.acc_write.next =
+        self.lanes_busy.next =
             self.busy.q.val() && (self.k_vector.q.val() || self.k_load_acc.q.val());
+        // A paced row writes in its second cycle (`k_paced` is a constant zero where the lanes
+        // are not paced, so the write is the plain one there).
+        self.acc_write.next =
+            self.lanes_busy.val() && (!self.k_paced.q.val() || self.elem.q.val().get_bit(0));
         self.acc_write_row.next = self.acc_ptr.q.val();
         self.acc_op.next = self.op.q.val();
         self.dram_write_address.next = self.dram_row.q.val();
@@ -613,7 +635,7 @@ mod tests {
     use crate::testing::{settle, tick, verilog_of};
     use crate::top::SpadLane;
     use crate::transpose::Transposer;
-    use systole_core::{timing, Dtype, Instruction};
+    use systole_core::{timing, Dtype, Instruction, VectorOp};
 
     /// A free sequencer addresses its candidate's first reads whether or not it starts (the
     /// program checks decide `start` later in the cycle); a busy one addresses its own next
@@ -722,6 +744,25 @@ mod tests {
     /// Built with `requant_cycles = 4`, a `Requantize` holds each accumulator row on the read
     /// port for four enabled cycles, counts them on `element`, and writes the row's scratchpad
     /// row in core's `timing::row_lands` cycle; frozen cycles hold everything.
+    /// Runs a started sequencer until it is free, every third cycle frozen; `probe` of each
+    /// enabled cycle.
+    fn run_to_the_end<T>(s: &mut Sequencer, probe: impl Fn(&Sequencer) -> T) -> Vec<T> {
+        let mut seen = vec![];
+        for cycle in 0.. {
+            s.enable.next = cycle % 3 != 1;
+            settle(s);
+            let free = s.free.val() && s.enable.val();
+            if s.enable.val() {
+                seen.push(probe(s));
+            }
+            tick(s, |s| &mut s.clock);
+            if free {
+                break;
+            }
+        }
+        seen
+    }
+
     #[test]
     fn sequencer_paces_requantize_rows() {
         let config =
@@ -746,24 +787,13 @@ mod tests {
         s.start.next = false;
         s.ins.requantize.next = false;
         // Per enabled cycle: the phase, the row read next, the scratchpad row written.
-        let mut seen = vec![];
-        for cycle in 0.. {
-            // Every third cycle is frozen.
-            s.enable.next = cycle % 3 != 1;
-            settle(&mut s);
-            let free = s.free.val() && s.enable.val();
-            if s.enable.val() {
-                seen.push((
-                    s.element.val().index() & 3,
-                    s.acc_read_x.val().index(),
-                    s.spad_write.val().then(|| s.spad_write_row.val().index()),
-                ));
-            }
-            tick(&mut s, |s| &mut s.clock);
-            if free {
-                break;
-            }
-        }
+        let seen = run_to_the_end(&mut s, |s| {
+            (
+                s.element.val().index() & 3,
+                s.acc_read_x.val().index(),
+                s.spad_write.val().then(|| s.spad_write_row.val().index()),
+            )
+        });
         assert_eq!(seen.len() as u64, timing::duration(&config, &requant));
         let writes: Vec<(usize, usize)> = seen
             .iter()
@@ -777,6 +807,55 @@ mod tests {
         // except after the final row, whose pointers hold while the lanes drain).
         let reads: Vec<(usize, usize)> = seen.iter().map(|&(e, x, _)| (e, x)).take(8).collect();
         assert_eq!(reads, vec![(0, 3), (1, 3), (2, 3), (3, 4), (0, 4), (1, 4), (2, 4), (3, 4)]);
+    }
+
+    /// Built with paced BF16 lanes, a `Scale` or `Axpy` row holds its reads two cycles and is
+    /// written in the second, in core's `timing::row_lands` cycle; other vector ops are not
+    /// paced.
+    #[test]
+    fn sequencer_paces_scale_and_axpy_rows() {
+        let config = ArrayConfig::new(2, 2, Dtype::Bf16).with_scale_cycles(2);
+        let axpy = Instruction::Vector { op: VectorOp::Axpy, dst: 3, src: 9, rows: 3, imm: 0 };
+        let relu = Instruction::Vector { op: VectorOp::Relu, dst: 3, src: 0, rows: 3, imm: 0 };
+        for ins in [axpy, relu] {
+            let mut s = Sequencer::new(&config);
+            s.connect_all();
+            s.enable.next = true;
+            s.start.next = true;
+            s.ins.vector.next = true;
+            s.ins.axpy.next = ins == axpy;
+            s.ins.relu.next = ins == relu;
+            s.ins.dst.next = 3u64.into();
+            s.ins.src.next = (if ins == axpy { 9u64 } else { 0 }).into();
+            s.ins.rows.next = 3u64.into();
+            tick(&mut s, |s| &mut s.clock);
+            s.start.next = false;
+            s.ins.vector.next = false;
+            // Per enabled cycle: the rows read next (x, y), the row written.
+            let seen = run_to_the_end(&mut s, |s| {
+                assert!(s.lanes_busy.val(), "the lanes take the op in every cycle");
+                (
+                    s.acc_read_x.val().index(),
+                    s.acc_read_y.val().index(),
+                    s.acc_write.val().then(|| s.acc_write_row.val().index()),
+                )
+            });
+            assert_eq!(seen.len() as u64, timing::duration(&config, &ins), "{ins:?}");
+            let writes: Vec<(usize, usize)> = seen
+                .iter()
+                .enumerate()
+                .filter_map(|(cycle, &(_, _, row))| row.map(|row| (cycle, row)))
+                .collect();
+            let lands = |r| timing::row_lands(&config, &ins, r) as usize;
+            assert_eq!(writes, vec![(lands(0), 3), (lands(1), 4), (lands(2), 5)], "{ins:?}");
+            if ins == axpy {
+                assert_eq!((lands(0), lands(1), lands(2)), (1, 3, 5));
+                let reads: Vec<(usize, usize)> = seen.iter().map(|&(x, y, _)| (x, y)).collect();
+                assert_eq!(reads[..4], [(3, 9), (4, 10), (4, 10), (5, 11)]);
+            } else {
+                assert_eq!((lands(0), lands(1), lands(2)), (0, 1, 2));
+            }
+        }
     }
 
     /// The load path as `systole_top` wires it (see `crate::transpose`): the sequencer, the

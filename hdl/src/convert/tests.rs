@@ -45,7 +45,7 @@ impl ConvertPath {
             zero_point: Default::default(),
             y: Default::default(),
             cast_y: Default::default(),
-            lane: AccLane::new(Dtype::Int8),
+            lane: AccLane::new(Dtype::Int8, false),
             requant: RequantLane::new(stages),
             cast: CastLane::new(stages),
         }
@@ -59,6 +59,8 @@ impl Logic for ConvertPath {
         self.requant.enable.next = self.enable.val();
         self.cast.clock.next = self.clock.val();
         self.cast.enable.next = self.enable.val();
+        self.lane.clock.next = self.clock.val();
+        self.lane.enable.next = self.enable.val();
         self.lane.op.next = AccOp::Relu;
         self.lane.x.next = self.x.val();
         self.lane.y.next = !self.x.val();

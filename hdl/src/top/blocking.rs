@@ -12,7 +12,7 @@ use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
-use crate::vector::{AccLane, AccOp};
+use crate::vector::{paced_scale, AccLane, AccOp};
 
 /// The whole machine.
 #[derive(LogicBlock)]
@@ -101,7 +101,7 @@ impl SystoleTop {
             dram: Dram::new(top.dram_bytes, banks),
             array: Array::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
-            acc_lanes: (0..c).map(|_| AccLane::new(dtype)).collect(),
+            acc_lanes: (0..c).map(|_| AccLane::new(dtype, paced_scale(&config))).collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))
@@ -330,8 +330,10 @@ impl Logic for SystoleTop {
             self.acc_lanes[j].array.next = self.array.out[j].val();
             self.acc_lanes[j].imm.next = self.seq.immediate.val();
             self.acc_lanes[j].multiplier.next = self.seq.requant_multiplier.val();
+            self.acc_lanes[j].clock.next = self.clock.val();
+            self.acc_lanes[j].enable.next = self.en.val();
             self.acc_lanes[j].op.next = self.unit.acc_op.val();
-            if self.seq.acc_write.val() {
+            if self.seq.lanes_busy.val() {
                 self.acc_lanes[j].op.next = self.seq.acc_op.val();
             }
             // LoadAcc: word j of the DRAM row, zero at and past `len`; or the host's word.

@@ -31,7 +31,7 @@ use crate::decoded::{DecodedOut, DecodedRegister};
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
 use crate::transpose::Transposer;
-use crate::vector::{AccLane, AccOp};
+use crate::vector::{paced_scale, AccLane, AccOp};
 
 /// The whole machine under the decoupled schedule.
 #[derive(LogicBlock)]
@@ -136,8 +136,8 @@ impl SystoleTopDecoupled {
             array: Array::new(&config),
             transposer: Transposer::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
-            acc_lanes: (0..c).map(|_| AccLane::new(dtype)).collect(),
-            array_lanes: (0..c).map(|_| AccLane::new(dtype)).collect(),
+            acc_lanes: (0..c).map(|_| AccLane::new(dtype, paced_scale(&config))).collect(),
+            array_lanes: (0..c).map(|_| AccLane::new(dtype, false)).collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))
@@ -470,6 +470,10 @@ impl Logic for SystoleTopDecoupled {
             self.acc_lanes[j].imm.next = self.vu.immediate.val();
             self.acc_lanes[j].multiplier.next = self.vu.requant_multiplier.val();
             self.acc_lanes[j].op.next = self.vu.acc_op.val();
+            self.acc_lanes[j].clock.next = self.clock.val();
+            self.acc_lanes[j].enable.next = self.en.val();
+            self.array_lanes[j].clock.next = self.clock.val();
+            self.array_lanes[j].enable.next = self.en.val();
             self.acc.vector_data[j].next = self.acc_lanes[j].result.val();
             self.array_lanes[j].x.next = self.acc.array_x_data[j].val();
             self.array_lanes[j].y.next = 0.into();
