@@ -207,8 +207,8 @@ pub const ALCHITRY_CU: Board = Board {
         checks_at_queue: true,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
-    // The 1 x 1 BF16 fits (6,984 cells). Its lanes register their product (`Scale` and `Axpy`
-    // take two cycles a row, DECISIONS 68): 15.1 MHz instead of 8.53, so the oscillator divided
+    // The 1 x 1 BF16 fits (6,983 cells). Its lanes register their product (`Scale` and `Axpy`
+    // take two cycles a row, DECISIONS 68): 15.25 MHz instead of 8.53, so the oscillator divided
     // by 8 instead of 12. Fault codes come from the FIFO's head.
     bf16: Some(Preset {
         rows: 1,
