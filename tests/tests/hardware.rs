@@ -78,6 +78,9 @@ fn explained(warning: &str) -> bool {
                 || (name.starts_with("'acc_lanes$")
                     && ["$ll'", "$lh'", "$hl'", "$hh'"].iter().any(|e| name.ends_with(e)))
                 || name == "'multiplier'"
+                // A lane that does not register its product (`scale_cycles = 1`) has no use for
+                // the clock enable its ports carry.
+                || name == "'enable'"
                 // An INT8 accumulator lane takes no immediate (`Scale` and `Axpy` are BF16).
                 || name == "'imm'"
                 || name.starts_with("'seq$requant_")
