@@ -34,38 +34,32 @@ fn lenet_like() -> Net {
     .unwrap()
 }
 
-/// Two strided convolutions with a ReLU between: col2im with two residue classes per row and
-/// the ReLU's gradient fused in.
-fn strided_pair() -> Net {
+/// Two convolutions, each with its ReLU, then a dense layer of `classes` outputs.
+fn conv_pair(input: Shape, first: Layer, second: Layer, flat: u32, classes: u32) -> Net {
     Net::new(
-        Shape::Image { c: 2, h: 9, w: 9 },
+        input,
         &[
-            conv(2, 3, 3, 2, 0),
+            first,
             Layer::Relu,
-            conv(3, 4, 2, 2, 0),
+            second,
             Layer::Relu,
             Layer::Flatten,
-            Layer::Dense { inputs: 16, outputs: 4 },
+            Layer::Dense { inputs: flat, outputs: classes },
         ],
     )
     .unwrap()
 }
 
+/// Two strided convolutions with a ReLU between: col2im with two residue classes per row and
+/// the ReLU's gradient fused in.
+fn strided_pair() -> Net {
+    conv_pair(Shape::Image { c: 2, h: 9, w: 9 }, conv(2, 3, 3, 2, 0), conv(3, 4, 2, 2, 0), 16, 4)
+}
+
 /// Two unstrided convolutions: col2im sums up to nine patch elements into a pixel, in the
 /// order the reference fixes (twelve output channels make the patch gradients round).
 fn overlapping_pair() -> Net {
-    Net::new(
-        Shape::Image { c: 1, h: 8, w: 8 },
-        &[
-            conv(1, 2, 3, 1, 0),
-            Layer::Relu,
-            conv(2, 12, 3, 1, 0),
-            Layer::Relu,
-            Layer::Flatten,
-            Layer::Dense { inputs: 192, outputs: 3 },
-        ],
-    )
-    .unwrap()
+    conv_pair(Shape::Image { c: 1, h: 8, w: 8 }, conv(1, 2, 3, 1, 0), conv(2, 12, 3, 1, 0), 192, 3)
 }
 
 #[test]

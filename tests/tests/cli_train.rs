@@ -335,12 +335,7 @@ fn a_convolution_trains_on_the_accelerator() {
     let (r, stdout) =
         train_json(&s, "conv-run.json", &["--model", path, "--epochs", "3", "--dtype", "int8"]);
     assert!(stdout.contains("bf16 on the functional machine"), "{stdout}");
-    let ops: Vec<(&str, u64)> = r["step"]["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| (o["op"].as_str().unwrap(), o["layer"].as_u64().unwrap()))
-        .collect();
+    let ops = step_ops(&r);
     assert_eq!(ops[..3], [("im2col", 0), ("conv", 0), ("dense", 1)], "{ops:?}");
     assert!(ops.contains(&("conv_grad_weight+bias+sgd", 0)), "{ops:?}");
     // 32 images x 64 positions x 9 x 8 forward MACs, and as many for the weight gradient.
@@ -371,12 +366,7 @@ fn a_pooled_cnn_trains_on_the_accelerator() {
     );
     let path = model.to_str().unwrap();
     let (r, _) = train_json(&s, "pooled-run.json", &["--model", path, "--epochs", "5"]);
-    let ops: Vec<(&str, u64)> = r["step"]["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| (o["op"].as_str().unwrap(), o["layer"].as_u64().unwrap()))
-        .collect();
+    let ops = step_ops(&r);
     for op in [("max_pool", 0), ("im2col", 1), ("max_pool_grad", 1), ("col2im", 1)] {
         assert!(ops.contains(&op), "{op:?} in {ops:?}");
     }
@@ -738,4 +728,14 @@ fn a_closed_stdout_pipe_ends_the_run_quietly() {
 #[cfg(unix)]
 fn libc_sigpipe() -> i32 {
     13 // SIGPIPE on Linux and the BSDs
+}
+
+/// A run report's step table as (op, layer) pairs, in the order it lists them.
+fn step_ops(r: &Value) -> Vec<(&str, u64)> {
+    r["step"]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["op"].as_str().unwrap(), o["layer"].as_u64().unwrap()))
+        .collect()
 }

@@ -1,0 +1,153 @@
+//! The BF16 accumulator lane.
+
+use rust_hdl::prelude::*;
+
+use super::AccOp;
+use crate::float::{F32Add, F32Mul};
+
+/// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
+/// ([`paced_scale`]), its product passes a register before the sum and the result: the
+/// sequencer holds a `Scale` or `Axpy` row for two cycles and writes it in the second, so no
+/// path runs from an accumulator read through both the multiplier and the adder.
+#[derive(LogicBlock, Default)]
+pub struct AccLaneBf16 {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub op: Signal<In, AccOp>,
+    pub x: Signal<In, Bits<32>>,
+    pub y: Signal<In, Bits<32>>,
+    pub array: Signal<In, Bits<32>>,
+    pub imm: Signal<In, Bits<32>>,
+    pub word: Signal<In, Bits<32>>,
+    pub result: Signal<Out, Bits<32>>,
+    add: F32Add,
+    mul: F32Mul,
+    /// The product register of a paced lane (one; else none), and the product the sum and
+    /// `Scale` take: the register's, or the multiplier's own.
+    product_q: Vec<DFF<Bits<32>>>,
+    product: Signal<Local, Bits<32>>,
+    /// `x` and `y` as the datapath reads and writes them: DAZ, canonical NaN.
+    x_clean: Signal<Local, Bits<32>>,
+    y_clean: Signal<Local, Bits<32>>,
+    x_nan: Signal<Local, Bit>,
+    y_nan: Signal<Local, Bit>,
+    /// `y > x` for the clean values, NaNs aside.
+    y_above: Signal<Local, Bit>,
+    x_le_zero: Signal<Local, Bit>,
+    y_le_zero: Signal<Local, Bit>,
+    sum_le_zero: Signal<Local, Bit>,
+}
+
+impl AccLaneBf16 {
+    pub(super) fn new(paced: bool) -> AccLaneBf16 {
+        AccLaneBf16 {
+            product_q: if paced { vec![DFF::default()] } else { vec![] },
+            ..Default::default()
+        }
+    }
+}
+
+impl Logic for AccLaneBf16 {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.mul.a.next = self.imm.val();
+        self.mul.b.next = self.y.val();
+        if self.op.val() == AccOp::Scale {
+            self.mul.b.next = self.x.val();
+        }
+        self.product.next = self.mul.y.val();
+        for k in 0..self.product_q.len() {
+            self.product_q[k].clock.next = self.clock.val();
+            self.product_q[k].d.next = self.product_q[k].q.val();
+            if self.enable.val() {
+                self.product_q[k].d.next = self.mul.y.val();
+            }
+            self.product.next = self.product_q[k].q.val();
+        }
+        self.add.a.next = self.x.val();
+        self.add.b.next = self.product.val();
+        if self.op.val() == AccOp::BiasAdd || self.op.val() == AccOp::BiasRelu {
+            self.add.b.next = self.y.val();
+        }
+        if self.op.val() == AccOp::Accumulate {
+            self.add.b.next = self.array.val();
+        }
+        // The sum as written: flushed and canonical, so `<= 0` is its sign or a zero exponent,
+        // NaN excepted.
+        self.sum_le_zero.next = !self.add.y.val().get_bits::<8>(23).any()
+            || (self.add.y.val().get_bit(31)
+                && !(self.add.y.val().get_bits::<8>(23).all()
+                    && self.add.y.val().get_bits::<23>(0).any()));
+        self.x_clean.next = self.x.val();
+        if !self.x.val().get_bits::<8>(23).any() {
+            self.x_clean.next = 0.into();
+        }
+        self.x_nan.next =
+            self.x.val().get_bits::<8>(23).all() && self.x.val().get_bits::<23>(0).any();
+        if self.x_nan.val() {
+            self.x_clean.next = 0x7FC0_0000.into();
+        }
+        self.y_clean.next = self.y.val();
+        if !self.y.val().get_bits::<8>(23).any() {
+            self.y_clean.next = 0.into();
+        }
+        self.y_nan.next =
+            self.y.val().get_bits::<8>(23).all() && self.y.val().get_bits::<23>(0).any();
+        if self.y_nan.val() {
+            self.y_clean.next = 0x7FC0_0000.into();
+        }
+        // Sign and magnitude: a clean zero is +0, so different signs order by sign alone.
+        self.y_above.next =
+            self.y_clean.val().get_bits::<31>(0) > self.x_clean.val().get_bits::<31>(0);
+        if self.x_clean.val().get_bit(31) && self.y_clean.val().get_bit(31) {
+            self.y_above.next =
+                self.y_clean.val().get_bits::<31>(0) < self.x_clean.val().get_bits::<31>(0);
+        }
+        if self.x_clean.val().get_bit(31) != self.y_clean.val().get_bit(31) {
+            self.y_above.next = self.x_clean.val().get_bit(31);
+        }
+        // `v <= 0` after DAZ: zero exponent, or negative and not NaN.
+        self.x_le_zero.next = !self.x.val().get_bits::<8>(23).any()
+            || (self.x.val().get_bit(31)
+                && !(self.x.val().get_bits::<8>(23).all() && self.x.val().get_bits::<23>(0).any()));
+        self.y_le_zero.next = !self.y.val().get_bits::<8>(23).any()
+            || (self.y.val().get_bit(31)
+                && !(self.y.val().get_bits::<8>(23).all() && self.y.val().get_bits::<23>(0).any()));
+        match self.op.val() {
+            AccOp::Overwrite => self.result.next = self.array.val(),
+            AccOp::Relu => {
+                self.result.next = self.x_clean.val();
+                if self.x_le_zero.val() {
+                    self.result.next = 0.into();
+                }
+            }
+            AccOp::ReluGrad => {
+                self.result.next = self.x_clean.val();
+                if self.y_le_zero.val() {
+                    self.result.next = 0.into();
+                }
+            }
+            AccOp::Scale => self.result.next = self.product.val(),
+            AccOp::Word => self.result.next = self.word.val(),
+            AccOp::BiasRelu => {
+                self.result.next = self.add.y.val();
+                if self.sum_le_zero.val() {
+                    self.result.next = 0.into();
+                }
+            }
+            AccOp::Max => {
+                self.result.next = self.x_clean.val();
+                if !self.x_nan.val() && (self.y_nan.val() || self.y_above.val()) {
+                    self.result.next = self.y_clean.val();
+                }
+            }
+            AccOp::Equal => {
+                self.result.next = 0.into();
+                if self.x_clean.val() == self.y_clean.val() {
+                    self.result.next = 0x3F80_0000.into();
+                }
+            }
+            _ => self.result.next = self.add.y.val(),
+        }
+    }
+}

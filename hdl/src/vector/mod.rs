@@ -1,0 +1,154 @@
+//! The vector unit: one accumulator row per cycle, one lane per column, each lane combinational
+//! (read data arrives registered, the result is written at the end of the same cycle) but for a
+//! paced BF16 lane's product register ([`paced_scale`]). The conversion lanes beside it are
+//! `crate::convert`'s.
+//!
+//! * [`AccLane`]: everything that writes an accumulator word: the array's output row (written, or
+//!   added to the word there), every [`VectorOp`](systole_core::isa::VectorOp), and a word
+//!   from DRAM or the host. INT8 and BF16 lanes share nothing but the interface, and a lane holds
+//!   the datapath of its dtype only (the other is an empty `Vec`, as in [`crate::pe::Mac`]). One
+//!   adder per lane serves every op; a BF16 lane's multiplier serves `Scale` and `Axpy`, and its
+//!   comparator `Max` and `Equal`, which INT8 machines reject (core's `VectorOp::bf16_only`), so
+//!   an INT8 word never passes a multiplier on its way from the accumulators back into them.
+//! * [`Mul32`]: an INT8 lane's 32 x 32 multiplier in 16 x 16 pieces (rust-hdl multiplies only
+//!   16-bit values), which only the requantize lane uses.
+//!
+//! Every lane computes exactly core's `Memories::row_step` (core/src/machine/memories.rs) and
+//! `write_acc` for one word; the tests check the Rust model against core on random and special
+//! operands, and the emitted Verilog (evaluated by Yosys) on a sample.
+
+use rust_hdl::prelude::*;
+use systole_core::{ArrayConfig, Dtype};
+
+mod bf16;
+mod int8;
+
+pub use bf16::AccLaneBf16;
+pub use int8::{AccLaneInt8, Mul32};
+
+/// What an accumulator lane writes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum AccOp {
+    /// The array's output word (a matmul without `accumulate`).
+    Overwrite,
+    /// The word there plus the array's output word.
+    Accumulate,
+    /// `x + y`: `y` is the bias row's word.
+    BiasAdd,
+    /// `x`, or zero where `x <= 0`.
+    Relu,
+    /// `x`, or zero where `y <= 0`.
+    ReluGrad,
+    /// `x * imm`.
+    Scale,
+    /// `x + imm * y`, the product rounded first.
+    Axpy,
+    /// `x + y`, or zero where that is `<= 0`: `BiasAdd` then `Relu` in one pass.
+    BiasRelu,
+    /// `y` where it is larger than `x` or a NaN where `x` is not, else `x`.
+    Max,
+    /// One where `x == y` (two NaNs too), else zero.
+    Equal,
+    /// `word` as it is (`LoadAcc`, the host).
+    Word,
+}
+
+/// One accumulator lane of either dtype.
+#[derive(LogicBlock)]
+pub struct AccLane {
+    /// Clock and clock enable of a BF16 lane's product register ([`paced_scale`]); unused
+    /// elsewhere.
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub op: Signal<In, AccOp>,
+    /// The word at the destination (accumulator read port A).
+    pub x: Signal<In, Bits<32>>,
+    /// The source word (read port B).
+    pub y: Signal<In, Bits<32>>,
+    /// The array's de-skewed output word.
+    pub array: Signal<In, Bits<32>>,
+    /// The vector op's immediate.
+    pub imm: Signal<In, Bits<32>>,
+    pub word: Signal<In, Bits<32>>,
+    /// INT8: the requantize lane's multiplier, which this lane's [`Mul32`] multiplies `x` by
+    /// (the lane's own ops never multiply: `Scale` and `Axpy` are BF16 ops).
+    pub multiplier: Signal<In, Bits<32>>,
+    pub result: Signal<Out, Bits<32>>,
+    /// INT8: the multiplier's four 16 x 16 products ([`Mul32`]), for the requantize lane
+    /// (zero for BF16).
+    pub ll: Signal<Out, Bits<32>>,
+    pub lh: Signal<Out, Bits<32>>,
+    pub hl: Signal<Out, Bits<32>>,
+    pub hh: Signal<Out, Bits<32>>,
+    int8: Vec<AccLaneInt8>,
+    bf16: Vec<AccLaneBf16>,
+}
+
+/// Whether a machine's BF16 lanes register their product before the sum: built with
+/// `scale_cycles = 2`, a `Scale` or `Axpy` row holds the lanes two cycles (core's
+/// `timing::row_lands`), the product made in the first and added in the second.
+pub fn paced_scale(config: &ArrayConfig) -> bool {
+    config.dtype == Dtype::Bf16 && config.scale_cycles == 2
+}
+
+impl AccLane {
+    /// A lane of `dtype`; `paced` registers a BF16 lane's product ([`paced_scale`]).
+    pub fn new(dtype: Dtype, paced: bool) -> AccLane {
+        AccLane {
+            clock: Default::default(),
+            enable: Default::default(),
+            op: Default::default(),
+            x: Default::default(),
+            y: Default::default(),
+            array: Default::default(),
+            imm: Default::default(),
+            word: Default::default(),
+            multiplier: Default::default(),
+            result: Default::default(),
+            ll: Default::default(),
+            lh: Default::default(),
+            hl: Default::default(),
+            hh: Default::default(),
+            int8: if dtype == Dtype::Int8 { vec![AccLaneInt8::default()] } else { vec![] },
+            bf16: if dtype == Dtype::Bf16 { vec![AccLaneBf16::new(paced)] } else { vec![] },
+        }
+    }
+}
+
+impl Logic for AccLane {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.result.next = 0.into();
+        self.ll.next = 0.into();
+        self.lh.next = 0.into();
+        self.hl.next = 0.into();
+        self.hh.next = 0.into();
+        for k in 0..self.int8.len() {
+            self.int8[k].multiplier.next = self.multiplier.val();
+            self.ll.next = self.int8[k].ll.val();
+            self.lh.next = self.int8[k].lh.val();
+            self.hl.next = self.int8[k].hl.val();
+            self.hh.next = self.int8[k].hh.val();
+            self.int8[k].op.next = self.op.val();
+            self.int8[k].x.next = self.x.val();
+            self.int8[k].y.next = self.y.val();
+            self.int8[k].array.next = self.array.val();
+            self.int8[k].word.next = self.word.val();
+            self.result.next = self.int8[k].result.val();
+        }
+        for k in 0..self.bf16.len() {
+            self.bf16[k].clock.next = self.clock.val();
+            self.bf16[k].enable.next = self.enable.val();
+            self.bf16[k].op.next = self.op.val();
+            self.bf16[k].x.next = self.x.val();
+            self.bf16[k].y.next = self.y.val();
+            self.bf16[k].array.next = self.array.val();
+            self.bf16[k].imm.next = self.imm.val();
+            self.bf16[k].word.next = self.word.val();
+            self.result.next = self.bf16[k].result.val();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

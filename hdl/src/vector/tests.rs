@@ -1,0 +1,233 @@
+//! The lanes against core, in rust-hdl's simulation and as Verilog evaluated by Yosys.
+
+use super::*;
+use crate::testing::{f32_operand, int_word, settle, verilog_of, yosys_eval};
+use proptest::prelude::*;
+use systole_core::{Arith, Int8, BF16};
+
+const OPS: [AccOp; 11] = [
+    AccOp::Overwrite,
+    AccOp::Accumulate,
+    AccOp::BiasAdd,
+    AccOp::Relu,
+    AccOp::ReluGrad,
+    AccOp::Scale,
+    AccOp::Axpy,
+    AccOp::BiasRelu,
+    AccOp::Max,
+    AccOp::Equal,
+    AccOp::Word,
+];
+
+/// The ops a lane of `dtype` runs: an INT8 lane has none of `VectorOp::bf16_only`.
+fn ops(dtype: Dtype) -> Vec<AccOp> {
+    use systole_core::isa::VectorOp;
+    let bf16_only = |op: &AccOp| match op {
+        AccOp::Scale => VectorOp::Scale.bf16_only(),
+        AccOp::Axpy => VectorOp::Axpy.bf16_only(),
+        AccOp::Max => VectorOp::Max.bf16_only(),
+        AccOp::Equal => VectorOp::Equal.bf16_only(),
+        _ => false,
+    };
+    OPS.into_iter().filter(|op| dtype == Dtype::Bf16 || !bf16_only(op)).collect()
+}
+
+/// Core's word for one lane: `write_acc` for the array ops, `row_step` for the vector ops.
+fn core_lane<A: Arith>(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
+    let (xa, ya, k) = (A::acc_from_bits(x), A::acc_from_bits(y), A::acc_from_bits(imm));
+    let out = A::acc_from_bits(array);
+    let v = match op {
+        AccOp::Overwrite => out,
+        AccOp::Accumulate => A::add(xa, out),
+        AccOp::BiasAdd => A::add(xa, ya),
+        AccOp::Relu => {
+            if A::le_zero(xa) {
+                A::zero()
+            } else {
+                xa
+            }
+        }
+        AccOp::ReluGrad => {
+            if A::le_zero(ya) {
+                A::zero()
+            } else {
+                xa
+            }
+        }
+        AccOp::Scale => A::mul_acc(xa, k),
+        AccOp::Axpy => A::add(xa, A::mul_acc(k, ya)),
+        AccOp::BiasRelu => {
+            let sum = A::add(xa, ya);
+            if A::le_zero(sum) {
+                A::zero()
+            } else {
+                sum
+            }
+        }
+        AccOp::Max => A::max_first(xa, ya),
+        AccOp::Equal => A::equal(xa, ya),
+        AccOp::Word => return word,
+    };
+    A::acc_to_bits(v)
+}
+
+fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
+    let mut uut = AccLane::new(dtype, false);
+    uut.connect_all();
+    uut.op.next = op;
+    uut.x.next = (x as u64).into();
+    uut.y.next = (y as u64).into();
+    uut.array.next = (array as u64).into();
+    uut.imm.next = (imm as u64).into();
+    uut.word.next = (word as u64).into();
+    settle(&mut uut);
+    uut.result.val().to_u32()
+}
+
+/// A paced BF16 lane's result in the second cycle of a row: its inputs held through an
+/// enabled clock edge (the product registered), then a frozen edge with other inputs.
+fn paced_lane(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
+    let mut uut = AccLane::new(Dtype::Bf16, true);
+    uut.connect_all();
+    let set = |uut: &mut AccLane, x: u32, y: u32, imm: u32| {
+        uut.op.next = op;
+        uut.x.next = (x as u64).into();
+        uut.y.next = (y as u64).into();
+        uut.array.next = (array as u64).into();
+        uut.imm.next = (imm as u64).into();
+        uut.word.next = (word as u64).into();
+    };
+    set(&mut uut, x, y, imm);
+    uut.enable.next = true;
+    crate::testing::tick(&mut uut, |u| &mut u.clock);
+    set(&mut uut, !x, !y, !imm);
+    uut.enable.next = false;
+    crate::testing::tick(&mut uut, |u| &mut u.clock);
+    set(&mut uut, x, y, imm);
+    settle(&mut uut);
+    uut.result.val().to_u32()
+}
+
+/// The array's output words are datapath values: never subnormal, NaN canonical.
+fn array_word(w: u32) -> u32 {
+    BF16::acc_to_bits(BF16::acc_from_bits(w))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn int8_lane_matches_core(
+        op in prop::sample::select(ops(Dtype::Int8)),
+        x in int_word(), y in int_word(), a in int_word(), imm in int_word(), w in int_word()
+    ) {
+        prop_assert_eq!(
+            lane(Dtype::Int8, op, x, y, a, imm, w),
+            core_lane::<Int8>(op, x, y, a, imm, w)
+        );
+    }
+
+    /// `Max` and `Equal` on near and equal operands, which random words rarely give.
+    #[test]
+    fn bf16_comparisons_match_core(
+        op in prop::sample::select(vec![AccOp::Max, AccOp::Equal]),
+        x in f32_operand(), flip in 0u32..4, ulp in 0u32..3
+    ) {
+        let y = match flip {
+            0 => x,
+            1 => x ^ 0x8000_0000,
+            2 => x.wrapping_add(ulp),
+            _ => x.wrapping_sub(ulp),
+        };
+        for (x, y) in [(x, y), (y, x)] {
+            prop_assert_eq!(
+                lane(Dtype::Bf16, op, x, y, 0, 0, 0),
+                core_lane::<BF16>(op, x, y, 0, 0, 0),
+                "{:?} x {:#010x} y {:#010x}", op, x, y
+            );
+        }
+    }
+
+    #[test]
+    fn bf16_lane_matches_core(
+        op in prop::sample::select(OPS.to_vec()),
+        x in f32_operand(), y in f32_operand(), a in f32_operand(), imm in f32_operand(),
+        w in any::<u32>()
+    ) {
+        let a = array_word(a);
+        let want = core_lane::<BF16>(op, x, y, a, imm, w);
+        prop_assert_eq!(
+            lane(Dtype::Bf16, op, x, y, a, imm, w), want,
+            "{:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}", op, x, y, a, imm
+        );
+        // The paced lane (its product registered) in a row's second cycle.
+        prop_assert_eq!(
+            paced_lane(op, x, y, a, imm, w), want,
+            "paced {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}", op, x, y, a, imm
+        );
+    }
+}
+
+/// The emitted Verilog of the lanes, evaluated by Yosys, against core.
+#[test]
+fn verilog_matches_core() {
+    let mut seed = 0x5EED_u64;
+    let mut next = || (crate::testing::lcg_step(&mut seed) >> 32) as u32;
+    let mut cases = vec![];
+    for i in 0..64 {
+        let (x, y, a, imm) = (next(), next(), next(), next());
+        cases.push((OPS[i % OPS.len()], x, y, a, imm));
+    }
+    // NaN with a payload, subnormals, -0, infinities, i32::MIN.
+    let specials = [
+        0x7F80_0001u32,
+        0x8000_0001,
+        0x8000_0000,
+        0xFF80_0000,
+        0x0000_0000,
+        0x3FC0_0000,
+        0xBFC0_0000,
+    ];
+    for (i, &x) in specials.iter().enumerate() {
+        for (j, op) in OPS.iter().enumerate() {
+            let y = specials[(i + j) % specials.len()];
+            cases.push((*op, x, y, 0x7F80_0000, 0x3F80_0001));
+        }
+    }
+    let inputs: Vec<Vec<(&str, u64)>> = cases
+        .iter()
+        .map(|&(op, x, y, a, imm)| {
+            vec![
+                ("op", op as u64),
+                ("x", x as u64),
+                ("y", y as u64),
+                ("array", array_word(a) as u64),
+                ("imm", imm as u64),
+                ("word", (x ^ y) as u64),
+                ("multiplier", (imm ^ 0x5A5A) as u64),
+            ]
+        })
+        .collect();
+    for dtype in [Dtype::Int8, Dtype::Bf16] {
+        let got = yosys_eval(&verilog_of(AccLane::new(dtype, false)), &inputs, "result");
+        let runs = ops(dtype);
+        for (&(op, x, y, a, imm), &g) in cases.iter().zip(&got) {
+            if !runs.contains(&op) {
+                continue;
+            }
+            let a = array_word(a);
+            let want = match dtype {
+                Dtype::Int8 => core_lane::<Int8>(op, x, y, a, imm, x ^ y),
+                Dtype::Bf16 => core_lane::<BF16>(op, x, y, a, imm, x ^ y),
+            };
+            assert_eq!(g as u32, want, "{dtype:?} {op:?} {x:#x} {y:#x} {a:#x} {imm:#x}");
+        }
+    }
+}
+
+#[test]
+fn verilog_is_valid() {
+    for dtype in [Dtype::Int8, Dtype::Bf16] {
+        yosys_validate("acc_lane", &verilog_of(AccLane::new(dtype, false))).unwrap();
+        yosys_validate("acc_lane", &verilog_of(AccLane::new(dtype, true))).unwrap();
+    }
+}
