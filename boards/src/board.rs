@@ -58,6 +58,8 @@ pub struct Preset {
     pub requant_cycles: u8,
     /// Cycles a `Scale` or `Axpy` row takes in its BF16 lanes (`ArrayConfig::scale_cycles`).
     pub scale_cycles: u8,
+    /// Cycles its PEs take from operands to sum (`ArrayConfig::pe_stages`).
+    pub pe_stages: u8,
     /// How its controller issues instructions (`ArrayConfig::schedule`): the blocking top, or
     /// the decoupled one, whose units overlap.
     pub schedule: Schedule,
@@ -110,6 +112,7 @@ impl Board {
             .with_convert_stages(p.convert_stages)
             .with_requant_cycles(p.requant_cycles)
             .with_scale_cycles(p.scale_cycles)
+            .with_pe_stages(p.pe_stages)
             .with_schedule(p.schedule);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
@@ -169,6 +172,7 @@ pub const ICEBREAKER: Board = Board {
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
+        pe_stages: 1,
         schedule: Schedule::Blocking,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
@@ -203,6 +207,7 @@ pub const ALCHITRY_CU: Board = Board {
         convert_stages: 3,
         requant_cycles: 4,
         scale_cycles: 1,
+        pe_stages: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -218,6 +223,7 @@ pub const ALCHITRY_CU: Board = Board {
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 2,
+        pe_stages: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -249,6 +255,7 @@ pub const ULX3S_85F: Board = Board {
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
+        pe_stages: 1,
         schedule: Schedule::Decoupled,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -263,6 +270,7 @@ pub const ULX3S_85F: Board = Board {
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 1,
+        pe_stages: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -288,6 +296,7 @@ pub const ULX3S_25F: Board = Board {
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
+        pe_stages: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -302,6 +311,7 @@ pub const ULX3S_25F: Board = Board {
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 2,
+        pe_stages: 1,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -350,6 +360,7 @@ mod tests {
                 assert_eq!(built.convert_stages, c.convert_stages, "{what}");
                 assert_eq!(built.requant_cycles, c.requant_cycles, "{what}");
                 assert_eq!(built.scale_cycles, c.scale_cycles, "{what}");
+                assert_eq!(built.pe_stages, c.pe_stages, "{what}");
                 assert_eq!(built.schedule, c.schedule.name(), "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part

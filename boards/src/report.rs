@@ -37,6 +37,10 @@ pub struct Built {
     /// absent in reports from before it existed: 1).
     #[serde(default = "one_cycle")]
     pub scale_cycles: u8,
+    /// Cycles a PE takes from its operands to its sum (`ArrayConfig::pe_stages`; absent in
+    /// reports from before it existed: 1).
+    #[serde(default = "one_cycle")]
+    pub pe_stages: u8,
     /// `blocking` or `decoupled` (`ArrayConfig::schedule`; absent in reports from before it was
     /// recorded, which were all blocking).
     #[serde(default = "blocking")]

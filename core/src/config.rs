@@ -95,6 +95,9 @@ pub const REQUANT_CYCLES: [u8; 2] = [1, 4];
 /// The [`ArrayConfig::scale_cycles`] a machine may be built with: 1, a BF16 lane's product and
 /// sum in one cycle; 2, the product registered between them.
 pub const SCALE_CYCLES: [u8; 2] = [1, 2];
+/// The [`ArrayConfig::pe_stages`] a machine may be built with: 1, a PE multiplies and adds in
+/// one cycle; 2, its product registered between them.
+pub const PE_STAGES: [u8; 2] = [1, 2];
 
 /// One accelerator instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -131,6 +134,12 @@ pub struct ArrayConfig {
     /// [`SCALE_CYCLES`]; row `r` lands `scale_cycles * (r + 1) - 1` cycles after dispatch
     /// (`timing::row_lands`). Only BF16 machines run these ops.
     pub scale_cycles: u8,
+    /// Cycles a PE takes from its operands to its sum: 1, or 2 on a machine whose PEs register
+    /// the product before the add, so that no operand passes a multiplier and an adder in one
+    /// cycle (docs/DECISIONS.md 69). One of [`PE_STAGES`]; every result leaves the array
+    /// `pe_stages - 1` cycles later (`timing::ws_latency`, `timing::os_latency`), with the same
+    /// bits: the product is exact in both dtypes.
+    pub pe_stages: u8,
 }
 
 /// Why an [`ArrayConfig`] is not buildable.
@@ -145,6 +154,7 @@ pub enum ConfigError {
     ConvertStages { stages: u8 },
     RequantCycles { cycles: u8 },
     ScaleCycles { cycles: u8 },
+    PeStages { stages: u8 },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -190,6 +200,11 @@ impl core::fmt::Display for ConfigError {
                 "scale_cycles = {cycles}: a Scale or Axpy row takes 1 or 2 cycles (the lane's \
                  product and sum in one cycle, or the product registered)"
             ),
+            ConfigError::PeStages { stages } => write!(
+                f,
+                "pe_stages = {stages}: a PE takes 1 or 2 cycles from its operands to its sum \
+                 (the product and sum in one cycle, or the product registered)"
+            ),
         }
     }
 }
@@ -210,6 +225,7 @@ impl ArrayConfig {
             convert_stages: 0,
             requant_cycles: 1,
             scale_cycles: 1,
+            pe_stages: 1,
         }
     }
 
@@ -235,6 +251,11 @@ impl ArrayConfig {
 
     pub const fn with_scale_cycles(mut self, cycles: u8) -> ArrayConfig {
         self.scale_cycles = cycles;
+        self
+    }
+
+    pub const fn with_pe_stages(mut self, stages: u8) -> ArrayConfig {
+        self.pe_stages = stages;
         self
     }
 
@@ -282,6 +303,9 @@ impl ArrayConfig {
         }
         if !SCALE_CYCLES.contains(&self.scale_cycles) {
             return Err(ConfigError::ScaleCycles { cycles: self.scale_cycles });
+        }
+        if !PE_STAGES.contains(&self.pe_stages) {
+            return Err(ConfigError::PeStages { stages: self.pe_stages });
         }
         ArrayConfig::check_clock(self.clock_mhz)
     }
@@ -341,6 +365,12 @@ mod tests {
                 ok.with_scale_cycles(cycles).validate(),
                 Err(ConfigError::ScaleCycles { cycles })
             );
+        }
+        for stages in PE_STAGES {
+            assert_eq!(ok.with_pe_stages(stages).validate(), Ok(()));
+        }
+        for stages in [0, 3, 4] {
+            assert_eq!(ok.with_pe_stages(stages).validate(), Err(ConfigError::PeStages { stages }));
         }
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());

@@ -88,9 +88,10 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
         0..=systole_core::MAX_CONVERT_STAGES,
         prop::sample::select(&systole_core::REQUANT_CYCLES[..]),
         prop::sample::select(&systole_core::SCALE_CYCLES[..]),
+        prop::sample::select(&systole_core::PE_STAGES[..]),
     );
     (shape, rest).prop_map(
-        |((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p, s))| {
+        |((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p, s, pe))| {
             let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
             let mut cfg = ArrayConfig::new(r, c, dtype).with_dataflow(if ws {
                 Dataflow::WeightStationary
@@ -100,7 +101,10 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
             cfg.spad_depth = 3 * cfg.spad_width() as u32 + extra_spad;
             cfg.acc_depth = r as u32 + extra_acc;
             cfg.schedule = if decoupled { Schedule::Decoupled } else { Schedule::Blocking };
-            cfg.with_convert_stages(stages).with_requant_cycles(p).with_scale_cycles(s)
+            cfg.with_convert_stages(stages)
+                .with_requant_cycles(p)
+                .with_scale_cycles(s)
+                .with_pe_stages(pe)
         },
     )
 }

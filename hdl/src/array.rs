@@ -33,7 +33,7 @@ use systole_core::{ArrayConfig, Dataflow, Dtype};
 
 use crate::delay::Delay;
 use crate::optional::Optional;
-use crate::pe::{PeOs, PeWs, WsWeights, TAG_BITS};
+use crate::pe::{Mac, PeOs, PeWs, WsWeights, TAG_BITS};
 
 /// One hand-written wire `dst = src` of the mesh, as Verilog AST.
 fn wire(dst: String, src: String) -> ast::VerilogStatement {
@@ -111,7 +111,7 @@ impl ArrayWs {
             swap: Optional::default_when(!tagged),
             load_bank: Optional::default_when(tagged),
             out: vec_port(c),
-            pes: (0..r * c).map(|_| PeWs::new(config.dtype, weights)).collect(),
+            pes: (0..r * c).map(|_| PeWs::new(Mac::of(config), weights)).collect(),
             skew: (0..r).map(Delay::new).collect(),
             skew_tag: (0..if tagged { r } else { 0 }).map(Delay::new).collect(),
             deskew: (0..c).map(|j| Delay::new(c - 1 - j)).collect(),
@@ -289,7 +289,7 @@ impl ArrayOs {
             first: Default::default(),
             drain: Default::default(),
             out: vec_port(c),
-            pes: (0..r * c).map(|_| PeOs::new(config.dtype)).collect(),
+            pes: (0..r * c).map(|_| PeOs::new(Mac::of(config))).collect(),
             skew_a: (0..r).map(Delay::new).collect(),
             skew_first: (0..r).map(Delay::new).collect(),
             skew_b: (0..c).map(Delay::new).collect(),
@@ -561,7 +561,8 @@ pub fn elem_bits(dtype: Dtype) -> usize {
 mod tests {
     use super::*;
     use crate::testing::{tick, verilog_of};
-    use systole_core::{Arith, Bf16, Int8, Schedule, BF16};
+    use systole_core::timing::{os_latency, ws_latency};
+    use systole_core::{Arith, Bf16, Int8, Schedule, BF16, PE_STAGES};
 
     fn set(sig: &mut Signal<In, Bits<16>>, v: u16) {
         sig.next = (v as u64).into();
@@ -583,16 +584,17 @@ mod tests {
             tick(&mut arr, |a| &mut a.clock);
         }
         arr.shift.next = false;
-        // Matmul with swap: rows + R + C - 1 cycles.
+        // Matmul with swap: rows + L cycles (`R + C - 1`, one more on two-stage PEs).
         let rows = a.len();
+        let latency = ws_latency(cfg) as usize;
         let mut out = vec![];
-        for tau in 0..rows + r + c - 1 {
+        for tau in 0..rows + latency {
             arr.swap.next = tau == 0;
             for i in 0..r {
                 set(&mut arr.left[i], if tau < rows { a[tau][i] } else { 0 });
             }
             crate::testing::settle(&mut arr);
-            if tau >= r + c - 1 {
+            if tau >= latency {
                 out.push(arr.out.iter().map(|o| o.val().to_u32()).collect());
             }
             tick(&mut arr, |a| &mut a.clock);
@@ -615,8 +617,11 @@ mod tests {
     #[test]
     fn ws_array_matches_core_order_and_timing() {
         let mut seed = 7;
-        for (dtype, rows, cols) in [(Dtype::Int8, 3, 2), (Dtype::Bf16, 2, 3)] {
-            let cfg = ArrayConfig::new(rows, cols, dtype);
+        let shapes = [(Dtype::Int8, 3, 2), (Dtype::Bf16, 2, 3)];
+        for ((dtype, rows, cols), stages) in
+            shapes.into_iter().flat_map(|s| PE_STAGES.map(|p| (s, p)))
+        {
+            let cfg = ArrayConfig::new(rows, cols, dtype).with_pe_stages(stages);
             let (r, c) = (rows as usize, cols as usize);
             let elem = |s: &mut u64| match dtype {
                 Dtype::Int8 => lcg(s) & 0xFF,
@@ -637,7 +642,7 @@ mod tests {
                         Dtype::Int8 => reference::<Int8>(&w, row, j),
                         Dtype::Bf16 => reference::<BF16>(&w, row, j),
                     };
-                    assert_eq!(out[m][j], want, "{dtype:?} row {m} col {j}");
+                    assert_eq!(out[m][j], want, "{dtype:?} {stages} stages: row {m} col {j}");
                 }
             }
         }
@@ -690,7 +695,15 @@ mod tests {
 
     #[test]
     fn os_array_matches_core_order_and_timing() {
-        let cfg = ArrayConfig::new(2, 3, Dtype::Bf16).with_dataflow(Dataflow::OutputStationary);
+        for stages in PE_STAGES {
+            os_array_case(stages);
+        }
+    }
+
+    fn os_array_case(stages: u8) {
+        let cfg = ArrayConfig::new(2, 3, Dtype::Bf16)
+            .with_dataflow(Dataflow::OutputStationary)
+            .with_pe_stages(stages);
         let (r, c, k) = (2usize, 3usize, 4usize);
         let mut seed = 11;
         let elem = |s: &mut u64| (0x3E80 + lcg(s) % 0x200) | (lcg(s) & 0x8000);
@@ -704,7 +717,7 @@ mod tests {
             set(&mut arr.left[i], 0x7F80);
         }
         tick(&mut arr, |a| &mut a.clock);
-        let compute = k + r + c - 2;
+        let compute = k + os_latency(&cfg) as usize;
         let mut out = vec![];
         for tau in 0..compute + r {
             arr.first.next = tau == 0;
@@ -727,7 +740,7 @@ mod tests {
                 for kk in 0..k {
                     s = BF16::mac(s, Bf16(at[kk][i]).to_f32_daz(), Bf16(b[kk][j]).to_f32_daz());
                 }
-                assert_eq!(out[i][j], BF16::acc_to_bits(s), "PE ({i}, {j})");
+                assert_eq!(out[i][j], BF16::acc_to_bits(s), "{stages} stages: PE ({i}, {j})");
             }
         }
     }

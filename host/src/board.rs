@@ -62,6 +62,10 @@ fn list_text() -> String {
                     1 => stages,
                     n => format!("{stages}, Scale and Axpy {} a row", cycles(n)),
                 };
+                let stages = match p.pe_stages {
+                    1 => stages,
+                    n => format!("{stages}, PEs {} a sum", cycles(n)),
+                };
                 let stages = match p.schedule {
                     Schedule::Blocking => stages,
                     s => format!("{stages}, {}", s.name()),
@@ -134,6 +138,9 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     if let Some(cycles) = args.scale_cycles {
         config.scale_cycles = cycles;
     }
+    if let Some(stages) = args.pe_stages {
+        config.pe_stages = stages;
+    }
     if let Some(schedule) = args.schedule {
         config.schedule = schedule.into();
     }
@@ -192,6 +199,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         convert_stages: a.convert_stages,
         requant_cycles: a.requant_cycles,
         scale_cycles: a.scale_cycles,
+        pe_stages: a.pe_stages,
         schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_words_at_queue(),
         pe_products: Some(pe_products),
@@ -238,7 +246,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
@@ -250,6 +258,10 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         match config.scale_cycles {
             1 => String::new(),
             n => format!(", Scale and Axpy {} a row", cycles(n)),
+        },
+        match config.pe_stages {
+            1 => String::new(),
+            n => format!(", PEs {} a sum", cycles(n)),
         },
         config.schedule.name(),
         b.name,

@@ -123,6 +123,11 @@ pub struct BoardBuildArgs {
     /// sum in one cycle) or 2 (the product registered; default: the board's default build's).
     #[arg(long)]
     pub scale_cycles: Option<u8>,
+    /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
+    /// (a shorter clock period; results leave the array a cycle later; default: the board's
+    /// default build's).
+    #[arg(long)]
+    pub pe_stages: Option<u8>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]
@@ -213,6 +218,10 @@ pub struct EmitArgs {
     /// lanes' product registered (a shorter clock period).
     #[arg(long, default_value_t = 1)]
     pub scale_cycles: u8,
+    /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
+    /// (a shorter clock period; results leave the array a cycle later).
+    #[arg(long, default_value_t = 1)]
+    pub pe_stages: u8,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
@@ -387,6 +396,10 @@ pub struct ArrayArgs {
     /// that register their product (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub scale_cycles: u8,
+    /// Cycles each PE takes from its operands to its sum: 1, or 2 on PEs that register their
+    /// product (the boards' builds say theirs).
+    #[arg(long, default_value_t = 1)]
+    pub pe_stages: u8,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -412,6 +425,7 @@ impl ArrayArgs {
             convert_stages: self.convert_stages,
             requant_cycles: self.requant_cycles,
             scale_cycles: self.scale_cycles,
+            pe_stages: self.pe_stages,
         }
     }
 }

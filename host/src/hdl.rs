@@ -3,7 +3,7 @@
 use anyhow::Context;
 use serde::Serialize;
 use systole_core::isa::ISA_VERSION;
-use systole_core::{ArrayConfig, Dtype};
+use systole_core::{timing, ArrayConfig, Dtype};
 use systole_hdl::{emit as emit_verilog, MemoryInfo, Port, TopConfig, TOP_MODULE};
 
 use crate::cli::EmitArgs;
@@ -51,6 +51,7 @@ struct ConfigJson {
     convert_stages: u8,
     requant_cycles: u8,
     scale_cycles: u8,
+    pe_stages: u8,
     spad_width: usize,
     spad_depth: u32,
     acc_depth: u32,
@@ -78,7 +79,8 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     .with_schedule(args.schedule.into())
     .with_convert_stages(args.convert_stages)
     .with_requant_cycles(args.requant_cycles)
-    .with_scale_cycles(args.scale_cycles);
+    .with_scale_cycles(args.scale_cycles)
+    .with_pe_stages(args.pe_stages);
     let mut top = TopConfig::new(config);
     top.dram_bytes = args.dram_bytes;
     top.fifo_depth = args.fifo_depth;
@@ -101,6 +103,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
             convert_stages: config.convert_stages,
             requant_cycles: config.requant_cycles,
             scale_cycles: config.scale_cycles,
+            pe_stages: config.pe_stages,
             spad_width: config.spad_width(),
             spad_depth: config.spad_depth,
             acc_depth: config.acc_depth,
@@ -158,14 +161,14 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
         timing: if ws {
             Timing {
                 load_weights: format!("{r}"),
-                matmul: format!("rows + {}", r + c - 1),
-                out_row_m_at: format!("m + {}", r + c - 1),
+                matmul: format!("rows + {}", timing::ws_latency(&config)),
+                out_row_m_at: format!("m + {}", timing::ws_latency(&config)),
             }
         } else {
             Timing {
                 load_weights: "n/a".into(),
-                matmul: format!("k + {} + rows", r + c - 2),
-                out_row_m_at: format!("k + {} + m", r + c - 2),
+                matmul: format!("k + {} + rows", timing::os_latency(&config)),
+                out_row_m_at: format!("k + {} + m", timing::os_latency(&config)),
             }
         },
     };

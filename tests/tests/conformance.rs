@@ -172,14 +172,17 @@ fn conformance(top: TopConfig, seed: u64) {
     let config = top.array;
     let what = |case: &str| {
         format!(
-            "{}x{} {} {} {} ({} conversion stages, requantize {} cycles a row): {case}",
+            "{}x{} {} {} {} ({} conversion stages, requantize {} cycles a row, Scale and Axpy {}, \
+             PEs {}): {case}",
             config.rows,
             config.cols,
             config.dtype.name(),
             config.dataflow.short_name(),
             config.schedule.name(),
             config.convert_stages,
-            config.requant_cycles
+            config.requant_cycles,
+            config.scale_cycles,
+            config.pe_stages
         )
     };
     let build = RtlBuild::new(&top, &BuildOptions::default())
@@ -321,6 +324,17 @@ fn conformance_with_paced_scale() {
     conformance(paced(decoupled(2, Dtype::Bf16, Dataflow::WeightStationary), 1), 26);
 }
 
+/// PEs that register their products (`ArrayConfig::pe_stages`): every matmul's results leave
+/// the array a cycle later, on every machine, in both dataflows, under both schedules.
+#[test]
+fn conformance_with_staged_pes() {
+    let staged = |top: TopConfig| TopConfig { array: top.array.with_pe_stages(2), ..top };
+    conformance(staged(conformance_top(4, Dtype::Int8, Dataflow::WeightStationary)), 27);
+    conformance(staged(conformance_top(3, Dtype::Bf16, Dataflow::OutputStationary)), 28);
+    conformance(staged(decoupled(4, Dtype::Bf16, Dataflow::WeightStationary)), 29);
+    conformance(staged(decoupled(2, Dtype::Int8, Dataflow::OutputStationary)), 30);
+}
+
 #[test]
 fn conformance_16x16_decoupled() {
     conformance(decoupled(16, Dtype::Int8, Dataflow::WeightStationary), 17);
@@ -329,8 +343,9 @@ fn conformance_16x16_decoupled() {
 
 /// One step of the default MLP (`systole train`'s 64-64-10, batch 32), a convolution and a
 /// LeNet-shaped CNN on a 4x4 BF16 RTL, the accelerator `systole train --machine rtl --rows 4
-/// --cols 4` builds (blocking, decoupled, and blocking with paced lanes): loss, predictions, cycles and every parameter equal the cycle machine's,
-/// bit for bit.
+/// --cols 4` builds (blocking, decoupled, and blocking with paced lanes and two-stage PEs, as the
+/// BF16 boards build it): loss, predictions, cycles and every parameter equal the cycle
+/// machine's, bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
@@ -366,8 +381,9 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     for config in [
         ArrayConfig::new(4, 4, Dtype::Bf16),
         ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled),
-        // The SGD updates' axpys, col2im and the pooling gradients on paced lanes.
-        ArrayConfig::new(4, 4, Dtype::Bf16).with_scale_cycles(2),
+        // The SGD updates' axpys, col2im and the pooling gradients on paced lanes, and every
+        // matmul's rows a cycle late.
+        ArrayConfig::new(4, 4, Dtype::Bf16).with_scale_cycles(2).with_pe_stages(2),
     ] {
         let graphs = [&mlp, &cnn, &lenet].map(|net| Graph::network_training(net, sgd).unwrap());
         let dram = graphs

@@ -113,7 +113,7 @@ impl GemmPlan {
                 Dataflow::WeightStationary => {
                     let kt = ceil_div(k, r);
                     let groups = ceil_div(kt, self.group as u64);
-                    let d = mb + r + c - 1;
+                    let d = mb + crate::timing::ws_latency(&self.config);
                     // A chunk rows are k-tile wide: R, and the remainder for the last one.
                     let (full, rest) = (k / r, k % r);
                     let a_rows = mb
@@ -126,7 +126,7 @@ impl GemmPlan {
                     let kc = ceil_div(k, self.k_chunk as u64);
                     // A^T rows gather `mb` elements down a column of A; B rows are rows of B.
                     k * (row(mb, a.row_stride) + row(nj, b.col_stride) + 1)
-                        + kc * (r + c - 2 + mb)
+                        + kc * (crate::timing::os_latency(&self.config) + mb)
                         + epilogue
                 }
             }

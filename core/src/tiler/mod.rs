@@ -456,8 +456,9 @@ impl GemmPlan {
 
     /// Closed-form cycle count of the emitted program on the cycle machine (and the RTL).
     ///
-    /// WS, per m-block of `mb` rows, with `D = mb + R + C - 1` (one matmul: stream, fill, drain)
-    /// and `G = ceil(KT / g)` groups:
+    /// WS, per m-block of `mb` rows, with `D = mb + L` (one matmul: stream, fill, drain; `L` is
+    /// `timing::ws_latency`, `R + C - 1` on PEs that do not register their products) and
+    /// `G = ceil(KT / g)` groups:
     ///
     /// ```text
     /// NT * ( K + KT*mb              loads: every B row and A chunk row, one per cycle (a
@@ -468,7 +469,8 @@ impl GemmPlan {
     /// ```
     ///
     /// OS, per m-tile of `mi` rows, with `KC = ceil(K / kc)` chunks:
-    /// `NT * (3K + KC*(R + C - 2 + mi) + E(mi))`. Plus one cycle for `Halt`. A plain GEMM's
+    /// `NT * (3K + KC*(L' + mi) + E(mi))`, `L'` being `timing::os_latency` (`R + C - 2`). Plus
+    /// one cycle for `Halt`. A plain GEMM's
     /// epilogue is its store, `E(mb) = mb`.
     ///
     /// Under [`Schedule::Decoupled`](crate::config::Schedule) the count is the timing model's

@@ -85,9 +85,26 @@ pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
     }
 }
 
+/// Weight-stationary: cycles from an input row entering the array's left edge to its result
+/// row written to the accumulators. The row reaches PE row `i` after `i` cycles, its column `j`
+/// leaves the bottom after `R - 1 + j` more, and the de-skewed row is written when column
+/// `C - 1` is out: `R + C - 1`, plus `pe_stages - 1` for PEs that register their products
+/// (each sum then leaves a PE that much later, the same in every PE).
+pub const fn ws_latency(config: &ArrayConfig) -> u64 {
+    config.rows as u64 + config.cols as u64 - 1 + config.pe_stages as u64 - 1
+}
+
+/// Output-stationary: cycles of a `MatmulOs` before its first result row is drained, less its
+/// `k`: PE `(i, j)` takes pair `k` in cycle `k + i + j`, so PE `(R - 1, C - 1)`'s last sum is
+/// made in cycle `k + R + C - 3` and the drain starts after it, `pe_stages - 1` cycles later
+/// for PEs that register their products: `R + C - 2 + pe_stages - 1`.
+pub const fn os_latency(config: &ArrayConfig) -> u64 {
+    config.rows as u64 + config.cols as u64 - 2 + config.pe_stages as u64 - 1
+}
+
 /// Cycles each unit stays busy for one instruction.
 pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
-    let (r, c) = (config.rows as u64, config.cols as u64);
+    let r = config.rows as u64;
     match *ins {
         Instruction::Load { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
         Instruction::CastBf16 { rows, .. }
@@ -99,8 +116,8 @@ pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
         | Instruction::StoreSpad { rows, .. } => rows as u64,
         Instruction::Sync | Instruction::Halt => 1,
         Instruction::LoadWeights { .. } => r,
-        Instruction::Matmul { rows, .. } => rows as u64 + r + c - 1,
-        Instruction::MatmulOs { k, rows, .. } => k as u64 + r + c - 2 + rows as u64,
+        Instruction::Matmul { rows, .. } => rows as u64 + ws_latency(config),
+        Instruction::MatmulOs { k, rows, .. } => k as u64 + os_latency(config) + rows as u64,
     }
 }
 

@@ -4,14 +4,15 @@
 use rust_hdl::prelude::*;
 
 use crate::decoded::Decoded;
-use systole_core::ArrayConfig;
+use systole_core::{timing, ArrayConfig};
 
 use crate::decode::constant;
 use crate::vector::AccOp;
 
 /// The array unit: a weight-stationary `Matmul` (`rows + R + C - 1` cycles) or an
 /// output-stationary `MatmulOs` (`k + R + C - 2 + rows`), feeding the array and writing its
-/// output rows to the accumulators.
+/// output rows to the accumulators; one cycle more each on PEs that register their products
+/// (core's `timing::duration`).
 #[derive(LogicBlock)]
 pub struct ArrayUnit {
     pub clock: Signal<In, Clock>,
@@ -53,7 +54,8 @@ pub struct ArrayUnit {
     first_q: DFF<Bit>,
     writing_q: DFF<Bit>,
     weight_stationary: Constant<Bit>,
-    /// `R + C - 1` (weight-stationary) or `R + C - 2` (output-stationary).
+    /// `timing::ws_latency` (weight-stationary, `R + C - 1` on one-stage PEs) or
+    /// `timing::os_latency` (output-stationary, `R + C - 2`).
     skew: Constant<Bits<18>>,
     last: Signal<Local, Bit>,
     writing: Signal<Local, Bit>,
@@ -62,7 +64,7 @@ pub struct ArrayUnit {
 impl ArrayUnit {
     pub fn new(config: &ArrayConfig) -> ArrayUnit {
         let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
-        let (r, c) = (config.rows as u64, config.cols as u64);
+        let latency = if ws { timing::ws_latency(config) } else { timing::os_latency(config) };
         ArrayUnit {
             ins: Default::default(),
             clock: Default::default(),
@@ -95,7 +97,7 @@ impl ArrayUnit {
             first_q: Default::default(),
             writing_q: Default::default(),
             weight_stationary: Constant::new(ws),
-            skew: constant(if ws { r + c - 1 } else { r + c - 2 }),
+            skew: constant(latency),
             last: Default::default(),
             writing: Default::default(),
         }
@@ -147,7 +149,8 @@ impl Logic for ArrayUnit {
                 self.swapping.d.next = self.ins.swap.val() && self.weight_stationary.val();
                 self.accumulating.d.next = self.ins.accumulate.val();
                 if self.weight_stationary.val() {
-                    // rows + R + C - 1 cycles; row m is written in cycle m + R + C - 1.
+                    // rows + R + C - 1 cycles; row m is written in cycle m + R + C - 1 (one
+                    // more on two-stage PEs, as in the OS drain below).
                     self.out_from.d.next = self.skew.val();
                     self.last_tau.d.next =
                         self.skew.val() + bit_cast::<18, 16>(self.ins.rows.val()) - 1;
@@ -242,7 +245,13 @@ mod tests {
     /// their output rows, one per cycle, in the last ones.
     #[test]
     fn array_unit_takes_cores_cycles_in_both_dataflows() {
-        let ws = ArrayConfig::new(2, 3, Dtype::Int8);
+        for stages in systole_core::PE_STAGES {
+            takes_cores_cycles(stages);
+        }
+    }
+
+    fn takes_cores_cycles(stages: u8) {
+        let ws = ArrayConfig::new(2, 3, Dtype::Int8).with_pe_stages(stages);
         let matmul =
             Instruction::Matmul { a_row: 3, acc_row: 20, rows: 3, swap: true, accumulate: false };
         let seen = run(&ws, 3, 0);
@@ -253,7 +262,7 @@ mod tests {
         let written: Vec<_> = seen[n - 3..].iter().map(|s| s.3).collect();
         assert_eq!(written, [Some(20), Some(21), Some(22)]);
 
-        let os = ArrayConfig::new(2, 3, Dtype::Int8).with_dataflow(Dataflow::OutputStationary);
+        let os = ws.with_dataflow(Dataflow::OutputStationary);
         let matmul_os = Instruction::MatmulOs {
             a_row: 3,
             b_row: 0,

@@ -81,7 +81,7 @@ pub struct DecoupledDispatcher {
     /// The candidate against the load, weight and vector units' and each slot's footprint.
     checks: Vec<Conflict>,
     weight_stationary: Constant<Bit>,
-    /// `R + C - 1`.
+    /// `timing::ws_latency`: `R + C - 1`, one more on two-stage PEs.
     skew: Constant<Bits<18>>,
     code_no_weights: Constant<Bits<4>>,
     last_bank: Constant<Bits<2>>,
@@ -157,7 +157,7 @@ impl DecoupledDispatcher {
             bank_left: (0..WEIGHT_BANKS).map(|_| Default::default()).collect(),
             checks: (0..3 + ARRAY_SLOTS).map(|_| Default::default()).collect(),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
-            skew: constant((config.rows + config.cols - 1) as u64),
+            skew: constant(systole_core::timing::ws_latency(config)),
             code_no_weights: constant(FaultCode::NoWeightsLoaded as u64),
             last_bank: constant(WEIGHT_BANKS as u64 - 1),
             is_load: Default::default(),

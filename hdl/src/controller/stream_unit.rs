@@ -6,10 +6,11 @@
 //! with the tag of its weight bank: the active bank, which a swapping matmul advances with
 //! `next_bank` as it dispatches. The next matmul may start feeding in the cycle after this one's
 //! last row, while this one drains. Each fed row's metadata (valid, accumulator row, accumulate,
-//! bank, last row of its matmul) walks a delay line of `R + C - 1` registers beside the array, so
-//! it reaches the end as the row's de-skewed result is on the array's `out`, in cycle
-//! `d + m + R + C - 1`, and is written (or added) to accumulator row `acc_row + m` then; the
-//! accumulator read that an add needs is issued the cycle before, from the line's next state.
+//! bank, last row of its matmul) walks a delay line of `L = timing::ws_latency` registers
+//! beside the array (`R + C - 1`, one more on PEs that register their products), so it reaches
+//! the end as the row's de-skewed result is on the array's `out`, in cycle `d + m + L`, and is
+//! written (or added) to accumulator row `acc_row + m` then; the accumulator read that an add
+//! needs is issued the cycle before, from the line's next state.
 //! The unit never needs to know where one matmul ends inside the array: every row carries its own.
 //!
 //! # Wiring in `top.rs` (weight-stationary, decoupled; in place of [`super::ArrayUnit`])
@@ -107,7 +108,7 @@ pub struct StreamUnit {
     next_bank: Signal<Local, Bits<TAG_BITS>>,
     last_feed: Signal<Local, Bit>,
     staying: Signal<Local, Bits<3>>,
-    /// `R + C - 1`: stages of the metadata line.
+    /// `timing::ws_latency` (`R + C - 1` on one-stage PEs): stages of the metadata line.
     _stages: usize,
 }
 
@@ -116,7 +117,7 @@ impl StreamUnit {
         fn line<T: Synth>(stages: usize) -> Vec<DFF<T>> {
             (0..stages).map(|_| DFF::default()).collect()
         }
-        let stages = config.rows as usize + config.cols as usize - 1;
+        let stages = systole_core::timing::ws_latency(config) as usize;
         StreamUnit {
             ins: Default::default(),
             clock: Default::default(),
@@ -523,12 +524,12 @@ mod tests {
             );
         }
 
-        // Every row written in core's cycle: row m of a matmul dispatched at d in d + m + R + C - 1.
+        // Every row written in core's cycle: row m of a matmul dispatched at d in d + m + L.
         let mut rows_at = vec![];
         let (mut in_flight, mut bank) = (vec![], 0);
         for (ins, &d) in program.iter().zip(&dispatch) {
             if let Instruction::Matmul { acc_row, rows, swap, .. } = *ins {
-                let skew = (r + c - 1) as u64;
+                let skew = timing::ws_latency(&config);
                 rows_at.extend(
                     (0..rows as u64).map(|m| (acc_row as usize + m as usize, d + m + skew)),
                 );
@@ -579,6 +580,9 @@ mod tests {
         check(ArrayConfig::new(3, 2, Dtype::Bf16), |x| x % 5 == 2);
         check(ArrayConfig::new(4, 4, Dtype::Int8), |x| x % 7 == 0);
         check(ArrayConfig::new(4, 4, Dtype::Bf16), |_| false);
+        // Two-stage PEs: every row a cycle later.
+        check(ArrayConfig::new(2, 3, Dtype::Int8).with_pe_stages(2), |x| x % 6 == 3);
+        check(ArrayConfig::new(3, 3, Dtype::Bf16).with_pe_stages(2), |_| false);
     }
 
     #[test]

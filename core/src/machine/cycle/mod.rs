@@ -17,7 +17,9 @@
 //!   registers, bottom row first. It dispatches when the sequencer and the loader are idle, so
 //!   it overlaps a running matmul: this is what the shadow registers are for.
 //! * the **array** runs `Matmul` (WS): `rows + R + C - 1` cycles, and `MatmulOs` (OS):
-//!   `k + R + C - 2` cycles of compute plus one cycle per drained row. It dispatches when the
+//!   `k + R + C - 2` cycles of compute plus one cycle per drained row; on PEs that register their
+//!   products (`pe_stages` 2) one cycle more each (`timing::ws_latency`, `timing::os_latency`).
+//!   It dispatches when the
 //!   sequencer and the array are idle; with `swap` it also waits for the shadow to be full, and
 //!   swaps it in at dispatch.
 //!
@@ -37,6 +39,13 @@
 //! Output-stationary: `A^T` row `k` enters PE row `i` at cycle `k + i`, `B` row `k` enters PE
 //! column `j` at cycle `k + j`; PE `(i, j)` multiplies the pair for `k` at cycle `k + i + j`.
 //! From cycle `k + R + C - 2`, PE row `i` is written to the accumulator at one row per cycle.
+//!
+//! PEs that register their products (`pe_stages = P > 1`) hold, in every cycle, the sum an
+//! unregistered PE held `P - 1` cycles before: the product of a cycle's operands is the same
+//! exact value, added one cycle later to a sum that is itself one cycle late. So the array is
+//! stepped as unregistered PEs and only its results are late: a WS row is written
+//! `timing::ws_latency` cycles after it entered (the de-skew buffer holds `C + P - 1` rows), and
+//! an OS drain starts `P - 1` cycles after the compute, the PEs holding still meanwhile.
 
 extern crate alloc;
 use alloc::collections::VecDeque;
@@ -135,7 +144,7 @@ pub struct CycleMachine<A: Arith> {
     b_reg: Vec<A::Operand>,
     /// Partial sums passing down (WS) or held (OS), one per PE.
     p_reg: Vec<A::Acc>,
-    /// WS de-skew buffer: C rows in flight, C columns each.
+    /// WS de-skew buffer: `C + pe_stages - 1` rows in flight, C columns each.
     deskew: Vec<A::Acc>,
     left: Vec<A::Operand>,
     left_bank: Vec<u8>,
@@ -162,7 +171,7 @@ impl<A: Arith> CycleMachine<A> {
             tags_live: false,
             b_reg: vec![zero_op; pes],
             p_reg: vec![A::zero(); pes],
-            deskew: vec![A::zero(); config.cols as usize * config.cols as usize],
+            deskew: vec![A::zero(); deskew_rows(&config) * config.cols as usize],
             left: vec![zero_op; config.rows as usize],
             left_bank: vec![0; config.rows as usize],
             mixed: vec![zero_op; config.cols as usize],
@@ -218,15 +227,15 @@ impl<A: Arith> CycleMachine<A> {
     /// useful MACs.
     fn start_array_op(&mut self, ins: Instruction, t: u64) -> u64 {
         let config = self.mem.config;
-        let (r, c) = (config.rows as u64, config.cols as u64);
-        let (macs, duration) = match ins {
+        let duration = crate::timing::duration(&config, &ins);
+        let macs = match ins {
             Instruction::Matmul { rows, swap, .. } => {
                 if swap {
                     self.active = next_bank(self.active);
                     self.shadow_full = false;
                 }
                 let w = &self.banks[self.active];
-                (rows as u64 * w.k as u64 * w.n as u64, rows as u64 + r + c - 1)
+                rows as u64 * w.k as u64 * w.n as u64
             }
             Instruction::MatmulOs { k, rows, cols, .. } => {
                 // Each PE accumulates in place from zero.
@@ -234,7 +243,7 @@ impl<A: Arith> CycleMachine<A> {
                 self.a_reg.fill(zero);
                 self.b_reg.fill(zero);
                 self.p_reg.fill(A::zero());
-                (k as u64 * rows as u64 * cols as u64, k as u64 + r + c - 2 + rows as u64)
+                k as u64 * rows as u64 * cols as u64
             }
             _ => unreachable!("start_array_op takes matmuls"),
         };
@@ -281,11 +290,13 @@ impl<A: Arith> CycleMachine<A> {
     /// One cycle `t` of the weight-stationary array: every row in flight moves one step.
     fn step_ws(&mut self, t: u64) {
         let (r, c) = (self.dims().0, self.dims().1);
-        // The de-skewed row that entered at `t - (R + C - 1)` leaves for the accumulator.
-        if let Some(slot) = t.checked_sub((r + c - 1) as u64) {
+        let ring = deskew_rows(&self.mem.config) as u64;
+        let late = self.mem.config.pe_stages as u64 - 1;
+        // The de-skewed row that entered at `t - ws_latency` leaves for the accumulator.
+        if let Some(slot) = t.checked_sub(crate::timing::ws_latency(&self.mem.config)) {
             if let Some((op, m)) = self.fed_at(slot) {
                 let Instruction::Matmul { acc_row, accumulate, .. } = op.ins else { return };
-                let at = (slot % c as u64) as usize * c;
+                let at = (slot % ring) as usize * c;
                 let out = &self.deskew[at..at + c];
                 crate::machine::functional::write_acc::<A>(
                     self.mem.acc_row_mut(acc_row as usize + m),
@@ -294,8 +305,9 @@ impl<A: Arith> CycleMachine<A> {
                 );
             }
         }
-        // The PEs step while a row is still inside (not in a matmul's last cycle alone).
-        if !self.array_ops.iter().any(|op| t + 1 < op.at + op.duration) {
+        // The PEs step while a row is still inside (not in a matmul's last cycles, when only
+        // its de-skewed or late results are left).
+        if !self.array_ops.iter().any(|op| t + 1 + late < op.at + op.duration) {
             return;
         }
         // Skewed inputs at the left edge, each with its matmul's weight bank: PE row `i` takes
@@ -368,7 +380,7 @@ impl<A: Arith> CycleMachine<A> {
             let first = (newest + 1).saturating_sub(rows as u64) as usize;
             for j in first..c.min(newest as usize + 1) {
                 let slot = t - (r - 1 + j) as u64;
-                self.deskew[(slot % c as u64) as usize * c + j] = self.p_reg[(r - 1) * c + j];
+                self.deskew[(slot % ring) as usize * c + j] = self.p_reg[(r - 1) * c + j];
             }
         }
     }
@@ -383,8 +395,10 @@ impl<A: Arith> CycleMachine<A> {
         let (r, c) = self.dims();
         let k = k as usize;
         let compute = k + r + c - 2;
+        // Registered products: the sums are final `pe_stages - 1` cycles later.
+        let drain = k + crate::timing::os_latency(&self.mem.config) as usize;
         if tau >= compute {
-            let i = tau - compute;
+            let Some(i) = tau.checked_sub(drain) else { return };
             if i < rows as usize {
                 let out = &self.p_reg[i * c..(i + 1) * c];
                 let dst = (acc_row as usize + i) * c;
@@ -458,6 +472,12 @@ impl<A: Arith> Machine for CycleMachine<A> {
             Schedule::Decoupled => self.run_decoupled(program),
         }
     }
+}
+
+/// Rows of the WS de-skew buffer: a row's column 0 leaves the (unregistered) array
+/// `ws_latency - (R - 1) = C + pe_stages - 1` cycles before the row is written.
+fn deskew_rows(config: &ArrayConfig) -> usize {
+    config.cols as usize + config.pe_stages as usize - 1
 }
 
 /// `validate_program` guarantees a `Halt`, and the dispatcher never passes one.

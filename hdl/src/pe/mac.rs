@@ -1,0 +1,217 @@
+//! Multiply-accumulate units: `y = acc + a * b` for one [`Dtype`], in one cycle or two.
+//!
+//! [`Mac`] holds the datapath of its dtype only: the other one is an empty `Vec`, so no logic of
+//! it is emitted. INT8 is `i8 x i8` exact in 16 bits, added to an `i32` with wrap-around; BF16
+//! the exact [`Bf16Mul`] product into the [`F32Add`]. Operands travel as 16-bit elements (INT8 in
+//! the low byte), sums as 32-bit words. Built with two stages ([`ArrayConfig::pe_stages`]), the
+//! product is registered and `y` adds `acc` to the product of the operands of the cycle before:
+//! the same bits a cycle later, since the product is exact in both dtypes.
+
+use rust_hdl::prelude::*;
+use systole_core::{ArrayConfig, Dtype};
+
+use crate::float::{Bf16Mul, F32Add};
+use crate::optional::Optional;
+
+/// `y = acc + a * b`, INT8: i8 x i8 -> i16 (exact), sign-extended and added mod 2^32.
+///
+/// Sign extension is written out by hand: rust-hdl's `signed_bit_cast` of -128 overflows the
+/// stack of its simulator (docs/HARDWARE.md, toolchain notes).
+#[derive(LogicBlock, Default)]
+pub struct MacInt8 {
+    pub a: Signal<In, Bits<16>>,
+    pub b: Signal<In, Bits<16>>,
+    pub acc: Signal<In, Bits<32>>,
+    pub y: Signal<Out, Bits<32>>,
+    a16: Signal<Local, Bits<16>>,
+    b16: Signal<Local, Bits<16>>,
+    prod: Signal<Local, Bits<32>>,
+    prod32: Signal<Local, Bits<32>>,
+}
+
+impl Logic for MacInt8 {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.a16.next = bit_cast::<16, 8>(self.a.val().get_bits::<8>(0));
+        if self.a.val().get_bit(7) {
+            self.a16.next = bit_cast::<16, 8>(self.a.val().get_bits::<8>(0)) | 0xFF00;
+        }
+        self.b16.next = bit_cast::<16, 8>(self.b.val().get_bits::<8>(0));
+        if self.b.val().get_bit(7) {
+            self.b16.next = bit_cast::<16, 8>(self.b.val().get_bits::<8>(0)) | 0xFF00;
+        }
+        // The low 16 bits of the unsigned product of two sign-extended operands are the signed
+        // product, which fits i16.
+        self.prod.next = self.a16.val() * self.b16.val();
+        self.prod32.next = bit_cast::<32, 16>(self.prod.val().get_bits::<16>(0));
+        if self.prod.val().get_bit(15) {
+            self.prod32.next =
+                bit_cast::<32, 16>(self.prod.val().get_bits::<16>(0)) | 0xFFFF_0000u64;
+        }
+        self.y.next = self.acc.val() + self.prod32.val();
+    }
+}
+
+/// `y = acc + a * b`, BF16: exact product, f32 sum rounded to nearest even (never fused).
+#[derive(LogicBlock, Default)]
+pub struct MacBf16 {
+    pub a: Signal<In, Bits<16>>,
+    pub b: Signal<In, Bits<16>>,
+    pub acc: Signal<In, Bits<32>>,
+    pub y: Signal<Out, Bits<32>>,
+    mul: Bf16Mul,
+    add: F32Add,
+}
+
+impl Logic for MacBf16 {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.mul.a.next = self.a.val();
+        self.mul.b.next = self.b.val();
+        self.add.a.next = self.acc.val();
+        self.add.b.next = self.mul.y.val();
+        self.y.next = self.add.y.val();
+    }
+}
+
+/// `y = acc + p`, INT8, where `p` is the product of the operands of the cycle before: the
+/// product registered (it holds while `enable` is off).
+#[derive(LogicBlock, Default)]
+pub struct MacInt8Staged {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub a: Signal<In, Bits<16>>,
+    pub b: Signal<In, Bits<16>>,
+    pub acc: Signal<In, Bits<32>>,
+    pub y: Signal<Out, Bits<32>>,
+    /// The product alone: the one-cycle MAC with zero added (the adder synthesizes away).
+    mul: MacInt8,
+    product: DFF<Bits<32>>,
+}
+
+impl Logic for MacInt8Staged {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, product);
+        self.mul.a.next = self.a.val();
+        self.mul.b.next = self.b.val();
+        self.mul.acc.next = 0.into();
+        if self.enable.val() {
+            self.product.d.next = self.mul.y.val();
+        }
+        self.y.next = self.acc.val() + self.product.q.val();
+    }
+}
+
+/// `y = acc + p`, BF16, where `p` is the exact product of the operands of the cycle before:
+/// the product registered (it holds while `enable` is off), the f32 sum rounded as
+/// [`MacBf16`]'s.
+#[derive(LogicBlock, Default)]
+pub struct MacBf16Staged {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub a: Signal<In, Bits<16>>,
+    pub b: Signal<In, Bits<16>>,
+    pub acc: Signal<In, Bits<32>>,
+    pub y: Signal<Out, Bits<32>>,
+    mul: Bf16Mul,
+    product: DFF<Bits<32>>,
+    add: F32Add,
+}
+
+impl Logic for MacBf16Staged {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, product);
+        self.mul.a.next = self.a.val();
+        self.mul.b.next = self.b.val();
+        if self.enable.val() {
+            self.product.d.next = self.mul.y.val();
+        }
+        self.add.a.next = self.acc.val();
+        self.add.b.next = self.product.q.val();
+        self.y.next = self.add.y.val();
+    }
+}
+
+/// The MAC of one dtype and [`ArrayConfig::pe_stages`] (the others' `Vec`s are empty). Only a
+/// two-stage MAC has `clock` and `enable` ([`Optional`]), so a one-stage one is emitted as it
+/// was before the stages existed.
+#[derive(LogicBlock)]
+pub struct Mac {
+    pub clock: Optional<Signal<In, Clock>>,
+    pub enable: Optional<Signal<In, Bit>>,
+    pub a: Signal<In, Bits<16>>,
+    pub b: Signal<In, Bits<16>>,
+    pub acc: Signal<In, Bits<32>>,
+    pub y: Signal<Out, Bits<32>>,
+    int8: Vec<MacInt8>,
+    bf16: Vec<MacBf16>,
+    int8_staged: Vec<MacInt8Staged>,
+    bf16_staged: Vec<MacBf16Staged>,
+}
+
+impl Mac {
+    /// The MAC a config's PEs hold: its dtype's, in its `pe_stages`.
+    pub fn of(config: &ArrayConfig) -> Mac {
+        Mac::new(config.dtype, config.pe_stages)
+    }
+
+    /// A MAC of `dtype` in `stages` (1 or 2) cycles.
+    pub fn new(dtype: Dtype, stages: u8) -> Mac {
+        let staged = stages > 1;
+        let one = |d: Dtype, s: bool| dtype == d && staged == s;
+        Mac {
+            clock: Optional::default_when(staged),
+            enable: Optional::default_when(staged),
+            a: Default::default(),
+            b: Default::default(),
+            acc: Default::default(),
+            y: Default::default(),
+            int8: one(Dtype::Int8, false).then(MacInt8::default).into_iter().collect(),
+            bf16: one(Dtype::Bf16, false).then(MacBf16::default).into_iter().collect(),
+            int8_staged: one(Dtype::Int8, true).then(MacInt8Staged::default).into_iter().collect(),
+            bf16_staged: one(Dtype::Bf16, true).then(MacBf16Staged::default).into_iter().collect(),
+        }
+    }
+
+    /// Whether the product is registered (the MAC has a clock).
+    pub fn staged(&self) -> bool {
+        self.clock.is_some()
+    }
+}
+
+impl Logic for Mac {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.y.next = 0.into();
+        for k in 0..self.int8.len() {
+            self.int8[k].a.next = self.a.val();
+            self.int8[k].b.next = self.b.val();
+            self.int8[k].acc.next = self.acc.val();
+            self.y.next = self.int8[k].y.val();
+        }
+        for k in 0..self.bf16.len() {
+            self.bf16[k].a.next = self.a.val();
+            self.bf16[k].b.next = self.b.val();
+            self.bf16[k].acc.next = self.acc.val();
+            self.y.next = self.bf16[k].y.val();
+        }
+        for k in 0..self.int8_staged.len() {
+            self.int8_staged[k].clock.next = self.clock.val();
+            self.int8_staged[k].enable.next = self.enable.val();
+            self.int8_staged[k].a.next = self.a.val();
+            self.int8_staged[k].b.next = self.b.val();
+            self.int8_staged[k].acc.next = self.acc.val();
+            self.y.next = self.int8_staged[k].y.val();
+        }
+        for k in 0..self.bf16_staged.len() {
+            self.bf16_staged[k].clock.next = self.clock.val();
+            self.bf16_staged[k].enable.next = self.enable.val();
+            self.bf16_staged[k].a.next = self.a.val();
+            self.bf16_staged[k].b.next = self.b.val();
+            self.bf16_staged[k].acc.next = self.acc.val();
+            self.y.next = self.bf16_staged[k].y.val();
+        }
+    }
+}
