@@ -102,6 +102,14 @@ fn write_bf16(m: &mut dyn Machine, addr: u32, values: &[f32]) -> Result<(), Mach
     m.write(Region::Dram, addr as usize, &bf16_bytes(values))
 }
 
+/// Writes zeros over a step's zeroed DRAM ([`CompiledStep::zeroed`]).
+fn write_zeros(m: &mut dyn Machine, regions: &[(u32, u32)]) -> Result<(), MachineError> {
+    for &(at, bytes) in regions {
+        m.write(Region::Dram, at as usize, &vec![0; bytes as usize])?;
+    }
+    Ok(())
+}
+
 /// Runs a program; cycles from the machine when it counts them, else from the timing model
 /// (which equals the cycle machine's count).
 fn run(
@@ -119,6 +127,8 @@ pub struct AccelTrainer {
     pub graph: Graph,
     steps: Vec<CompiledStep>,
     inference: Vec<CompiledStep>,
+    /// The step that ran last (training or not, its index): its zeroed DRAM still holds zeros.
+    last: Option<(bool, usize)>,
 }
 
 impl AccelTrainer {
@@ -129,7 +139,13 @@ impl AccelTrainer {
         graph: Graph,
         params: &Params,
     ) -> Result<Self, TrainError> {
-        let mut t = AccelTrainer { machine, graph, steps: Vec::new(), inference: Vec::new() };
+        let mut t = AccelTrainer {
+            machine,
+            graph,
+            steps: Vec::new(),
+            inference: Vec::new(),
+            last: None,
+        };
         t.write_params(params)?;
         Ok(t)
     }
@@ -200,6 +216,9 @@ impl AccelTrainer {
         let i = self.step_for(labels.len() as u32, true)?;
         let step = &self.steps[i];
         let m = self.machine.as_mut();
+        if self.last.replace((true, i)) != Some((true, i)) {
+            write_zeros(m, &step.zeroed)?;
+        }
         let g = &self.graph;
         write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), &step.padded_input(x))?;
         let mut cycles = run(m, &step.forward, step.forward_cycles)?;
@@ -223,6 +242,9 @@ impl AccelTrainer {
         let i = self.step_for(rows as u32, false)?;
         let step = &self.inference[i];
         let m = self.machine.as_mut();
+        if self.last.replace((false, i)) != Some((false, i)) {
+            write_zeros(m, &step.zeroed)?;
+        }
         let g = &self.graph;
         write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), &step.padded_input(x))?;
         let cycles = run(m, &step.forward, step.forward_cycles)?;
@@ -329,6 +351,8 @@ pub struct Int8Inference {
     pub graph: Graph,
     pub plan: Int8Plan,
     steps: Vec<CompiledStep>,
+    /// The index of the step that ran last: its zeroed DRAM still holds zeros.
+    last: Option<usize>,
 }
 
 impl Int8Inference {
@@ -341,7 +365,7 @@ impl Int8Inference {
         params: &Params,
         plan: Int8Plan,
     ) -> Result<Self, TrainError> {
-        let mut t = Int8Inference { machine, graph, plan, steps: Vec::new() };
+        let mut t = Int8Inference { machine, graph, plan, steps: Vec::new(), last: None };
         let step = compile_inference(&t.graph, t.machine.config(), 1, Some(&t.plan))?;
         let have = t.machine.region_size(Region::Dram);
         if step.dram_bytes > have {
@@ -388,6 +412,9 @@ impl Int8Inference {
         };
         let step = &self.steps[i];
         let m = self.machine.as_mut();
+        if self.last.replace(i) != Some(i) {
+            write_zeros(m, &step.zeroed)?;
+        }
         let g = &self.graph;
         let q = step.padded_input(&self.plan.input_bytes(x));
         m.write(Region::Dram, step.buffers[g.input as usize].elems.unwrap_or(0) as usize, &q)?;

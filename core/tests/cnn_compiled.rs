@@ -61,10 +61,10 @@ fn a_convolution_step_on_the_cycle_machine_takes_the_compiled_cycles() {
         // 4 images x 6 output rows x 3 kernel rows, one piece each: a load and a store.
         assert_eq!(im2col.end - im2col.start, 2 * 4 * 6 * 3);
         let geom = ConvGeometry::new((1, 6, 6), 4, 3, 1, 1).unwrap();
-        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &config), 2 * 4 * 6 * 3);
+        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &config, false), 2 * 4 * 6 * 3);
         // With two scratchpad rows, each output row's 6 positions take 6 pieces.
         let tiny = ArrayConfig { spad_depth: 2, ..config };
-        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &tiny), 6 * 2 * 4 * 6 * 3);
+        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &tiny, false), 6 * 2 * 4 * 6 * 3);
     }
 }
 
@@ -140,4 +140,126 @@ fn logits_that_are_a_flattened_convolution_are_stored() {
     let mut int8 = Int8Inference::new(machine, graph, &params, plan).unwrap();
     let (logits, _) = int8.logits(&x, 3).unwrap();
     assert_eq!(logits.len(), 12);
+}
+
+/// Padded convolutions of inputs the array made: a ReLU's output (6 x 6 images), and a max
+/// pooling's (8 x 8 images pooled to 4 x 4), each read through a zero-padded copy.
+fn padded_later() -> Vec<Net> {
+    let after_relu = Net::new(
+        Shape::Image { c: 1, h: 6, w: 6 },
+        &[
+            conv(1, 2, 3, 1, 0),
+            Layer::Relu,
+            conv(2, 3, 3, 1, 1),
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 48, outputs: 4 },
+        ],
+    );
+    let after_pool = Net::new(
+        Shape::Image { c: 1, h: 8, w: 8 },
+        &[
+            conv(1, 4, 3, 1, 1),
+            Layer::Relu,
+            Layer::MaxPool2d { kernel: 2, stride: 2 },
+            conv(4, 3, 3, 1, 1),
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 48, outputs: 5 },
+        ],
+    );
+    vec![after_relu.unwrap(), after_pool.unwrap()]
+}
+
+#[test]
+fn a_padded_convolution_of_an_array_made_input_trains_as_the_reference() {
+    for net in padded_later() {
+        trains_on_small_arrays(&net);
+        for schedule in Schedule::ALL {
+            let config = ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(schedule);
+            let cycles = trains_as_the_reference(&net, config, GoldenKind::Cycle, &[4]);
+            let graph =
+                Graph::network_training(&net, Sgd { lr: 0.05, momentum: 0.9, weight_decay: 1e-3 })
+                    .unwrap();
+            let step = compile_training(&graph, &config, 4).unwrap();
+            assert_eq!(cycles, step.cycles(), "{schedule:?}");
+            // One copy, of the second convolution's input: 4 images, padded by one.
+            assert_eq!(step.zeroed.len(), 1);
+            let (h, w, c) = match net.layers.len() {
+                6 => (4u32, 4u32, 2u32),
+                _ => (4, 4, 4),
+            };
+            assert_eq!(step.zeroed[0].1, 2 * 4 * (h + 2) * (w + 2) * c, "bf16 bytes of the copy");
+        }
+    }
+}
+
+/// The copy's borders are the host's to zero: from a DRAM full of stale values, and with
+/// evaluation passes (another step, whose buffers overlap the copy) between training steps,
+/// every step and every evaluation still gives the reference's bits.
+#[test]
+fn a_padded_copy_is_zeroed_whatever_the_dram_held() {
+    use systole_core::exec::Accel;
+    use systole_core::machine::Region;
+    use systole_core::train::AccelTrainer;
+    let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 1e-3 };
+    for net in padded_later() {
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+        let graph = Graph::network_training(&net, sgd).unwrap();
+        let params = Params::init(&net, 3);
+        let dram = AccelTrainer::dram_needed(&graph, &config, 4, 4).unwrap();
+        let mut machine = golden(GoldenKind::Functional, config, dram).unwrap();
+        // bf16 0x3F3F (0.75) everywhere: a border read as it is would show.
+        machine.write(Region::Dram, 0, &vec![0x3F; dram]).unwrap();
+        let mut accel = AccelTrainer::new(machine, graph.clone(), &params).unwrap();
+        let mut reference = Executor::new(graph.clone(), Accel { config }, &params);
+        let mut rng = SplitMix64(9);
+        for step in 0..3 {
+            let (x, y) = batch(&mut rng, 4, graph.inputs() as usize, graph.classes());
+            let (got, _) = accel.step(&x, &y).unwrap();
+            assert_eq!(got, reference.step(&x, &y), "step {step}");
+            let (x, y) = batch(&mut rng, 4, graph.inputs() as usize, graph.classes());
+            let (logits, _) = accel.logits(&x, 4).unwrap();
+            reference.forward(&x, &y);
+            let want = &reference.values[graph.logits as usize];
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&logits), bits(want), "evaluation after step {step}");
+        }
+    }
+}
+
+/// INT8 inference through a padded copy (i8 elements), from a DRAM full of stale values: the
+/// cycle machine gives the functional machine's bits in the compiled cycles, near the f32
+/// reference.
+#[test]
+fn int8_inference_reads_a_padded_copy() {
+    use systole_core::compile::{compile_inference, Int8Plan};
+    use systole_core::exec::Plain;
+    use systole_core::machine::Region;
+    use systole_core::train::Int8Inference;
+    let net = &padded_later()[0];
+    let graph = Graph::network(net).unwrap();
+    let params = Params::init(net, 5);
+    let (x, _) = batch(&mut SplitMix64(8), 6, graph.inputs() as usize, graph.classes());
+    let plan = Int8Plan::calibrate(&graph, &params, &x, 6).unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let dram = Int8Inference::dram_needed(&graph, &config, &plan, 6).unwrap();
+    let mut logits = Vec::new();
+    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+        let mut machine = golden(kind, config, dram).unwrap();
+        machine.write(Region::Dram, 0, &vec![0x55; dram]).unwrap();
+        let mut int8 = Int8Inference::new(machine, graph.clone(), &params, plan.clone()).unwrap();
+        let (l, work) = int8.logits(&x, 6).unwrap();
+        let step = compile_inference(&graph, &config, 6, Some(&plan)).unwrap();
+        assert_eq!(step.zeroed.len(), 1);
+        assert_eq!(work.cycles, step.forward_cycles, "{kind:?}");
+        logits.push(l);
+    }
+    assert_eq!(logits[0], logits[1], "functional and cycle machines");
+    let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
+    let want = reference.logits(&x, 6);
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in logits[0].iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 0.05 * scale, "logit {i}: int8 {g} vs f32 {w} (scale {scale})");
+    }
 }

@@ -580,7 +580,9 @@ fn step_instructions(graph: &Graph, config: &ArrayConfig, batch: usize, eval_row
                 Op::DenseGradInput { dy, dx, .. } => {
                     gemm(info(dy).rows(rows), info(dy).cols, info(dx).cols)
                 }
-                Op::Im2col { geom, .. } => im2col::instructions(&geom, rows, config),
+                Op::Im2col { x, geom, .. } => {
+                    im2col::instructions(&geom, rows, config, x != graph.input)
+                }
                 _ => 0,
             };
             n.saturating_add(more)

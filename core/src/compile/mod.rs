@@ -107,9 +107,6 @@ pub fn check_lowered(graph: &Graph, dtype: Dtype) -> Result<(), CompileError> {
             Op::MaxPoolGrad { geom, .. } if !pool::tiles(&geom) => return not(pool::UNTILED),
             Op::AvgPool { .. } => return not("average pooling"),
             Op::AvgPoolGrad { .. } => return not("average pooling's gradient"),
-            Op::Im2col { x, geom, .. } if x != graph.input && geom.padding != 0 => {
-                return not(im2col::PADDED_LATER)
-            }
             _ => {}
         }
     }
@@ -174,6 +171,11 @@ struct Compiler<'g> {
     ones: Option<u32>,
     ones_len: u32,
     input_padding: u32,
+    /// The zero-padded copy of each padded convolution's input that the array made (`(input,
+    /// padding, address)`; [`super::im2col`]), and the DRAM that must hold zeros when the step
+    /// runs (`(address, bytes)`: those copies, whose borders nothing writes).
+    padded: Vec<(TensorId, u32, u32)>,
+    zeroed: Vec<(u32, u32)>,
     /// SGD ops fused into the gradient GEMMs' epilogues so far.
     updates: usize,
 }
@@ -202,6 +204,8 @@ impl<'g> Compiler<'g> {
             ones: None,
             ones_len: 0,
             input_padding: 0,
+            padded: Vec::new(),
+            zeroed: Vec::new(),
             updates: 0,
         };
         let es = config.dtype.elem_bytes() as u64;
@@ -282,6 +286,19 @@ impl<'g> Compiler<'g> {
         for &(y, x) in &aliases {
             c.buffers[y as usize] = c.buffers[x as usize];
         }
+        // A padded convolution of an input the array made reads a zero-padded copy of it.
+        for op in &graph.forward {
+            let Op::Im2col { x, geom, .. } = *op else { continue };
+            if x == graph.input || geom.padding == 0 || c.padded_copy(x, geom.padding).is_some() {
+                continue;
+            }
+            let p = geom.padding as u64;
+            let (h, w) = (geom.h as u64 + 2 * p, geom.w as u64 + 2 * p);
+            let bytes = es * batch as u64 * h * w * geom.c as u64;
+            let at = c.dram.alloc(bytes);
+            c.padded.push((x, geom.padding, at));
+            c.zeroed.push((at, bytes.min(u32::MAX as u64) as u32));
+        }
         if training {
             c.ones_len = graph.bias_sum_rows(batch);
             c.ones = Some(c.dram.alloc(es * c.ones_len as u64));
@@ -290,6 +307,11 @@ impl<'g> Compiler<'g> {
             return Err(CompileError::Dram { needed: c.dram.next });
         }
         Ok(c)
+    }
+
+    /// The zero-padded copy of `x` by `padding`, if a convolution reads one.
+    fn padded_copy(&self, x: TensorId, padding: u32) -> Option<u32> {
+        self.padded.iter().find(|&&(t, p, _)| t == x && p == padding).map(|&(_, _, at)| at)
     }
 
     fn words(&self, t: TensorId) -> u32 {
@@ -517,6 +539,7 @@ impl<'g> Compiler<'g> {
             ones: self.ones,
             ones_len: self.ones_len,
             input_padding: self.input_padding,
+            zeroed: self.zeroed,
             input_image: match self.graph.net.input {
                 crate::layers::Shape::Image { c, h, w } => Some((c, h, w)),
                 _ => None,

@@ -62,6 +62,11 @@ pub struct CompiledStep {
     /// The zero padding of the input images in DRAM: a network whose first layer is a padded
     /// convolution reads its input padded ([`super::im2col`]); 0 otherwise.
     pub input_padding: u32,
+    /// DRAM regions `(address, bytes)` that must hold zeros when the step runs: the zero-padded
+    /// copies of later convolutions' inputs ([`super::im2col`]), whose borders nothing in the
+    /// step writes. Another step's buffers may overlap them, so a host writes them before a
+    /// step whenever another step ran since.
+    pub zeroed: Vec<(u32, u32)>,
     /// The input's shape `(c, h, w)` for an image network.
     pub input_image: Option<(u32, u32, u32)>,
 }
