@@ -139,13 +139,8 @@ impl AccelTrainer {
         graph: Graph,
         params: &Params,
     ) -> Result<Self, TrainError> {
-        let mut t = AccelTrainer {
-            machine,
-            graph,
-            steps: Vec::new(),
-            inference: Vec::new(),
-            last: None,
-        };
+        let mut t =
+            AccelTrainer { machine, graph, steps: Vec::new(), inference: Vec::new(), last: None };
         t.write_params(params)?;
         Ok(t)
     }

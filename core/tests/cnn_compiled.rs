@@ -61,10 +61,16 @@ fn a_convolution_step_on_the_cycle_machine_takes_the_compiled_cycles() {
         // 4 images x 6 output rows x 3 kernel rows, one piece each: a load and a store.
         assert_eq!(im2col.end - im2col.start, 2 * 4 * 6 * 3);
         let geom = ConvGeometry::new((1, 6, 6), 4, 3, 1, 1).unwrap();
-        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &config, false), 2 * 4 * 6 * 3);
+        assert_eq!(
+            systole_core::compile::im2col::instructions(&geom, 4, &config, false),
+            2 * 4 * 6 * 3
+        );
         // With two scratchpad rows, each output row's 6 positions take 6 pieces.
         let tiny = ArrayConfig { spad_depth: 2, ..config };
-        assert_eq!(systole_core::compile::im2col::instructions(&geom, 4, &tiny, false), 6 * 2 * 4 * 6 * 3);
+        assert_eq!(
+            systole_core::compile::im2col::instructions(&geom, 4, &tiny, false),
+            6 * 2 * 4 * 6 * 3
+        );
     }
 }
 
@@ -92,10 +98,17 @@ fn the_input_is_written_padded_when_the_first_convolution_pads() {
 /// near the f32 reference's.
 #[test]
 fn int8_inference_of_a_convolution_runs_on_every_golden_machine() {
+    int8_inference_runs_on_every_golden_machine(&nets()[0], 0);
+}
+
+/// INT8 inference of `net` on the functional and cycle machines of a 4 x 4 INT8 array whose
+/// DRAM starts full of `fill` bytes: the same logits bits, in the compiled cycles, near the
+/// f32 reference's.
+fn int8_inference_runs_on_every_golden_machine(net: &Net, fill: u8) {
     use systole_core::compile::{compile_inference, Int8Plan};
     use systole_core::exec::Plain;
+    use systole_core::machine::Region;
     use systole_core::train::Int8Inference;
-    let net = &nets()[0];
     let graph = Graph::network(net).unwrap();
     let params = Params::init(net, 5);
     let (x, _) = batch(&mut SplitMix64(8), 6, graph.inputs() as usize, graph.classes());
@@ -104,7 +117,8 @@ fn int8_inference_of_a_convolution_runs_on_every_golden_machine() {
     let dram = Int8Inference::dram_needed(&graph, &config, &plan, 6).unwrap();
     let mut logits = Vec::new();
     for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
-        let machine = golden(kind, config, dram).unwrap();
+        let mut machine = golden(kind, config, dram).unwrap();
+        machine.write(Region::Dram, 0, &vec![fill; dram]).unwrap();
         let mut int8 = Int8Inference::new(machine, graph.clone(), &params, plan.clone()).unwrap();
         let (l, work) = int8.logits(&x, 6).unwrap();
         let step = compile_inference(&graph, &config, 6, Some(&plan)).unwrap();
@@ -228,38 +242,14 @@ fn a_padded_copy_is_zeroed_whatever_the_dram_held() {
     }
 }
 
-/// INT8 inference through a padded copy (i8 elements), from a DRAM full of stale values: the
-/// cycle machine gives the functional machine's bits in the compiled cycles, near the f32
-/// reference.
+/// INT8 inference through a padded copy (i8 elements), from a DRAM full of stale values.
 #[test]
 fn int8_inference_reads_a_padded_copy() {
     use systole_core::compile::{compile_inference, Int8Plan};
-    use systole_core::exec::Plain;
-    use systole_core::machine::Region;
-    use systole_core::train::Int8Inference;
     let net = &padded_later()[0];
     let graph = Graph::network(net).unwrap();
-    let params = Params::init(net, 5);
-    let (x, _) = batch(&mut SplitMix64(8), 6, graph.inputs() as usize, graph.classes());
-    let plan = Int8Plan::calibrate(&graph, &params, &x, 6).unwrap();
-    let config = ArrayConfig::new(4, 4, Dtype::Int8);
-    let dram = Int8Inference::dram_needed(&graph, &config, &plan, 6).unwrap();
-    let mut logits = Vec::new();
-    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
-        let mut machine = golden(kind, config, dram).unwrap();
-        machine.write(Region::Dram, 0, &vec![0x55; dram]).unwrap();
-        let mut int8 = Int8Inference::new(machine, graph.clone(), &params, plan.clone()).unwrap();
-        let (l, work) = int8.logits(&x, 6).unwrap();
-        let step = compile_inference(&graph, &config, 6, Some(&plan)).unwrap();
-        assert_eq!(step.zeroed.len(), 1);
-        assert_eq!(work.cycles, step.forward_cycles, "{kind:?}");
-        logits.push(l);
-    }
-    assert_eq!(logits[0], logits[1], "functional and cycle machines");
-    let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
-    let want = reference.logits(&x, 6);
-    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-    for (i, (g, w)) in logits[0].iter().zip(&want).enumerate() {
-        assert!((g - w).abs() <= 0.05 * scale, "logit {i}: int8 {g} vs f32 {w} (scale {scale})");
-    }
+    let plan = Int8Plan::calibrate(&graph, &Params::init(net, 5), &[0.5; 36], 1).unwrap();
+    let step = compile_inference(&graph, &ArrayConfig::new(4, 4, Dtype::Int8), 6, Some(&plan));
+    assert_eq!(step.unwrap().zeroed.len(), 1, "one copy");
+    int8_inference_runs_on_every_golden_machine(net, 0x55);
 }
