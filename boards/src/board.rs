@@ -261,13 +261,13 @@ pub const ULX3S_85F: Board = Board {
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
-    // (71), the 8 x 8 BF16 fits (88% of the LUTs) and routes at 17.28 MHz built for 15 MHz
-    // from the PLL (the 7 x 7: 17.39 MHz in 71%). On ISA 4 RTL with the older adder the 8 x 7
-    // no longer fitted.
+    // (71), the 8 x 8 BF16 fits (88% of the LUTs): built for 16.6667 MHz from the PLL it routes
+    // at 16.86 MHz (for 15 MHz, at 17.28; the 7 x 7 at 17.39 in 71%). On ISA 4 RTL with the
+    // older adder the 8 x 7 no longer fitted.
     bf16: Some(Preset {
         rows: 8,
         cols: 8,
-        mhz: 15.0,
+        mhz: 16.6667,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
@@ -398,7 +398,7 @@ mod tests {
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
         // The 85F's BF16 is a smaller array than its INT8, on the PLL.
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
-        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 15.0));
+        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 16.6667));
         assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
         assert_eq!(ICEBREAKER.default_config().clock_mhz, 12.0);
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
