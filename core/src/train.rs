@@ -127,7 +127,8 @@ pub struct AccelTrainer {
     pub graph: Graph,
     steps: Vec<CompiledStep>,
     inference: Vec<CompiledStep>,
-    /// The step that ran last (training or not, its index): its zeroed DRAM still holds zeros.
+    /// The step that ran last (training or not, its index): its zeroed DRAM still holds zeros,
+    /// unless something wrote `machine`'s DRAM since.
     last: Option<(bool, usize)>,
 }
 
@@ -211,8 +212,9 @@ impl AccelTrainer {
         let i = self.step_for(labels.len() as u32, true)?;
         let step = &self.steps[i];
         let m = self.machine.as_mut();
-        if self.last.replace((true, i)) != Some((true, i)) {
+        if self.last != Some((true, i)) {
             write_zeros(m, &step.zeroed)?;
+            self.last = Some((true, i));
         }
         let g = &self.graph;
         write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), &step.padded_input(x))?;
@@ -237,8 +239,9 @@ impl AccelTrainer {
         let i = self.step_for(rows as u32, false)?;
         let step = &self.inference[i];
         let m = self.machine.as_mut();
-        if self.last.replace((false, i)) != Some((false, i)) {
+        if self.last != Some((false, i)) {
             write_zeros(m, &step.zeroed)?;
+            self.last = Some((false, i));
         }
         let g = &self.graph;
         write_bf16(m, step.buffers[g.input as usize].elems.unwrap_or(0), &step.padded_input(x))?;
@@ -407,8 +410,9 @@ impl Int8Inference {
         };
         let step = &self.steps[i];
         let m = self.machine.as_mut();
-        if self.last.replace(i) != Some(i) {
+        if self.last != Some(i) {
             write_zeros(m, &step.zeroed)?;
+            self.last = Some(i);
         }
         let g = &self.graph;
         let q = step.padded_input(&self.plan.input_bytes(x));

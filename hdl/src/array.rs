@@ -8,7 +8,8 @@
 //!   `tau - i`; partial sums flow down; column `j` of row `m` leaves the bottom register at the end
 //!   of cycle `m + R - 1 + j` and de-skew line `j` holds it `C - 1 - j` more cycles, so that in
 //!   cycle `m + R + C - 1` all of row `m` is on `out`, when the caller writes it to the
-//!   accumulators. The shadow weights shift down a row per cycle while `shift` is set, the top
+//!   accumulators (one cycle later, `m + timing::ws_latency`, on PEs that register their
+//!   products: every sum leaves the bottom a cycle late, the de-skew unchanged). The shadow weights shift down a row per cycle while `shift` is set, the top
 //!   row taking `w_top`; `swap` (the dispatch cycle of a swapping matmul) makes the shadow active.
 //!   Under the decoupled schedule the array is *tagged* ([`tagged`]): each PE holds
 //!   `WEIGHT_BANKS` weight banks, the row entering on `left` comes with its matmul's bank on
