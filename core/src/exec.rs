@@ -37,10 +37,13 @@ pub trait Numerics {
     fn bias_grad(&self, dy: &[Self::T], rows: usize, cols: usize) -> Vec<Self::T>;
     /// One SGD step on one element: returns the new parameter (and updates `v`).
     fn sgd(&self, p: Self::T, g: Self::T, v: Option<&mut Self::T>, sgd: &Sgd) -> Self::T;
-    /// `a + b` where the image ops sum (`Col2im`, the max-pooling gradient).
+    /// `a + b` where the image ops sum (`Col2im`, the pooling gradients, average pooling).
     fn add(&self, a: Self::T, b: Self::T) -> Self::T;
     /// A value as the machine compares it (max pooling).
     fn compared(&self, x: Self::T) -> Self::T;
+    /// A window's sum of `g` made its mean, or an output's gradient each tap's share
+    /// (average pooling and its gradient).
+    fn mean(&self, sum: Self::T, g: &conv::PoolGeometry) -> Self::T;
 }
 
 /// Plain IEEE arithmetic in `T`, natural order.
@@ -103,6 +106,9 @@ impl<T: Float> Numerics for Plain<T> {
     }
     fn compared(&self, x: T) -> T {
         x
+    }
+    fn mean(&self, sum: T, g: &conv::PoolGeometry) -> T {
+        sum / T::from_f64(g.size() as f64)
     }
 }
 
@@ -168,6 +174,10 @@ impl Numerics for Accel {
     }
     fn compared(&self, x: f32) -> f32 {
         wr(rd(x))
+    }
+    fn mean(&self, sum: f32, g: &conv::PoolGeometry) -> f32 {
+        // The vector unit's `Scale` by the window's reciprocal (compile::pool).
+        wr(BF16::mul_acc(rd(g.mean_factor()), rd(sum)))
     }
 }
 
@@ -301,8 +311,10 @@ impl<N: Numerics> Executor<N> {
                     self.values[y as usize] = conv::max_pool(&geom, &self.compared(x), batch).0;
                 }
                 Op::AvgPool { x, y, geom } => {
+                    let (add, mean) =
+                        (|a, b| self.numerics.add(a, b), |s| self.numerics.mean(s, &geom));
                     self.values[y as usize] =
-                        conv::avg_pool(&geom, &self.values[x as usize], batch);
+                        conv::avg_pool_with(&geom, &self.values[x as usize], batch, add, mean);
                 }
                 _ => {}
             }
@@ -359,8 +371,15 @@ impl<N: Numerics> Executor<N> {
                         conv::max_pool_grad_with(&geom, &self.values[dy as usize], &at, batch, add);
                 }
                 Op::AvgPoolGrad { dy, dx, geom } => {
-                    self.values[dx as usize] =
-                        conv::avg_pool_grad(&geom, &self.values[dy as usize], batch);
+                    let (add, mean) =
+                        (|a, b| self.numerics.add(a, b), |s| self.numerics.mean(s, &geom));
+                    self.values[dx as usize] = conv::avg_pool_grad_with(
+                        &geom,
+                        &self.values[dy as usize],
+                        batch,
+                        add,
+                        mean,
+                    );
                 }
                 _ => {}
             }

@@ -1,5 +1,5 @@
-//! Max pooling, a convolution after the first layer and its input gradient (col2im) compiled
-//! for the array: LeNet's shape in small. Every machine must give `Executor<Accel>`'s bits.
+//! Max and average pooling, a convolution after the first layer and its input gradient
+//! (col2im) compiled for the array: LeNet's shape in small. Every machine must give `Executor<Accel>`'s bits.
 
 use crate::cnn_common::{batch, conv, trains_as_the_reference, trains_on_small_arrays};
 use systole_core::compile::{check_lowered, compile_training, pool, CompileError};
@@ -62,6 +62,93 @@ fn overlapping_pair() -> Net {
     conv_pair(Shape::Image { c: 1, h: 8, w: 8 }, conv(1, 2, 3, 1, 0), conv(2, 12, 3, 1, 0), 192, 3)
 }
 
+fn avg_pool(kernel: u32, stride: u32) -> Layer {
+    Layer::AvgPool2d { kernel, stride }
+}
+
+/// LeNet in small with average pooling: after a ReLU (its gradient fused into the pooling's)
+/// with a 2 x 2 window (a reciprocal that is exact), and straight after a convolution with a
+/// 3 x 3 window (1/9 rounded), whose output a padded convolution then reads.
+fn avg_pooled() -> Net {
+    Net::new(
+        Shape::Image { c: 1, h: 8, w: 8 },
+        &[
+            conv(1, 5, 3, 1, 1),
+            Layer::Relu,
+            avg_pool(2, 2),
+            conv(5, 4, 3, 1, 1),
+            avg_pool(2, 2),
+            conv(4, 4, 1, 1, 1),
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 64, outputs: 3 },
+        ],
+    )
+    .unwrap()
+}
+
+/// A 3 x 3 average pooling (its mean a product by 1/9 rounded) between two convolutions, and a
+/// max pooling of the average's output.
+fn avg_then_max() -> Net {
+    Net::new(
+        Shape::Image { c: 2, h: 12, w: 12 },
+        &[
+            conv(2, 4, 3, 1, 1),
+            Layer::Relu,
+            avg_pool(3, 3),
+            max_pool(2, 2),
+            Layer::Flatten,
+            Layer::Dense { inputs: 16, outputs: 3 },
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+fn average_pooling_trains_on_the_array_as_the_reference_bit_for_bit() {
+    for net in [avg_pooled(), avg_then_max()] {
+        trains_on_small_arrays(&net);
+    }
+}
+
+/// The cycle machine gives the same bits in the compiled cycles, the poolings named per op.
+#[test]
+fn an_average_pooled_step_on_the_cycle_machine_takes_the_compiled_cycles() {
+    for schedule in Schedule::ALL {
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(schedule);
+        let cycles = trains_as_the_reference(&avg_then_max(), config, GoldenKind::Cycle, &[3]);
+        let graph = Graph::network_training(&avg_then_max(), SGD).unwrap();
+        let step = compile_training(&graph, &config, 3).unwrap();
+        assert_eq!(cycles, step.cycles(), "{schedule:?}");
+        let ops: Vec<(&str, u8, u8)> =
+            step.segments.iter().map(|s| (s.op, s.layer, s.program)).collect();
+        let want = [("avg_pool", 0, 0), ("max_pool", 0, 0), ("max_pool_grad", 0, 1)];
+        for op in want.into_iter().chain([("avg_pool_grad", 0, 1)]) {
+            assert!(ops.contains(&op), "{op:?} in {ops:?}");
+        }
+    }
+}
+
+/// The accelerator's mean is a product by the rounded reciprocal: on a window whose sum is
+/// not a multiple of 9 it can differ from the f32 reference's division, and `Executor<Accel>`
+/// (which the machines equal) takes the product.
+#[test]
+fn the_accelerators_mean_is_a_product_by_the_reciprocal() {
+    use systole_core::conv::{avg_pool_with, PoolGeometry};
+    use systole_core::exec::{Accel, Numerics};
+    let g = PoolGeometry::new((1, 3, 3), 3, 3).unwrap();
+    let accel = Accel { config: ArrayConfig::new(4, 4, Dtype::Bf16) };
+    let mut differs = 0;
+    for i in 1..2000 {
+        let x = [i as f32 * 0.37; 9];
+        let sum = x.iter().fold(0.0f32, |s, &v| accel.add(s, v));
+        let got = avg_pool_with(&g, &x, 1, |a, b| accel.add(a, b), |s| accel.mean(s, &g))[0];
+        assert_eq!(got.to_bits(), (sum * (1.0f32 / 9.0)).to_bits(), "{sum}");
+        differs += (got != sum / 9.0) as u32;
+    }
+    assert!(differs > 0, "1/9 rounded never showed");
+}
+
 #[test]
 fn pooled_and_stacked_convolutions_train_on_the_array_as_the_reference_bit_for_bit() {
     // Five channels take two chunks of the three columns.
@@ -111,24 +198,24 @@ fn what_the_array_does_not_pool_is_refused_by_name() {
         Graph::network_training(&net, SGD).unwrap()
     };
     let flat = |n| [Layer::Flatten, Layer::Dense { inputs: n, outputs: 2 }];
-    let cases: [(Vec<Layer>, &str); 3] = [
+    let cases: [(Vec<Layer>, &str); 6] = [
         ([vec![max_pool(2, 2)], flat(9).to_vec()].concat(), pool::OF_INPUT),
+        ([vec![avg_pool(2, 2)], flat(9).to_vec()].concat(), pool::OF_INPUT),
         ([vec![conv(1, 1, 3, 1, 0), max_pool(3, 1)], flat(4).to_vec()].concat(), pool::UNTILED),
         ([vec![conv(1, 1, 2, 1, 0), max_pool(2, 2)], flat(4).to_vec()].concat(), pool::UNTILED),
+        ([vec![conv(1, 1, 3, 1, 0), avg_pool(3, 1)], flat(4).to_vec()].concat(), pool::UNTILED),
+        ([vec![conv(1, 1, 2, 1, 0), avg_pool(2, 2)], flat(4).to_vec()].concat(), pool::UNTILED),
     ];
     let config = ArrayConfig::new(4, 4, Dtype::Bf16);
     for (layers, what) in cases {
         let e = compile_training(&graph(&layers), &config, 2).unwrap_err();
         assert_eq!(e, CompileError::NotLowered { what }, "{layers:?}");
     }
-    let avg = graph(&[
-        conv(1, 1, 3, 1, 0),
-        Layer::AvgPool2d { kernel: 2, stride: 2 },
-        flat(4)[0],
-        flat(4)[1],
-    ]);
-    let e = check_lowered(&avg, Dtype::Bf16).unwrap_err();
-    assert_eq!(e.to_string(), "average pooling does not run on the accelerator yet");
+    let avg = graph(&[conv(1, 1, 2, 1, 0), avg_pool(5, 5), flat(1)[0], flat(1)[1]]);
+    assert_eq!(check_lowered(&avg, Dtype::Bf16), Ok(()));
+    let e = check_lowered(&avg, Dtype::Int8).unwrap_err();
+    assert_eq!(e, CompileError::NotLowered { what: pool::AVG_INT8 });
+    assert!(e.to_string().starts_with("average pooling on an INT8 array"), "{e}");
     let lenet = Graph::network(&Net::lenet(10).unwrap()).unwrap();
     assert_eq!(check_lowered(&lenet, Dtype::Bf16), Ok(()));
     assert_eq!(

@@ -263,9 +263,9 @@ pub struct TrainArgs {
     /// The network: `mlp` (dense layers of the --hidden widths), `lenet` (LeNet-5 for 1 x 28 x
     /// 28 images: --dataset mnist) or a JSON model file of an input shape and a layer list
     /// (conv2d, maxpool2d, avgpool2d, relu, flatten, dense; README "Networks"). The
-    /// accelerator runs max pooling in bf16 only, and zero padding in the first convolution
-    /// only; average pooling trains on the f32 CPU reference (--dtype f32) and the GPU
-    /// (--device gpu) so far.
+    /// accelerator pools in bf16 only, not the network's input, and trains pooling whose
+    /// windows tile its input; other networks train on the f32 CPU reference (--dtype f32) and
+    /// the GPU (--device gpu).
     #[arg(long, default_value = "mlp", value_name = "mlp|lenet|PATH.json", value_parser = ModelChoice::parse)]
     pub model: ModelChoice,
     /// Hidden layer widths of `--model mlp`, input side first (at most 7 layers).

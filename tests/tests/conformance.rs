@@ -342,9 +342,9 @@ fn conformance_16x16_decoupled() {
 }
 
 /// One step of the default MLP (`systole train`'s 64-64-10, batch 32), a convolution and a
-/// LeNet-shaped CNN on a 4x4 BF16 RTL, the accelerator `systole train --machine rtl --rows 4
-/// --cols 4` builds (blocking, decoupled, and blocking with paced lanes and two-stage PEs, as the
-/// BF16 boards build it): loss, predictions, cycles and every parameter equal the cycle
+/// LeNet-shaped CNN (max and average pooling) on a 4x4 BF16 RTL, the accelerator `systole train
+/// --machine rtl --rows 4 --cols 4` builds (blocking, decoupled, and blocking with paced lanes
+/// and two-stage PEs, as the BF16 boards build it): loss, predictions, cycles and every parameter equal the cycle
 /// machine's, bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
@@ -359,11 +359,13 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
         &[conv, Layer::Relu, Layer::Flatten, Layer::Dense { inputs: 256, outputs: 10 }],
     )
     .unwrap();
-    // LeNet's shape on the same images: two convolutions, each with a ReLU and a max pooling
-    // (vector-unit `Max`, `Equal` and the gradient's selects), the second's patches made from
-    // the first pooling's output and its input gradient added back (col2im).
+    // LeNet's shape on the same images: two convolutions, each with a ReLU and a pooling, max
+    // (vector-unit `Max`, `Equal` and the gradient's selects) then average (`Axpy` sums and
+    // `Scale`, the ReLU's gradient fused into its gradient), the second's patches made from the
+    // first pooling's output and its input gradient added back (col2im).
     let conv2 = Layer::Conv2d { in_channels: 6, out_channels: 8, kernel: 3, stride: 1, padding: 0 };
-    let pool = Layer::MaxPool2d { kernel: 2, stride: 2 };
+    let (pool, avg) =
+        (Layer::MaxPool2d { kernel: 2, stride: 2 }, Layer::AvgPool2d { kernel: 2, stride: 2 });
     let lenet = Net::new(
         Shape::Image { c: 1, h: 8, w: 8 },
         &[
@@ -372,7 +374,7 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
             pool,
             conv2,
             Layer::Relu,
-            pool,
+            avg,
             Layer::Flatten,
             Layer::Dense { inputs: 8, outputs: 10 },
         ],
@@ -424,7 +426,11 @@ fn training_step_on_the_rtl(build: &RtlBuild, graph: Graph, config: ArrayConfig,
 fn network_kind(net: &Net) -> &'static str {
     if net.mlp_widths().is_some() {
         "mlp"
-    } else if net.layers.iter().any(|l| matches!(l, Layer::MaxPool2d { .. })) {
+    } else if net
+        .layers
+        .iter()
+        .any(|l| matches!(l, Layer::MaxPool2d { .. } | Layer::AvgPool2d { .. }))
+    {
         "pooled cnn"
     } else {
         "cnn"

@@ -1,7 +1,8 @@
 //! What the vector-unit lowerings (`pool`, `col2im`) share: their accumulator row regions, and
 //! storing a run of rows as f32 words and bf16 elements.
 
-use super::CompileError;
+use super::{CompileError, Compiler, Segment};
+use crate::graph::{Op, TensorId};
 use crate::isa::{Instruction, VectorOp};
 
 /// Accumulator row regions for `regions` buffers of one run: `rows` rows each, the banks
@@ -60,4 +61,38 @@ pub(super) fn store_rows(
 
 pub(super) fn vector(op: VectorOp, dst: u16, src: u16, rows: u32, imm: u32) -> Instruction {
     Instruction::Vector { op, dst, src, rows: rows as u16, imm }
+}
+
+impl Compiler<'_> {
+    /// Closes a segment without MACs of `program` from instruction `start`.
+    pub(super) fn push_segment(
+        &mut self,
+        (op, layer): (&'static str, u8),
+        program: u8,
+        start: usize,
+    ) {
+        let end = self.programs[program as usize].len();
+        self.segments.push(Segment { op, layer, program, start, end, macs: 0, cycles: 0 });
+    }
+
+    /// The parameter layer whose output (through bias, ReLU, pooling, reshapes) `t` is.
+    pub(super) fn producer_layer(&self, t: TensorId) -> u8 {
+        let mut t = t;
+        loop {
+            let from = self.graph.forward.iter().find_map(|op| match *op {
+                Op::Dense { w, y, .. } if y == t => Some(Err(self.layer_of(w))),
+                Op::BiasAdd { x, y, .. }
+                | Op::Relu { x, y }
+                | Op::Reshape { x, y }
+                | Op::MaxPool { x, y, .. }
+                | Op::AvgPool { x, y, .. } => (y == t).then_some(Ok(x)),
+                _ => None,
+            });
+            match from {
+                Some(Ok(x)) => t = x,
+                Some(Err(layer)) => return layer,
+                None => return 0,
+            }
+        }
+    }
 }

@@ -32,7 +32,7 @@ impl Compiler<'_> {
                         }
                         (next, grad) = (next + 1, y);
                     }
-                    // The vector unit reads the gradient as f32 words (a max pooling's, or a
+                    // The vector unit reads the gradient as f32 words (a pooling's, or a
                     // convolution's patches'); anything else reads bf16 elements, through the
                     // ReLU before it when there is one.
                     let words = self.buffers[dx as usize].words;
@@ -76,6 +76,15 @@ impl Compiler<'_> {
                     self.max_pool_grad((dy, x, dx), geom, relu)?;
                     i += 1 + relu.is_some() as usize;
                 }
+                Op::AvgPoolGrad { dy, dx, geom } => {
+                    // The ReLU before the pooling, whose output (the pooling's input) masks it.
+                    let relu = match ops.get(i + 1) {
+                        Some(&Op::ReluGrad { dy: rdy, y, dx: out }) if rdy == dx => Some((y, out)),
+                        _ => None,
+                    };
+                    self.avg_pool_grad(dy, dx, geom, relu)?;
+                    i += 1 + relu.is_some() as usize;
+                }
                 Op::Col2im { dy, dx, geom } => {
                     let relu = match ops.get(i + 1) {
                         Some(&Op::ReluGrad { dy: rdy, y, dx: out })
@@ -88,7 +97,6 @@ impl Compiler<'_> {
                     self.col2im(dy, dx, geom, relu)?;
                     i += 1 + relu.is_some() as usize;
                 }
-                // Average pooling's gradient never reaches here: `check_lowered` refused it.
                 _ => return Err(CompileError::Unsupported { op: "backward op" }),
             }
         }

@@ -8,7 +8,7 @@
 //! that read these pixels and one `Axpy` by 1 add them. Descending taps are ascending output
 //! positions: each pixel's sum is made in `conv::col2im`'s order, with the vector unit's adder,
 //! as the accelerator's numerics sum it ([`crate::exec::Accel`]). The row is then stored as f32
-//! words where a max pooling's gradient reads it, or through the ReLU before the convolution
+//! words where a pooling's gradient reads it, or through the ReLU before the convolution
 //! (its mask loaded beside) as bf16 elements.
 
 extern crate alloc;

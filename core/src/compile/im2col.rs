@@ -4,7 +4,7 @@
 //!
 //! The image is the network's input, written by the host zero-padded
 //! ([`CompiledStep::padded_input`](super::CompiledStep::padded_input)), or a convolution's input
-//! made on the array (a max pooling's or a ReLU's output), which a padded convolution first
+//! made on the array (a pooling's or a ReLU's output), which a padded convolution first
 //! copies into the interior of a buffer whose borders hold zeros (the host writes them:
 //! [`CompiledStep::zeroed`](super::CompiledStep::zeroed)), an image row at a time, so every
 //! patch row is in range: for output row `oy` and kernel row `ky`, the `kernel x c` elements

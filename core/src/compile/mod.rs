@@ -103,10 +103,13 @@ pub fn check_lowered(graph: &Graph, dtype: Dtype) -> Result<(), CompileError> {
     for op in graph.forward.iter().chain(&graph.backward) {
         match *op {
             Op::MaxPool { .. } if dtype == Dtype::Int8 => return not(pool::INT8),
-            Op::MaxPool { x, .. } if x == graph.input => return not(pool::OF_INPUT),
-            Op::MaxPoolGrad { geom, .. } if !pool::tiles(&geom) => return not(pool::UNTILED),
-            Op::AvgPool { .. } => return not("average pooling"),
-            Op::AvgPoolGrad { .. } => return not("average pooling's gradient"),
+            Op::AvgPool { .. } if dtype == Dtype::Int8 => return not(pool::AVG_INT8),
+            Op::MaxPool { x, .. } | Op::AvgPool { x, .. } if x == graph.input => {
+                return not(pool::OF_INPUT)
+            }
+            Op::MaxPoolGrad { geom, .. } | Op::AvgPoolGrad { geom, .. } if !pool::tiles(&geom) => {
+                return not(pool::UNTILED)
+            }
             _ => {}
         }
     }
@@ -151,7 +154,7 @@ fn reshape_source(graph: &Graph, t: TensorId) -> TensorId {
     t
 }
 
-/// How max poolings read a tensor ([`Compiler::pooled`]).
+/// How poolings read a tensor ([`Compiler::pooled`]).
 struct Pooled {
     any: bool,
     only: bool,
@@ -237,13 +240,13 @@ impl<'g> Compiler<'g> {
                 _ => None,
             })
             .collect();
-        // Gradients the vector unit reads as f32 words: a max pooling's (`pool`) and a
+        // Gradients the vector unit reads as f32 words: a pooling's (`pool`) and a
         // convolution's patches' (`col2im`), at the tensor whose buffers they are.
         let read_as_words: Vec<TensorId> = graph
             .backward
             .iter()
             .filter_map(|op| match *op {
-                Op::MaxPoolGrad { dy, .. } | Op::Col2im { dy, .. } => {
+                Op::MaxPoolGrad { dy, .. } | Op::AvgPoolGrad { dy, .. } | Op::Col2im { dy, .. } => {
                     Some(reshape_source(graph, dy))
                 }
                 _ => None,
@@ -327,7 +330,7 @@ impl<'g> Compiler<'g> {
     fn source_of(&self, t: TensorId) -> TensorId {
         reshape_source(self.graph, t)
     }
-    /// Whether max poolings read `t`: any, and only they (in the forward pass).
+    /// Whether poolings read `t` (as f32 words): any, and only they (in the forward pass).
     fn pooled(&self, t: TensorId) -> Pooled {
         let readers = self.graph.forward.iter().filter(|op| match **op {
             Op::Dense { x, .. }
@@ -342,7 +345,7 @@ impl<'g> Compiler<'g> {
         });
         let (mut any, mut only) = (false, true);
         for op in readers {
-            let pool = matches!(op, Op::MaxPool { .. });
+            let pool = matches!(op, Op::MaxPool { .. } | Op::AvgPool { .. });
             any |= pool;
             only &= pool;
         }
@@ -436,7 +439,7 @@ impl<'g> Compiler<'g> {
                     let shape = GemmShape { m: self.rows(x), k: self.cols(x), n: self.cols(y) };
                     // The logits may be this output flattened (a reshape shares its buffers).
                     let is_logits = self.source_of(self.graph.logits) == out;
-                    // A max pooling reads the f32 words; only another reader needs the elements.
+                    // A pooling reads the f32 words; only another reader needs the elements.
                     let pooled = self.pooled(out);
                     let cast = (!is_logits && !pooled.only).then(|| CastTo {
                         addr: self.elems(out),
@@ -446,7 +449,7 @@ impl<'g> Compiler<'g> {
                         bias: Some(self.words(b)),
                         relu,
                         // Training keeps the f32 output as the ReLU mask; inference only the logits
-                        // and what a max pooling reads.
+                        // and what a pooling reads.
                         store: is_logits || self.training || pooled.any,
                         cast,
                         ..Epilogue::STORE
@@ -464,12 +467,15 @@ impl<'g> Compiler<'g> {
                     i += 1;
                 }
                 Op::MaxPool { x, y, geom } => {
-                    self.max_pool(x, y, geom)?;
+                    self.pool(pool::Kind::Max, x, y, geom)?;
+                    i += 1;
+                }
+                Op::AvgPool { x, y, geom } => {
+                    self.pool(pool::Kind::Avg, x, y, geom)?;
                     i += 1;
                 }
                 // The output shares the input's buffers.
                 Op::Reshape { .. } => i += 1,
-                // Average pooling never reaches here: `check_lowered` refused it.
                 _ => return Err(CompileError::Unsupported { op: "forward op" }),
             }
         }

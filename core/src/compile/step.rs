@@ -22,7 +22,7 @@ pub struct Segment {
     /// GEMM, "dense_grad_weight+bias"), each with "+sgd" when the update is fused in; "conv",
     /// "conv_grad_input" and "conv_grad_weight..." for a convolution's GEMMs on its patches;
     /// "im2col" for the copy that makes them and "col2im" for the sum that undoes it;
-    /// "max_pool" and "max_pool_grad" on the vector unit.
+    /// "max_pool", "avg_pool" and their "_grad"s on the vector unit.
     pub op: &'static str,
     pub layer: u8,
     /// 0: forward program, 1: backward-and-update program.

@@ -146,6 +146,17 @@ impl PoolGeometry {
         (self.c * self.out_h() * self.out_w()) as usize
     }
 
+    /// Taps in a window.
+    pub fn size(&self) -> u32 {
+        self.kernel * self.kernel
+    }
+
+    /// What the accelerator's average pooling multiplies a window's sum by, and its gradient
+    /// each output's gradient: `1 / size`, rounded to f32.
+    pub fn mean_factor(&self) -> f32 {
+        1.0 / self.size() as f32
+    }
+
     /// The input elements (within the HWC image) of HWC output element `o`'s window, row by
     /// row.
     pub fn window(&self, o: usize) -> impl Iterator<Item = usize> + '_ {

@@ -18,8 +18,9 @@ mod ops;
 pub use geometry::{ConvGeometry, PoolGeometry, ShapeError};
 #[cfg(feature = "alloc")]
 pub use ops::{
-    avg_pool, avg_pool_grad, col2im, col2im_with, im2col, max_pool, max_pool_grad,
-    max_pool_grad_with, nchw_to_nhwc, nhwc_to_nchw, weight_from_pytorch, weight_to_pytorch,
+    avg_pool, avg_pool_grad, avg_pool_grad_with, avg_pool_with, col2im, col2im_with, im2col,
+    max_pool, max_pool_grad, max_pool_grad_with, nchw_to_nhwc, nhwc_to_nchw, weight_from_pytorch,
+    weight_to_pytorch,
 };
 
 #[cfg(all(test, feature = "alloc"))]

@@ -162,13 +162,24 @@ pub fn max_pool_grad_with<T: Float>(
 
 /// Average pooling of `n` images: each window's sum in window order, divided by its size.
 pub fn avg_pool<T: Float>(g: &PoolGeometry, x: &[T], n: usize) -> Vec<T> {
+    avg_pool_with(g, x, n, |a, b| a + b, |s| s / T::from_f64(g.size() as f64))
+}
+
+/// [`avg_pool`] with each window's sum made by `add`, from zero in window order, and turned
+/// into the mean by `mean`.
+pub fn avg_pool_with<T: Float>(
+    g: &PoolGeometry,
+    x: &[T],
+    n: usize,
+    add: impl Fn(T, T) -> T,
+    mean: impl Fn(T) -> T,
+) -> Vec<T> {
     assert_eq!(x.len(), n * g.image());
-    let size = T::from_f64((g.kernel * g.kernel) as f64);
     let mut y = Vec::with_capacity(n * g.out_image());
     for b in 0..n {
         let image = &x[b * g.image()..][..g.image()];
         for o in 0..g.out_image() {
-            y.push(g.window(o).fold(T::default(), |s, i| s + image[i]) / size);
+            y.push(mean(g.window(o).fold(T::default(), |s, i| add(s, image[i]))));
         }
     }
     y
@@ -177,14 +188,25 @@ pub fn avg_pool<T: Float>(g: &PoolGeometry, x: &[T], n: usize) -> Vec<T> {
 /// The input gradient of [`avg_pool`]: each output's gradient, divided by the window's size,
 /// added to every element of its window.
 pub fn avg_pool_grad<T: Float>(g: &PoolGeometry, dy: &[T], n: usize) -> Vec<T> {
+    avg_pool_grad_with(g, dy, n, |a, b| a + b, |d| d / T::from_f64(g.size() as f64))
+}
+
+/// [`avg_pool_grad`] with each output's share made by `mean` and the shares added to the
+/// elements (from zero, outputs in order) by `add`.
+pub fn avg_pool_grad_with<T: Float>(
+    g: &PoolGeometry,
+    dy: &[T],
+    n: usize,
+    add: impl Fn(T, T) -> T,
+    mean: impl Fn(T) -> T,
+) -> Vec<T> {
     assert_eq!(dy.len(), n * g.out_image());
-    let size = T::from_f64((g.kernel * g.kernel) as f64);
     let mut dx = vec![T::default(); n * g.image()];
     for b in 0..n {
         for o in 0..g.out_image() {
-            let share = dy[b * g.out_image() + o] / size;
+            let share = mean(dy[b * g.out_image() + o]);
             for i in g.window(o) {
-                dx[b * g.image() + i] = dx[b * g.image() + i] + share;
+                dx[b * g.image() + i] = add(dx[b * g.image() + i], share);
             }
         }
     }

@@ -1,0 +1,179 @@
+//! Pooling on the vector unit, and its gradients.
+//!
+//! A pooling's input is a channels-last image in DRAM as f32 words (the convolution's epilogue
+//! stores them), one row of `c` channels per position, so a window's taps are whole rows and the
+//! pooling is a row-wise reduction. For one output column `px` and one tap `(ky, kx)`, the
+//! input rows of the outputs `(n, py)` are `stride x w` rows apart (across images too when the
+//! windows tile the height), so one strided `LoadAcc` brings a tap for a run of outputs and one
+//! vector op folds it in, taps in window order:
+//!
+//! * max pooling: `Max` into the running maximum, which keeps the first of equal values and of
+//!   NaNs, as `conv::max_pool` picks them;
+//! * average pooling: `Axpy` by one into the running sum (the product is exact, so this is the
+//!   vector unit's add, in `conv::avg_pool`'s order), then `Scale` by the window's reciprocal
+//!   ([`PoolGeometry::mean_factor`]; [`crate::exec::Accel`] divides so).
+//!
+//! The result is stored as bf16 elements (the next layer's operand) and as f32 words where the
+//! max pooling's gradient (which finds the maximum in them) or another pooling reads them.
+//! The gradients are in [`grad`]. Runs alternate between the accumulator banks ([`Regions`]),
+//! so under the decoupled schedule one run's loads overlap the previous run's vector ops.
+
+extern crate alloc;
+use alloc::vec::Vec;
+
+mod grad;
+
+use super::acc_rows::{store_rows, vector, Regions};
+use super::{CompileError, Compiler};
+use crate::conv::PoolGeometry;
+use crate::graph::TensorId;
+use crate::isa::{Instruction, VectorOp};
+
+/// Max pooling on an INT8 array.
+pub const INT8: &str =
+    "max pooling on an INT8 array (its accumulator lanes have no comparator; docs/DECISIONS.md 66)";
+/// Average pooling on an INT8 array.
+pub const AVG_INT8: &str = "average pooling on an INT8 array (its accumulator lanes have no \
+                            multiplier; docs/DECISIONS.md 52)";
+/// Pooling reads f32 words, which the host's bf16 input is not.
+pub const OF_INPUT: &str = "pooling of the network's input";
+/// The gradient of windows that overlap or leave elements out.
+pub const UNTILED: &str = "the gradient of a pooling whose windows do not tile its input \
+                           (stride equal to the kernel, dividing the height and width)";
+
+/// Which reduction a pooling makes.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Kind {
+    Max,
+    Avg,
+}
+
+/// Whether the windows of `g` cover every input element exactly once.
+pub fn tiles(g: &PoolGeometry) -> bool {
+    g.stride == g.kernel && g.h % g.kernel == 0 && g.w % g.kernel == 0
+}
+
+/// A run of outputs `(n, py)` (`q = n x out_h + py`) of one output column, whose input rows
+/// are evenly spaced.
+#[derive(Clone, Copy)]
+struct Run {
+    q0: u32,
+    rows: u32,
+    /// The input image row (over the batch: `n x h + py x stride`) of output `q0`.
+    in_row: u32,
+}
+
+/// The runs of `batch` images' outputs, at most `most` rows each: across images where the
+/// windows' rows tile the height (the input rows then stay `stride` apart), else per image.
+fn runs(g: &PoolGeometry, batch: u32, most: u32) -> Vec<Run> {
+    let (ph, s) = (g.out_h(), g.stride);
+    let groups: Vec<(u32, u32)> = match g.h == ph * s {
+        true => alloc::vec![(0, batch * ph)],
+        false => (0..batch).map(|n| (n * ph, ph)).collect(),
+    };
+    let mut out = Vec::new();
+    for (start, len) in groups {
+        for q0 in (start..start + len).step_by(most.max(1) as usize) {
+            let rows = most.min(start + len - q0);
+            out.push(Run { q0, rows, in_row: (q0 / ph) * g.h + (q0 % ph) * s });
+        }
+    }
+    out
+}
+
+impl Compiler<'_> {
+    /// The pooling `y` of image `x` (f32 words) into program 0.
+    pub(super) fn pool(
+        &mut self,
+        kind: Kind,
+        x: TensorId,
+        y: TensorId,
+        g: PoolGeometry,
+    ) -> Result<(), CompileError> {
+        let pooled = self.pooled(y);
+        // Max pooling's gradient reads the maximum back; average pooling's needs no output.
+        let keep = self.training && kind == Kind::Max;
+        let words = (keep || pooled.any).then(|| self.words(y));
+        let elems = (!pooled.only).then(|| self.elems(y));
+        let (fold, imm) = match kind {
+            Kind::Max => (VectorOp::Max, 0),
+            Kind::Avg => (VectorOp::Axpy, 1.0f32.to_bits()),
+        };
+        let regions = Regions::new(self.config.acc_depth, 2)?;
+        let start = self.programs[0].len();
+        let mut run = 0;
+        for r in runs(&g, self.batch, regions.rows) {
+            for px in 0..g.out_w() {
+                for c0 in (0..g.c).step_by(self.config.cols as usize) {
+                    let (acc_y, acc_x) = (regions.at(run, 0), regions.at(run, 1));
+                    run += 1;
+                    let taps = self.pool_taps(&g, r, px, c0);
+                    let len = taps.len;
+                    let load = |acc_row, tap| Instruction::LoadAcc {
+                        acc_row,
+                        dram_addr: self.words(x) + 4 * taps.input(tap),
+                        rows: r.rows as u16,
+                        len,
+                        row_stride: taps.input_stride,
+                    };
+                    let mut code = alloc::vec![load(acc_y, 0)];
+                    for tap in 1..g.size() {
+                        code.push(load(acc_x, tap));
+                        code.push(vector(fold, acc_y, acc_x, r.rows, imm));
+                    }
+                    if kind == Kind::Avg {
+                        let factor = g.mean_factor().to_bits();
+                        code.push(vector(VectorOp::Scale, acc_y, 0, r.rows, factor));
+                    }
+                    let rows = (r.rows as u16, len, taps.output_stride);
+                    code.extend(store_rows(acc_y, (words, elems), taps.output, rows));
+                    self.programs[0].extend(code);
+                }
+            }
+        }
+        let name = match kind {
+            Kind::Max => "max_pool",
+            Kind::Avg => "avg_pool",
+        };
+        let layer = self.producer_layer(x);
+        self.push_segment((name, layer), 0, start);
+        Ok(())
+    }
+
+    /// Where run `r`'s taps of output column `px`, channels `c0..`, sit (in elements).
+    fn pool_taps(&self, g: &PoolGeometry, r: Run, px: u32, c0: u32) -> Taps {
+        let (c, s, w) = (g.c, g.stride, g.w);
+        Taps {
+            first: (r.in_row * w + px * s) * c + c0,
+            k: g.kernel,
+            w,
+            c,
+            len: (self.config.cols as u32).min(c - c0) as u16,
+            input_stride: s * w * c,
+            output: (r.q0 * g.out_w() + px) * c + c0,
+            output_stride: g.out_w() * c,
+        }
+    }
+}
+
+/// One run's tap addresses.
+struct Taps {
+    /// Element offset of tap (0, 0) of the run's first output.
+    first: u32,
+    k: u32,
+    w: u32,
+    c: u32,
+    len: u16,
+    input_stride: u32,
+    /// Element offset of the run's first output, and the stride between its outputs.
+    output: u32,
+    output_stride: u32,
+}
+
+impl Taps {
+    /// Element offset of tap `tap` (window order) of the run's first output.
+    fn input(&self, tap: u32) -> u32 {
+        let (ky, kx) = (tap / self.k, tap % self.k);
+        self.first + (ky * self.w + kx) * self.c
+    }
+}
