@@ -21,11 +21,13 @@ use crate::error::Error;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Input<'a> {
     /// The model's input values, `batch x features` row-major (raw features already divided by
-    /// the blob's `feature_scale`): quantized with the blob's input scale (INT8) or rounded to
-    /// bf16 (BF16) exactly as the host does.
+    /// the blob's `feature_scale`; an image model's images channels first, as data sets and
+    /// PyTorch hold them): quantized with the blob's input scale (INT8) or rounded to bf16
+    /// (BF16) exactly as the host does, and placed where the program reads them (an image
+    /// channels-last inside its zero border: [`Blob::input_source`]).
     F32(&'a [f32]),
-    /// Already in the input buffer's format (i8, or bf16 little-endian), `batch x features`
-    /// elements.
+    /// The input buffer's bytes as they are (i8, or bf16 little-endian):
+    /// [`Blob::input_elements`] elements.
     Encoded(&'a [u8]),
 }
 
@@ -83,37 +85,42 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
     }
 
     fn write_input(&mut self, blob: &Blob<'_>, input: Input<'_>) -> Result<(), SPI::Error> {
-        let n = blob.input_len();
         let format = blob.input.format;
         match input {
             Input::Encoded(bytes) => {
-                if bytes.len() != bytes_of(n, format) {
-                    let expected = bytes_of(n, format);
+                let expected = bytes_of(blob.input_elements(), format);
+                if bytes.len() != expected {
                     return Err(Error::Buffer { what: "input bytes", expected, got: bytes.len() });
                 }
                 self.write_memory(Region::Dram, blob.input.addr, bytes)
             }
             Input::F32(values) => {
+                let n = blob.input_len();
                 if values.len() != n {
                     return Err(Error::Buffer { what: "input", expected: n, got: values.len() });
                 }
+                // The buffer's elements in order, each its input value or a border's zero.
+                let elements = blob.input_elements();
+                let value = |e: usize| blob.input_source(e).and_then(|i| values.get(i).copied());
                 let per_chunk = MAX_DATA.checked_div(format.bytes()).unwrap_or(1).max(1);
                 let mut addr = blob.input.addr;
-                for chunk in values.chunks(per_chunk) {
+                for first in (0..elements).step_by(per_chunk) {
+                    let count = per_chunk.min(elements.saturating_sub(first));
                     let mut buf = [0u8; MAX_DATA];
-                    let len = bytes_of(chunk.len(), format);
                     match format {
                         Format::Bf16 => {
-                            for (slot, &x) in buf.chunks_exact_mut(2).zip(chunk) {
-                                slot.copy_from_slice(&to_operand(x).0.to_le_bytes());
+                            for (e, slot) in (first..).zip(buf.chunks_exact_mut(2).take(count)) {
+                                let bits = value(e).map_or(0, |x| to_operand(x).0);
+                                slot.copy_from_slice(&bits.to_le_bytes());
                             }
                         }
                         _ => {
-                            for (slot, &x) in buf.iter_mut().zip(chunk) {
-                                *slot = quantize(x, blob.input.scale) as u8;
+                            for (e, slot) in (first..).zip(buf.iter_mut().take(count)) {
+                                *slot = value(e).map_or(0, |x| quantize(x, blob.input.scale) as u8);
                             }
                         }
                     }
+                    let len = bytes_of(count, format);
                     let data = buf.get(..len).unwrap_or(&[]);
                     self.write_memory(Region::Dram, addr, data)?;
                     addr = addr.wrapping_add(len as u32);

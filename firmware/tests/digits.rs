@@ -123,7 +123,8 @@ fn build_all(t: &Trained) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = targets()
         .iter()
         .map(|c| {
-            let bytes = blob::build(&t.spec, &t.params, c, 1, Some(&t.plan), FEATURE_SCALE);
+            let bytes =
+                blob::build(&t.spec.net().unwrap(), &t.params, c, 1, Some(&t.plan), FEATURE_SCALE);
             (blob_name(c), bytes.unwrap())
         })
         .collect();

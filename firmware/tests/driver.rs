@@ -637,7 +637,7 @@ fn run_inference_sends_the_blob_the_input_and_reads_the_logits() {
     let x = [0.25f32, -0.5, 1.0];
     let plan = Int8Plan::calibrate(&Graph::mlp(&spec).unwrap(), &params, &x, 1).unwrap();
     let config = identity().config;
-    let bytes = blob::build(&spec, &params, &config, 1, Some(&plan), 1.0).unwrap();
+    let bytes = blob::build(&spec.net().unwrap(), &params, &config, 1, Some(&plan), 1.0).unwrap();
     let blob = Blob::parse(&bytes).unwrap();
     let id = Identity { dram_bytes: blob.target.dram_bytes + 64, ..identity() };
 

@@ -6,8 +6,10 @@
 use embedded_hal_mock::eh1::delay::NoopDelay;
 use systole_core::blob::{self, Blob};
 use systole_core::compile::Int8Plan;
+use systole_core::conv::nchw_to_nhwc;
 use systole_core::graph::{Graph, MlpSpec};
 use systole_core::isa::{encode, Instruction};
+use systole_core::layers::{Layer, Net, Shape};
 use systole_core::link::emulator::{Emulator, FIFO_DEPTH};
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
@@ -52,7 +54,8 @@ fn int8_inference_through_the_driver_equals_int8_inference() {
     let config = ArrayConfig::new(4, 4, Dtype::Int8);
     let x = inputs(BATCH as usize, spec.inputs as usize, 5);
     let plan = Int8Plan::calibrate(&graph, &params, &x, BATCH as usize).unwrap();
-    let bytes = blob::build(&spec, &params, &config, BATCH, Some(&plan), 1.0).unwrap();
+    let bytes =
+        blob::build(&spec.net().unwrap(), &params, &config, BATCH, Some(&plan), 1.0).unwrap();
     let blob = Blob::parse(&bytes).unwrap();
     // Longer than the FIFO, so the driver must keep it fed while the program runs.
     assert!(blob.program_words() > FIFO_DEPTH, "{} words", blob.program_words());
@@ -88,7 +91,7 @@ fn bf16_inference_through_the_driver_equals_accel_trainer_logits() {
     let params = Params::init(&spec, 12);
     let config = ArrayConfig::new(4, 4, Dtype::Bf16);
     let x = inputs(BATCH as usize, spec.inputs as usize, 8);
-    let bytes = blob::build(&spec, &params, &config, BATCH, None, 1.0).unwrap();
+    let bytes = blob::build(&spec.net().unwrap(), &params, &config, BATCH, None, 1.0).unwrap();
     let blob = Blob::parse(&bytes).unwrap();
     assert!(blob.program_words() > FIFO_DEPTH, "{} words", blob.program_words());
 
@@ -112,7 +115,7 @@ fn a_blob_for_another_accelerator_is_refused() {
     let spec = spec();
     let params = Params::init(&spec, 1);
     let config = ArrayConfig::new(4, 4, Dtype::Bf16);
-    let bytes = blob::build(&spec, &params, &config, 1, None, 1.0).unwrap();
+    let bytes = blob::build(&spec.net().unwrap(), &params, &config, 1, None, 1.0).unwrap();
     let blob = Blob::parse(&bytes).unwrap();
     let dram = blob.target.dram_bytes as usize;
     let mut logits = vec![0f32; blob.logits_len()];
@@ -177,4 +180,93 @@ fn a_faulting_program_reports_its_fault_code() {
     let ok = [Instruction::Sync, Instruction::Halt].map(|i| encode(&i).unwrap());
     let status = accel.run_program(&ok[..]).unwrap();
     assert!(status.done && status.cycles > 0);
+}
+
+fn conv(i: u32, o: u32) -> Layer {
+    Layer::Conv2d { in_channels: i, out_channels: o, kernel: 3, stride: 1, padding: 1 }
+}
+
+/// A CNN on 2 x 6 x 6 images whose convolutions both pad: the first reads the input the driver
+/// writes with its zero border, the second a zero-bordered copy of the array's output, whose
+/// zeros the blob's DRAM image holds. `pool` puts a max pooling between them.
+fn cnn(pool: bool) -> Net {
+    let mut layers = vec![conv(2, 3), Layer::Relu];
+    if pool {
+        layers.push(Layer::MaxPool2d { kernel: 2, stride: 2 });
+    }
+    let side: u32 = if pool { 3 } else { 6 };
+    layers.extend([conv(3, 4), Layer::Relu, Layer::Flatten]);
+    layers.push(Layer::Dense { inputs: 4 * side * side, outputs: 5 });
+    Net::new(Shape::Image { c: 2, h: 6, w: 6 }, &layers).unwrap()
+}
+
+/// The driver on an accelerator whose DRAM holds garbage before the model is loaded: what the
+/// program reads as zeros, the driver and the blob must write.
+fn emulated_dirty(config: ArrayConfig, dram: usize) -> Emulated {
+    let mut accel = emulated(config, dram, 1);
+    for at in (0..dram).step_by(256) {
+        let n = 256.min(dram - at);
+        accel.write_memory(Region::Dram, at as u32, &vec![0xA5; n]).unwrap();
+    }
+    accel
+}
+
+/// Image models through the driver: the rows given channels first, as data sets hold them, the
+/// logits those of `AccelTrainer` (BF16, pooled) and `Int8Inference` (INT8) on the same rows
+/// made channels-last, bit for bit, in the blob's cycles.
+#[test]
+fn image_inference_through_the_driver_equals_the_hosts() {
+    let rows = BATCH as usize;
+    let x = inputs(rows, 72, 9);
+    let channels_last = nchw_to_nhwc(&x, rows, 36, 2);
+
+    let net = cnn(true);
+    let params = Params::init(&net, 4);
+    let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+    let bytes = blob::build(&net, &params, &config, BATCH, None, 1.0).unwrap();
+    let blob = Blob::parse(&bytes).unwrap();
+    let graph = Graph::network(&net).unwrap();
+    let dram = AccelTrainer::dram_needed(&graph, &config, BATCH as u32, BATCH as u32).unwrap();
+    let mut reference =
+        AccelTrainer::new(golden(GoldenKind::Cycle, config, dram).unwrap(), graph, &params)
+            .unwrap();
+    let (expected, work) = reference.logits(&channels_last, rows).unwrap();
+    let mut accel = emulated_dirty(config, blob.target.dram_bytes as usize);
+    let mut logits = vec![0f32; blob.logits_len()];
+    let cycles = accel.run_inference(&blob, Input::F32(&x), &mut logits).unwrap();
+    assert_eq!(bits(&logits), bits(&expected), "bf16");
+    assert_eq!((cycles, cycles), (work.cycles, blob.expected_cycles));
+
+    let net = cnn(false);
+    let params = Params::init(&net, 6);
+    let graph = Graph::network(&net).unwrap();
+    let plan = Int8Plan::calibrate(&graph, &params, &channels_last, rows).unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let bytes = blob::build(&net, &params, &config, BATCH, Some(&plan), 1.0).unwrap();
+    let blob = Blob::parse(&bytes).unwrap();
+    let dram = blob.target.dram_bytes as usize;
+    let machine = golden(GoldenKind::Cycle, config, dram).unwrap();
+    let mut reference = Int8Inference::new(machine, graph, &params, plan).unwrap();
+    let (expected, work) = reference.logits(&channels_last, rows).unwrap();
+    let mut accel = emulated_dirty(config, dram);
+    let cycles = accel.run_inference(&blob, Input::F32(&x), &mut logits).unwrap();
+    assert_eq!(bits(&logits), bits(&expected), "int8");
+    assert_eq!((cycles, cycles), (work.cycles, blob.expected_cycles));
+    // The input buffer as it is: the same logits.
+    let q = reference.plan.input_bytes(&channels_last);
+    let compiled = systole_core::compile::compile_inference(
+        &reference.graph,
+        &config,
+        BATCH as u32,
+        Some(&reference.plan),
+    )
+    .unwrap();
+    accel.infer(&blob, Input::Encoded(&compiled.padded_input(&q)), &mut logits).unwrap();
+    assert_eq!(bits(&logits), bits(&expected), "int8, encoded");
+    // A buffer of the unpadded size is refused, naming the input.
+    let short = Input::Encoded(&q);
+    assert!(matches!(
+        accel.infer(&blob, short, &mut logits),
+        Err(Error::Buffer { what: "input bytes", .. })
+    ));
 }

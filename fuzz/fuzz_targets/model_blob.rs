@@ -19,7 +19,15 @@ fn check(data: &[u8]) {
                 assert!(!w.data.is_empty() && w.addr as u64 + w.data.len() as u64 <= dram);
             }
             let input_end =
-                blob.input.addr as u64 + (blob.input_len() * blob.input.format.bytes()) as u64;
+                blob.input.addr as u64 + (blob.input_elements() * blob.input.format.bytes()) as u64;
+            assert!(blob.input_elements() >= blob.input_len());
+            // Every input value lands inside the input buffer, and no slot reads past the input.
+            if let Some(image) = blob.image {
+                let per_row = image.elements() as usize;
+                for at in 0..per_row.min(4096) {
+                    assert!(image.feature_at(at).is_none_or(|f| f < image.features() as usize));
+                }
+            }
             let logits_end =
                 blob.logits.addr as u64 + (blob.logits_len() * blob.logits.format.bytes()) as u64;
             assert!(input_end <= dram && logits_end <= dram);

@@ -1,12 +1,15 @@
 //! `systole firmware blob`: a trained model (from `systole train --save`) compiled into the blob
-//! a firmware embeds and runs as INT8 or BF16 inference (core::blob, docs/FIRMWARE.md).
+//! a firmware embeds and runs as INT8 or BF16 inference (core::blob, docs/FIRMWARE.md). MLPs
+//! and image models alike: an image model's blob says where each pixel goes.
 
 use anyhow::anyhow;
-use systole_core::compile::Int8Plan;
+use systole_core::compile::{check_lowered, Int8Plan};
 use systole_core::graph::Graph;
+use systole_core::layers::Shape;
 
 use crate::cli::{BlobArgs, DtypeArg};
 use crate::model::Model;
+use crate::network::describe;
 use crate::outputs::Outputs;
 use crate::train::CALIBRATION_ROWS;
 
@@ -18,29 +21,30 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     }
     let out = outputs.writes("-o", &args.out)?;
     let model = Model::load(&args.model)?;
-    let spec = model.mlp_spec().ok_or_else(|| {
-        anyhow!(
-            "{}: a firmware blob runs an MLP so far; this model is {}",
-            args.model.display(),
-            crate::network::describe(&model.net)
-        )
-    })?;
+    let net = &model.net;
+    let graph = Graph::network(net).map_err(|e| anyhow!("{}: {e}", args.model.display()))?;
     let dtype = systole_core::Dtype::from(args.dtype);
+    // What the array cannot run is named before the data set is read.
+    check_lowered(&graph, dtype).map_err(|e| {
+        anyhow!("{}: {e}; a blob of this model needs --dtype bf16", args.model.display())
+    })?;
     let config = args.array.config(dtype);
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     let int8 = match args.dtype {
         DtypeArg::Bf16 => None,
         DtypeArg::Int8 => {
             // Calibrated as `systole train --dtype int8` does: on the training side of the
-            // model's own split.
+            // model's own split, images channels-last as every machine runs them.
             let data = args.dataset.load()?;
-            let split = data.split_for_model(
+            let mut split = data.split_for_model(
                 model.seed,
                 model.feature_scale,
-                spec.inputs as usize,
-                spec.classes,
+                net.input.elements() as usize,
+                net.classes(),
             )?;
-            let graph = Graph::mlp(&spec).map_err(|e| anyhow!("{}: {e}", args.model.display()))?;
+            if let Shape::Image { c, h, w } = net.input {
+                split.to_channels_last(c as usize, (h * w) as usize);
+            }
             let rows = split.train.len().min(CALIBRATION_ROWS);
             let plan = Int8Plan::calibrate(&graph, &model.params, split.train.head(rows), rows)
                 .map_err(|e| anyhow!("int8 calibration: {e}"))?;
@@ -48,7 +52,7 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
         }
     };
     let bytes = systole_core::blob::build(
-        &spec,
+        net,
         &model.params,
         &config,
         args.batch,
@@ -58,12 +62,13 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     .map_err(|e| anyhow!("cannot build the blob: {e}"))?;
     outputs.write(out, |file| file.write_all(&bytes))?;
     outputs.commit()?;
+    let kind = if net.mlp_widths().is_some() { "MLP" } else { "network" };
     println!(
-        "{}: {} bytes, {} inference of a {} MLP on a {}x{} {} array, batch {}",
+        "{}: {} bytes, {} inference of a {} {kind} on a {}x{} {} array, batch {}",
         args.out.display(),
         bytes.len(),
         dtype.name(),
-        spec.widths().map(|w| w.to_string()).collect::<Vec<_>>().join("-"),
+        describe(net),
         config.rows,
         config.cols,
         config.dataflow.short_name(),

@@ -337,15 +337,33 @@ mod files {
         prop_oneof![mlp, cnn]
     }
 
+    /// An MLP, or an image model (a convolution of `padding` and a ReLU before the dense
+    /// layer), of `inputs` features or a `1 x inputs x inputs` image.
+    fn blob_net(image: Option<u32>, inputs: u32, classes: u32) -> Net {
+        let Some(padding) = image else { return spec(inputs, &[3], classes).net().unwrap() };
+        let side = inputs + 2;
+        let conv = Layer::Conv2d { in_channels: 1, out_channels: 2, kernel: 3, stride: 1, padding };
+        let out = side + 2 * padding - 2;
+        let layers = [
+            conv,
+            Layer::Relu,
+            Layer::Flatten,
+            Layer::Dense { inputs: 2 * out * out, outputs: classes },
+        ];
+        Net::new(Shape::Image { c: 1, h: side, w: side }, &layers).unwrap()
+    }
+
     fn blob_file() -> impl Strategy<Value = Vec<u8>> {
-        (any::<bool>(), 1u32..6, 2u32..5, 1u16..3, any::<u64>()).prop_filter_map(
+        let image = prop_oneof![Just(None), (0u32..3).prop_map(Some)];
+        (any::<bool>(), image, 1u32..6, 2u32..5, 1u16..3, any::<u64>()).prop_filter_map(
             "INT8 calibration failed",
-            |(int8, inputs, classes, batch, seed)| {
-                let spec = spec(inputs, &[3], classes);
-                let params = Params::init(&spec, seed);
+            |(int8, image, inputs, classes, batch, seed)| {
+                let net = blob_net(image, inputs, classes);
+                let params = Params::init(&net, seed);
                 let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
-                let graph = Graph::mlp(&spec).unwrap();
-                let x: Vec<f32> = (0..2 * inputs).map(|i| (i as f32 * 0.37).sin()).collect();
+                let graph = Graph::network(&net).unwrap();
+                let features = graph.inputs();
+                let x: Vec<f32> = (0..2 * features).map(|i| (i as f32 * 0.37).sin()).collect();
                 let plan = Int8Plan::calibrate(&graph, &params, &x, 2).ok();
                 if int8 && plan.is_none() {
                     return None;
@@ -353,7 +371,7 @@ mod files {
                 let config = ArrayConfig::new(2, 2, dtype);
                 Some(
                     blob::build(
-                        &spec,
+                        &net,
                         &params,
                         &config,
                         batch,
@@ -537,6 +555,11 @@ mod files {
                     prop_assert_eq!(&b.to_bytes(), &bytes);
                     let dram = b.target.dram_bytes as u64;
                     prop_assert!(b.writes().all(|w| w.addr as u64 + w.data.len() as u64 <= dram));
+                    let bytes = (b.input_elements() * b.input.format.bytes()) as u64;
+                    prop_assert!(b.input.addr as u64 + bytes <= dram);
+                    for e in 0..b.input_elements().min(4096) {
+                        prop_assert!(b.input_source(e).is_none_or(|i| i < b.input_len()));
+                    }
                 }
                 Err(e) => prop_assert!(!undamaged, "a built blob was refused: {}", e),
             }

@@ -935,3 +935,68 @@ fn firmware_blob_from_a_saved_model_parses_for_its_array() {
     assert_fails_naming(&out, &["missing.safetensors"]);
     assert!(!s.path("x.blob").exists(), "no blob from a failed run");
 }
+
+/// An image model's blob: the image and its padding in the header, the input buffer the padded
+/// images; a pooled model's INT8 blob is refused naming what the array lacks.
+#[test]
+fn firmware_blob_of_an_image_model() {
+    let s = Scratch::new();
+    let net = s.path("cnn.json");
+    fs::write(
+        &net,
+        r#"{"input": [1, 8, 8], "layers": [
+            {"kind": "conv2d", "in": 1, "out": 4, "kernel": 3, "padding": 1}, {"kind": "relu"},
+            {"kind": "conv2d", "in": 4, "out": 4, "kernel": 3, "padding": 1}, {"kind": "relu"},
+            {"kind": "flatten"}, {"kind": "dense", "in": 256, "out": 10}]}"#,
+    )
+    .unwrap();
+    let pooled = s.path("pooled.json");
+    fs::write(
+        &pooled,
+        r#"{"input": [1, 8, 8], "layers": [
+            {"kind": "conv2d", "in": 1, "out": 4, "kernel": 3, "padding": 1}, {"kind": "relu"},
+            {"kind": "maxpool2d", "kernel": 2},
+            {"kind": "flatten"}, {"kind": "dense", "in": 64, "out": 10}]}"#,
+    )
+    .unwrap();
+    for (json, name) in [(&net, "cnn"), (&pooled, "pooled")] {
+        let model = s.path(&format!("{name}.safetensors"));
+        let (json, model) = (json.to_str().unwrap(), model.to_str().unwrap());
+        let trained = systole(["train", "--model", json, "--epochs", "1", "--save", model]);
+        assert!(trained.status.success(), "{}", String::from_utf8_lossy(&trained.stderr));
+    }
+    let blob = |model: &str, dtype: &str| {
+        let out = s.path(&format!("{model}-{dtype}.blob"));
+        let model = s.path(&format!("{model}.safetensors"));
+        let run = systole([
+            "firmware",
+            "blob",
+            "--model",
+            model.to_str().unwrap(),
+            "--dtype",
+            dtype,
+            "--batch",
+            "2",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        (run, out)
+    };
+    for (model, dtype) in [("cnn", "int8"), ("cnn", "bf16"), ("pooled", "bf16")] {
+        let (run, path) = blob(model, dtype);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(stdout.contains("inference of a 1 x 8 x 8 conv2d relu"), "{stdout}");
+        let bytes = fs::read(&path).unwrap();
+        let parsed = systole_core::blob::Blob::parse(&bytes).expect("the written blob parses");
+        let image = systole_core::blob::Image { c: 1, h: 8, w: 8, padding: 1 };
+        assert_eq!(parsed.image, Some(image), "{model} {dtype}");
+        assert_eq!((parsed.input_len(), parsed.input_elements()), (2 * 64, 2 * 100));
+    }
+    let (run, path) = blob("pooled", "int8");
+    assert_fails_naming(
+        &run,
+        &["pooled.safetensors", "max pooling on an INT8 array", "--dtype bf16"],
+    );
+    assert!(!path.exists(), "no blob from a refused model");
+}

@@ -485,7 +485,8 @@ fn the_firmware_driver_runs_an_int8_inference_on_the_rtl() {
     let x: Vec<f32> =
         (0..batch as usize * 12).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect();
     let plan = Int8Plan::calibrate(&graph, &params, &x, batch as usize).unwrap();
-    let bytes = blob::build(&spec, &params, &config, batch, Some(&plan), 1.0).unwrap();
+    let bytes =
+        blob::build(&spec.net().unwrap(), &params, &config, batch, Some(&plan), 1.0).unwrap();
     let blob = Blob::parse(&bytes).unwrap();
     let dram = blob.target.dram_bytes as usize;
     let mut reference =

@@ -34,10 +34,15 @@
 //! | 76 | 8 | cycles of the program by the timing model (= the cycle machine's, the RTL's) |
 //! | 84 | 4 | program words |
 //! | 88 | 4 | DRAM writes |
-//! | 92 | 4 | reserved, zero |
-//! | 96 | 16 n | the program: 128-bit instruction words, the last one `Halt` |
+//! | 92 | 8 | input image: channels, height, width, zero padding (u16 each; all zero for a vector input) |
+//! | 100 | 4 | reserved, zero |
+//! | 104 | 16 n | the program: 128-bit instruction words, the last one `Halt` |
 //! | | | per DRAM write: address (4), length (4), the bytes, zeros to a multiple of 4 |
 //! | end - 4 | 4 | CRC-32 (ISO-HDLC, as zlib's `crc32`) of every byte before it |
+
+mod image;
+
+pub use image::Image;
 
 use crate::config::{ArrayConfig, Dtype};
 use crate::isa::{decode, Instruction, Word};
@@ -46,10 +51,10 @@ use crate::protocol::{Identity, ProtocolError, IDENTITY_BYTES};
 
 /// First four bytes of every blob.
 pub const MAGIC: [u8; 4] = *b"SYSB";
-/// Version of this layout; bumped on any change.
-pub const FORMAT_VERSION: u16 = 1;
+/// Version of this layout; bumped on any change (2: the input image).
+pub const FORMAT_VERSION: u16 = 2;
 /// Bytes before the program.
-pub const HEADER_BYTES: usize = 96;
+pub const HEADER_BYTES: usize = 104;
 /// The CRC-32 at the end.
 pub const CHECKSUM_BYTES: usize = 4;
 /// Bytes of one instruction word.
@@ -139,6 +144,8 @@ pub struct Blob<'a> {
     /// What each raw feature is divided by to give the model's input (16 for digits).
     pub feature_scale: f32,
     pub logits: Buffer,
+    /// The input's image shape and padding, for an image model ([`Image`]).
+    pub image: Option<Image>,
     /// Cycles of the program by the timing model, which the cycle machine and the RTL equal.
     pub expected_cycles: u64,
     program: &'a [u8],
@@ -315,6 +322,8 @@ impl<'a> Blob<'a> {
         let expected_cycles = r.u64(76).ok_or(short)?;
         let words = r.u32(84).ok_or(short)? as usize;
         let write_count = r.u32(88).ok_or(short)?;
+        let [c, h, w, padding] = [92, 94, 96, 98].map(|at| r.u16(at).unwrap_or(0));
+        let image = Image::from_fields(c, h, w, padding, input.cols).map_err(field)?;
 
         if batch == 0 {
             return Err(field("batch"));
@@ -329,7 +338,8 @@ impl<'a> Blob<'a> {
         if input.cols == 0 {
             return Err(field("input features"));
         }
-        if !fits(input.addr, batch as u64 * input.cols as u64, input.format.bytes(), dram) {
+        let input_elements = batch as u64 * image.map_or(input.cols as u64, |i| i.elements());
+        if !fits(input.addr, input_elements, input.format.bytes(), dram) {
             return Err(field("input address"));
         }
         if logits.cols == 0
@@ -346,7 +356,7 @@ impl<'a> Blob<'a> {
         if !positive(feature_scale) {
             return Err(field("feature scale"));
         }
-        if r.u32(92) != Some(0) {
+        if r.u32(100) != Some(0) {
             return Err(field("reserved"));
         }
 
@@ -365,6 +375,7 @@ impl<'a> Blob<'a> {
             input,
             feature_scale,
             logits,
+            image,
             expected_cycles,
             program,
             writes,
@@ -407,9 +418,25 @@ impl<'a> Blob<'a> {
         DramWrites { rest: self.writes, left: self.write_count }
     }
 
-    /// Elements of one inference's input (`batch x features`).
+    /// Values of one inference's input (`batch x features`; an image's channels first).
     pub fn input_len(&self) -> usize {
         self.batch as usize * self.input.cols as usize
+    }
+
+    /// Elements of the input buffer in DRAM: [`input_len`](Self::input_len), or for an image
+    /// model the batch's images channels-last with their zero borders ([`Image`]).
+    pub fn input_elements(&self) -> usize {
+        let per_row = self.image.map_or(self.input.cols as u64, |i| i.elements());
+        (self.batch as u64 * per_row) as usize
+    }
+
+    /// Which input value DRAM element `element` of the input buffer holds (an index into the
+    /// `batch x features` input), or `None` for a zero of an image's border.
+    pub fn input_source(&self, element: usize) -> Option<usize> {
+        let Some(image) = self.image else { return Some(element) };
+        let per_row = image.elements() as usize;
+        let (row, at) = (element / per_row, element % per_row);
+        image.feature_at(at).map(|f| row * self.input.cols as usize + f)
     }
 
     /// Values of one inference's logits (`batch x classes`).
@@ -467,414 +494,9 @@ impl<'a> Iterator for DramWrites<'a> {
 }
 
 #[cfg(feature = "alloc")]
+mod build;
+#[cfg(feature = "alloc")]
 pub use build::{build, BuildError};
 
-#[cfg(feature = "alloc")]
-mod build {
-    extern crate alloc;
-    use alloc::vec::Vec;
-
-    use super::*;
-    use crate::compile::{compile_inference, CompileError, Int8Plan};
-    use crate::graph::{Graph, GraphError, MlpSpec};
-    use crate::isa::{encode, ISA_VERSION};
-    use crate::params::Params;
-    use crate::train::{bf16_bytes, word_bytes};
-
-    /// Why a blob cannot be built.
-    #[derive(Clone, Copy, Debug, PartialEq)]
-    pub enum BuildError {
-        Graph(GraphError),
-        Compile(CompileError),
-        /// Layer `layer` of the parameters does not have the spec's shape.
-        Params {
-            layer: usize,
-        },
-        /// The INT8 plan does not have one scale per layer.
-        Plan,
-        /// The batch is 0, or the feature scale not finite and > 0.
-        Field {
-            field: &'static str,
-        },
-        /// The memory plan needs more than 4 GiB.
-        Dram {
-            needed: usize,
-        },
-    }
-
-    impl core::fmt::Display for BuildError {
-        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            match self {
-                BuildError::Graph(e) => write!(f, "model: {e}"),
-                BuildError::Compile(e) => write!(f, "compile: {e}"),
-                BuildError::Params { layer } => {
-                    write!(f, "layer {layer}'s parameters do not match the model's widths")
-                }
-                BuildError::Plan => write!(f, "the INT8 plan does not match the model's layers"),
-                BuildError::Field { field } => write!(f, "{field} is out of range"),
-                BuildError::Dram { needed } => {
-                    write!(f, "the memory plan needs {needed} bytes of DRAM, over 4 GiB")
-                }
-            }
-        }
-    }
-
-    fn push_u16(out: &mut Vec<u8>, v: u16) {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    fn push_u32(out: &mut Vec<u8>, v: u32) {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-
-    /// The header fields of a blob, as [`Blob`] holds them.
-    struct Header {
-        target: Identity,
-        batch: u16,
-        input: Buffer,
-        feature_scale: f32,
-        logits: Buffer,
-        expected_cycles: u64,
-    }
-
-    /// The bytes of a blob: header, program words, DRAM writes, CRC-32 (the module's layout).
-    /// [`build`] and [`Blob::to_bytes`] both write through here, so a parsed blob re-serialises
-    /// to the bytes it was parsed from.
-    fn assemble<'a>(
-        h: &Header,
-        program: &[u8],
-        writes: impl ExactSizeIterator<Item = DramWrite<'a>>,
-    ) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
-        push_u16(&mut out, FORMAT_VERSION);
-        push_u16(&mut out, HEADER_BYTES as u16);
-        push_u32(&mut out, 0); // total, filled in below
-        out.extend_from_slice(&h.target.to_bytes());
-        out.extend_from_slice(&h.target.config.clock_mhz.to_le_bytes());
-        push_u16(&mut out, h.batch);
-        out.push(h.input.format.code());
-        out.push(h.logits.format.code());
-        push_u32(&mut out, h.input.addr);
-        push_u32(&mut out, h.input.cols);
-        push_u32(&mut out, h.input.scale.to_bits());
-        push_u32(&mut out, h.feature_scale.to_bits());
-        push_u32(&mut out, h.logits.addr);
-        push_u32(&mut out, h.logits.cols);
-        push_u32(&mut out, h.logits.scale.to_bits());
-        out.extend_from_slice(&h.expected_cycles.to_le_bytes());
-        push_u32(&mut out, (program.len() / WORD_BYTES) as u32);
-        push_u32(&mut out, writes.len() as u32);
-        push_u32(&mut out, 0);
-        debug_assert_eq!(out.len(), HEADER_BYTES);
-        out.extend_from_slice(program);
-        for w in writes {
-            push_u32(&mut out, w.addr);
-            push_u32(&mut out, w.data.len() as u32);
-            out.extend_from_slice(w.data);
-            out.resize(out.len().div_ceil(4) * 4, 0);
-        }
-        let total = (out.len() + CHECKSUM_BYTES) as u32;
-        out[8..12].copy_from_slice(&total.to_le_bytes());
-        let crc = crc32(&out);
-        push_u32(&mut out, crc);
-        out
-    }
-
-    impl Blob<'_> {
-        /// The blob's bytes, written again from its fields: for any `bytes` that
-        /// [`Blob::parse`] accepts, `parse(bytes)?.to_bytes() == bytes`.
-        pub fn to_bytes(&self) -> Vec<u8> {
-            let header = Header {
-                target: self.target,
-                batch: self.batch,
-                input: self.input,
-                feature_scale: self.feature_scale,
-                logits: self.logits,
-                expected_cycles: self.expected_cycles,
-            };
-            let writes: Vec<DramWrite<'_>> = self.writes().collect();
-            assemble(&header, self.program, writes.into_iter())
-        }
-    }
-
-    /// The blob of one inference pass of `batch` rows of the MLP `spec` with `params` on
-    /// `config`: INT8 with `int8` (weights and inputs quantized by the plan), else BF16. The
-    /// program is `compile_inference`'s and the DRAM image is exactly what [`Int8Inference`]
-    /// (or [`AccelTrainer`]) writes, so the blob's logits equal theirs bit for bit.
-    ///
-    /// [`Int8Inference`]: crate::train::Int8Inference
-    /// [`AccelTrainer`]: crate::train::AccelTrainer
-    pub fn build(
-        spec: &MlpSpec,
-        params: &Params,
-        config: &ArrayConfig,
-        batch: u16,
-        int8: Option<&Int8Plan>,
-        feature_scale: f32,
-    ) -> Result<Vec<u8>, BuildError> {
-        if batch == 0 {
-            return Err(BuildError::Field { field: "batch" });
-        }
-        if !positive(feature_scale) {
-            return Err(BuildError::Field { field: "feature scale" });
-        }
-        let graph = Graph::mlp(spec).map_err(BuildError::Graph)?;
-        let widths: Vec<u32> = spec.widths().collect();
-        if params.layers.len() != graph.params.len() {
-            return Err(BuildError::Params { layer: params.layers.len().min(graph.params.len()) });
-        }
-        for (layer, (p, pair)) in params.layers.iter().zip(widths.windows(2)).enumerate() {
-            let (fan_in, fan_out) = (pair[0], pair[1]);
-            let n = fan_in as usize * fan_out as usize;
-            if p.fan_in != fan_in
-                || p.fan_out != fan_out
-                || p.weight.len() != n
-                || p.bias.len() != fan_out as usize
-            {
-                return Err(BuildError::Params { layer });
-            }
-        }
-        if let Some(plan) = int8 {
-            let layers = params.layers.len();
-            if plan.input_scales.len() != layers
-                || plan.weight_scales.len() != layers
-                || plan.requant.len() + 1 != layers
-            {
-                return Err(BuildError::Plan);
-            }
-        }
-        let step =
-            compile_inference(&graph, config, batch as u32, int8).map_err(BuildError::Compile)?;
-        let dram_bytes = u32::try_from(step.dram_bytes)
-            .map_err(|_| BuildError::Dram { needed: step.dram_bytes })?;
-        let elems = |t: u8| step.buffers[t as usize].elems.unwrap_or(0);
-        let words = |t: u8| step.buffers[t as usize].words.unwrap_or(0);
-
-        let mut writes: Vec<(u32, Vec<u8>)> = Vec::new();
-        for (l, &(w, b)) in graph.params.iter().enumerate() {
-            let layer = &params.layers[l];
-            match int8 {
-                Some(plan) => {
-                    writes.push((elems(w), plan.weight_bytes(l, params)));
-                    writes.push((words(b), word_bytes(plan.bias_words(l, params).into_iter())));
-                }
-                None => {
-                    writes.push((elems(w), bf16_bytes(&layer.weight)));
-                    writes.push((words(b), word_bytes(layer.bias.iter().map(|x| x.to_bits()))));
-                }
-            }
-        }
-        let target =
-            Identity { isa_version: ISA_VERSION, config: *config, dram_bytes, fifo_depth: 0 };
-        let input = Buffer {
-            addr: elems(graph.input),
-            format: Format::input_of(config.dtype),
-            cols: spec.inputs,
-            scale: int8.map_or(1.0, |p| p.input_scales[0]),
-        };
-        let logits = Buffer {
-            addr: words(graph.logits),
-            format: Format::logits_of(config.dtype),
-            cols: spec.classes,
-            scale: int8.map_or(1.0, |p| p.logits_scale()),
-        };
-
-        let mut program = Vec::with_capacity(step.forward.len() * WORD_BYTES);
-        for ins in &step.forward {
-            // The compiler emits only valid instructions, and a valid instruction encodes.
-            let word = encode(ins).map_err(|_| {
-                BuildError::Compile(CompileError::Unsupported {
-                    op: "an instruction that does not encode",
-                })
-            })?;
-            program.extend_from_slice(&word.to_le_bytes());
-        }
-        let header = Header {
-            target,
-            batch,
-            input,
-            feature_scale,
-            logits,
-            expected_cycles: step.forward_cycles,
-        };
-        let writes = writes.iter().map(|(addr, data)| DramWrite { addr: *addr, data });
-        let out = assemble(&header, &program, writes);
-        Ok(out)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    extern crate alloc;
-    use alloc::vec::Vec;
-
-    use super::*;
-    use crate::compile::Int8Plan;
-    use crate::graph::MlpSpec;
-    use crate::params::Params;
-
-    fn spec() -> MlpSpec {
-        MlpSpec { inputs: 12, hidden: heapless::Vec::from_slice(&[9]).unwrap(), classes: 4 }
-    }
-
-    fn sample(dtype: Dtype) -> Vec<u8> {
-        let spec = spec();
-        let params = Params::init(&spec, 7);
-        let config = ArrayConfig::new(4, 4, dtype);
-        let x: Vec<f32> = (0..24).map(|i| libm::sinf(i as f32 * 0.37)).collect();
-        let graph = crate::graph::Graph::mlp(&spec).unwrap();
-        let plan = Int8Plan::calibrate(&graph, &params, &x, 2).unwrap();
-        let int8 = (dtype == Dtype::Int8).then_some(&plan);
-        build(&spec, &params, &config, 2, int8, 16.0).unwrap()
-    }
-
-    /// Rewrites the checksum after a deliberate edit, so the field checks behind it are reached.
-    fn reseal(b: &mut [u8]) {
-        let body = b.len() - CHECKSUM_BYTES;
-        let crc = crc32(&b[..body]);
-        b[body..].copy_from_slice(&crc.to_le_bytes());
-    }
-
-    #[test]
-    fn parsed_blobs_reserialise_to_their_bytes() {
-        for dtype in [Dtype::Int8, Dtype::Bf16] {
-            let bytes = sample(dtype);
-            assert_eq!(Blob::parse(&bytes).unwrap().to_bytes(), bytes, "{dtype:?}");
-        }
-    }
-
-    /// The padding after a DRAM write was not checked, so two byte strings parsed to the same
-    /// blob and `to_bytes` did not give back the one that was parsed.
-    #[test]
-    fn nonzero_write_padding_is_refused() {
-        // INT8 weights of a 3 x 3 layer: 9 bytes, 3 of padding.
-        let spec =
-            MlpSpec { inputs: 3, hidden: heapless::Vec::from_slice(&[3]).unwrap(), classes: 3 };
-        let params = Params::init(&spec, 1);
-        let graph = crate::graph::Graph::mlp(&spec).unwrap();
-        let x = [0.5f32, -0.25, 1.0, 0.1, 0.2, -0.3];
-        let plan = Int8Plan::calibrate(&graph, &params, &x, 2).unwrap();
-        let config = ArrayConfig::new(4, 4, Dtype::Int8);
-        let mut bytes = build(&spec, &params, &config, 1, Some(&plan), 1.0).unwrap();
-        let blob = Blob::parse(&bytes).unwrap();
-        let at = HEADER_BYTES + blob.program().len();
-        let (first, len) = blob
-            .writes()
-            .enumerate()
-            .find(|(_, w)| w.data.len() % 4 != 0)
-            .map(|(i, w)| (i, w.data.len()))
-            .expect("a write whose length is not a multiple of 4");
-        let record_at: usize = at
-            + blob
-                .writes()
-                .take(first)
-                .map(|w| write_record_bytes(w.data.len()).unwrap())
-                .sum::<usize>();
-        bytes[record_at + 8 + len] = 1;
-        reseal(&mut bytes);
-        assert_eq!(Blob::parse(&bytes), Err(BlobError::Write { index: first as u32 }));
-    }
-
-    #[test]
-    fn crc32_check_value() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
-        assert_eq!(crc32(b""), 0);
-    }
-
-    #[test]
-    fn built_blobs_parse_with_their_fields() {
-        for dtype in [Dtype::Int8, Dtype::Bf16] {
-            let bytes = sample(dtype);
-            let blob = Blob::parse(&bytes).unwrap();
-            assert_eq!(blob.target.config, ArrayConfig::new(4, 4, dtype));
-            assert_eq!(blob.batch, 2);
-            assert_eq!((blob.input.cols, blob.logits.cols), (12, 4));
-            assert_eq!(blob.input.format, Format::input_of(dtype));
-            assert_eq!(blob.feature_scale, 16.0);
-            assert_eq!(blob.writes().count(), 4);
-            assert!(blob.expected_cycles > 0);
-            let last = &blob.program()[blob.program().len() - WORD_BYTES..];
-            let last = decode(Word::from_le_bytes(last.try_into().unwrap())).unwrap();
-            assert_eq!(last, Instruction::Halt);
-            // Layer 0's weights: 12 x 9 elements.
-            let w0 = blob.writes().next().unwrap();
-            assert_eq!(w0.data.len(), 12 * 9 * dtype.elem_bytes());
-        }
-    }
-
-    /// Every single corrupted byte, every truncation and one extension are rejected.
-    #[test]
-    fn every_corruption_is_rejected() {
-        let mut bytes = sample(Dtype::Int8);
-        for at in 0..bytes.len() {
-            for flip in [0x01, 0x80, 0xFF] {
-                bytes[at] ^= flip;
-                assert!(Blob::parse(&bytes).is_err(), "byte {at} ^ {flip:#x} accepted");
-                bytes[at] ^= flip;
-            }
-        }
-        for cut in 0..bytes.len() {
-            assert!(Blob::parse(&bytes[..cut]).is_err(), "{cut} bytes accepted");
-        }
-        bytes.push(0);
-        assert!(matches!(Blob::parse(&bytes), Err(BlobError::Length { .. })));
-    }
-
-    #[test]
-    fn bad_fields_are_named() {
-        let good = sample(Dtype::Int8);
-        let edit = |at: usize, v: &[u8]| {
-            let mut b = good.clone();
-            b[at..at + v.len()].copy_from_slice(v);
-            reseal(&mut b);
-            Blob::parse(&b).unwrap_err()
-        };
-        assert_eq!(edit(0, b"SYSC"), BlobError::Magic);
-        assert_eq!(edit(4, &2u16.to_le_bytes()), BlobError::Version { found: 2 });
-        assert_eq!(edit(44, &0u16.to_le_bytes()), BlobError::Field { field: "batch" });
-        assert_eq!(edit(46, &[1]), BlobError::Field { field: "input format" });
-        assert_eq!(edit(47, &[9]), BlobError::Field { field: "logits format" });
-        assert_eq!(
-            edit(56, &f32::NAN.to_bits().to_le_bytes()),
-            BlobError::Field { field: "input scale" }
-        );
-        assert_eq!(edit(64, &u32::MAX.to_le_bytes()), BlobError::Field { field: "logits address" });
-        assert_eq!(edit(92, &[1]), BlobError::Field { field: "reserved" });
-        assert!(matches!(edit(12 + 2, &0u16.to_le_bytes()), BlobError::Target(_)));
-        // The first instruction word made all-zero: opcode 0.
-        assert!(matches!(
-            edit(HEADER_BYTES, &[0; 16]),
-            BlobError::Program(ProgramError { index: 0, kind: ProgramErrorKind::Encoding(_) })
-        ));
-        // A target with less DRAM than the image: a write no longer fits.
-        let dram = Blob::parse(&good).unwrap().target.dram_bytes;
-        let e = edit(12 + 16, &(dram / 2).to_le_bytes());
-        assert!(
-            matches!(e, BlobError::Program(_) | BlobError::Field { .. } | BlobError::Write { .. }),
-            "{e:?}"
-        );
-        let mut wrong_crc = good.clone();
-        let n = wrong_crc.len();
-        wrong_crc[n - 1] ^= 1;
-        assert!(matches!(Blob::parse(&wrong_crc), Err(BlobError::Checksum { .. })));
-    }
-
-    #[test]
-    fn build_refuses_mismatched_params() {
-        let spec = spec();
-        let mut params = Params::init(&spec, 1);
-        params.layers[1].bias.pop();
-        let config = ArrayConfig::new(4, 4, Dtype::Bf16);
-        assert_eq!(
-            build(&spec, &params, &config, 1, None, 1.0),
-            Err(BuildError::Params { layer: 1 })
-        );
-        let params = Params::init(&spec, 1);
-        assert_eq!(
-            build(&spec, &params, &config, 0, None, 1.0),
-            Err(BuildError::Field { field: "batch" })
-        );
-        let int8 = ArrayConfig::new(4, 4, Dtype::Int8);
-        assert!(matches!(build(&spec, &params, &int8, 1, None, 1.0), Err(BuildError::Compile(_))));
-    }
-}
+mod tests;
