@@ -60,6 +60,9 @@ pub struct Preset {
     pub scale_cycles: u8,
     /// Cycles its PEs take from operands to sum (`ArrayConfig::pe_stages`).
     pub pe_stages: u8,
+    /// Whether its INT8 lanes have their comparator (`ArrayConfig::int8_max`: `Max`, for max
+    /// pooling in INT8 inference; no BF16 build needs it).
+    pub int8_max: bool,
     /// How its controller issues instructions (`ArrayConfig::schedule`): the blocking top, or
     /// the decoupled one, whose units overlap.
     pub schedule: Schedule,
@@ -113,6 +116,7 @@ impl Board {
             .with_requant_cycles(p.requant_cycles)
             .with_scale_cycles(p.scale_cycles)
             .with_pe_stages(p.pe_stages)
+            .with_int8_max(p.int8_max)
             .with_schedule(p.schedule);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
@@ -173,6 +177,7 @@ pub const ICEBREAKER: Board = Board {
         requant_cycles: 1,
         scale_cycles: 1,
         pe_stages: 1,
+        int8_max: false,
         schedule: Schedule::Blocking,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
@@ -208,6 +213,7 @@ pub const ALCHITRY_CU: Board = Board {
         requant_cycles: 4,
         scale_cycles: 1,
         pe_stages: 1,
+        int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -224,6 +230,7 @@ pub const ALCHITRY_CU: Board = Board {
         requant_cycles: 1,
         scale_cycles: 2,
         pe_stages: 1,
+        int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -256,6 +263,7 @@ pub const ULX3S_85F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 1,
         pe_stages: 1,
+        int8_max: false,
         schedule: Schedule::Decoupled,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -273,6 +281,7 @@ pub const ULX3S_85F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 2,
         pe_stages: 2,
+        int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -299,6 +308,7 @@ pub const ULX3S_25F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 1,
         pe_stages: 1,
+        int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -314,6 +324,7 @@ pub const ULX3S_25F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 2,
         pe_stages: 1,
+        int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -360,6 +371,7 @@ mod tests {
                 assert_eq!(built.requant_cycles, c.requant_cycles, "{what}");
                 assert_eq!(built.scale_cycles, c.scale_cycles, "{what}");
                 assert_eq!(built.pe_stages, c.pe_stages, "{what}");
+                assert_eq!(built.int8_max, c.int8_max, "{what}");
                 assert_eq!(built.schedule, c.schedule.name(), "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part

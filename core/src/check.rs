@@ -224,7 +224,7 @@ pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec
             4 | 5 => {
                 let rows = pick(1, acc.min(6));
                 let mut op = VectorOp::ALL[pick(0, VectorOp::ALL.len() as u64 - 1) as usize];
-                if op.bf16_only() && cfg.dtype != Dtype::Bf16 {
+                if !op.runs_on(cfg) {
                     op = VectorOp::Relu;
                 }
                 let src = match (op.uses_src(), op.src_is_one_row()) {
@@ -232,7 +232,7 @@ pub fn random_program(cfg: &ArrayConfig, dram: usize, rng: &mut SplitMix) -> Vec
                     (true, false) => pick(0, acc - rows),
                     (false, _) => 0,
                 };
-                // Only BF16 ops (`bf16_only`) take an immediate.
+                // Only BF16 ops take an immediate.
                 let imm = if op.uses_imm() {
                     (pick(0, 1 << 20) as f32 / 4096.0 - 100.0).to_bits()
                 } else {

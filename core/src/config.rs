@@ -140,6 +140,11 @@ pub struct ArrayConfig {
     /// `pe_stages - 1` cycles later (`timing::ws_latency`, `timing::os_latency`), with the same
     /// bits: the product is exact in both dtypes.
     pub pe_stages: u8,
+    /// Whether an INT8 machine's accumulator lanes have a comparator, for `Max` (max pooling
+    /// in INT8 inference: docs/DECISIONS.md 75). BF16 lanes always have one; an INT8 machine
+    /// without it rejects `Max` as it rejects the BF16 ops, and a part too small to hold it
+    /// (the iCEBreaker's) is built without.
+    pub int8_max: bool,
 }
 
 /// Why an [`ArrayConfig`] is not buildable.
@@ -211,7 +216,7 @@ impl core::fmt::Display for ConfigError {
 
 impl ArrayConfig {
     /// A config with the default memories: 4096 scratchpad rows, 1024 accumulator rows,
-    /// weight-stationary, 100 MHz, the blocking schedule.
+    /// weight-stationary, 100 MHz, the blocking schedule, INT8 lanes with their comparator.
     pub const fn new(rows: u16, cols: u16, dtype: Dtype) -> ArrayConfig {
         ArrayConfig {
             rows,
@@ -226,6 +231,7 @@ impl ArrayConfig {
             requant_cycles: 1,
             scale_cycles: 1,
             pe_stages: 1,
+            int8_max: true,
         }
     }
 
@@ -256,6 +262,11 @@ impl ArrayConfig {
 
     pub const fn with_pe_stages(mut self, stages: u8) -> ArrayConfig {
         self.pe_stages = stages;
+        self
+    }
+
+    pub const fn with_int8_max(mut self, int8_max: bool) -> ArrayConfig {
+        self.int8_max = int8_max;
         self
     }
 

@@ -26,6 +26,7 @@
 use bitvec::prelude::*;
 use fixed::types::I1F31;
 
+use crate::config::{ArrayConfig, Dtype};
 use crate::numerics::Requant;
 
 /// Bits in one instruction word.
@@ -64,7 +65,7 @@ pub enum VectorOp {
     Relu,
     /// `acc[dst + r] = acc[src + r] > 0 ? acc[dst + r] : 0` (dst holds the gradient).
     ReluGrad,
-    /// `acc[dst + r] *= f32::from_bits(imm)` (BF16 configs only, [`VectorOp::bf16_only`]).
+    /// `acc[dst + r] *= f32::from_bits(imm)` (BF16 configs only, [`VectorOp::runs_on`]).
     /// `src` must be 0.
     Scale,
     /// `acc[dst + r] += f32::from_bits(imm) * acc[src + r]`, product rounded first (BF16 configs
@@ -75,7 +76,8 @@ pub enum VectorOp {
     BiasRelu,
     /// `acc[dst + r] = max(acc[dst + r], acc[src + r])`, keeping `dst` on a tie and a NaN in
     /// either (`dst`'s first): a running maximum that remembers the first of equal values, as
-    /// PyTorch's max pooling picks them (BF16 configs only). `imm` must be 0.
+    /// PyTorch's max pooling picks them (on INT8, i32 order; BF16 configs, and INT8 ones with
+    /// their comparator: [`VectorOp::runs_on`]). `imm` must be 0.
     Max,
     /// `acc[dst + r] = acc[dst + r] == acc[src + r] ? 1.0 : 0.0`, two NaNs equal: a mask that
     /// `ReluGrad` selects by (BF16 configs only). `imm` must be 0.
@@ -106,12 +108,20 @@ impl VectorOp {
     pub const fn uses_imm(self) -> bool {
         matches!(self, VectorOp::Scale | VectorOp::Axpy)
     }
-    /// The ops an INT8 machine rejects (`ProgramErrorKind::Dtype`): the multiplying ones, which
-    /// only SGD needs, so an INT8 accumulator lane has no multiplier in its path from the
-    /// accumulators back into them (docs/DECISIONS.md 52); and the comparing ones, which only
-    /// pooling needs, and no INT8 program pools yet (docs/DECISIONS.md 66).
-    pub const fn bf16_only(self) -> bool {
-        matches!(self, VectorOp::Scale | VectorOp::Axpy | VectorOp::Max | VectorOp::Equal)
+    /// Whether a `config` machine runs this op (else `ProgramErrorKind::Dtype`). A BF16
+    /// machine runs every op. An INT8 machine runs no multiplying op, which only SGD needs, so
+    /// an INT8 accumulator lane has no multiplier in its path from the accumulators back into
+    /// them (docs/DECISIONS.md 52); no `Equal`, which only the pooling gradients need; and
+    /// `Max` (max pooling in inference) only where its lanes have their comparator
+    /// ([`ArrayConfig::int8_max`], docs/DECISIONS.md 66 and 75).
+    pub const fn runs_on(self, config: &ArrayConfig) -> bool {
+        match self {
+            VectorOp::Scale | VectorOp::Axpy | VectorOp::Equal => {
+                matches!(config.dtype, Dtype::Bf16)
+            }
+            VectorOp::Max => matches!(config.dtype, Dtype::Bf16) || config.int8_max,
+            _ => true,
+        }
     }
     /// Whether `src` names one row (the bias) rather than a row per destination row.
     pub const fn src_is_one_row(self) -> bool {

@@ -110,3 +110,42 @@ pub fn trains_on_small_arrays(net: &Net) {
         }
     }
 }
+
+/// INT8 inference of `net` on the functional and cycle machines of a 4 x 4 INT8 array (blocking
+/// and decoupled) whose DRAM starts full of `fill` bytes: the same logits bits, in the compiled
+/// cycles, near the f32 reference's. Returns them.
+pub fn int8_inference_runs_on_every_golden_machine(net: &Net, fill: u8) -> Vec<f32> {
+    use systole_core::compile::{compile_inference, Int8Plan};
+    use systole_core::exec::Plain;
+    use systole_core::machine::Region;
+    use systole_core::train::Int8Inference;
+    let graph = Graph::network(net).unwrap();
+    let params = Params::init(net, 5);
+    let (x, _) = batch(&mut SplitMix64(8), 6, graph.inputs() as usize, graph.classes());
+    let plan = Int8Plan::calibrate(&graph, &params, &x, 6).unwrap();
+    let mut logits = Vec::new();
+    for (kind, schedule) in [
+        (GoldenKind::Functional, Schedule::Blocking),
+        (GoldenKind::Cycle, Schedule::Blocking),
+        (GoldenKind::Cycle, Schedule::Decoupled),
+    ] {
+        let config = ArrayConfig::new(4, 4, Dtype::Int8).with_schedule(schedule);
+        let dram = Int8Inference::dram_needed(&graph, &config, &plan, 6).unwrap();
+        let mut machine = golden(kind, config, dram).unwrap();
+        machine.write(Region::Dram, 0, &vec![fill; dram]).unwrap();
+        let mut int8 = Int8Inference::new(machine, graph.clone(), &params, plan.clone()).unwrap();
+        let (l, work) = int8.logits(&x, 6).unwrap();
+        let step = compile_inference(&graph, &config, 6, Some(&plan)).unwrap();
+        assert_eq!(work.cycles, step.forward_cycles, "{kind:?}");
+        logits.push(l);
+    }
+    assert_eq!(logits[0], logits[1], "functional and cycle machines");
+    assert_eq!(logits[0], logits[2], "blocking and decoupled");
+    let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
+    let want = reference.logits(&x, 6);
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in logits[0].iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 0.05 * scale, "logit {i}: int8 {g} vs f32 {w} (scale {scale})");
+    }
+    logits.swap_remove(0)
+}

@@ -3,7 +3,10 @@
 //! gradients GEMMs with the SGD update fused, a flatten no code. Every machine must give the
 //! accelerator reference executor's bits, as for MLPs.
 
-use crate::cnn_common::{batch, conv, trains_as_the_reference, trains_on_small_arrays};
+use crate::cnn_common::{
+    batch, conv, int8_inference_runs_on_every_golden_machine, trains_as_the_reference,
+    trains_on_small_arrays,
+};
 use systole_core::compile::compile_training;
 use systole_core::conv::ConvGeometry;
 use systole_core::exec::Executor;
@@ -99,39 +102,6 @@ fn the_input_is_written_padded_when_the_first_convolution_pads() {
 #[test]
 fn int8_inference_of_a_convolution_runs_on_every_golden_machine() {
     int8_inference_runs_on_every_golden_machine(&nets()[0], 0);
-}
-
-/// INT8 inference of `net` on the functional and cycle machines of a 4 x 4 INT8 array whose
-/// DRAM starts full of `fill` bytes: the same logits bits, in the compiled cycles, near the
-/// f32 reference's.
-fn int8_inference_runs_on_every_golden_machine(net: &Net, fill: u8) {
-    use systole_core::compile::{compile_inference, Int8Plan};
-    use systole_core::exec::Plain;
-    use systole_core::machine::Region;
-    use systole_core::train::Int8Inference;
-    let graph = Graph::network(net).unwrap();
-    let params = Params::init(net, 5);
-    let (x, _) = batch(&mut SplitMix64(8), 6, graph.inputs() as usize, graph.classes());
-    let plan = Int8Plan::calibrate(&graph, &params, &x, 6).unwrap();
-    let config = ArrayConfig::new(4, 4, Dtype::Int8);
-    let dram = Int8Inference::dram_needed(&graph, &config, &plan, 6).unwrap();
-    let mut logits = Vec::new();
-    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
-        let mut machine = golden(kind, config, dram).unwrap();
-        machine.write(Region::Dram, 0, &vec![fill; dram]).unwrap();
-        let mut int8 = Int8Inference::new(machine, graph.clone(), &params, plan.clone()).unwrap();
-        let (l, work) = int8.logits(&x, 6).unwrap();
-        let step = compile_inference(&graph, &config, 6, Some(&plan)).unwrap();
-        assert_eq!(work.cycles, step.forward_cycles, "{kind:?}");
-        logits.push(l);
-    }
-    assert_eq!(logits[0], logits[1], "functional and cycle machines");
-    let mut reference = Executor::new(graph.clone(), Plain::<f32>::new(), &params);
-    let want = reference.logits(&x, 6);
-    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-    for (i, (g, w)) in logits[0].iter().zip(&want).enumerate() {
-        assert!((g - w).abs() <= 0.05 * scale, "logit {i}: int8 {g} vs f32 {w} (scale {scale})");
-    }
 }
 
 /// A network whose logits are a convolution's output, flattened: inference must store them

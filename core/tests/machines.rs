@@ -198,30 +198,55 @@ fn invalid_programs_run_nothing() {
     }
 }
 
-/// `Scale` and `Axpy` are BF16 ops: an INT8 machine rejects them before running anything, with
-/// an error that names the op; the other vector ops run.
+/// `Scale`, `Axpy` and `Equal` are BF16 ops, and `Max` needs the INT8 lanes' comparator: an
+/// INT8 machine rejects what it lacks before running anything, with an error that names the op;
+/// the other vector ops run.
 #[test]
-fn int8_machines_reject_the_multiplying_vector_ops() {
-    let cfg = ArrayConfig::new(2, 2, Dtype::Int8);
-    for op in VectorOp::ALL {
-        let vector = Instruction::Vector {
-            op,
-            dst: 0,
-            src: if op.uses_src() { 1 } else { 0 },
-            rows: 1,
-            imm: if op.uses_imm() { 2 } else { 0 },
-        };
-        for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
-            let mut m = golden(kind, cfg, 64).unwrap();
-            let run = m.run(&[vector, Instruction::Halt]);
-            if op.bf16_only() {
-                let err = run.unwrap_err().to_string();
-                let want = format!("instruction 0: vector {} needs a bf16 array", op.name());
-                assert!(err.contains(&want), "{kind:?}: {err}");
-            } else {
-                run.unwrap_or_else(|e| panic!("{kind:?} {op:?}: {e}"));
+fn int8_machines_reject_the_vector_ops_they_lack() {
+    for int8_max in [true, false] {
+        let cfg = ArrayConfig::new(2, 2, Dtype::Int8).with_int8_max(int8_max);
+        for op in VectorOp::ALL {
+            let vector = Instruction::Vector {
+                op,
+                dst: 0,
+                src: if op.uses_src() { 1 } else { 0 },
+                rows: 1,
+                imm: if op.uses_imm() { 2 } else { 0 },
+            };
+            let lacks = match op {
+                VectorOp::Scale | VectorOp::Axpy | VectorOp::Equal => true,
+                VectorOp::Max => !int8_max,
+                _ => false,
+            };
+            assert_eq!(op.runs_on(&cfg), !lacks, "{op:?}");
+            for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+                let mut m = golden(kind, cfg, 64).unwrap();
+                let run = m.run(&[vector, Instruction::Halt]);
+                if lacks {
+                    let err = run.unwrap_err().to_string();
+                    let want = format!("instruction 0: vector {} needs a bf16 array", op.name());
+                    assert!(err.contains(&want), "{kind:?}: {err}");
+                } else {
+                    run.unwrap_or_else(|e| panic!("{kind:?} {op:?}: {e}"));
+                }
             }
         }
+    }
+}
+
+/// An INT8 `Max` is the larger i32 (signed: -5 loses to 2), on both machines.
+#[test]
+fn int8_max_takes_the_larger_word() {
+    let cfg = ArrayConfig::new(2, 2, Dtype::Int8);
+    let words = |v: [i32; 4]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    for kind in [GoldenKind::Functional, GoldenKind::Cycle] {
+        let mut m = golden(kind, cfg, 64).unwrap();
+        m.write(Region::Acc, 0, &words([-5, 9, 2, 7])).unwrap();
+        let max = Instruction::Vector { op: VectorOp::Max, dst: 0, src: 1, rows: 1, imm: 0 };
+        m.run(&[max, Instruction::Halt]).unwrap();
+        let mut got = [0u8; 16];
+        m.read(Region::Acc, 0, &mut got).unwrap();
+        assert_eq!(got.to_vec(), words([2, 9, 2, 7]), "{kind:?}");
     }
 }
 

@@ -1,7 +1,10 @@
 //! Max and average pooling, a convolution after the first layer and its input gradient
 //! (col2im) compiled for the array: LeNet's shape in small. Every machine must give `Executor<Accel>`'s bits.
 
-use crate::cnn_common::{batch, conv, trains_as_the_reference, trains_on_small_arrays};
+use crate::cnn_common::{
+    batch, conv, int8_inference_runs_on_every_golden_machine, trains_as_the_reference,
+    trains_on_small_arrays,
+};
 use systole_core::compile::{check_lowered, compile_training, pool, CompileError};
 use systole_core::graph::{Graph, Sgd};
 use systole_core::layers::{Layer, Net, Shape};
@@ -212,16 +215,20 @@ fn what_the_array_does_not_pool_is_refused_by_name() {
         assert_eq!(e, CompileError::NotLowered { what }, "{layers:?}");
     }
     let avg = graph(&[conv(1, 1, 2, 1, 0), avg_pool(5, 5), flat(1)[0], flat(1)[1]]);
-    assert_eq!(check_lowered(&avg, Dtype::Bf16), Ok(()));
-    let e = check_lowered(&avg, Dtype::Int8).unwrap_err();
+    let [bf16, int8] = [Dtype::Bf16, Dtype::Int8].map(|d| ArrayConfig::new(4, 4, d));
+    assert_eq!(check_lowered(&avg, &bf16), Ok(()));
+    let e = check_lowered(&avg, &int8).unwrap_err();
     assert_eq!(e, CompileError::NotLowered { what: pool::AVG_INT8 });
     assert!(e.to_string().starts_with("average pooling on an INT8 array"), "{e}");
+    // Max pooling runs on INT8 arrays with their lanes' comparator, and only there.
     let lenet = Graph::network(&Net::lenet(10).unwrap()).unwrap();
-    assert_eq!(check_lowered(&lenet, Dtype::Bf16), Ok(()));
+    assert_eq!(check_lowered(&lenet, &bf16), Ok(()));
+    assert_eq!(check_lowered(&lenet, &int8), Ok(()));
     assert_eq!(
-        check_lowered(&lenet, Dtype::Int8),
+        check_lowered(&lenet, &int8.with_int8_max(false)),
         Err(CompileError::NotLowered { what: pool::INT8 })
     );
+    assert_eq!(check_lowered(&lenet, &bf16.with_int8_max(false)), Ok(()));
 }
 
 /// An array too small for the vector-unit lowerings' row regions is refused, not given an
@@ -235,4 +242,65 @@ fn pooling_needs_four_accumulator_rows() {
     assert!(e.to_string().contains("fewer than 4 accumulator rows"), "{e}");
     let four = ArrayConfig { acc_depth: 4, ..tiny };
     trains_as_the_reference(&lenet_like(), four, GoldenKind::Functional, &[3]);
+}
+
+/// INT8 inference of LeNet's shape in small, max pooling on the INT8 lanes' comparator: every
+/// golden machine gives the same logits, in the compiled cycles, near the f32 reference's, from
+/// a DRAM full of stale bytes.
+#[test]
+fn int8_max_pooling_runs_on_every_golden_machine() {
+    int8_inference_runs_on_every_golden_machine(&lenet_like(), 0x5A);
+}
+
+/// The pooled words are requantized after the maximum, which equals pooling the requantized
+/// elements because a requantization never reorders two words: a 1 x 1 pooling (the maximum
+/// of one tap) gives the unpooled network's logits, bit for bit, through the pooling's own
+/// requantize and store.
+#[test]
+fn int8_max_pooling_requantizes_as_the_layer_does() {
+    let net = |pool: bool| {
+        let mut layers = vec![conv(1, 3, 3, 1, 1), Layer::Relu];
+        if pool {
+            layers.push(max_pool(1, 1));
+        }
+        layers.extend([Layer::Flatten, Layer::Dense { inputs: 3 * 36, outputs: 4 }]);
+        Net::new(Shape::Image { c: 1, h: 6, w: 6 }, &layers).unwrap()
+    };
+    let [pooled, plain] =
+        [net(true), net(false)].map(|n| int8_inference_runs_on_every_golden_machine(&n, 0));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&pooled), bits(&plain));
+    let graph = Graph::network(&net(true)).unwrap();
+    let plan = systole_core::compile::Int8Plan::calibrate(
+        &graph,
+        &systole_core::params::Params::init(&net(true), 5),
+        &[0.25; 72],
+        2,
+    )
+    .unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let step = systole_core::compile::compile_inference(&graph, &config, 2, Some(&plan)).unwrap();
+    assert!(step.segments.iter().any(|s| s.op == "max_pool"), "the pooling ran on the array");
+}
+
+/// Requantization is monotone: the larger of two words never requantizes below the smaller.
+#[test]
+fn requantization_never_reorders_two_words() {
+    use systole_core::numerics::Requant;
+    let mut rng = SplitMix64(3);
+    for _ in 0..200 {
+        let scale = 1e-6 + rng.next_f64() * 0.9;
+        let Ok(r) = Requant::from_scale(scale, rng.below(5) as i8 - 2) else { continue };
+        for _ in 0..200 {
+            let a = rng.next_u64() as i32 >> rng.below(31);
+            let b = rng.next_u64() as i32 >> rng.below(31);
+            let (lo, hi) = (a.min(b), a.max(b));
+            assert!(
+                r.apply(lo) <= r.apply(hi),
+                "{r:?}: {lo} -> {}, {hi} -> {}",
+                r.apply(lo),
+                r.apply(hi)
+            );
+        }
+    }
 }

@@ -531,6 +531,11 @@ pub fn first_mismatch(expected: &Identity, found: &Identity) -> Option<(Identity
         (IdentityField::AccDepth, e.acc_depth, f.acc_depth),
         (IdentityField::Schedule, e.schedule.code() as u32, f.schedule.code() as u32),
     ];
+    // What the accelerator must have at least: the DRAM, and the comparator where the program
+    // uses it (a blob's target asks for it only then).
     let dram = (IdentityField::DramBytes, expected.dram_bytes, found.dram_bytes);
-    fields.into_iter().find(|(_, e, f)| e != f).or(Some(dram).filter(|(_, e, f)| f < e))
+    let max = (IdentityField::Int8Max, e.int8_max as u32, f.int8_max as u32);
+    let at_least = [dram, max];
+    let short = at_least.into_iter().find(|(_, e, f)| f < e);
+    fields.into_iter().find(|(_, e, f)| e != f).or(short)
 }

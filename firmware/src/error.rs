@@ -66,6 +66,9 @@ pub enum IdentityField {
     Schedule,
     /// The accelerator has fewer DRAM bytes than expected (found < expected).
     DramBytes,
+    /// The program needs the INT8 lanes' comparator (`ArrayConfig::int8_max`) and the
+    /// accelerator was built without it (1 with, 0 without).
+    Int8Max,
 }
 
 impl IdentityField {
@@ -81,6 +84,7 @@ impl IdentityField {
             IdentityField::AccDepth => "accumulator depth",
             IdentityField::Schedule => "schedule",
             IdentityField::DramBytes => "DRAM bytes",
+            IdentityField::Int8Max => "INT8 comparator",
         }
     }
 }

@@ -234,6 +234,16 @@ fn identify_refuses_a_mismatch_naming_the_field() {
         assert_eq!(err, Error::Mismatch { field, expected: e, found: f }, "{field:?}");
         finish(d);
     }
+    // The INT8 comparator, like the DRAM, is what the accelerator must have at least.
+    let without = Identity { config: id.config.with_int8_max(false), ..id };
+    let mut d = driver(&exchange(&Request::Identify, &Response::Ok(&without.to_bytes())));
+    let err = d.identify(&id).unwrap_err();
+    let field = IdentityField::Int8Max;
+    assert_eq!(err, Error::Mismatch { field, expected: 1, found: 0 });
+    finish(d);
+    let mut d = driver(&exchange(&Request::Identify, &Response::Ok(&id.to_bytes())));
+    assert_eq!(d.identify(&without).unwrap(), id);
+    finish(d);
 }
 
 #[test]

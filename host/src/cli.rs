@@ -128,6 +128,10 @@ pub struct BoardBuildArgs {
     /// default build's).
     #[arg(long)]
     pub pe_stages: Option<u8>,
+    /// Whether the INT8 lanes have their comparator (`Max`, for max pooling in INT8 inference;
+    /// default: the board's default build's).
+    #[arg(long, value_name = "true|false")]
+    pub int8_max: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]
@@ -400,6 +404,10 @@ pub struct ArrayArgs {
     /// product (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
+    /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
+    /// inference; the boards' builds say theirs).
+    #[arg(long, default_value_t = DEFAULT_ARRAY.int8_max, action = clap::ArgAction::Set, value_name = "true|false")]
+    pub int8_max: bool,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -426,6 +434,7 @@ impl ArrayArgs {
             requant_cycles: self.requant_cycles,
             scale_cycles: self.scale_cycles,
             pe_stages: self.pe_stages,
+            int8_max: self.int8_max,
         }
     }
 }

@@ -24,12 +24,12 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     let net = &model.net;
     let graph = Graph::network(net).map_err(|e| anyhow!("{}: {e}", args.model.display()))?;
     let dtype = systole_core::Dtype::from(args.dtype);
-    // What the array cannot run is named before the data set is read.
-    check_lowered(&graph, dtype).map_err(|e| {
-        anyhow!("{}: {e}; a blob of this model needs --dtype bf16", args.model.display())
-    })?;
     let config = args.array.config(dtype);
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    // What the array cannot run is named before the data set is read.
+    check_lowered(&graph, &config).map_err(|e| {
+        anyhow!("{}: {e}; a blob of this model needs --dtype bf16", args.model.display())
+    })?;
     let int8 = match args.dtype {
         DtypeArg::Bf16 => None,
         DtypeArg::Int8 => {

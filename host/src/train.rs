@@ -72,7 +72,8 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             arrays.push(Dtype::Int8);
         }
         for dtype in arrays {
-            if let Err(CompileError::NotLowered { what }) = check_lowered(&graph, dtype) {
+            let config = args.array.config(dtype);
+            if let Err(CompileError::NotLowered { what }) = check_lowered(&graph, &config) {
                 bail!(
                     "--model {}: {what} does not run on the accelerator yet; this model trains \
                      on the f32 CPU reference (--dtype f32) and the GPU (--device gpu){}",

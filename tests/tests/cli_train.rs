@@ -351,7 +351,7 @@ fn a_convolution_trains_on_the_accelerator() {
 /// LeNet's shape in small trains on the accelerator (BF16, beside the f32 reference): two
 /// convolutions, each with a ReLU and a max pooling on the vector unit, the second's input
 /// gradient added back into the first pooling's (`col2im`); the loss within 3% of the
-/// reference's every epoch (bf16 against f32 on 1,438 rows).
+/// reference's every epoch (bf16 against f32 on 1,438 rows). Then it infers in INT8.
 #[test]
 fn a_pooled_cnn_trains_on_the_accelerator() {
     let s = Scratch::new();
@@ -365,7 +365,8 @@ fn a_pooled_cnn_trains_on_the_accelerator() {
             {"kind": "flatten"}, {"kind": "dense", "in": 16, "out": 10}]}"#,
     );
     let path = model.to_str().unwrap();
-    let (r, _) = train_json(&s, "pooled-run.json", &["--model", path, "--epochs", "5"]);
+    let args = ["--model", path, "--epochs", "5", "--dtype", "int8"];
+    let (r, _) = train_json(&s, "pooled-run.json", &args);
     let ops = step_ops(&r);
     for op in [("max_pool", 0), ("im2col", 1), ("max_pool_grad", 1), ("col2im", 1)] {
         assert!(ops.contains(&op), "{op:?} in {ops:?}");
@@ -374,6 +375,9 @@ fn a_pooled_cnn_trains_on_the_accelerator() {
         assert!(f64_of(e, "loss_gap").abs() < 0.03, "{e}");
     }
     assert!(f64_of(&r, "test_accuracy_bf16") > 0.9, "{r}");
+    // INT8 inference pools on the INT8 lanes' comparator, as accurate as BF16.
+    let (int8, bf16) = (f64_of(&r, "test_accuracy_int8"), f64_of(&r, "test_accuracy_bf16"));
+    assert!((int8 - bf16).abs() < 0.02, "{r}");
 }
 
 /// Average pooling trains on the accelerator too: window sums with the vector unit's adder, the
@@ -414,8 +418,21 @@ fn bad_models_are_named() {
         &["--model lenet", "784 features", "have 64"],
     );
     assert_fails_naming(
-        &train(&["--model", "lenet", "--dataset", "mnist", "--dtype", "int8"]),
-        &["--model lenet", "max pooling on an INT8 array", "--dtype bf16"],
+        &train(&[
+            "--model",
+            "lenet",
+            "--dataset",
+            "mnist",
+            "--dtype",
+            "int8",
+            "--int8-max",
+            "false",
+        ]),
+        &[
+            "--model lenet",
+            "max pooling on an INT8 array whose accumulator lanes have no comparator",
+            "--dtype bf16",
+        ],
     );
     let bad = s.write(
         "bad.json",

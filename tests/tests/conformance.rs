@@ -101,8 +101,9 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
     };
     cases.push(gemm_case(&config, dram, shape, epilogue));
 
-    // Every vector-unit op the machine runs (INT8 machines reject the BF16 ones, as
-    // tests/faults.rs checks), over several accumulator rows of whatever the GEMMs left.
+    // Every vector-unit op the machine runs (INT8 machines reject the BF16 ones, and `Max`
+    // without their comparator, as tests/faults.rs checks), over several accumulator rows of
+    // whatever the GEMMs left.
     let rows = (acc / 2).min(5) as u16;
     let ops = [
         (VectorOp::BiasAdd, (acc - 1) as u16, 0),
@@ -115,8 +116,7 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
         (VectorOp::Equal, rows, 0),
     ];
     assert_eq!(ops.len(), VectorOp::ALL.len(), "the suite covers every vector op");
-    let runs = |op: VectorOp| config.dtype == Dtype::Bf16 || !op.bf16_only();
-    for (op, src, imm) in ops.into_iter().filter(|&(op, ..)| runs(op)) {
+    for (op, src, imm) in ops.into_iter().filter(|&(op, ..)| op.runs_on(&config)) {
         let ins = Instruction::Vector { op, dst: 1, src, rows, imm };
         cases.push(Case {
             name: format!("vector {}", op.name()),

@@ -462,51 +462,76 @@ impl systole_firmware::sim::SpiTarget for RtlTarget {
     }
 }
 
-/// The firmware driver, unchanged, runs an INT8 MLP inference blob on the RTL over SPI: the
-/// logits bits and the cycle count of the golden machine (pyramid level 4 of DESIGN.md).
+/// The firmware driver, unchanged, runs INT8 inference blobs on the RTL over SPI, an MLP's and
+/// a CNN's whose max pooling runs on the INT8 lanes' comparator (its input an image the driver
+/// places inside its zero border): the logits bits and the cycle counts of the golden machine
+/// (pyramid level 4 of DESIGN.md).
 #[test]
-fn the_firmware_driver_runs_an_int8_inference_on_the_rtl() {
+fn the_firmware_driver_runs_int8_inference_on_the_rtl() {
     use embedded_hal_mock::eh1::delay::NoopDelay;
     use systole_core::blob::{self, Blob};
     use systole_core::compile::Int8Plan;
     use systole_core::graph::{Graph, MlpSpec};
+    use systole_core::layers::{Layer, Net, Shape};
     use systole_core::params::{Params, SplitMix64};
     use systole_core::train::Int8Inference;
     use systole_firmware::sim::SimSpi;
     use systole_firmware::{Input, Options, Systole};
 
     let spec = MlpSpec { inputs: 12, hidden: heapless::Vec::from_slice(&[8]).unwrap(), classes: 4 };
-    let params = Params::init(&spec, 3);
-    let graph = Graph::mlp(&spec).unwrap();
+    let conv = Layer::Conv2d { in_channels: 1, out_channels: 3, kernel: 3, stride: 1, padding: 1 };
+    let cnn = Net::new(
+        Shape::Image { c: 1, h: 6, w: 6 },
+        &[
+            conv,
+            Layer::Relu,
+            Layer::MaxPool2d { kernel: 2, stride: 2 },
+            Layer::Flatten,
+            Layer::Dense { inputs: 27, outputs: 4 },
+        ],
+    )
+    .unwrap();
     let config =
         ArrayConfig { spad_depth: 256, acc_depth: 64, ..ArrayConfig::new(4, 4, Dtype::Int8) };
     let batch = 2u16;
     let mut rng = SplitMix64(9);
-    let x: Vec<f32> =
-        (0..batch as usize * 12).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect();
-    let plan = Int8Plan::calibrate(&graph, &params, &x, batch as usize).unwrap();
-    let bytes =
-        blob::build(&spec.net().unwrap(), &params, &config, batch, Some(&plan), 1.0).unwrap();
-    let blob = Blob::parse(&bytes).unwrap();
-    let dram = blob.target.dram_bytes as usize;
-    let mut reference =
-        Int8Inference::new(golden(GoldenKind::Cycle, config, dram).unwrap(), graph, &params, plan)
-            .unwrap();
-    let (expected, work) = reference.logits(&x, batch as usize).unwrap();
-
-    let top =
-        TopConfig { dram_bytes: dram, fifo_depth: 16, uart_divisor: 4, ..TopConfig::new(config) };
+    let mut runs = Vec::new();
+    for net in [spec.net().unwrap(), cnn] {
+        let params = Params::init(&net, 3);
+        let graph = Graph::network(&net).unwrap();
+        let features = graph.inputs() as usize;
+        let x: Vec<f32> =
+            (0..batch as usize * features).map(|_| (rng.next_f64() * 2.0 - 1.0) as f32).collect();
+        let plan = Int8Plan::calibrate(&graph, &params, &x, batch as usize).unwrap();
+        let bytes = blob::build(&net, &params, &config, batch, Some(&plan), 1.0).unwrap();
+        let dram = Blob::parse(&bytes).unwrap().target.dram_bytes as usize;
+        let machine = golden(GoldenKind::Cycle, config, dram).unwrap();
+        let mut reference = Int8Inference::new(machine, graph, &params, plan).unwrap();
+        // One channel: the image's channels-first and channels-last rows are the same.
+        let (expected, work) = reference.logits(&x, batch as usize).unwrap();
+        runs.push((bytes, x, expected, work.cycles));
+    }
+    let dram = runs.iter().map(|r| Blob::parse(&r.0).unwrap().target.dram_bytes).max().unwrap();
+    let top = TopConfig {
+        dram_bytes: dram as usize,
+        fifo_depth: 16,
+        uart_divisor: 4,
+        ..TopConfig::new(config)
+    };
     let bus = SimSpi::new(RtlTarget(SpiLink::new(verilated(&top), 4)));
     let options = Options { clock_mhz: config.clock_mhz, ..Options::DEFAULT };
     let mut accel = Systole::with_options(bus, NoopDelay::new(), options);
-    assert!(blob.program_words() > 16, "the program is longer than the FIFO");
-    let mut logits = vec![0f32; blob.logits_len()];
-    let cycles = accel
-        .run_inference(&blob, Input::F32(&x), &mut logits)
-        .unwrap_or_else(|e| panic!("the driver on the RTL: {e:?}"));
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
-    assert_eq!(bits(&logits), bits(&expected));
-    assert_eq!(cycles, work.cycles);
+    for (bytes, x, expected, cycles) in runs {
+        let blob = Blob::parse(&bytes).unwrap();
+        assert!(blob.program_words() > 16, "the program is longer than the FIFO");
+        let mut logits = vec![0f32; blob.logits_len()];
+        let got = accel
+            .run_inference(&blob, Input::F32(&x), &mut logits)
+            .unwrap_or_else(|e| panic!("the driver on the RTL: {e:?}"));
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        assert_eq!(bits(&logits), bits(&expected), "image: {:?}", blob.image);
+        assert_eq!(got, cycles, "image: {:?}", blob.image);
+    }
 }
 
 #[test]

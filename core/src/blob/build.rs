@@ -212,6 +212,12 @@ pub fn build(
         }
     }
     writes.extend(step.zeroed.iter().map(|&(at, bytes)| (at, vec![0u8; bytes as usize])));
+    // The target asks for the INT8 lanes' comparator only where the program uses it, so a
+    // blob without a pooling runs on machines built without one.
+    let uses_max = step.forward.iter().any(|ins| {
+        matches!(ins, crate::isa::Instruction::Vector { op: crate::isa::VectorOp::Max, .. })
+    });
+    let config = &ArrayConfig { int8_max: config.dtype == Dtype::Int8 && uses_max, ..*config };
     let target = Identity { isa_version: ISA_VERSION, config: *config, dram_bytes, fifo_depth: 0 };
     let input = Buffer {
         addr: elems(graph.input),

@@ -79,7 +79,8 @@ fn built_blobs_parse_with_their_fields() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
         let bytes = sample(dtype);
         let blob = Blob::parse(&bytes).unwrap();
-        assert_eq!(blob.target.config, ArrayConfig::new(4, 4, dtype));
+        // An MLP uses no `Max`: its target asks for no INT8 comparator.
+        assert_eq!(blob.target.config, ArrayConfig::new(4, 4, dtype).with_int8_max(false));
         assert_eq!(blob.batch, 2);
         assert_eq!((blob.input.cols, blob.logits.cols), (12, 4));
         assert_eq!(blob.input.format, Format::input_of(dtype));
@@ -227,6 +228,7 @@ fn image_blobs_place_the_input_as_the_step_reads_it() {
     let bytes = build(&net, &params, &config, 2, None, 1.0).unwrap();
     let blob = Blob::parse(&bytes).unwrap();
     assert_eq!(blob.image, Some(Image { c: 2, h: 6, w: 6, padding: 1 }));
+    assert!(!blob.target.config.int8_max, "a BF16 target needs no INT8 comparator");
     assert_eq!((blob.input_len(), blob.input_elements()), (2 * 72, 2 * 2 * 64));
     assert_eq!(blob.to_bytes(), bytes);
     // Values 1, 2, ... channels first: the element each DRAM slot holds is the padded
@@ -255,4 +257,22 @@ fn vector_inputs_have_no_image() {
     assert_eq!(blob.image, None);
     assert_eq!(blob.input_elements(), blob.input_len());
     assert_eq!((0..5).map(|e| blob.input_source(e)).collect::<Vec<_>>(), [0, 1, 2, 3, 4].map(Some));
+}
+
+/// An INT8 blob whose program pools asks for the INT8 lanes' comparator, and one built for a
+/// machine without it is refused with the op named.
+#[test]
+fn an_int8_pooling_blob_asks_for_the_comparator() {
+    let net = cnn();
+    let params = Params::init(&net, 5);
+    let graph = crate::graph::Graph::network(&net).unwrap();
+    let x: alloc::vec::Vec<f32> = (0..144).map(|i| libm::sinf(i as f32 * 0.37)).collect();
+    let plan = Int8Plan::calibrate(&graph, &params, &x, 2).unwrap();
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let bytes = build(&net, &params, &config, 2, Some(&plan), 1.0).unwrap();
+    assert!(Blob::parse(&bytes).unwrap().target.config.int8_max);
+    let without = config.with_int8_max(false);
+    let e = build(&net, &params, &without, 2, Some(&plan), 1.0).unwrap_err();
+    let what = crate::compile::pool::INT8;
+    assert_eq!(e, BuildError::Compile(crate::compile::CompileError::NotLowered { what }));
 }

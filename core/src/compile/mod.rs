@@ -37,7 +37,7 @@ pub use step::{Buffers, CompiledStep, Segment};
 
 use crate::config::{ArrayConfig, Dtype, Schedule};
 use crate::graph::{Graph, Op, TensorId, TensorKind};
-use crate::isa::Instruction;
+use crate::isa::{Instruction, VectorOp};
 use crate::machine::ExecErrorKind;
 use crate::numerics::Requant;
 use crate::tiler::{
@@ -94,15 +94,16 @@ pub struct Int8Plan {
     pub requant: Vec<Requant>,
 }
 
-/// Whether every op of `graph` is one the compiler lowers to an array of `dtype`; the first
+/// Whether every op of `graph` is one the compiler lowers to an array of `config`; the first
 /// that is not, named, otherwise. Cheap (no program is built), so a caller can refuse a network
 /// before any work; compiling checks it first, so this is the one place that names what is not
 /// lowered.
-pub fn check_lowered(graph: &Graph, dtype: Dtype) -> Result<(), CompileError> {
+pub fn check_lowered(graph: &Graph, config: &ArrayConfig) -> Result<(), CompileError> {
     let not = |what| Err(CompileError::NotLowered { what });
+    let dtype = config.dtype;
     for op in graph.forward.iter().chain(&graph.backward) {
         match *op {
-            Op::MaxPool { .. } if dtype == Dtype::Int8 => return not(pool::INT8),
+            Op::MaxPool { .. } if !VectorOp::Max.runs_on(config) => return not(pool::INT8),
             Op::AvgPool { .. } if dtype == Dtype::Int8 => return not(pool::AVG_INT8),
             Op::MaxPool { x, .. } | Op::AvgPool { x, .. } if x == graph.input => {
                 return not(pool::OF_INPUT)
@@ -193,7 +194,7 @@ impl<'g> Compiler<'g> {
         if batch == 0 || batch > u16::MAX as u32 {
             return Err(CompileError::Batch { batch });
         }
-        check_lowered(graph, config.dtype)?;
+        check_lowered(graph, config)?;
         let mut c = Compiler {
             graph,
             config: *config,
@@ -467,11 +468,11 @@ impl<'g> Compiler<'g> {
                     i += 1;
                 }
                 Op::MaxPool { x, y, geom } => {
-                    self.pool(pool::Kind::Max, x, y, geom)?;
+                    self.pool(pool::Kind::Max, (x, y), geom, int8)?;
                     i += 1;
                 }
                 Op::AvgPool { x, y, geom } => {
-                    self.pool(pool::Kind::Avg, x, y, geom)?;
+                    self.pool(pool::Kind::Avg, (x, y), geom, int8)?;
                     i += 1;
                 }
                 // The output shares the input's buffers.

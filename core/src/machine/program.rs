@@ -45,10 +45,14 @@ impl core::fmt::Display for ProgramError {
                     Dataflow::OutputStationary => "output-stationary",
                 }
             ),
-            ProgramErrorKind::Dtype { opcode, op, needs } => {
-                let op = op.map(VectorOp::name).unwrap_or_default();
+            ProgramErrorKind::Dtype { opcode, op: vector_op, needs } => {
+                let op = vector_op.map(VectorOp::name).unwrap_or_default();
                 let space = if op.is_empty() { "" } else { " " };
-                write!(f, "{}{space}{op} needs a {} array", opcode.name(), needs.name())
+                write!(f, "{}{space}{op} needs a {} array", opcode.name(), needs.name())?;
+                if vector_op == Some(VectorOp::Max) {
+                    write!(f, ", or INT8 lanes built with their comparator (int8_max)")?;
+                }
+                Ok(())
             }
             ProgramErrorKind::TooWide { opcode, field, value, max } => {
                 write!(f, "{}: `{field}` = {value} exceeds the array's {max}", opcode.name())
@@ -165,7 +169,7 @@ fn check(cfg: &ArrayConfig, ins: &Instruction, dram: u64) -> Result<(), ProgramE
             range(Region::Acc, acc_row as u64, rows as u64, acc)
         }
         Instruction::Vector { op, dst, src, rows, .. } => {
-            if op.bf16_only() {
+            if !op.runs_on(cfg) {
                 dtype(Dtype::Bf16)?;
             }
             range(Region::Acc, dst as u64, rows as u64, acc)?;

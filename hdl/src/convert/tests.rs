@@ -45,7 +45,7 @@ impl ConvertPath {
             zero_point: Default::default(),
             y: Default::default(),
             cast_y: Default::default(),
-            lane: AccLane::new(Dtype::Int8, false),
+            lane: AccLane::new(Dtype::Int8, false, false),
             requant: RequantLane::new(stages),
             cast: CastLane::new(stages),
         }

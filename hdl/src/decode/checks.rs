@@ -276,6 +276,8 @@ pub struct Checker {
     array_cols: Constant<Bits<16>>,
     weight_stationary: Constant<Bit>,
     bf16: Constant<Bit>,
+    /// INT8 lanes with their comparator (`ArrayConfig::int8_max`): `Max` is valid.
+    int8_max: Constant<Bit>,
     code_dataflow: Constant<Bits<4>>,
     code_dtype: Constant<Bits<4>>,
     code_too_wide: Constant<Bits<4>>,
@@ -308,6 +310,7 @@ impl Checker {
             array_cols: constant(config.cols as u64),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
             bf16: Constant::new(config.dtype == Dtype::Bf16),
+            int8_max: Constant::new(config.int8_max),
             code_dataflow: constant(FaultCode::Dataflow as u64),
             code_dtype: constant(FaultCode::Dtype as u64),
             code_too_wide: constant(FaultCode::TooWide as u64),
@@ -351,7 +354,7 @@ impl Logic for Checker {
             || (self.ins.vector.val()
                 && (self.ins.scale.val()
                     || self.ins.axpy.val()
-                    || self.ins.max.val()
+                    || (self.ins.max.val() && !self.int8_max.val())
                     || self.ins.equal.val())
                 && !self.bf16.val());
         self.too_wide.next = ((self.ins.load.val() || self.ins.store_spad.val())
@@ -496,6 +499,8 @@ mod tests {
         let mut seed = 5;
         let configs = [
             (ArrayConfig::new(4, 3, Dtype::Int8), 1000u64),
+            // Without the INT8 comparator, `Max` is a dtype fault.
+            (ArrayConfig::new(2, 2, Dtype::Int8).with_int8_max(false), 1000u64),
             (
                 ArrayConfig { spad_depth: 40, acc_depth: 9, ..ArrayConfig::new(3, 5, Dtype::Bf16) }
                     .with_dataflow(Dataflow::OutputStationary),

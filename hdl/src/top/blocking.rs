@@ -101,7 +101,9 @@ impl SystoleTop {
             dram: Dram::new(top.dram_bytes, banks),
             array: Array::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
-            acc_lanes: (0..c).map(|_| AccLane::new(dtype, paced_scale(&config))).collect(),
+            acc_lanes: (0..c)
+                .map(|_| AccLane::new(dtype, paced_scale(&config), config.int8_max))
+                .collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))

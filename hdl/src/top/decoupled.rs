@@ -136,8 +136,11 @@ impl SystoleTopDecoupled {
             array: Array::new(&config),
             transposer: Transposer::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
-            acc_lanes: (0..c).map(|_| AccLane::new(dtype, paced_scale(&config))).collect(),
-            array_lanes: (0..c).map(|_| AccLane::new(dtype, false)).collect(),
+            acc_lanes: (0..c)
+                .map(|_| AccLane::new(dtype, paced_scale(&config), config.int8_max))
+                .collect(),
+            // The array's lanes write its output rows and run no vector op.
+            array_lanes: (0..c).map(|_| AccLane::new(dtype, false, false)).collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))

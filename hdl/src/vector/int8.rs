@@ -26,6 +26,30 @@ impl Logic for Mul32 {
     }
 }
 
+/// The larger of two i32 words (`x` on a tie): an INT8 lane's comparator, for `Max`.
+#[derive(LogicBlock, Default)]
+pub struct MaxInt32 {
+    pub x: Signal<In, Bits<32>>,
+    pub y: Signal<In, Bits<32>>,
+    pub result: Signal<Out, Bits<32>>,
+    y_above: Signal<Local, Bit>,
+}
+
+impl Logic for MaxInt32 {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // Signed order: a negative `x` is below a non-negative `y`; same signs compare as
+        // unsigned words.
+        self.y_above.next = (self.x.val().get_bit(31) && !self.y.val().get_bit(31))
+            || (self.x.val().get_bit(31) == self.y.val().get_bit(31)
+                && self.y.val() > self.x.val());
+        self.result.next = self.x.val();
+        if self.y_above.val() {
+            self.result.next = self.y.val();
+        }
+    }
+}
+
 /// The INT8 accumulator lane: i32 words, wrapping arithmetic.
 #[derive(LogicBlock, Default)]
 pub struct AccLaneInt8 {
@@ -41,12 +65,22 @@ pub struct AccLaneInt8 {
     pub hl: Signal<Out, Bits<32>>,
     pub hh: Signal<Out, Bits<32>>,
     mul: Mul32,
+    /// The comparator, where the machine has one (`ArrayConfig::int8_max`): `Max`.
+    max: Vec<MaxInt32>,
     x_le_zero: Signal<Local, Bit>,
     y_le_zero: Signal<Local, Bit>,
     /// What `x` is added to: the array's word, the bias word or the product (one adder).
     addend: Signal<Local, Bits<32>>,
     sum: Signal<Local, Bits<32>>,
     sum_le_zero: Signal<Local, Bit>,
+}
+
+impl AccLaneInt8 {
+    /// A lane, with its comparator when `int8_max`.
+    pub fn new(int8_max: bool) -> AccLaneInt8 {
+        let max = if int8_max { vec![MaxInt32::default()] } else { vec![] };
+        AccLaneInt8 { max, ..Default::default() }
+    }
 }
 
 impl Logic for AccLaneInt8 {
@@ -91,9 +125,16 @@ impl Logic for AccLaneInt8 {
                     self.result.next = 0.into();
                 }
             }
-            // `Word`, and the BF16 ops (`Scale`, `Axpy`, `Max`, `Equal`), which an INT8 machine
-            // never runs.
+            // `Word`, and the ops an INT8 machine never runs (`Scale`, `Axpy`, `Equal`; `Max`
+            // without the comparator).
             _ => self.result.next = self.word.val(),
+        }
+        for k in 0..self.max.len() {
+            self.max[k].x.next = self.x.val();
+            self.max[k].y.next = self.y.val();
+            if self.op.val() == AccOp::Max {
+                self.result.next = self.max[k].result.val();
+            }
         }
     }
 }

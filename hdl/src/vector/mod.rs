@@ -8,8 +8,10 @@
 //!   from DRAM or the host. INT8 and BF16 lanes share nothing but the interface, and a lane holds
 //!   the datapath of its dtype only (the other is an empty `Vec`, as in [`crate::pe::Mac`]). One
 //!   adder per lane serves every op; a BF16 lane's multiplier serves `Scale` and `Axpy`, and its
-//!   comparator `Max` and `Equal`, which INT8 machines reject (core's `VectorOp::bf16_only`), so
-//!   an INT8 word never passes a multiplier on its way from the accumulators back into them.
+//!   comparator `Max` and `Equal`, which INT8 machines reject (core's `VectorOp::runs_on`), so
+//!   an INT8 word never passes a multiplier on its way from the accumulators back into them. An
+//!   INT8 lane has a signed comparator for `Max` ([`MaxInt32`]) where the machine is built with
+//!   one (`ArrayConfig::int8_max`).
 //! * [`Mul32`]: an INT8 lane's 32 x 32 multiplier in 16 x 16 pieces (rust-hdl multiplies only
 //!   16-bit values), which only the requantize lane uses.
 //!
@@ -24,7 +26,7 @@ mod bf16;
 mod int8;
 
 pub use bf16::AccLaneBf16;
-pub use int8::{AccLaneInt8, Mul32};
+pub use int8::{AccLaneInt8, MaxInt32, Mul32};
 
 /// What an accumulator lane writes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
@@ -92,8 +94,9 @@ pub fn paced_scale(config: &ArrayConfig) -> bool {
 }
 
 impl AccLane {
-    /// A lane of `dtype`; `paced` registers a BF16 lane's product ([`paced_scale`]).
-    pub fn new(dtype: Dtype, paced: bool) -> AccLane {
+    /// A lane of `dtype`; `paced` registers a BF16 lane's product ([`paced_scale`]),
+    /// `int8_max` gives an INT8 lane its comparator (`ArrayConfig::int8_max`).
+    pub fn new(dtype: Dtype, paced: bool, int8_max: bool) -> AccLane {
         AccLane {
             clock: Default::default(),
             enable: Default::default(),
@@ -109,7 +112,7 @@ impl AccLane {
             lh: Default::default(),
             hl: Default::default(),
             hh: Default::default(),
-            int8: if dtype == Dtype::Int8 { vec![AccLaneInt8::default()] } else { vec![] },
+            int8: if dtype == Dtype::Int8 { vec![AccLaneInt8::new(int8_max)] } else { vec![] },
             bf16: if dtype == Dtype::Bf16 { vec![AccLaneBf16::new(paced)] } else { vec![] },
         }
     }

@@ -19,17 +19,19 @@ const OPS: [AccOp; 11] = [
     AccOp::Word,
 ];
 
-/// The ops a lane of `dtype` runs: an INT8 lane has none of `VectorOp::bf16_only`.
+/// The ops a lane of `dtype` runs (core's `VectorOp::runs_on`; INT8 lanes with their
+/// comparator, as `ArrayConfig::new` builds them).
 fn ops(dtype: Dtype) -> Vec<AccOp> {
     use systole_core::isa::VectorOp;
-    let bf16_only = |op: &AccOp| match op {
-        AccOp::Scale => VectorOp::Scale.bf16_only(),
-        AccOp::Axpy => VectorOp::Axpy.bf16_only(),
-        AccOp::Max => VectorOp::Max.bf16_only(),
-        AccOp::Equal => VectorOp::Equal.bf16_only(),
-        _ => false,
+    let config = systole_core::ArrayConfig::new(1, 1, dtype);
+    let runs = |op: &AccOp| match op {
+        AccOp::Scale => VectorOp::Scale.runs_on(&config),
+        AccOp::Axpy => VectorOp::Axpy.runs_on(&config),
+        AccOp::Max => VectorOp::Max.runs_on(&config),
+        AccOp::Equal => VectorOp::Equal.runs_on(&config),
+        _ => true,
     };
-    OPS.into_iter().filter(|op| dtype == Dtype::Bf16 || !bf16_only(op)).collect()
+    OPS.into_iter().filter(runs).collect()
 }
 
 /// Core's word for one lane: `write_acc` for the array ops, `row_step` for the vector ops.
@@ -72,7 +74,7 @@ fn core_lane<A: Arith>(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u3
 }
 
 fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
-    let mut uut = AccLane::new(dtype, false);
+    let mut uut = AccLane::new(dtype, false, true);
     uut.connect_all();
     uut.op.next = op;
     uut.x.next = (x as u64).into();
@@ -87,7 +89,7 @@ fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32
 /// A paced BF16 lane's result in the second cycle of a row: its inputs held through an
 /// enabled clock edge (the product registered), then a frozen edge with other inputs.
 fn paced_lane(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
-    let mut uut = AccLane::new(Dtype::Bf16, true);
+    let mut uut = AccLane::new(Dtype::Bf16, true, true);
     uut.connect_all();
     let set = |uut: &mut AccLane, x: u32, y: u32, imm: u32| {
         uut.op.next = op;
@@ -208,7 +210,7 @@ fn verilog_matches_core() {
         })
         .collect();
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        let got = yosys_eval(&verilog_of(AccLane::new(dtype, false)), &inputs, "result");
+        let got = yosys_eval(&verilog_of(AccLane::new(dtype, false, true)), &inputs, "result");
         let runs = ops(dtype);
         for (&(op, x, y, a, imm), &g) in cases.iter().zip(&got) {
             if !runs.contains(&op) {
@@ -227,7 +229,30 @@ fn verilog_matches_core() {
 #[test]
 fn verilog_is_valid() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        yosys_validate("acc_lane", &verilog_of(AccLane::new(dtype, false))).unwrap();
-        yosys_validate("acc_lane", &verilog_of(AccLane::new(dtype, true))).unwrap();
+        for (paced, int8_max) in [(false, true), (true, true), (false, false)] {
+            let verilog = verilog_of(AccLane::new(dtype, paced, int8_max));
+            yosys_validate("acc_lane", &verilog).unwrap();
+        }
     }
+}
+
+/// An INT8 lane built without its comparator has none: `Max` falls to the word input, as the
+/// ops an INT8 machine never runs do, and the lane is smaller.
+#[test]
+fn an_int8_lane_without_its_comparator_has_none() {
+    let run = |int8_max| {
+        let mut uut = AccLane::new(Dtype::Int8, false, int8_max);
+        uut.connect_all();
+        uut.op.next = AccOp::Max;
+        uut.x.next = 1.into();
+        uut.y.next = 5.into();
+        uut.word.next = 9.into();
+        settle(&mut uut);
+        uut.result.val().to_u32()
+    };
+    assert_eq!((run(true), run(false)), (5, 9));
+    let with = verilog_of(AccLane::new(Dtype::Int8, false, true));
+    let without = verilog_of(AccLane::new(Dtype::Int8, false, false));
+    assert!(with.contains("MaxInt32") || with.contains("max"), "the comparator is emitted");
+    assert!(without.len() < with.len(), "the lane without a comparator is smaller");
 }

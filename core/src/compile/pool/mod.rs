@@ -24,14 +24,15 @@ use alloc::vec::Vec;
 mod grad;
 
 use super::acc_rows::{store_rows, vector, Regions};
-use super::{CompileError, Compiler};
+use super::{CompileError, Compiler, Int8Plan};
 use crate::conv::PoolGeometry;
 use crate::graph::TensorId;
 use crate::isa::{Instruction, VectorOp};
+use crate::numerics::Requant;
 
-/// Max pooling on an INT8 array.
-pub const INT8: &str =
-    "max pooling on an INT8 array (its accumulator lanes have no comparator; docs/DECISIONS.md 66)";
+/// Max pooling on an INT8 array built without its lanes' comparator.
+pub const INT8: &str = "max pooling on an INT8 array whose accumulator lanes have no comparator \
+                        (built with int8_max false; docs/DECISIONS.md 75)";
 /// Average pooling on an INT8 array.
 pub const AVG_INT8: &str = "average pooling on an INT8 array (its accumulator lanes have no \
                             multiplier; docs/DECISIONS.md 52)";
@@ -82,27 +83,35 @@ fn runs(g: &PoolGeometry, batch: u32, most: u32) -> Vec<Run> {
 }
 
 impl Compiler<'_> {
-    /// The pooling `y` of image `x` (f32 words) into program 0.
+    /// The pooling `y` of image `x` (f32 words, or i32 on an INT8 array) into program 0. In
+    /// INT8 inference (`int8`) the pooled words are requantized by the producing layer's
+    /// requantization into the next layer's i8 elements: a requantization never reorders two
+    /// words, so the maximum of the requantized taps is the requantized maximum, and the
+    /// elements are those of pooling after the requantization.
     pub(super) fn pool(
         &mut self,
         kind: Kind,
-        x: TensorId,
-        y: TensorId,
+        (x, y): (TensorId, TensorId),
         g: PoolGeometry,
+        int8: Option<&Int8Plan>,
     ) -> Result<(), CompileError> {
         let pooled = self.pooled(y);
         // Max pooling's gradient reads the maximum back; average pooling's needs no output.
         let keep = self.training && kind == Kind::Max;
         let words = (keep || pooled.any).then(|| self.words(y));
         let elems = (!pooled.only).then(|| self.elems(y));
+        let requant = int8.map(|plan| plan.requant[self.producer_layer(x) as usize]);
         let (fold, imm) = match kind {
             Kind::Max => (VectorOp::Max, 0),
             Kind::Avg => (VectorOp::Axpy, 1.0f32.to_bits()),
         };
         let regions = Regions::new(self.config.acc_depth, 2)?;
+        // Requantized rows pass through the scratchpad, a half of it a run.
+        let half = self.config.spad_depth / 2;
+        let most = if int8.is_some() { regions.rows.min(half) } else { regions.rows };
         let start = self.programs[0].len();
         let mut run = 0;
-        for r in runs(&g, self.batch, regions.rows) {
+        for r in runs(&g, self.batch, most) {
             for px in 0..g.out_w() {
                 for c0 in (0..g.c).step_by(self.config.cols as usize) {
                     let (acc_y, acc_x) = (regions.at(run, 0), regions.at(run, 1));
@@ -126,7 +135,27 @@ impl Compiler<'_> {
                         code.push(vector(VectorOp::Scale, acc_y, 0, r.rows, factor));
                     }
                     let rows = (r.rows as u16, len, taps.output_stride);
-                    code.extend(store_rows(acc_y, (words, elems), taps.output, rows));
+                    match requant {
+                        None => code.extend(store_rows(acc_y, (words, elems), taps.output, rows)),
+                        Some(requant) => {
+                            code.extend(store_rows(acc_y, (words, None), taps.output, rows));
+                            let spad_row = ((run % 2) as u32 * half) as u16;
+                            code.extend(
+                                elems
+                                    .map(|base| {
+                                        requantized(
+                                            acc_y,
+                                            spad_row,
+                                            requant,
+                                            base + taps.output,
+                                            rows,
+                                        )
+                                    })
+                                    .into_iter()
+                                    .flatten(),
+                            );
+                        }
+                    }
                     self.programs[0].extend(code);
                 }
             }
@@ -154,6 +183,21 @@ impl Compiler<'_> {
             output_stride: g.out_w() * c,
         }
     }
+}
+
+/// Accumulator rows from `acc_row` requantized into scratchpad rows from `spad_row`, then stored
+/// as i8 elements at byte `at` of DRAM, `(rows, len, row_stride)` as the stores take them.
+fn requantized(
+    acc_row: u16,
+    spad_row: u16,
+    requant: Requant,
+    at: u32,
+    (rows, len, row_stride): (u16, u16, u32),
+) -> [Instruction; 2] {
+    [
+        Instruction::Requantize { acc_row, spad_row, rows, requant },
+        Instruction::StoreSpad { spad_row, dram_addr: at, rows, len, row_stride },
+    ]
 }
 
 /// One run's tap addresses.
