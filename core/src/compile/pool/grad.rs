@@ -4,7 +4,8 @@
 //! before the pooling fused in. Per tap: `Equal` marks the taps equal to the maximum, a
 //! `ReluGrad` by a row of "not yet claimed" ones keeps the first of them, an `Axpy` by -1
 //! clears the claim, and a `ReluGrad` by the mark selects the gradient, which a `StoreBf16`
-//! writes in place.
+//! writes in place. The ReLU's gradient costs one op a run: the claims open only where the
+//! maximum is above zero, since the tap they route to equals it.
 //!
 //! Average pooling's is each output's gradient scaled by the window's reciprocal (the share
 //! `conv::avg_pool_grad` gives every tap), stored at every tap; with the ReLU before the pooling
@@ -70,13 +71,15 @@ impl Compiler<'_> {
                         // Any row equals itself: the claims start as ones.
                         v(VectorOp::Equal, claim, claim, 0),
                     ];
+                    if relu.is_some() {
+                        // The tap a window routes to equals its maximum, so the ReLU passes it
+                        // where the maximum is above zero: there only is a claim open.
+                        code.push(v(VectorOp::ReluGrad, claim, acc_y, 0));
+                    }
                     for tap in 0..taps_per_window {
                         let (input, stride) = (taps.input(tap), taps.input_stride);
                         code.push(load(acc_x, self.words(x) + 4 * input, stride));
                         code.push(load(acc_d, self.words(dy) + 4 * taps.output, out_stride));
-                        if relu.is_some() {
-                            code.push(v(VectorOp::ReluGrad, acc_d, acc_x, 0));
-                        }
                         code.push(v(VectorOp::Equal, acc_x, acc_y, 0));
                         code.push(v(VectorOp::ReluGrad, acc_x, claim, 0));
                         if tap + 1 < taps_per_window {

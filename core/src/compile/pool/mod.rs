@@ -16,7 +16,9 @@
 //! The result is stored as bf16 elements (the next layer's operand) and as f32 words where the
 //! max pooling's gradient (which finds the maximum in them) or another pooling reads them.
 //! The gradients are in [`grad`]. Runs alternate between the accumulator banks ([`Regions`]),
-//! so under the decoupled schedule one run's loads overlap the previous run's vector ops.
+//! so under the decoupled schedule one run's loads overlap the previous run's vector ops (a
+//! tap's load cannot overlap the previous tap's op: that op holds both banks' ports when its
+//! operands are in different banks, and its own bank's when they are not).
 
 extern crate alloc;
 use alloc::vec::Vec;
