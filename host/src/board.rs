@@ -14,7 +14,8 @@ use systole_core::{ArrayConfig, Dtype, Schedule};
 
 use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg, PeProductsArg, RouterArg};
 
-fn board(name: &str) -> anyhow::Result<Board> {
+/// The board named `name`, or an error listing the boards.
+pub fn board(name: &str) -> anyhow::Result<Board> {
     by_name(name).ok_or_else(|| {
         let names: Vec<&str> = BOARDS.iter().map(|b| b.name).collect();
         anyhow!("unknown board `{name}`: the boards are {}", names.join(", "))

@@ -66,6 +66,10 @@ pub struct BlobArgs {
     /// Samples per inference.
     #[arg(long, default_value_t = 1)]
     pub batch: u16,
+    /// A board's default build in --dtype (`systole board list`): its array, memories and clock
+    /// instead of the array flags, and the blob refused if it needs more DRAM than the board has.
+    #[arg(long, value_name = "NAME")]
+    pub board: Option<String>,
     #[command(flatten)]
     pub array: ArrayArgs,
     /// Where the blob is written.

@@ -2,7 +2,7 @@
 //! a firmware embeds and runs as INT8 or BF16 inference (core::blob, docs/FIRMWARE.md). MLPs
 //! and image models alike: an image model's blob says where each pixel goes.
 
-use anyhow::anyhow;
+use anyhow::{anyhow, bail};
 use systole_core::compile::{check_lowered, Int8Plan};
 use systole_core::graph::Graph;
 use systole_core::layers::Shape;
@@ -24,7 +24,13 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     let net = &model.net;
     let graph = Graph::network(net).map_err(|e| anyhow!("{}: {e}", args.model.display()))?;
     let dtype = systole_core::Dtype::from(args.dtype);
-    let config = args.array.config(dtype);
+    let board = args.board.as_deref().map(crate::board::board).transpose()?;
+    let config = match &board {
+        Some(b) => b.preset_config(dtype).ok_or_else(|| {
+            anyhow!("--board {}: no {} build fits it (`systole board list`)", b.name, dtype.name())
+        })?,
+        None => args.array.config(dtype),
+    };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     // What the array cannot run is named before the data set is read.
     check_lowered(&graph, &config).map_err(|e| {
@@ -60,11 +66,26 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
         model.feature_scale,
     )
     .map_err(|e| anyhow!("cannot build the blob: {e}"))?;
+    if let Some(b) = &board {
+        let needs = systole_core::blob::Blob::parse(&bytes)
+            .map_err(|e| anyhow!("the built blob does not parse: {e}"))?
+            .target
+            .dram_bytes as usize;
+        if needs > b.memories.dram_bytes {
+            bail!(
+                "--board {}: the blob needs {needs} bytes of DRAM (batch {}), the board's \
+                 accelerator has {}",
+                b.name,
+                args.batch,
+                b.memories.dram_bytes
+            );
+        }
+    }
     outputs.write(out, |file| file.write_all(&bytes))?;
     outputs.commit()?;
     let kind = if net.mlp_widths().is_some() { "MLP" } else { "network" };
     println!(
-        "{}: {} bytes, {} inference of a {} {kind} on a {}x{} {} array, batch {}",
+        "{}: {} bytes, {} inference of a {} {kind} on a {}x{} {} array{}, batch {}",
         args.out.display(),
         bytes.len(),
         dtype.name(),
@@ -72,6 +93,7 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
         config.rows,
         config.cols,
         config.dataflow.short_name(),
+        board.map(|b| format!(" ({}'s default build)", b.name)).unwrap_or_default(),
         args.batch
     );
     Ok(())

@@ -55,6 +55,9 @@ pub fn open(
             id.dram_bytes
         );
     }
+    // Programs are checked against what the board has: a `Max` on INT8 lanes built without
+    // their comparator is refused by name before it is sent.
+    let config = ArrayConfig { int8_max: got.int8_max, ..config };
     Ok(Box::new(LinkMachine::new(board.transport, config, id.dram_bytes as usize).named("board")))
 }
 

@@ -986,6 +986,19 @@ fn firmware_blob_of_an_image_model() {
         assert_eq!(parsed.image, Some(image), "{model} {dtype}");
         assert_eq!((parsed.input_len(), parsed.input_elements()), (2 * 64, 2 * 100));
     }
+    // For a board's default build: its array, memories and clock; refused where the board
+    // has no such build or too little DRAM.
+    let (run, path) = blob("pooled", "bf16", &["--board", "ulx3s"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let bytes = fs::read(&path).unwrap();
+    let target = systole_core::blob::Blob::parse(&bytes).unwrap().target;
+    let ulx3s = systole_boards::board::by_name("ulx3s").unwrap();
+    assert_eq!(target.config, ulx3s.preset_config(Dtype::Bf16).unwrap());
+    assert!(target.dram_bytes as usize <= ulx3s.memories.dram_bytes);
+    let (run, _) = blob("pooled", "bf16", &["--board", "icebreaker"]);
+    assert_fails_naming(&run, &["--board icebreaker", "no bf16 build fits it"]);
+    let (run, _) = blob("pooled", "bf16", &["--board", "ulx3s-25f"]);
+    assert_fails_naming(&run, &["--board ulx3s-25f", "bytes of DRAM", "has 4096"]);
     fs::remove_file(s.path("pooled-int8.blob")).unwrap();
     let (run, path) = blob("pooled", "int8", &["--int8-max", "false"]);
     let why = "max pooling on an INT8 array whose accumulator lanes have no comparator";
