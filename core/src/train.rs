@@ -227,8 +227,12 @@ impl AccelTrainer {
         )?;
         let logits: Vec<f32> = logits.into_iter().map(f32::from_bits).collect();
         let (outcome, dlogits) = softmax_cross_entropy(&logits, labels, classes);
-        let dlogits_at = g.gradient(g.logits).map(|t| step.buffers[t as usize].elems.unwrap_or(0));
-        write_bf16(m, dlogits_at.unwrap_or(0), &dlogits)?;
+        let at = g.gradient(g.logits).map(|t| step.buffers[t as usize]).unwrap_or_default();
+        write_bf16(m, at.elems.unwrap_or(0), &dlogits)?;
+        // A pooling whose output is the logits reads their gradient as f32 words.
+        if let Some(words) = at.words {
+            write_words(m, words, dlogits.iter().map(|v| v.to_bits()))?;
+        }
         write_bf16(m, step.ones.unwrap_or(0), &vec![1.0; step.ones_len as usize])?;
         cycles += run(m, &step.backward, step.backward_cycles)?;
         Ok((outcome, Work { cycles, macs: step.macs() }))

@@ -304,3 +304,21 @@ fn requantization_never_reorders_two_words() {
         }
     }
 }
+
+/// A network whose logits are a pooling's output, flattened: every pass stores them (inference
+/// left them unwritten, and INT8 indexed a requantization the last layer has not).
+#[test]
+fn logits_that_are_a_pooling_are_stored() {
+    for pool in [max_pool(2, 2), avg_pool(2, 2)] {
+        let net = Net::new(
+            Shape::Image { c: 1, h: 6, w: 6 },
+            &[conv(1, 3, 3, 1, 1), Layer::Relu, pool, Layer::Flatten],
+        )
+        .unwrap();
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+        trains_as_the_reference(&net, config, GoldenKind::Functional, &[3, 3]);
+        if matches!(pool, Layer::MaxPool2d { .. }) {
+            int8_inference_runs_on_every_golden_machine(&net, 0x33);
+        }
+    }
+}

@@ -98,11 +98,17 @@ impl Compiler<'_> {
         int8: Option<&Int8Plan>,
     ) -> Result<(), CompileError> {
         let pooled = self.pooled(y);
-        // Max pooling's gradient reads the maximum back; average pooling's needs no output.
+        // Max pooling's gradient reads the maximum back; average pooling's needs no output. The
+        // logits (the pooling's output flattened) are read as words, and nothing reads their
+        // elements.
         let keep = self.training && kind == Kind::Max;
-        let words = (keep || pooled.any).then(|| self.words(y));
-        let elems = (!pooled.only).then(|| self.elems(y));
-        let requant = int8.map(|plan| plan.requant[self.producer_layer(x) as usize]);
+        let is_logits = self.source_of(self.graph.logits) == y;
+        let words = (keep || pooled.any || is_logits).then(|| self.words(y));
+        let elems = (!pooled.only && !is_logits).then(|| self.elems(y));
+        // The producing layer's requantization (none after the last layer: its words are the
+        // logits).
+        let requant = int8.and_then(|plan| plan.requant.get(self.producer_layer(x) as usize));
+        let requant = requant.copied();
         let (fold, imm) = match kind {
             Kind::Max => (VectorOp::Max, 0),
             Kind::Avg => (VectorOp::Axpy, 1.0f32.to_bits()),
