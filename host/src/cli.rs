@@ -230,6 +230,10 @@ pub struct EmitArgs {
     /// (a shorter clock period; results leave the array a cycle later).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
+    /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
+    /// inference).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
+    pub int8_max: bool,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
