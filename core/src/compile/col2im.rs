@@ -13,7 +13,7 @@
 
 extern crate alloc;
 
-use super::acc_rows::{store_rows, vector, Regions};
+use super::acc_rows::{store_rows, vector, Paired, Regions};
 use super::{CompileError, Compiler};
 use crate::conv::ConvGeometry;
 use crate::graph::TensorId;
@@ -37,6 +37,7 @@ impl Compiler<'_> {
         let one = 1.0f32.to_bits();
         let start = self.programs[1].len();
         let mut run = 0;
+        let mut paired = Paired::new(&regions);
         for n in 0..self.batch {
             for y in 0..h {
                 for c0 in (0..c).step_by(self.config.cols as usize) {
@@ -47,10 +48,10 @@ impl Compiler<'_> {
                             let pc = regions.rows.min(count - j0);
                             let [acc, src, mask] = [0, 1, 2].map(|i| regions.at(run, i));
                             run += 1;
-                            let mut code = alloc::vec![
+                            let mut steps = alloc::vec![alloc::vec![
                                 vector(VectorOp::Equal, acc, acc, pc, 0),
                                 vector(VectorOp::Axpy, acc, acc, pc, (-1.0f32).to_bits()),
-                            ];
+                            ]];
                             for ky in (0..k).rev() {
                                 let t = y as i64 + p - ky;
                                 if t < 0 || t % s != 0 || t / s >= oh {
@@ -71,21 +72,25 @@ impl Compiler<'_> {
                                     }
                                     let position = (n as i64 * oh + oy) * ow + lo + off;
                                     let column = ((ky * k + kx) * c as i64) as u32 + c0;
-                                    code.push(Instruction::LoadAcc {
+                                    let load = Instruction::LoadAcc {
                                         acc_row: src,
                                         dram_addr: self.words(dy)
                                             + 4 * (position as u32 * patch + column),
                                         rows: (hi - lo) as u16,
                                         len,
                                         row_stride: patch,
-                                    });
+                                    };
                                     let dst = acc + (lo - j0 as i64) as u16;
                                     let rows = (hi - lo) as u32;
-                                    code.push(vector(VectorOp::Axpy, dst, src, rows, one));
+                                    steps.push(alloc::vec![
+                                        load,
+                                        vector(VectorOp::Axpy, dst, src, rows, one)
+                                    ]);
                                 }
                             }
                             let at = ((n * h + y) * w + rho + j0 * g.stride) * c + c0;
                             let (rows, row_stride) = (pc as u16, g.stride * c);
+                            let mut code = alloc::vec::Vec::new();
                             // Through the ReLU before the convolution, its output the mask.
                             let out = match relu {
                                 Some((m, out)) => {
@@ -103,12 +108,14 @@ impl Compiler<'_> {
                             };
                             let buffers = (words, out.map(|t| self.elems(t)));
                             code.extend(store_rows(acc, buffers, at, (rows, len, row_stride)));
-                            self.programs[1].extend(code);
+                            steps.push(code);
+                            paired.push(steps, &mut self.programs[1]);
                         }
                     }
                 }
             }
         }
+        paired.finish(&mut self.programs[1]);
         let layer = match self.graph.info(dy).kind {
             crate::graph::TensorKind::Grad(patches) => self.layer_of_patches(patches),
             _ => 0,

@@ -17,7 +17,7 @@
 extern crate alloc;
 
 use super::{runs, Compiler};
-use crate::compile::acc_rows::{store_rows, vector, Regions};
+use crate::compile::acc_rows::{store_rows, vector, Paired, Regions};
 use crate::compile::CompileError;
 use crate::conv::PoolGeometry;
 use crate::graph::{Op, TensorId, TensorKind};
@@ -50,6 +50,7 @@ impl Compiler<'_> {
         let start = self.programs[1].len();
         let taps_per_window = g.kernel * g.kernel;
         let mut run = 0;
+        let mut paired = Paired::new(&regions);
         for r in runs(&g, self.batch, regions.rows) {
             for px in 0..g.out_w() {
                 for c0 in (0..g.c).step_by(self.config.cols as usize) {
@@ -71,11 +72,13 @@ impl Compiler<'_> {
                         // Any row equals itself: the claims start as ones.
                         v(VectorOp::Equal, claim, claim, 0),
                     ];
+                    let mut steps = alloc::vec::Vec::new();
                     if relu.is_some() {
                         // The tap a window routes to equals its maximum, so the ReLU passes it
                         // where the maximum is above zero: there only is a claim open.
                         code.push(v(VectorOp::ReluGrad, claim, acc_y, 0));
                     }
+                    steps.push(core::mem::take(&mut code));
                     for tap in 0..taps_per_window {
                         let (input, stride) = (taps.input(tap), taps.input_stride);
                         code.push(load(acc_x, self.words(x) + 4 * input, stride));
@@ -88,11 +91,13 @@ impl Compiler<'_> {
                         code.push(v(VectorOp::ReluGrad, acc_d, acc_x, 0));
                         let at = (out_words, Some(out_elems));
                         code.extend(store_rows(acc_d, at, input, (rows, len, stride)));
+                        steps.push(core::mem::take(&mut code));
                     }
-                    self.programs[1].extend(code);
+                    paired.push(steps, &mut self.programs[1]);
                 }
             }
         }
+        paired.finish(&mut self.programs[1]);
         let layer = self.producer_layer(x);
         self.push_segment(("max_pool_grad", layer), 1, start);
         Ok(())

@@ -25,7 +25,7 @@ use alloc::vec::Vec;
 
 mod grad;
 
-use super::acc_rows::{store_rows, vector, Regions};
+use super::acc_rows::{store_rows, vector, Paired, Regions};
 use super::{CompileError, Compiler, Int8Plan};
 use crate::conv::PoolGeometry;
 use crate::graph::TensorId;
@@ -119,6 +119,7 @@ impl Compiler<'_> {
         let most = if int8.is_some() { regions.rows.min(half) } else { regions.rows };
         let start = self.programs[0].len();
         let mut run = 0;
+        let mut paired = Paired::new(&regions);
         for r in runs(&g, self.batch, most) {
             for px in 0..g.out_w() {
                 for c0 in (0..g.c).step_by(self.config.cols as usize) {
@@ -133,11 +134,14 @@ impl Compiler<'_> {
                         len,
                         row_stride: taps.input_stride,
                     };
-                    let mut code = alloc::vec![load(acc_y, 0)];
+                    let mut steps = alloc::vec![alloc::vec![load(acc_y, 0)]];
                     for tap in 1..g.size() {
-                        code.push(load(acc_x, tap));
-                        code.push(vector(fold, acc_y, acc_x, r.rows, imm));
+                        steps.push(alloc::vec![
+                            load(acc_x, tap),
+                            vector(fold, acc_y, acc_x, r.rows, imm)
+                        ]);
                     }
+                    let mut code = alloc::vec::Vec::new();
                     if kind == Kind::Avg {
                         let factor = g.mean_factor().to_bits();
                         code.push(vector(VectorOp::Scale, acc_y, 0, r.rows, factor));
@@ -164,10 +168,12 @@ impl Compiler<'_> {
                             );
                         }
                     }
-                    self.programs[0].extend(code);
+                    steps.push(code);
+                    paired.push(steps, &mut self.programs[0]);
                 }
             }
         }
+        paired.finish(&mut self.programs[0]);
         let name = match kind {
             Kind::Max => "max_pool",
             Kind::Avg => "avg_pool",
