@@ -232,7 +232,7 @@ pub struct EmitArgs {
     pub pe_stages: u8,
     /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
     /// inference).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.int8_max, action = clap::ArgAction::Set, value_name = "true|false")]
     pub int8_max: bool,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]

@@ -1,7 +1,5 @@
-//! What the vector-unit lowerings (`pool`, `col2im`) share: their accumulator row regions, and
-//! storing a run of rows as f32 words and bf16 elements.
-
-extern crate alloc;
+//! What the vector-unit lowerings (`pool`, `col2im`) share: their accumulator row regions,
+//! storing a run of rows as f32 words and bf16 elements, and their segments and layers.
 
 use super::{CompileError, Compiler, Segment};
 use crate::graph::{Op, TensorId};
@@ -26,7 +24,7 @@ impl Regions {
         }
     }
     /// Whether consecutive runs use different rows (each bank holds a run's regions): only then
-    /// may their code interleave ([`Paired`]).
+    /// may their code interleave ([`super::paired::Paired`]).
     pub(super) fn alternate(&self) -> bool {
         self.per_bank
     }
@@ -64,54 +62,6 @@ pub(super) fn store_rows(
         row_stride,
     });
     [store, store_bf16].into_iter().flatten()
-}
-
-/// Runs' code, emitted two runs at a time with their steps interleaved (a step: a tap's load and
-/// the ops that read it). Consecutive runs sit in different accumulator banks ([`Regions`]),
-/// and a unit holds the ports of the banks it touches, so within one run a tap's load waits for
-/// the previous tap's op; interleaved, under the decoupled schedule each run's loads fill one
-/// bank while the other run's ops work in the other. On the blocking schedule the order costs
-/// nothing.
-pub(super) struct Paired {
-    /// Whether runs pair: only where they use different rows ([`Regions::alternate`]).
-    pairs: bool,
-    pending: Option<alloc::vec::Vec<alloc::vec::Vec<Instruction>>>,
-}
-
-impl Paired {
-    pub(super) fn new(regions: &Regions) -> Paired {
-        Paired { pairs: regions.alternate(), pending: None }
-    }
-
-    /// One run's steps: held until the next run's arrive, then both appended to `out`.
-    pub(super) fn push(
-        &mut self,
-        steps: alloc::vec::Vec<alloc::vec::Vec<Instruction>>,
-        out: &mut alloc::vec::Vec<Instruction>,
-    ) {
-        if !self.pairs {
-            out.extend(steps.into_iter().flatten());
-            return;
-        }
-        let Some(first) = self.pending.take() else {
-            self.pending = Some(steps);
-            return;
-        };
-        let mut a = first.into_iter();
-        let mut b = steps.into_iter();
-        loop {
-            let (x, y) = (a.next(), b.next());
-            if x.is_none() && y.is_none() {
-                break;
-            }
-            out.extend(x.into_iter().flatten().chain(y.into_iter().flatten()));
-        }
-    }
-
-    /// Appends a run left without a partner.
-    pub(super) fn finish(self, out: &mut alloc::vec::Vec<Instruction>) {
-        out.extend(self.pending.into_iter().flatten().flatten());
-    }
 }
 
 pub(super) fn vector(op: VectorOp, dst: u16, src: u16, rows: u32, imm: u32) -> Instruction {

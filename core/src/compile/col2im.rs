@@ -13,7 +13,8 @@
 
 extern crate alloc;
 
-use super::acc_rows::{store_rows, vector, Paired, Regions};
+use super::acc_rows::{store_rows, vector, Regions};
+use super::paired::Paired;
 use super::{CompileError, Compiler};
 use crate::conv::ConvGeometry;
 use crate::graph::TensorId;

@@ -27,6 +27,7 @@ mod backward;
 mod col2im;
 pub mod im2col;
 mod memory;
+mod paired;
 pub mod pool;
 mod step;
 
@@ -100,11 +101,11 @@ pub struct Int8Plan {
 /// lowered.
 pub fn check_lowered(graph: &Graph, config: &ArrayConfig) -> Result<(), CompileError> {
     let not = |what| Err(CompileError::NotLowered { what });
-    let dtype = config.dtype;
+    let sums = VectorOp::Axpy.runs_on(config) && VectorOp::Scale.runs_on(config);
     for op in graph.forward.iter().chain(&graph.backward) {
         match *op {
             Op::MaxPool { .. } if !VectorOp::Max.runs_on(config) => return not(pool::INT8),
-            Op::AvgPool { .. } if dtype == Dtype::Int8 => return not(pool::AVG_INT8),
+            Op::AvgPool { .. } if !sums => return not(pool::AVG_INT8),
             Op::MaxPool { x, .. } | Op::AvgPool { x, .. } if x == graph.input => {
                 return not(pool::OF_INPUT)
             }

@@ -17,7 +17,8 @@
 extern crate alloc;
 
 use super::{runs, Compiler};
-use crate::compile::acc_rows::{store_rows, vector, Paired, Regions};
+use crate::compile::acc_rows::{store_rows, vector, Regions};
+use crate::compile::paired::Paired;
 use crate::compile::CompileError;
 use crate::conv::PoolGeometry;
 use crate::graph::{Op, TensorId, TensorKind};

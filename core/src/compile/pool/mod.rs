@@ -15,7 +15,7 @@
 //!
 //! The result is stored as bf16 elements (the next layer's operand) and as f32 words where the
 //! max pooling's gradient (which finds the maximum in them) or another pooling reads them.
-//! The gradients are in [`grad`]. Runs alternate between the accumulator banks ([`Regions`]),
+//! The gradients are in `grad`. Runs alternate between the accumulator banks (`Regions`),
 //! so under the decoupled schedule one run's loads overlap the previous run's vector ops (a
 //! tap's load cannot overlap the previous tap's op: that op holds both banks' ports when its
 //! operands are in different banks, and its own bank's when they are not).
@@ -25,7 +25,8 @@ use alloc::vec::Vec;
 
 mod grad;
 
-use super::acc_rows::{store_rows, vector, Paired, Regions};
+use super::acc_rows::{store_rows, vector, Regions};
+use super::paired::Paired;
 use super::{CompileError, Compiler, Int8Plan};
 use crate::conv::PoolGeometry;
 use crate::graph::TensorId;
@@ -151,21 +152,11 @@ impl Compiler<'_> {
                         None => code.extend(store_rows(acc_y, (words, elems), taps.output, rows)),
                         Some(requant) => {
                             code.extend(store_rows(acc_y, (words, None), taps.output, rows));
-                            let spad_row = ((run % 2) as u32 * half) as u16;
-                            code.extend(
-                                elems
-                                    .map(|base| {
-                                        requantized(
-                                            acc_y,
-                                            spad_row,
-                                            requant,
-                                            base + taps.output,
-                                            rows,
-                                        )
-                                    })
-                                    .into_iter()
-                                    .flatten(),
-                            );
+                            if let Some(base) = elems {
+                                let spad_row = ((run % 2) as u32 * half) as u16;
+                                let at = base + taps.output;
+                                code.extend(requantized(acc_y, spad_row, requant, at, rows));
+                            }
                         }
                     }
                     steps.push(code);
