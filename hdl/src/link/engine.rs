@@ -22,6 +22,8 @@ pub enum LinkState {
     Payload,
     CrcHi,
     CrcLo,
+    /// The request's checks run; their verdict is registered for `Execute`.
+    Check,
     Execute,
     Divide,
     PushRead,
@@ -118,6 +120,9 @@ pub struct PacketEngine {
     addr: DFF<Bits<32>>,
     read_len: DFF<Bits<16>>,
     code: DFF<Bits<8>>,
+    /// The checks' verdict on the request, registered in `Check` so that `Execute`'s many
+    /// loads do not hang off the checks' comparisons (docs/DECISIONS.md 79).
+    verdict: DFF<Bits<8>>,
     payload: DFF<Payload>,
     payload_len: DFF<Bits<16>>,
     index: DFF<Bits<16>>,
@@ -243,6 +248,7 @@ impl PacketEngine {
             addr: Default::default(),
             read_len: Default::default(),
             code: Default::default(),
+            verdict: Default::default(),
             payload: Default::default(),
             payload_len: Default::default(),
             index: Default::default(),
@@ -333,6 +339,7 @@ impl Logic for PacketEngine {
             addr,
             read_len,
             code,
+            verdict,
             payload,
             payload_len,
             index,
@@ -587,11 +594,15 @@ impl Logic for PacketEngine {
                 if self.accept.val() {
                     self.got_crc.d.next =
                         self.got_crc.q.val() | bit_cast::<16, 8>(self.rx_byte.val());
-                    self.state.d.next = LinkState::Execute;
+                    self.state.d.next = LinkState::Check;
                 }
             }
+            LinkState::Check => {
+                self.verdict.d.next = self.error.val();
+                self.state.d.next = LinkState::Execute;
+            }
             LinkState::Execute => {
-                self.code.d.next = self.error.val();
+                self.code.d.next = self.verdict.q.val();
                 self.payload.d.next = Payload::Empty;
                 self.payload_len.d.next = 0.into();
                 self.index.d.next = 0.into();
@@ -599,7 +610,7 @@ impl Logic for PacketEngine {
                 self.count.d.next = 0.into();
                 self.offset.d.next = 0.into();
                 self.state.d.next = LinkState::RespNext;
-                if !self.error.val().any() {
+                if !self.verdict.q.val().any() {
                     if self.kind.q.val() == self.cmd_write_instructions.val() {
                         self.state.d.next = LinkState::PushRead;
                     }
