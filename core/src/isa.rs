@@ -32,8 +32,9 @@ use crate::numerics::Requant;
 /// Bits in one instruction word.
 pub const WORD_BITS: usize = 128;
 /// Version of this instruction set; bumped on any change to opcodes, layouts or the configs an
-/// instruction is valid on (3: `Scale` and `Axpy` became BF16-only; 4: `Max` and `Equal`).
-pub const ISA_VERSION: u16 = 4;
+/// instruction is valid on (3: `Scale` and `Axpy` became BF16-only; 4: `Max` and `Equal`; 5:
+/// `Add`).
+pub const ISA_VERSION: u16 = 5;
 
 /// One encoded instruction.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -82,10 +83,13 @@ pub enum VectorOp {
     /// `acc[dst + r] = acc[dst + r] == acc[src + r] ? 1.0 : 0.0`, two NaNs equal: a mask that
     /// `ReluGrad` selects by (BF16 configs only). `imm` must be 0.
     Equal,
+    /// `acc[dst + r] += acc[src + r]`: `BiasAdd`'s sum (f32, or wrapping i32 on INT8) with a
+    /// source row per destination row. Pooling sums its windows' taps with it. `imm` must be 0.
+    Add,
 }
 
 impl VectorOp {
-    pub const ALL: [VectorOp; 8] = [
+    pub const ALL: [VectorOp; 9] = [
         VectorOp::BiasAdd,
         VectorOp::Relu,
         VectorOp::ReluGrad,
@@ -94,6 +98,7 @@ impl VectorOp {
         VectorOp::BiasRelu,
         VectorOp::Max,
         VectorOp::Equal,
+        VectorOp::Add,
     ];
 
     pub const fn code(self) -> u8 {
@@ -137,6 +142,7 @@ impl VectorOp {
             VectorOp::BiasRelu => "bias_relu",
             VectorOp::Max => "max",
             VectorOp::Equal => "equal",
+            VectorOp::Add => "add",
         }
     }
 }

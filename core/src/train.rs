@@ -293,16 +293,31 @@ impl Int8Plan {
             }
         }
         let weight_scales: Vec<f32> = params.layers.iter().map(|l| scale_of(&l.weight)).collect();
+        // The average poolings after each layer's product (before the next layer's).
+        let mut pool_sums = vec![1u32; params.layers.len()];
+        let mut layer = None;
+        for op in &graph.forward {
+            match *op {
+                crate::graph::Op::Dense { .. } => layer = Some(layer.map_or(0, |l| l + 1)),
+                crate::graph::Op::AvgPool { geom, .. } => {
+                    if let Some(sums) = layer.and_then(|l| pool_sums.get_mut(l)) {
+                        *sums = sums.saturating_mul(geom.size());
+                    }
+                }
+                _ => {}
+            }
+        }
         let mut requant = Vec::new();
         for l in 0..params.layers.len().saturating_sub(1) {
-            let scale =
-                input_scales[l] as f64 * weight_scales[l] as f64 / input_scales[l + 1] as f64;
+            let scale = input_scales[l] as f64 * weight_scales[l] as f64
+                / input_scales[l + 1] as f64
+                / pool_sums[l] as f64;
             requant.push(
                 Requant::from_scale(scale, 0)
                     .map_err(|_| TrainError::Quantize { layer: l, scale })?,
             );
         }
-        Ok(Int8Plan { input_scales, weight_scales, requant })
+        Ok(Int8Plan { input_scales, weight_scales, requant, pool_sums })
     }
 
     /// Layer `layer`'s weights as the INT8 array multiplies them: i8 in the weight scale,
@@ -325,10 +340,11 @@ impl Int8Plan {
     }
 
     /// What one logits accumulator (i32) is worth: the last layer's `input_scale *
-    /// weight_scale`, so `real = scale * word`.
+    /// weight_scale`, over the window sizes its average poolings sum, so `real = scale * word`.
     pub fn logits_scale(&self) -> f32 {
         let last = self.input_scales.len() - 1;
-        self.input_scales[last] * self.weight_scales[last]
+        let sums = self.pool_sums.get(last).copied().unwrap_or(1);
+        (self.input_scales[last] as f64 * self.weight_scales[last] as f64 / sums as f64) as f32
     }
 
     /// The model's input quantized for the INT8 array (`input_scales[0]`).

@@ -91,6 +91,7 @@ decoded_bundle! {
     bias_relu: Bit,
     max: Bit,
     equal: Bit,
+    add: Bit,
     spad_row: Bits<16>,
     acc_row: Bits<16>,
     a_row: Bits<16>,

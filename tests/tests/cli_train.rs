@@ -382,7 +382,9 @@ fn a_pooled_cnn_trains_on_the_accelerator() {
 
 /// Average pooling trains on the accelerator too: window sums with the vector unit's adder, the
 /// mean a `Scale`, its gradient scaled and stored at every tap (through the ReLU before it);
-/// the loss within 3% of the f32 reference's every epoch, and the accuracy with it.
+/// the loss within 3% of the f32 reference's every epoch, and the accuracy with it. INT8
+/// inference pools too (i32 sums, divided by the requantization after them; the INT8 lanes
+/// need no comparator for it) and is as accurate as BF16.
 #[test]
 fn an_average_pooled_cnn_trains_on_the_accelerator() {
     let s = Scratch::new();
@@ -396,7 +398,8 @@ fn an_average_pooled_cnn_trains_on_the_accelerator() {
             {"kind": "flatten"}, {"kind": "dense", "in": 64, "out": 10}]}"#,
     );
     let path = model.to_str().unwrap();
-    let (r, _) = train_json(&s, "avg-run.json", &["--model", path, "--epochs", "5"]);
+    let args = ["--model", path, "--epochs", "5", "--dtype", "int8", "--int8-max", "false"];
+    let (r, _) = train_json(&s, "avg-run.json", &args);
     let ops = step_ops(&r);
     for op in [("avg_pool", 0), ("avg_pool", 1), ("avg_pool_grad", 1), ("avg_pool_grad", 0)] {
         assert!(ops.contains(&op), "{op:?} in {ops:?}");
@@ -406,6 +409,8 @@ fn an_average_pooled_cnn_trains_on_the_accelerator() {
     }
     let (bf16, f32) = (f64_of(&r, "test_accuracy_bf16"), f64_of(&r, "reference_test_accuracy_f32"));
     assert!(bf16 > 0.8 && (bf16 - f32).abs() < 0.03, "{r}");
+    let int8 = f64_of(&r, "test_accuracy_int8");
+    assert!((int8 - bf16).abs() < 0.02, "{r}");
 }
 
 /// A network that does not fit the data set, a bad model file, or a CNN on a machine that

@@ -114,6 +114,7 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
         (VectorOp::BiasRelu, (acc - 1) as u16, 0),
         (VectorOp::Max, rows, 0),
         (VectorOp::Equal, rows, 0),
+        (VectorOp::Add, rows, 0),
     ];
     assert_eq!(ops.len(), VectorOp::ALL.len(), "the suite covers every vector op");
     for (op, src, imm) in ops.into_iter().filter(|&(op, ..)| op.runs_on(&config)) {

@@ -5,7 +5,7 @@
 //! columns a tap reaches are consecutive accumulator rows): the rows start at zero (`Equal` of
 //! a row with itself gives ones, an `Axpy` by -1 of them zeros), then for each kernel tap
 //! `(ky, kx)`, last first, one `LoadAcc` of that tap's `c` columns from the output positions
-//! that read these pixels and one `Axpy` by 1 add them. Descending taps are ascending output
+//! that read these pixels and one `Add` adds them. Descending taps are ascending output
 //! positions: each pixel's sum is made in `conv::col2im`'s order, with the vector unit's adder,
 //! as the accelerator's numerics sum it ([`crate::exec::Accel`]). The row is then stored as f32
 //! words where a pooling's gradient reads it, or through the ReLU before the convolution
@@ -35,7 +35,6 @@ impl Compiler<'_> {
         let (oh, ow, patch) = (g.out_h() as i64, g.out_w() as i64, g.patch() as u32);
         let words = self.buffers[dx as usize].words;
         let regions = Regions::new(self.config.acc_depth, 3)?;
-        let one = 1.0f32.to_bits();
         let start = self.programs[1].len();
         let mut run = 0;
         let mut paired = Paired::new(&regions);
@@ -85,7 +84,7 @@ impl Compiler<'_> {
                                     let rows = (hi - lo) as u32;
                                     steps.push(alloc::vec![
                                         load,
-                                        vector(VectorOp::Axpy, dst, src, rows, one)
+                                        vector(VectorOp::Add, dst, src, rows, 0)
                                     ]);
                                 }
                             }

@@ -93,6 +93,10 @@ pub struct Int8Plan {
     pub weight_scales: Vec<f32>,
     /// Requantization of each hidden layer's output to the next layer's input scale.
     pub requant: Vec<Requant>,
+    /// How many of each layer's words its average poolings sum into one (the product of their
+    /// window sizes, 1 where it has none): an INT8 average pooling only sums, and the layer's
+    /// requantization (or, after the last layer, the logits' scale) divides by this.
+    pub pool_sums: Vec<u32>,
 }
 
 /// Whether every op of `graph` is one the compiler lowers to an array of `config`; the first
@@ -101,11 +105,9 @@ pub struct Int8Plan {
 /// lowered.
 pub fn check_lowered(graph: &Graph, config: &ArrayConfig) -> Result<(), CompileError> {
     let not = |what| Err(CompileError::NotLowered { what });
-    let sums = VectorOp::Axpy.runs_on(config) && VectorOp::Scale.runs_on(config);
     for op in graph.forward.iter().chain(&graph.backward) {
         match *op {
             Op::MaxPool { .. } if !VectorOp::Max.runs_on(config) => return not(pool::INT8),
-            Op::AvgPool { .. } if !sums => return not(pool::AVG_INT8),
             Op::MaxPool { x, .. } | Op::AvgPool { x, .. } if x == graph.input => {
                 return not(pool::OF_INPUT)
             }

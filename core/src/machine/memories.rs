@@ -177,7 +177,9 @@ impl Memories {
                 for j in 0..c {
                     let x = A::acc_from_bits(self.acc[d + j]);
                     let y = match op {
-                        VectorOp::BiasAdd => A::add(x, A::acc_from_bits(self.acc[s + j])),
+                        VectorOp::BiasAdd | VectorOp::Add => {
+                            A::add(x, A::acc_from_bits(self.acc[s + j]))
+                        }
                         VectorOp::Relu => {
                             if A::le_zero(x) {
                                 A::zero()

@@ -485,7 +485,8 @@ impl Logic for Sequencer {
                     && self.ins.vector.val()
                     && (self.ins.scale.val() || self.ins.axpy.val());
                 self.op.d.next = AccOp::Axpy;
-                if self.ins.bias_add.val() {
+                // `Add` is the lanes' `BiasAdd` with a source row per row (`src_moves`).
+                if self.ins.bias_add.val() || self.ins.add.val() {
                     self.op.d.next = AccOp::BiasAdd;
                 }
                 if self.ins.relu.val() {

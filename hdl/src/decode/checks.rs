@@ -415,7 +415,8 @@ impl Logic for Checker {
                 || ((self.ins.relu_grad.val()
                     || self.ins.axpy.val()
                     || self.ins.max.val()
-                    || self.ins.equal.val())
+                    || self.ins.equal.val()
+                    || self.ins.add.val())
                     && self.src_range.over.val()))
         {
             self.out_of_range.next = true;

@@ -66,6 +66,7 @@ impl Decoder {
             "bias_relu" => &mut self.out.bias_relu,
             "max" => &mut self.out.max,
             "equal" => &mut self.out.equal,
+            "add" => &mut self.out.add,
             other => panic!("the decoder has no flag for `{other}`: add one"),
         }
     }

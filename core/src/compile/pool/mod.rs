@@ -9,9 +9,11 @@
 //!
 //! * max pooling: `Max` into the running maximum, which keeps the first of equal values and of
 //!   NaNs, as `conv::max_pool` picks them;
-//! * average pooling: `Axpy` by one into the running sum (the product is exact, so this is the
-//!   vector unit's add, in `conv::avg_pool`'s order), then `Scale` by the window's reciprocal
-//!   ([`PoolGeometry::mean_factor`]; [`crate::exec::Accel`] divides so).
+//! * average pooling: `Add` into the running sum (the vector unit's add, in `conv::avg_pool`'s
+//!   order), then `Scale` by the window's reciprocal ([`PoolGeometry::mean_factor`];
+//!   [`crate::exec::Accel`] divides so). An INT8 lane has no multiplier: there the pooling
+//!   leaves the i32 sum, and the layer's requantization divides by the window's size
+//!   ([`Int8Plan::pool_sums`], docs/DECISIONS.md 80).
 //!
 //! The result is stored as bf16 elements (the next layer's operand) and as f32 words where the
 //! max pooling's gradient (which finds the maximum in them) or another pooling reads them.
@@ -36,9 +38,6 @@ use crate::numerics::Requant;
 /// Max pooling on an INT8 array built without its lanes' comparator.
 pub const INT8: &str = "max pooling on an INT8 array whose accumulator lanes have no comparator \
                         (built with int8_max false; docs/DECISIONS.md 75)";
-/// Average pooling on an INT8 array.
-pub const AVG_INT8: &str = "average pooling on an INT8 array (its accumulator lanes have no \
-                            multiplier; docs/DECISIONS.md 52)";
 /// Pooling reads f32 words, which the host's bf16 input is not.
 pub const OF_INPUT: &str = "pooling of the network's input";
 /// The gradient of windows that overlap or leave elements out.
@@ -90,7 +89,8 @@ impl Compiler<'_> {
     /// INT8 inference (`int8`) the pooled words are requantized by the producing layer's
     /// requantization into the next layer's i8 elements: a requantization never reorders two
     /// words, so the maximum of the requantized taps is the requantized maximum, and the
-    /// elements are those of pooling after the requantization.
+    /// elements are those of pooling after the requantization. An average pooling there leaves
+    /// each window's sum, which that requantization divides by the window's size.
     pub(super) fn pool(
         &mut self,
         kind: Kind,
@@ -110,9 +110,9 @@ impl Compiler<'_> {
         // logits).
         let requant = int8.and_then(|plan| plan.requant.get(self.producer_layer(x) as usize));
         let requant = requant.copied();
-        let (fold, imm) = match kind {
-            Kind::Max => (VectorOp::Max, 0),
-            Kind::Avg => (VectorOp::Axpy, 1.0f32.to_bits()),
+        let fold = match kind {
+            Kind::Max => VectorOp::Max,
+            Kind::Avg => VectorOp::Add,
         };
         let regions = Regions::new(self.config.acc_depth, 2)?;
         // Requantized rows pass through the scratchpad, a half of it a run.
@@ -139,11 +139,11 @@ impl Compiler<'_> {
                     for tap in 1..g.size() {
                         steps.push(alloc::vec![
                             load(acc_x, tap),
-                            vector(fold, acc_y, acc_x, r.rows, imm)
+                            vector(fold, acc_y, acc_x, r.rows, 0)
                         ]);
                     }
                     let mut code = alloc::vec::Vec::new();
-                    if kind == Kind::Avg {
+                    if kind == Kind::Avg && int8.is_none() {
                         let factor = g.mean_factor().to_bits();
                         code.push(vector(VectorOp::Scale, acc_y, 0, r.rows, factor));
                     }
