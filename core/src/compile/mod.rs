@@ -84,7 +84,7 @@ impl core::fmt::Display for CompileError {
     }
 }
 
-/// Per-tensor INT8 quantization of an MLP for inference (symmetric, zero points 0).
+/// Per-tensor INT8 quantization of a network for inference (symmetric, zero points 0).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Int8Plan {
     /// Scale of each layer's input: `real = scale * q`.
