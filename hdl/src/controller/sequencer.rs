@@ -115,6 +115,11 @@ pub struct Sequencer {
     n_rows: DFF<Bits<16>>,
     elem: DFF<Bits<16>>,
     n_len: DFF<Bits<16>>,
+    /// `row == n_rows - 1` and `elem == n_len - 1`, registered: set in the cycle before, as
+    /// the counters move, so the dispatch decision (`free`, then the scoreboard) waits on no
+    /// 16-bit compare.
+    row_at_last: DFF<Bit>,
+    elem_at_last: DFF<Bit>,
     gathering: DFF<Bit>,
     broadcasting: DFF<Bit>,
     spad_ptr: DFF<Bits<16>>,
@@ -242,6 +247,8 @@ impl Sequencer {
             n_rows: Default::default(),
             elem: Default::default(),
             n_len: Default::default(),
+            row_at_last: Default::default(),
+            elem_at_last: Default::default(),
             gathering: Default::default(),
             broadcasting: Default::default(),
             spad_ptr: Default::default(),
@@ -318,6 +325,8 @@ impl Logic for Sequencer {
             n_rows,
             elem,
             n_len,
+            row_at_last,
+            elem_at_last,
             gathering,
             broadcasting,
             spad_ptr,
@@ -348,8 +357,7 @@ impl Logic for Sequencer {
         self.conv_dram_address.enable.next = self.enable.val();
         // A row ends in its last cycle (the element `len - 1` of a gather, else its only one);
         // `Sync` (no kind) is its own last cycle.
-        self.row_last.next =
-            !self.gathering.q.val() || (self.elem.q.val() == self.n_len.q.val() - 1);
+        self.row_last.next = !self.gathering.q.val() || self.elem_at_last.q.val();
         // A transposing `Load`'s rows end as its blocks drain.
         self.filling.next = self.elem.q.val() < self.n_len.q.val();
         if self.k_transpose.q.val() {
@@ -372,7 +380,7 @@ impl Logic for Sequencer {
             && (self.ins.elem_stride.val() > 1)
             && (self.ins.len.val() > 1)
             && (self.ins.rows.val() > 1);
-        self.final_row.next = self.row_last.val() && (self.row.q.val() == self.n_rows.q.val() - 1);
+        self.final_row.next = self.row_last.val() && self.row_at_last.q.val();
         self.converting.next =
             self.k_cast.q.val() || self.k_requant.q.val() || self.k_store_bf16.q.val();
         // A conversion built with stages ends when its last row leaves the lanes.
@@ -406,7 +414,7 @@ impl Logic for Sequencer {
                 if self.draining.q.val() {
                     self.spad_cont.next = self.spad_ptr.q.val() + 1;
                 }
-                if self.elem.q.val() == self.n_len.q.val() - 1 {
+                if self.elem_at_last.q.val() {
                     self.dram_cont.next = self.dram_row.q.val() + self.row_step.q.val();
                 } else if self.filling.val() {
                     self.dram_cont.next = self.dram_ptr.q.val() + self.elem_step.q.val();
@@ -445,9 +453,11 @@ impl Logic for Sequencer {
                     // `elem` counts a block's W cycles (len <= W); its reads are the first len.
                     if self.draining.q.val() {
                         self.row.d.next = self.row.q.val() + 1;
+                        self.row_at_last.d.next =
+                            self.row.q.val() + 1 == self.n_rows.q.val() - 1;
                         self.drain_row.d.next = self.drain_row.q.val() + 1;
                     }
-                    if self.elem.q.val() == self.n_len.q.val() - 1 {
+                    if self.elem_at_last.q.val() {
                         // The block is in the buffer: drain it while the next one fills. The
                         // previous block drained its last row in this cycle.
                         self.half.d.next = !self.half.q.val();
@@ -456,15 +466,20 @@ impl Logic for Sequencer {
                         self.dram_row.d.next = self.dram_row.q.val() + self.row_step.q.val();
                     }
                     self.elem.d.next = self.elem.q.val() + 1;
+                    self.elem_at_last.d.next = self.elem.q.val() + 1 == self.n_len.q.val() - 1;
                     if self.elem.q.val() == self.width_last.val() {
                         self.elem.d.next = 0.into();
+                        self.elem_at_last.d.next = self.n_len.q.val() == 1;
                     }
                 } else if self.row_last.val() {
                     self.row.d.next = self.row.q.val() + 1;
+                    self.row_at_last.d.next = self.row.q.val() + 1 == self.n_rows.q.val() - 1;
                     self.elem.d.next = 0.into();
+                    self.elem_at_last.d.next = self.n_len.q.val() == 1;
                     self.dram_row.d.next = self.dram_row.q.val() + self.row_step.q.val();
                 } else {
                     self.elem.d.next = self.elem.q.val() + 1;
+                    self.elem_at_last.d.next = self.elem.q.val() + 1 == self.n_len.q.val() - 1;
                 }
             }
             for _k in 0..self.drain_cont.len() {
@@ -512,8 +527,10 @@ impl Logic for Sequencer {
                 }
                 self.row.d.next = 0.into();
                 self.n_rows.d.next = self.ins.rows.val();
+                self.row_at_last.d.next = self.ins.rows.val() == 1;
                 self.elem.d.next = 0.into();
                 self.n_len.d.next = self.ins.len.val();
+                self.elem_at_last.d.next = self.ins.len.val() == 1;
                 // timing::load_row_cycles: one cycle per element unless contiguous or single
                 // (or transposing).
                 self.gathering.d.next = self.ins.load.val()
