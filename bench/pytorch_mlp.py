@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""The digits MLP step and the GEMMs of `systole bench`, in PyTorch, as an outside anchor for the
-GPU figures. Prints one JSON object on stdout.
+"""The digits MLP step, a network's step and the GEMMs of `systole bench`, in PyTorch, as an
+outside anchor for the GPU figures. Prints one JSON object on stdout.
 
 Same shapes, batch sizes and SGD settings as the bench (64-64-10, lr 0.05, momentum 0.9,
 softmax cross-entropy with mean reduction); PyTorch's own nn.Linear initialisation (the values do
 not change the timing). A step is zero_grad, forward, loss, backward, optimizer.step, in eager
-mode: what the Systole GPU step, captured once as a CUDA graph, is compared with.
+mode: what the Systole GPU step, captured once as a CUDA graph, is compared with. `--network`
+takes a model file's JSON (`{"input": [...], "layers": [...]}`, as `systole train --model`
+reads it; the bench passes LeNet-5's) and times its step the same way at `--network-batches`.
 
 Timing: warm-up runs, then the median of many, each between two CUDA events (on a GPU) or by
 perf_counter (on the CPU). FP32 matmuls run with TF32 disabled, so they are true FP32 like
 cuBLAS sgemm in the bench; BF16 matmuls take bf16 operands (torch.matmul returns bf16).
 
-    python3 bench/pytorch_mlp.py --batches 64,1024 --sizes 1024,8192
+    python3 bench/pytorch_mlp.py --batches 64,1024 --sizes 1024,8192 \
+        --network "$(cat lenet.json)" --network-batches 64
 """
 
 import argparse
@@ -46,15 +49,39 @@ def timed(fn, warmup, reps, device):
     return statistics.median(times)
 
 
+def sequential(spec):
+    """The `torch.nn.Sequential` of a model file's layer list (README's loading snippet)."""
+    nn = torch.nn
+    make = {
+        "dense": lambda l: nn.Linear(l["in"], l["out"]),
+        "relu": lambda l: nn.ReLU(),
+        "conv2d": lambda l: nn.Conv2d(
+            l["in"], l["out"], l["kernel"], l.get("stride", 1), l.get("padding", 0)
+        ),
+        "maxpool2d": lambda l: nn.MaxPool2d(l["kernel"], l.get("stride", l["kernel"])),
+        "avgpool2d": lambda l: nn.AvgPool2d(l["kernel"], l.get("stride", l["kernel"])),
+        "flatten": lambda l: nn.Flatten(),
+    }
+    return nn.Sequential(*[make[l["kind"]](l) for l in spec["layers"]])
+
+
 def mlp_step(batch, device, warmup, reps):
+    spec = {"input": [64], "layers": [
+        {"kind": "dense", "in": 64, "out": 64}, {"kind": "relu"},
+        {"kind": "dense", "in": 64, "out": 10},
+    ]}
+    return step_timing(spec, batch, device, warmup, reps)
+
+
+def step_timing(spec, batch, device, warmup, reps):
+    """One SGD step of the model file `spec` (its last layer dense: the classes)."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)
-    ).to(device)
+    model = sequential(spec).to(device)
+    classes = spec["layers"][-1]["out"]
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.rand(batch, 64, device=device)
-    y = torch.randint(0, 10, (batch,), device=device)
+    x = torch.rand(batch, *spec["input"], device=device)
+    y = torch.randint(0, classes, (batch,), device=device)
     first = {}
 
     def step():
@@ -81,15 +108,22 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batches", default="64,1024")
     p.add_argument("--sizes", default="1024,8192")
+    p.add_argument("--network", default="", help="a model file's JSON")
+    p.add_argument("--network-batches", default="")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = p.parse_args()
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    out = {"torch": torch.__version__, "device": name, "mlp": [], "matmul": []}
+    out = {"torch": torch.__version__, "device": name, "mlp": [], "network": [], "matmul": []}
     for batch in [int(b) for b in args.batches.split(",") if b]:
         out["mlp"].append(mlp_step(batch, device, warmup=20, reps=200))
+    if args.network:
+        spec = json.loads(args.network)
+        for batch in [int(b) for b in args.network_batches.split(",") if b]:
+            reps = 200 if device.type == "cuda" else 10
+            out["network"].append(step_timing(spec, batch, device, warmup=5, reps=reps))
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if device.type != "cuda":
         sizes = [s for s in sizes if s <= 1024]  # the CPU would take minutes

@@ -25,6 +25,7 @@
 //! `--plot` (an SVG of throughput against size and a roofline), each written whole or not at
 //! all.
 
+mod accel_step;
 mod gemm;
 mod plot;
 mod pytorch;

@@ -13,6 +13,7 @@ use std::process::Output;
 use serde_json::Value;
 use systole_core::compile::compile_training;
 use systole_core::graph::{Graph, MlpSpec, Sgd};
+use systole_core::layers::Net;
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype};
 use systole_tests::{assert_fails_naming, systole};
@@ -177,9 +178,19 @@ fn bench_train_suite_checks_every_machine_against_the_reference() {
         }
         assert_eq!(machine(&rs, "projected 128x128", "bf16")["kind"], "projected");
     }
-    // LeNet-5 at the smallest batch: the CPU reference, the twin checked against it, the GPU.
+    // LeNet-5 at the smallest batch: the accelerator (model and golden machines), the CPU
+    // reference, the twin checked against it, the GPU.
     let rs = rows(&report, "lenet step, batch 8");
-    assert_eq!(rs.len(), 4, "{stdout}");
+    assert_eq!(rs.len(), 7, "{stdout}");
+    let lenet = Graph::network_training(&Net::lenet(10).unwrap(), graph.sgd.unwrap()).unwrap();
+    let step = compile_training(&lenet, &config, 8).unwrap();
+    let model = machine(&rs, "accelerator 16x16", "bf16");
+    assert_eq!(model["cycles"].as_u64(), Some(step.cycles()));
+    assert_eq!(model["macs"].as_u64(), Some(step.macs()));
+    assert_eq!(model["check"], "cycles = cycle machine");
+    for sim in ["functional machine", "cycle machine"] {
+        assert_eq!(machine(&rs, sim, "bf16")["check"], "bit-exact with the reference executor");
+    }
     let twin = machine(&rs, "cpu twin of the gpu step", "f32");
     assert!(twin["check"].as_str().unwrap().starts_with("loss within 1e-5"), "{twin}");
     let reference = machine(&rs, "cpu f32 reference executor", "f32");
@@ -226,11 +237,13 @@ fn bench_pytorch_rows_or_a_loud_skip() {
         bench_json(dir.path(), &["--suite", "train", "--batches", "8", "--pytorch"]);
     assert_eq!(report["pytorch"]["asked"], true);
     if report["pytorch"]["ran"] == true {
-        let rs = rows(&report, "mlp 64-64-10 step, batch 8");
-        assert!(
-            rs.iter().any(|r| r["machine"].as_str().unwrap().starts_with("pytorch")),
-            "{rs:#?}"
-        );
+        for workload in ["mlp 64-64-10 step, batch 8", "lenet step, batch 8"] {
+            let rs = rows(&report, workload);
+            let torch = rs.iter().find(|r| r["machine"].as_str().unwrap().starts_with("pytorch"));
+            let torch = torch.unwrap_or_else(|| panic!("no PyTorch row for {workload}: {rs:#?}"));
+            assert!(torch["seconds"].as_f64().unwrap() > 0.0, "{torch}");
+            assert_eq!(torch["macs"], rs[0]["macs"], "the same step's MACs");
+        }
     } else {
         let reason = report["pytorch"]["reason"].as_str().unwrap();
         assert!(stdout.contains(&format!("SKIPPED: PyTorch rows: {reason}")), "{stdout}");

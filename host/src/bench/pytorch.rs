@@ -5,6 +5,7 @@
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
+use systole_core::graph::Graph;
 
 use super::gemm::shapes;
 use super::{BenchArgs, Kind, Row, Suite};
@@ -41,6 +42,9 @@ pub struct ScriptOutput {
     pub torch: String,
     pub device: String,
     pub mlp: Vec<MlpTiming>,
+    /// LeNet-5's step (`--network`); absent from scripts that predate it.
+    #[serde(default)]
+    pub network: Vec<MlpTiming>,
     pub matmul: Vec<MatmulTiming>,
 }
 
@@ -91,10 +95,23 @@ pub fn run(args: &BenchArgs, rows: &mut Vec<Row>) -> PytorchReport {
     let batches =
         if matches!(args.suite, Suite::Gemm) { String::new() } else { list(&args.batches) };
     let sizes = if matches!(args.suite, Suite::Train) { String::new() } else { list(&args.sizes) };
-    println!("running bench/pytorch_mlp.py --batches {batches} --sizes {sizes}");
+    // LeNet's step at the smallest batch, as the train suite runs it.
+    let lenet = match super::train_cnn::network() {
+        Ok(net) => crate::net_file::net_json(&net).to_string(),
+        Err(e) => return PytorchReport::skipped(e.to_string()),
+    };
+    let lenet_batches = match (args.suite, args.batches.iter().min()) {
+        (Suite::Gemm, _) | (_, None) => String::new(),
+        (_, Some(b)) => b.to_string(),
+    };
+    println!(
+        "running bench/pytorch_mlp.py --batches {batches} --sizes {sizes} --network LENET \
+         --network-batches {lenet_batches}"
+    );
     let out = match Command::new("python3")
         .arg(&script)
-        .args(["--batches", &batches, "--sizes", &sizes])
+        .args(["--batches", &batches, "--sizes", &sizes, "--network", &lenet])
+        .args(["--network-batches", &lenet_batches])
         .output()
     {
         Ok(out) => out,
@@ -126,13 +143,19 @@ pub fn run(args: &BenchArgs, rows: &mut Vec<Row>) -> PytorchReport {
 
 /// Puts each PyTorch figure after the rows of the same workload.
 pub fn add_rows(out: &ScriptOutput, rows: &mut Vec<Row>) {
-    let graph = super::train::graph();
+    let mlp = super::train::graph();
+    let lenet = super::train_cnn::network()
+        .ok()
+        .and_then(|net| Graph::network_training(&net, super::train::SGD).ok());
+    let steps = out.mlp.iter().map(|t| (&mlp, format!("mlp 64-64-10 step, batch {}", t.batch), t));
+    let lenet_steps = lenet
+        .iter()
+        .flat_map(|g| out.network.iter().map(move |t| (g, super::train_cnn::workload(t.batch), t)));
     let on = &out.device;
-    for t in &out.mlp {
-        let Ok(plan) = StepPlan::training(&graph, t.batch as usize, GpuDtype::F32) else {
+    for (graph, workload, t) in steps.chain(lenet_steps) {
+        let Ok(plan) = StepPlan::training(graph, t.batch as usize, GpuDtype::F32) else {
             continue;
         };
-        let workload = format!("mlp 64-64-10 step, batch {}", t.batch);
         let mut r = Row::new(
             "train",
             &workload,

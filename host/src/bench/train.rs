@@ -6,15 +6,13 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use systole_core::check::{first_outside, Tolerance};
-use systole_core::compile::{compile_training, CompiledStep};
-use systole_core::exec::{Accel, Executor, Plain};
+use systole_core::compile::compile_training;
+use systole_core::exec::{Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, Sgd};
-use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
-use systole_core::train::AccelTrainer;
 use systole_core::{ArrayConfig, Dtype};
 
-use super::{dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, Kind, Row};
+use super::{accel_step, gpu_failed, gpu_unavailable, time_runs, Bench, Kind, Row};
 use crate::gpu::plan::StepPlan;
 use crate::gpu::train::GpuTrainer;
 use crate::gpu::twin::TwinTrainer;
@@ -54,101 +52,24 @@ fn batch(rows: usize, seed: u64) -> (Vec<f32>, Vec<u16>) {
     (x, y)
 }
 
-fn model_row(
-    config: &ArrayConfig,
-    step: &CompiledStep,
-    batch: u32,
-    kind: Kind,
-    check: &str,
-) -> Row {
-    let bytes = dram_traffic(config, |sink| {
-        step.forward.iter().chain(&step.backward).for_each(|&i| sink(i));
-    });
-    let mut r = row(batch, super::accel_label(config), kind, "bf16", step.macs())
-        .timed(step.cycles() as f64 / (config.clock_mhz * 1e6), Some(peak_of(config)))
-        .moved(bytes)
-        .checked(check);
-    r.cycles = Some(step.cycles());
-    r
-}
-
 pub fn suite(bench: &Bench, batches: &[u32], rows: &mut Vec<Row>) -> anyhow::Result<()> {
-    // Training is BF16 mixed precision on the accelerator whatever the GEMM suite's dtype.
-    let config = ArrayConfig { dtype: Dtype::Bf16, ..bench.config };
     let graph = graph();
     let params = Params::init(&graph.net, 0);
     for (i, &b) in batches.iter().enumerate() {
         let (x, y) = batch(b as usize, 100 + i as u64);
-        let step = compile_training(&graph, &config, b).map_err(|e| anyhow!("batch {b}: {e}"))?;
-        let plan =
-            StepPlan::training(&graph, b as usize, GpuDtype::F32).map_err(|e| anyhow!("{e}"))?;
-        let macs = plan.macs();
-
-        // The accelerator's reference executor gives the exact outcome the machines must match.
-        let mut accel_ref = Executor::new(graph.clone(), Accel { config }, &params);
-        let want = accel_ref.step(&x, &y);
-        let dram = AccelTrainer::dram_needed(&graph, &config, b, b).map_err(|e| anyhow!("{e}"))?;
-        let mut machine_rows = Vec::new();
-        let mut cycles_checked = false;
-        for (kind, label) in [
-            (GoldenKind::Functional, "functional machine (wall clock)"),
-            (GoldenKind::Cycle, "cycle machine (wall clock)"),
-        ] {
-            if kind == GoldenKind::Cycle && b > CYCLE_MAX_BATCH {
-                machine_rows.push(
-                    row(b, label, Kind::Skipped, "bf16", macs)
-                        .checked("-")
-                        .noted("batch too large for the cycle machine here"),
-                );
-                continue;
-            }
-            let machine = golden(kind, config, dram).map_err(|e| anyhow!("{e}"))?;
-            let mut t = AccelTrainer::new(machine, graph.clone(), &params)
-                .map_err(|e| anyhow!("{label}: {e}"))?;
-            let (got, work) = t.step(&x, &y).map_err(|e| anyhow!("{label}: {e}"))?;
-            if got != want || t.params().map_err(|e| anyhow!("{e}"))? != accel_ref.params() {
-                bail!("{label}, batch {b}: the step differs from the reference executor (accelerator numerics)");
-            }
-            if work.cycles != step.cycles() {
-                bail!(
-                    "{label}, batch {b}: {} cycles, the compiled step says {}",
-                    work.cycles,
-                    step.cycles()
-                );
-            }
-            cycles_checked |= kind == GoldenKind::Cycle;
-            let seconds =
-                time_runs(BUDGET, 20, || t.step(&x, &y).map(|_| ()).map_err(|e| anyhow!("{e}")))?;
-            machine_rows.push(
-                row(b, label, Kind::Simulator, "bf16", step.macs())
-                    .timed(seconds, None)
-                    .checked("bit-exact with the reference executor"),
-            );
-        }
-        let model_check = if cycles_checked { "cycles = cycle machine" } else { "timing model" };
-        rows.push(model_row(&config, &step, b, Kind::Model, model_check));
-        if let Some(f) = bench.fmax_mhz {
-            rows.push(
-                model_row(
-                    &ArrayConfig { clock_mhz: f, ..config },
-                    &step,
-                    b,
-                    Kind::Model,
-                    model_check,
-                )
-                .noted("at the board's fmax"),
-            );
-        }
-        rows.append(&mut machine_rows);
-
+        let macs = StepPlan::training(&graph, b as usize, GpuDtype::F32)
+            .map_err(|e| anyhow!("{e}"))?
+            .macs();
         let workload = |machine: &str, kind: Kind, dtype: &str| row(b, machine, kind, dtype, macs);
+        accel_step::rows(bench, (&graph, &params), (&x, &y), CYCLE_MAX_BATCH, &workload, rows)?;
         cpu_and_gpu_rows(bench, (&graph, &params), (&x, &y), 50, &workload, rows)?;
 
         // The projection.
         let projected = ArrayConfig { dtype: Dtype::Bf16, ..bench.projected };
         let pstep = compile_training(&graph, &projected, b)
             .map_err(|e| anyhow!("projected, batch {b}: {e}"))?;
-        let mut p = model_row(&projected, &pstep, b, Kind::Projected, "timing model");
+        let mut p =
+            accel_step::model_row(&projected, &pstep, Kind::Projected, "timing model", &workload);
         p.machine = format!(
             "projected {}x{} @ {} MHz",
             projected.rows, projected.cols, projected.clock_mhz
