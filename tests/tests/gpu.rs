@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Output;
 
 use serde_json::Value;
-use systole_core::compile::compile_training;
+use systole_core::compile::{compile_training, CompiledStep};
 use systole_core::graph::{Graph, MlpSpec, Sgd};
 use systole_core::layers::Net;
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
@@ -146,6 +146,19 @@ fn bench_gemm_suite_writes_rows_json_and_svg() {
     assert_eq!(names, ["bench.json", "bench.svg"]);
 }
 
+/// A step's accelerator rows: the model's cycles and MACs are the compiled step's, checked on
+/// the cycle machine, and both golden machines matched the reference executor.
+#[track_caller]
+fn assert_accelerator_rows(rs: &[&Value], step: &CompiledStep) {
+    let model = machine(rs, "accelerator 16x16", "bf16");
+    assert_eq!(model["cycles"].as_u64(), Some(step.cycles()));
+    assert_eq!(model["macs"].as_u64(), Some(step.macs()));
+    assert_eq!(model["check"], "cycles = cycle machine");
+    for sim in ["functional machine", "cycle machine"] {
+        assert_eq!(machine(rs, sim, "bf16")["check"], "bit-exact with the reference executor");
+    }
+}
+
 #[test]
 fn bench_train_suite_checks_every_machine_against_the_reference() {
     let dir = tempfile::tempdir().unwrap();
@@ -157,13 +170,7 @@ fn bench_train_suite_checks_every_machine_against_the_reference() {
         let step = compile_training(&graph, &config, batch).unwrap();
         let rs = rows(&report, &format!("mlp 64-64-10 step, batch {batch}"));
         assert_eq!(rs.len(), 8, "{stdout}");
-        let model = machine(&rs, "accelerator 16x16", "bf16");
-        assert_eq!(model["cycles"].as_u64(), Some(step.cycles()));
-        assert_eq!(model["macs"].as_u64(), Some(step.macs()));
-        assert_eq!(model["check"], "cycles = cycle machine");
-        for sim in ["functional machine", "cycle machine"] {
-            assert_eq!(machine(&rs, sim, "bf16")["check"], "bit-exact with the reference executor");
-        }
+        assert_accelerator_rows(&rs, &step);
         let twin = machine(&rs, "cpu twin of the gpu step", "f32");
         assert!(twin["check"].as_str().unwrap().starts_with("loss within 1e-5"), "{twin}");
         assert_eq!(
@@ -184,13 +191,7 @@ fn bench_train_suite_checks_every_machine_against_the_reference() {
     assert_eq!(rs.len(), 7, "{stdout}");
     let lenet = Graph::network_training(&Net::lenet(10).unwrap(), graph.sgd.unwrap()).unwrap();
     let step = compile_training(&lenet, &config, 8).unwrap();
-    let model = machine(&rs, "accelerator 16x16", "bf16");
-    assert_eq!(model["cycles"].as_u64(), Some(step.cycles()));
-    assert_eq!(model["macs"].as_u64(), Some(step.macs()));
-    assert_eq!(model["check"], "cycles = cycle machine");
-    for sim in ["functional machine", "cycle machine"] {
-        assert_eq!(machine(&rs, sim, "bf16")["check"], "bit-exact with the reference executor");
-    }
+    assert_accelerator_rows(&rs, &step);
     let twin = machine(&rs, "cpu twin of the gpu step", "f32");
     assert!(twin["check"].as_str().unwrap().starts_with("loss within 1e-5"), "{twin}");
     let reference = machine(&rs, "cpu f32 reference executor", "f32");

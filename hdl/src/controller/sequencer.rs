@@ -453,8 +453,7 @@ impl Logic for Sequencer {
                     // `elem` counts a block's W cycles (len <= W); its reads are the first len.
                     if self.draining.q.val() {
                         self.row.d.next = self.row.q.val() + 1;
-                        self.row_at_last.d.next =
-                            self.row.q.val() + 1 == self.n_rows.q.val() - 1;
+                        self.row_at_last.d.next = self.row.q.val() + 1 == self.n_rows.q.val() - 1;
                         self.drain_row.d.next = self.drain_row.q.val() + 1;
                     }
                     if self.elem_at_last.q.val() {
