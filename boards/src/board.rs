@@ -69,6 +69,8 @@ pub struct Preset {
     /// Each word's fault code formed as it is queued (`systole_hdl::TopConfig::checks_at_queue`),
     /// not from the FIFO's head in the dispatch cycle.
     pub checks_at_queue: bool,
+    /// The scratchpad's writes registered on the way in (`systole_hdl::TopConfig::spad_write_stage`).
+    pub spad_write_stage: bool,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
     /// by `systole board build` and copied there), if it was measured.
     pub measured: Option<&'static str>,
@@ -182,6 +184,7 @@ pub const ICEBREAKER: Board = Board {
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
         checks_at_queue: false,
+        spad_write_stage: false,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -216,6 +219,7 @@ pub const ALCHITRY_CU: Board = Board {
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
+        spad_write_stage: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,983 cells). Its lanes register their product (`Scale` and `Axpy`
@@ -233,6 +237,7 @@ pub const ALCHITRY_CU: Board = Board {
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
+        spad_write_stage: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -266,6 +271,7 @@ pub const ULX3S_85F: Board = Board {
         int8_max: false,
         schedule: Schedule::Decoupled,
         checks_at_queue: true,
+        spad_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
@@ -284,6 +290,7 @@ pub const ULX3S_85F: Board = Board {
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
+        spad_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
@@ -311,6 +318,7 @@ pub const ULX3S_25F: Board = Board {
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
+        spad_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68) reaches 19.91 MHz
@@ -327,6 +335,7 @@ pub const ULX3S_25F: Board = Board {
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
+        spad_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -374,6 +383,7 @@ mod tests {
                 assert_eq!(built.int8_max, c.int8_max, "{what}");
                 assert_eq!(built.schedule, c.schedule.name(), "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
+                assert_eq!(built.spad_write_stage, p.spad_write_stage, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.
                 let before = b.only_pe_products().unwrap_or(PeProducts::Dsp);

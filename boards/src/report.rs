@@ -53,6 +53,10 @@ pub struct Built {
     /// absent in reports from before it existed, which checked the FIFO's head).
     #[serde(default)]
     pub checks_at_queue: bool,
+    /// The scratchpad's writes registered on the way in (`systole_hdl::TopConfig::
+    /// spad_write_stage`; absent in reports from before it existed, which were built without).
+    #[serde(default)]
+    pub spad_write_stage: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -50,6 +50,12 @@ pub struct Ram<const W: usize, const A: usize> {
     _written: Bits<W>,
     _bits: usize,
     _write_first: bool,
+    /// Built with a write stage ([`Ram::with_write_stage`]): the write of the last cycle, its
+    /// forwarding to a read, and the word that forwarding holds.
+    _write_stage: bool,
+    _late: Option<(usize, Bits<W>)>,
+    _late_forward: bool,
+    _late_written: Bits<W>,
 }
 
 impl<const W: usize, const A: usize> Ram<W, A> {
@@ -83,7 +89,22 @@ impl<const W: usize, const A: usize> Ram<W, A> {
             _written: Bits::<W>::default(),
             _bits: bits,
             _write_first: true,
+            _write_stage: false,
+            _late: None,
+            _late_forward: false,
+            _late_written: Bits::<W>::default(),
         }
+    }
+
+    /// The same RAM with its writes registered on the way in: a word written in cycle `t`
+    /// reaches the block RAM at the end of `t + 1`, and a read issued in `t + 1` takes it from
+    /// the write register instead. What every read returns is unchanged (write-first, as
+    /// [`Ram::new`]); what changes is that the logic computing the write data ends at flip-flops
+    /// that can sit beside it, not at a block RAM's data pins across the chip. A write-first RAM
+    /// only.
+    pub fn with_write_stage(self) -> Self {
+        assert!(self._write_first, "a write stage needs write-first forwarding");
+        Ram { _write_stage: true, ..self }
     }
 
     pub fn depth(&self) -> usize {
@@ -127,12 +148,30 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
                 self._read = self._mem.get(ra).copied().unwrap_or_default();
                 self._forward = self._write_first && we && ra == wa;
                 self._written = self.stored(self.write_data.val());
+                if let Some((la, word)) = self._late {
+                    self._late_forward = la == ra;
+                    self._late_written = word;
+                } else {
+                    self._late_forward = false;
+                }
             }
-            if we {
-                self._mem[wa] = self.stored(self.write_data.val());
+            let word = self.stored(self.write_data.val());
+            if self._write_stage {
+                if let Some((la, late)) = self._late {
+                    self._mem[la] = late;
+                }
+                self._late = we.then_some((wa, word));
+            } else if we {
+                self._mem[wa] = word;
             }
         }
-        self.read_data.next = if self._forward { self._written } else { self._read };
+        self.read_data.next = if self._forward {
+            self._written
+        } else if self._late_forward {
+            self._late_written
+        } else {
+            self._read
+        };
     }
 
     fn connect(&mut self) {
@@ -166,6 +205,60 @@ end
 always @(*) read_data = read_q;
 ",
                 msb = self._bits - 1,
+                last = self._mem.len() - 1,
+            ));
+        }
+        if self._write_stage {
+            return Verilog::Custom(format!(
+                "\
+(* no_rw_check *) reg [{msb}:0] mem [0:{last}];
+reg [{msb}:0] read_q;
+reg [{msb}:0] written_q;
+reg [{msb}:0] late_data;
+reg [{msb}:0] late_q;
+reg [{amsb}:0] read_address_q;
+reg [{amsb}:0] write_address_q;
+reg [{amsb}:0] late_address;
+reg [{amsb}:0] late_address_q;
+reg write_q;
+reg late_write;
+reg late_write_q;
+initial begin
+   read_q = 0;
+   written_q = 0;
+   late_data = 0;
+   late_q = 0;
+   read_address_q = 0;
+   write_address_q = 0;
+   late_address = 0;
+   late_address_q = 0;
+   write_q = 0;
+   late_write = 0;
+   late_write_q = 0;
+end
+always @(posedge clock) begin
+   late_write <= write_enable;
+   late_address <= {wa};
+   late_data <= {kept};
+   if (late_write) mem[late_address] <= late_data;
+end
+always @(posedge clock) begin
+   if (read_enable) begin
+      read_q <= mem[{ra}];
+      written_q <= {kept};
+      read_address_q <= {ra};
+      write_address_q <= {wa};
+      write_q <= write_enable;
+      late_q <= late_data;
+      late_address_q <= late_address;
+      late_write_q <= late_write;
+   end
+end
+always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q
+   : (late_write_q && late_address_q == read_address_q) ? late_q : read_q;
+",
+                msb = self._bits - 1,
+                amsb = ab - 1,
                 last = self._mem.len() - 1,
             ));
         }
@@ -236,6 +329,11 @@ impl<const W: usize> RowRam<W> {
             write_lane: (0..lanes).map(|_| Default::default()).collect(),
             lanes: (0..lanes).map(|_| Ram::with_bits(depth, bits)).collect(),
         }
+    }
+
+    /// The same memory with its lanes' writes registered ([`Ram::with_write_stage`]).
+    pub fn with_write_stage(self) -> Self {
+        RowRam { lanes: self.lanes.into_iter().map(Ram::with_write_stage).collect(), ..self }
     }
 }
 
@@ -515,6 +613,51 @@ mod tests {
         assert_eq!(narrow.read_data.val().index(), 0xEF);
     }
 
+    /// A write stage changes no read: random writes and reads (some of the word being written,
+    /// some of the word written a cycle before, some while the read is disabled) return the same
+    /// words from a RAM with and without it, in the model, and the Verilog of both is valid.
+    #[test]
+    fn a_write_stage_returns_what_the_plain_ram_returns() {
+        let mut plain = Ram::<16, 16>::new(16);
+        let mut staged = Ram::<16, 16>::new(16).with_write_stage();
+        plain.connect_all();
+        staged.connect_all();
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let (mut last_write, mut forwarded_late) = (0u64, 0);
+        for cycle in 0..4000 {
+            let we = next(3) > 0;
+            let wa = next(16);
+            let ra = match next(3) {
+                0 => wa,
+                1 => last_write,
+                _ => next(16),
+            };
+            forwarded_late += (ra == last_write && ra != wa) as u32;
+            let (re, data) = (next(8) > 0, next(1 << 16));
+            for ram in [&mut plain, &mut staged] {
+                ram.write_enable.next = we;
+                ram.write_address.next = wa.into();
+                ram.write_data.next = data.into();
+                ram.read_address.next = ra.into();
+                ram.read_enable.next = re;
+                tick(ram, |r| &mut r.clock);
+            }
+            assert_eq!(staged.read_data.val(), plain.read_data.val(), "cycle {cycle}");
+            if we {
+                last_write = wa;
+            }
+        }
+        assert!(forwarded_late > 500, "reads of the word written a cycle before: {forwarded_late}");
+        yosys_validate("ram_staged", &verilog_of(Ram::<16, 16>::new(100).with_write_stage()))
+            .unwrap();
+    }
+
     /// A RAM decodes the address bits its depth needs: higher bits wrap, in the model as in the
     /// Verilog (`mem[address[9:0]]`).
     #[test]
@@ -613,16 +756,20 @@ mod tests {
     }
 
     /// Yosys maps a RAM lane to the FPGA's block RAM (iCE40 EBR, ECP5 DP16KD), read register
-    /// and enable included; only the write-first bypass stays in logic.
+    /// and enable included, with or without a write stage; only the write-first bypass (and the
+    /// write register) stays in logic.
     #[test]
     fn ram_infers_block_ram_on_ice40_and_ecp5() {
         let dir = std::env::temp_dir().join(format!("systole-bram-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("ram.v");
-        std::fs::write(&file, verilog_of(Ram::<16, 16>::new(1024))).unwrap();
-        for (synth, cell, want) in
-            [("synth_ice40", "SB_RAM40_4K", 4u64), ("synth_ecp5", "DP16KD", 1)]
+        let targets = [("synth_ice40", "SB_RAM40_4K", 4u64), ("synth_ecp5", "DP16KD", 1)];
+        for ((synth, cell, want), staged) in
+            targets.into_iter().flat_map(|target| [(target, false), (target, true)])
         {
+            let ram = Ram::<16, 16>::new(1024);
+            let ram = if staged { ram.with_write_stage() } else { ram };
+            std::fs::write(&file, verilog_of(ram)).unwrap();
             let stat = dir.join(format!("{synth}.txt"));
             let script = format!(
                 "read_verilog {}; {synth} -top top; tee -q -o {} stat",
@@ -637,7 +784,7 @@ mod tests {
                 .lines()
                 .find(|l| l.trim_start().starts_with(cell))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok());
-            assert_eq!(count, Some(want), "{synth}: 1024 x 16 bits as {cell}s:\n{text}");
+            assert_eq!(count, Some(want), "{synth} (write stage: {staged}): {cell}s:\n{text}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

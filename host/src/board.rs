@@ -153,11 +153,12 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         config.schedule = schedule.into();
     }
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-    let checks_at_queue = b.preset(dtype).unwrap_or(&b.int8).checks_at_queue;
+    let preset = b.preset(dtype).unwrap_or(&b.int8);
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
-        checks_at_queue,
+        checks_at_queue: preset.checks_at_queue,
+        spad_write_stage: args.spad_write_stage.unwrap_or(preset.spad_write_stage),
         ..systole_hdl::TopConfig::new(config)
     })
 }
@@ -211,6 +212,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         int8_max: a.int8_max,
         schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_words_at_queue(),
+        spad_write_stage: top.spad_write_stage,
         pe_products: Some(pe_products),
     }
 }

@@ -136,6 +136,11 @@ pub struct BoardBuildArgs {
     /// default: the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub int8_max: Option<bool>,
+    /// Whether the scratchpad registers its writes on the way in (the same results and
+    /// cycles; a `Load`'s path from DRAM ends at flip-flops; default: the board's default
+    /// build's).
+    #[arg(long, value_name = "true|false")]
+    pub spad_write_stage: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

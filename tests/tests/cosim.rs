@@ -126,6 +126,30 @@ fn random_programs_match_the_decoupled_cycle_machine() {
     random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 23);
 }
 
+/// The scratchpad built with its write stage (`TopConfig::spad_write_stage`, as the 85F builds
+/// it) changes no result and no cycle: random programs on the blocking and the decoupled
+/// machine, and a tiled GEMM whose matmuls read rows its loads wrote the cycle before.
+#[test]
+fn a_scratchpad_write_stage_changes_no_result_or_cycle() {
+    let staged = |top: TopConfig| TopConfig { spad_write_stage: true, ..top };
+    let top = staged(small(2, 3, Dtype::Int8, Dataflow::WeightStationary));
+    random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 31);
+    let top = staged(TopConfig {
+        array: small(3, 2, Dtype::Bf16, Dataflow::WeightStationary)
+            .array
+            .with_schedule(Schedule::Decoupled),
+        ..small(3, 2, Dtype::Bf16, Dataflow::WeightStationary)
+    });
+    random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 32);
+    let ws = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(4, 4, Dtype::Int8) };
+    gemm_over_spi_on(
+        ws.with_schedule(Schedule::Decoupled),
+        true,
+        GemmShape { m: 10, k: 9, n: 7 },
+        33,
+    );
+}
+
 #[test]
 fn random_programs_match_the_cycle_machine_over_spi() {
     let top = small(2, 3, Dtype::Bf16, Dataflow::OutputStationary);
@@ -414,6 +438,11 @@ fn bad_words_fault(top: &TopConfig) {
 
 /// A tiled GEMM through the SPI link: C's words and the cycle count equal the cycle machine's.
 fn gemm_over_spi(array: ArrayConfig, shape: GemmShape, seed: u64) {
+    gemm_over_spi_on(array, false, shape, seed)
+}
+
+/// [`gemm_over_spi`] on a machine built with or without the scratchpad's write stage.
+fn gemm_over_spi_on(array: ArrayConfig, spad_write_stage: bool, shape: GemmShape, seed: u64) {
     let (layout, dram) = GemmLayout::packed(&array, &shape).expect("layout");
     let plan = GemmPlan::new(&array, shape, layout).expect("plan");
     let mut rng = SplitMix(seed);
@@ -422,8 +451,13 @@ fn gemm_over_spi(array: ArrayConfig, shape: GemmShape, seed: u64) {
     let mut golden_m = golden(GoldenKind::Cycle, array, dram).unwrap();
     let (want, want_stats) = run_gemm(golden_m.as_mut(), &plan, &a, &b).expect("cycle machine");
     // A FIFO of 8 words, far shorter than the program: the host keeps topping it up.
-    let top =
-        TopConfig { dram_bytes: dram, fifo_depth: 8, uart_divisor: 4, ..TopConfig::new(array) };
+    let top = TopConfig {
+        dram_bytes: dram,
+        fifo_depth: 8,
+        uart_divisor: 4,
+        spad_write_stage,
+        ..TopConfig::new(array)
+    };
     let mut rtl =
         LinkMachine::new(Framed { stream: SpiLink::new(verilated(&top), 4) }, array, dram);
     let (got, stats) = run_gemm(&mut rtl, &plan, &a, &b).unwrap_or_else(|e| panic!("RTL: {e}"));

@@ -17,7 +17,7 @@
 use systole_core::{ArrayConfig, Schedule};
 
 use crate::convert::{serial_requant, SerialProducts};
-use crate::mem::dram_banks;
+use crate::mem::{dram_banks, RowRam};
 
 mod blocking;
 mod decoupled;
@@ -57,6 +57,12 @@ pub struct TopConfig {
     /// it (docs/DECISIONS.md 56). Results and cycles are the same either way; the decoupled
     /// machine always checks as it queues.
     pub checks_at_queue: bool,
+    /// The scratchpad's lanes register their writes on the way in ([`crate::mem::Ram::with_write_stage`]),
+    /// so that a `Load`'s path from a DRAM bank through the rotator ends at flip-flops beside
+    /// it rather than at the scratchpad's block RAMs. Results and cycles are the same either
+    /// way (the lanes forward the registered word to a read); it costs the write registers and
+    /// a forwarding multiplexer per lane.
+    pub spad_write_stage: bool,
 }
 
 impl TopConfig {
@@ -77,6 +83,17 @@ impl TopConfig {
             fifo_depth: DEFAULT_FIFO_DEPTH,
             uart_divisor: divisor as u16,
             checks_at_queue: true,
+            spad_write_stage: false,
+        }
+    }
+
+    /// A scratchpad of `lanes` lanes of `bits` bits, with the write stage if built with one.
+    pub(crate) fn spad(&self, lanes: usize, bits: usize) -> RowRam<16> {
+        let ram = RowRam::with_bits(lanes, self.array.spad_depth as usize, bits);
+        if self.spad_write_stage {
+            ram.with_write_stage()
+        } else {
+            ram
         }
     }
 
