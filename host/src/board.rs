@@ -257,7 +257,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
@@ -278,6 +278,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             (Dtype::Int8, true) => ", INT8 lanes with their comparator",
             _ => "",
         },
+        if m.spad_write_stage { ", scratchpad writes registered" } else { "" },
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),
