@@ -75,6 +75,10 @@ fn list_text() -> String {
                     Schedule::Blocking => stages,
                     s => format!("{stages}, {}", s.name()),
                 };
+                let stages = match p.spad_write_stage {
+                    true => format!("{stages}, scratchpad writes registered"),
+                    false => stages,
+                };
                 format!(
                     "{}x{} at {} MHz{products}{stages} ({measured})",
                     p.rows,
