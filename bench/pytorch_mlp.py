@@ -5,9 +5,10 @@ outside anchor for the GPU figures. Prints one JSON object on stdout.
 Same shapes, batch sizes and SGD settings as the bench (64-64-10, lr 0.05, momentum 0.9,
 softmax cross-entropy with mean reduction); PyTorch's own nn.Linear initialisation (the values do
 not change the timing). A step is zero_grad, forward, loss, backward, optimizer.step, in eager
-mode: what the Systole GPU step, captured once as a CUDA graph, is compared with. `--network`
-takes a model file's JSON (`{"input": [...], "layers": [...]}`, as `systole train --model`
-reads it; the bench passes LeNet-5's) and times its step the same way at `--network-batches`.
+mode, and on a GPU also captured once as a CUDA graph and replayed: what the Systole GPU step,
+itself one CUDA graph, is compared with. `--network` takes a model file's JSON (`{"input":
+[...], "layers": [...]}`, as `systole train --model` reads it; the bench passes LeNet-5's) and
+times its step the same two ways at `--network-batches`.
 
 Timing: warm-up runs, then the median of many, each between two CUDA events (on a GPU) or by
 perf_counter (on the CPU). FP32 matmuls run with TF32 disabled, so they are true FP32 like
@@ -65,14 +66,6 @@ def sequential(spec):
     return nn.Sequential(*[make[l["kind"]](l) for l in spec["layers"]])
 
 
-def mlp_step(batch, device, warmup, reps):
-    spec = {"input": [64], "layers": [
-        {"kind": "dense", "in": 64, "out": 64}, {"kind": "relu"},
-        {"kind": "dense", "in": 64, "out": 10},
-    ]}
-    return step_timing(spec, batch, device, warmup, reps)
-
-
 def step_timing(spec, batch, device, warmup, reps):
     """One SGD step of the model file `spec` (its last layer dense: the classes)."""
     torch.manual_seed(0)
@@ -96,6 +89,41 @@ def step_timing(spec, batch, device, warmup, reps):
     return {"batch": batch, "ms": ms, "reps": reps, "warmup": warmup, "first_loss": first["loss"]}
 
 
+def graph_step_timing(spec, batch, device, warmup, reps):
+    """The same step captured once as a CUDA graph and replayed: PyTorch's whole-network capture
+    (warm-up steps on a side stream, then forward, loss, backward and the optimizer's step in
+    the graph, gradients allocated by it)."""
+    torch.manual_seed(0)
+    model = sequential(spec).to(device)
+    classes = spec["layers"][-1]["out"]
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.rand(batch, *spec["input"], device=device)
+    y = torch.randint(0, classes, (batch,), device=device)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    ms = timed(graph.replay, warmup, reps, device)
+    return {"batch": batch, "ms": ms, "reps": reps, "warmup": warmup, "first_loss": loss.item()}
+
+
+MLP = {"input": [64], "layers": [
+    {"kind": "dense", "in": 64, "out": 64}, {"kind": "relu"},
+    {"kind": "dense", "in": 64, "out": 10},
+]}
+
+
 def matmul(m, k, n, dtype, device, warmup, reps):
     a = torch.rand(m, k, device=device, dtype=torch.float32) * 2 - 1
     b = torch.rand(k, n, device=device, dtype=torch.float32) * 2 - 1
@@ -116,14 +144,21 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    out = {"torch": torch.__version__, "device": name, "mlp": [], "network": [], "matmul": []}
+    out = {"torch": torch.__version__, "device": name, "mlp": [], "mlp_graph": [], "network": [],
+           "network_graph": [], "matmul": []}
     for batch in [int(b) for b in args.batches.split(",") if b]:
-        out["mlp"].append(mlp_step(batch, device, warmup=20, reps=200))
+        out["mlp"].append(step_timing(MLP, batch, device, warmup=20, reps=200))
+        if device.type == "cuda":
+            out["mlp_graph"].append(graph_step_timing(MLP, batch, device, warmup=20, reps=200))
     if args.network:
         spec = json.loads(args.network)
         for batch in [int(b) for b in args.network_batches.split(",") if b]:
             reps = 200 if device.type == "cuda" else 10
             out["network"].append(step_timing(spec, batch, device, warmup=5, reps=reps))
+            if device.type == "cuda":
+                out["network_graph"].append(
+                    graph_step_timing(spec, batch, device, warmup=5, reps=reps)
+                )
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if device.type != "cuda":
         sizes = [s for s in sizes if s <= 1024]  # the CPU would take minutes
