@@ -115,6 +115,7 @@ def graph_step_timing(spec, batch, device, warmup, reps):
         loss.backward()
         opt.step()
     ms = timed(graph.replay, warmup, reps, device)
+    # The loss of the last replay (the key is the eager timing's, for one reader).
     return {"batch": batch, "ms": ms, "reps": reps, "warmup": warmup, "first_loss": loss.item()}
 
 

@@ -180,7 +180,10 @@ pub fn add_rows(out: &ScriptOutput, rows: &mut Vec<Row>) {
         )
         .timed(t.ms / 1e3, None)
         .moved(plan.bytes())
-        .checked(format!("first loss {:.4}", t.first_loss));
+        .checked(match how {
+            "eager step" => format!("first loss {:.4}", t.first_loss),
+            _ => format!("loss {:.4} after its replays", t.first_loss),
+        });
         r.batch = Some(t.batch);
         let ours = rows.iter().find(|o| {
             o.workload == workload
