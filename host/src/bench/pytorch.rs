@@ -158,7 +158,7 @@ pub fn add_rows(out: &ScriptOutput, rows: &mut Vec<Row>) {
     for (how, timings) in [("eager step", &out.mlp), ("CUDA graph step", &out.mlp_graph)] {
         steps.extend(timings.iter().map(|t| (&mlp, mlp_name(t), how, t)));
     }
-    for g in &lenet {
+    if let Some(g) = &lenet {
         for (how, timings) in
             [("eager step", &out.network), ("CUDA graph step", &out.network_graph)]
         {
