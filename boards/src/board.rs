@@ -256,13 +256,14 @@ pub const ULX3S_85F: Board = Board {
     constraints_name: "ulx3s.lpf",
     // 144 PEs with their products in LUTs (multipliers slow the router past about 100 of them,
     // DECISIONS 38) and three conversion stages, decoupled: the transpose buffer in LUT RAM, the
-    // candidate and its decoded fields registered (DECISIONS 59, 67) route at 36.4 MHz in 87% of
-    // the LUTs, built for 31.25 MHz from the PLL, where its 256^3 GEMM runs at 94% of peak (the
-    // blocking 18 x 8 reached 40.78 MHz but 42%).
+    // candidate and its decoded fields registered (DECISIONS 59, 67), the host link's verdict
+    // registered (79), route at 37.75 MHz in 88% of the LUTs, built for 33.33 MHz from the PLL
+    // (DECISIONS 85), where its 256^3 GEMM runs at 94% of peak (the blocking 18 x 8 reached
+    // 40.78 MHz but 42%).
     int8: Preset {
         rows: 18,
         cols: 8,
-        mhz: 31.25,
+        mhz: 33.3333,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 1,
@@ -410,7 +411,7 @@ mod tests {
     #[test]
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
-        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 31.25);
+        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 33.3333);
         // The 25F's INT8 runs at 50 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (50.0, ClockSource::Pll));
