@@ -66,8 +66,9 @@ def sequential(spec):
     return nn.Sequential(*[make[l["kind"]](l) for l in spec["layers"]])
 
 
-def step_timing(spec, batch, device, warmup, reps):
-    """One SGD step of the model file `spec` (its last layer dense: the classes)."""
+def training(spec, batch, device):
+    """The model file `spec` (its last layer dense: the classes) on `device`, its optimizer and
+    loss, and a random batch: everything one SGD step needs."""
     torch.manual_seed(0)
     model = sequential(spec).to(device)
     classes = spec["layers"][-1]["out"]
@@ -75,6 +76,12 @@ def step_timing(spec, batch, device, warmup, reps):
     loss_fn = torch.nn.CrossEntropyLoss()
     x = torch.rand(batch, *spec["input"], device=device)
     y = torch.randint(0, classes, (batch,), device=device)
+    return model, opt, loss_fn, x, y
+
+
+def step_timing(spec, batch, device, warmup, reps):
+    """One SGD step of the model file `spec`, eager."""
+    model, opt, loss_fn, x, y = training(spec, batch, device)
     first = {}
 
     def step():
@@ -93,13 +100,7 @@ def graph_step_timing(spec, batch, device, warmup, reps):
     """The same step captured once as a CUDA graph and replayed: PyTorch's whole-network capture
     (warm-up steps on a side stream, then forward, loss, backward and the optimizer's step in
     the graph, gradients allocated by it)."""
-    torch.manual_seed(0)
-    model = sequential(spec).to(device)
-    classes = spec["layers"][-1]["out"]
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.rand(batch, *spec["input"], device=device)
-    y = torch.randint(0, classes, (batch,), device=device)
+    model, opt, loss_fn, x, y = training(spec, batch, device)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
