@@ -208,94 +208,72 @@ always @(*) read_data = read_q;
                 last = self._mem.len() - 1,
             ));
         }
-        if self._write_stage {
-            return Verilog::Custom(format!(
-                "\
-(* no_rw_check *) reg [{msb}:0] mem [0:{last}];
-reg [{msb}:0] read_q;
-reg [{msb}:0] written_q;
-reg [{msb}:0] late_data;
-reg [{msb}:0] late_q;
-reg [{amsb}:0] read_address_q;
-reg [{amsb}:0] write_address_q;
-reg [{amsb}:0] late_address;
-reg [{amsb}:0] late_address_q;
-reg write_q;
-reg late_write;
-reg late_write_q;
-initial begin
-   read_q = 0;
-   written_q = 0;
-   late_data = 0;
-   late_q = 0;
-   read_address_q = 0;
-   write_address_q = 0;
-   late_address = 0;
-   late_address_q = 0;
-   write_q = 0;
-   late_write = 0;
-   late_write_q = 0;
-end
-always @(posedge clock) begin
-   late_write <= write_enable;
-   late_address <= {wa};
-   late_data <= {kept};
-   if (late_write) mem[late_address] <= late_data;
-end
-always @(posedge clock) begin
-   if (read_enable) begin
-      read_q <= mem[{ra}];
-      written_q <= {kept};
-      read_address_q <= {ra};
-      write_address_q <= {wa};
-      write_q <= write_enable;
-      late_q <= late_data;
-      late_address_q <= late_address;
-      late_write_q <= late_write;
-   end
-end
-always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q
-   : (late_write_q && late_address_q == read_address_q) ? late_q : read_q;
-",
-                msb = self._bits - 1,
-                amsb = ab - 1,
-                last = self._mem.len() - 1,
-            ));
-        }
-        Verilog::Custom(format!(
-            "\
-(* no_rw_check *) reg [{msb}:0] mem [0:{last}];
-reg [{msb}:0] read_q;
-reg [{msb}:0] written_q;
-reg [{amsb}:0] read_address_q;
-reg [{amsb}:0] write_address_q;
-reg write_q;
-initial begin
-   read_q = 0;
-   written_q = 0;
-   read_address_q = 0;
-   write_address_q = 0;
-   write_q = 0;
-end
-always @(posedge clock) begin
-   if (write_enable) mem[{wa}] <= {kept};
-end
-always @(posedge clock) begin
-   if (read_enable) begin
-      read_q <= mem[{ra}];
-      written_q <= {kept};
-      read_address_q <= {ra};
-      write_address_q <= {wa};
-      write_q <= write_enable;
-   end
-end
-always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q : read_q;
-",
-            msb = self._bits - 1,
-            amsb = ab - 1,
-            last = self._mem.len() - 1,
+        let msb = self._bits - 1;
+        Verilog::Custom(write_first_verilog(
+            [msb, ab - 1, self._mem.len() - 1],
+            (&ra, &wa, &kept),
+            self._write_stage,
         ))
     }
+}
+
+/// A write-first RAM's Verilog: `mem` and its registered read, and the bypass that returns a word
+/// written in the cycle of its read. With `staged`, writes pass a register (`late_*`) before
+/// they reach `mem`, and a read issued while a word waits there takes it from the register.
+/// `[msb, amsb, last]` are the word's and the address's top bits and the last word.
+fn write_first_verilog(
+    [msb, amsb, last]: [usize; 3],
+    (ra, wa, kept): (&str, &str, &str),
+    staged: bool,
+) -> String {
+    let pick = |plain: &[&'static str], late: &[&'static str]| -> Vec<&'static str> {
+        plain.iter().chain(if staged { late } else { &[] }).copied().collect()
+    };
+    let data = pick(&["read_q", "written_q"], &["late_data", "late_q"]);
+    let addresses =
+        pick(&["read_address_q", "write_address_q"], &["late_address", "late_address_q"]);
+    let flags = pick(&["write_q"], &["late_write", "late_write_q"]);
+    let mut v = format!("(* no_rw_check *) reg [{msb}:0] mem [0:{last}];\n");
+    for (width, names) in [(msb, &data), (amsb, &addresses)] {
+        for name in names {
+            v += &format!("reg [{width}:0] {name};\n");
+        }
+    }
+    for name in &flags {
+        v += &format!("reg {name};\n");
+    }
+    v += "initial begin\n";
+    for name in data.iter().chain(&addresses).chain(&flags) {
+        v += &format!("   {name} = 0;\n");
+    }
+    v += "end\nalways @(posedge clock) begin\n";
+    if staged {
+        v += &format!(
+            "   late_write <= write_enable;\n   late_address <= {wa};\n   late_data <= {kept};\n   \
+             if (late_write) mem[late_address] <= late_data;\n"
+        );
+    } else {
+        v += &format!("   if (write_enable) mem[{wa}] <= {kept};\n");
+    }
+    v += &format!(
+        "end\nalways @(posedge clock) begin\n   if (read_enable) begin\n      read_q <= mem[{ra}];\n      \
+         written_q <= {kept};\n      read_address_q <= {ra};\n      write_address_q <= {wa};\n      \
+         write_q <= write_enable;\n"
+    );
+    if staged {
+        v += "      late_q <= late_data;\n      late_address_q <= late_address;\n      \
+              late_write_q <= late_write;\n";
+    }
+    v += "   end\nend\n";
+    if staged {
+        v += "always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q\n   \
+              : (late_write_q && late_address_q == read_address_q) ? late_q : read_q;\n";
+    } else {
+        v +=
+            "always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q : \
+              read_q;\n";
+    }
+    v
 }
 
 /// `lanes` RAM lanes addressed by one row: a row of a scratchpad or accumulator per cycle.
