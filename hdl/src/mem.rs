@@ -144,10 +144,11 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
             let ra = self.decoded(self.read_address.val());
             let wa = self.decoded(self.write_address.val());
             let we = self.write_enable.val() && wa < self._mem.len();
+            let word = self.stored(self.write_data.val());
             if self.read_enable.val() {
                 self._read = self._mem.get(ra).copied().unwrap_or_default();
                 self._forward = self._write_first && we && ra == wa;
-                self._written = self.stored(self.write_data.val());
+                self._written = word;
                 if let Some((la, word)) = self._late {
                     self._late_forward = la == ra;
                     self._late_written = word;
@@ -155,7 +156,6 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
                     self._late_forward = false;
                 }
             }
-            let word = self.stored(self.write_data.val());
             if self._write_stage {
                 if let Some((la, late)) = self._late {
                     self._mem[la] = late;
@@ -600,13 +600,8 @@ mod tests {
         let mut staged = Ram::<16, 16>::new(16).with_write_stage();
         plain.connect_all();
         staged.connect_all();
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = systole_core::check::SplitMix(7);
+        let mut next = |n: u64| rng.next_u64() % n;
         let (mut last_write, mut forwarded_late) = (0u64, 0);
         for cycle in 0..4000 {
             let we = next(3) > 0;

@@ -87,9 +87,12 @@ impl TopConfig {
         }
     }
 
-    /// A scratchpad of `lanes` lanes of `bits` bits, with the write stage if built with one.
-    pub(crate) fn spad(&self, lanes: usize, bits: usize) -> RowRam<16> {
-        let ram = RowRam::with_bits(lanes, self.array.spad_depth as usize, bits);
+    /// One of the scratchpad's two read ports: a row of `spad_width` lanes of one element each,
+    /// with the write stage if built with one.
+    pub(crate) fn spad(&self) -> RowRam<16> {
+        let a = &self.array;
+        let ram =
+            RowRam::with_bits(a.spad_width(), a.spad_depth as usize, 8 * a.dtype.elem_bytes());
         if self.spad_write_stage {
             ram.with_write_stage()
         } else {

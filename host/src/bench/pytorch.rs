@@ -152,7 +152,7 @@ pub fn add_rows(out: &ScriptOutput, rows: &mut Vec<Row>) {
     let lenet = super::train_cnn::network()
         .ok()
         .and_then(|net| Graph::network_training(&net, super::train::SGD).ok());
-    let mlp_name = |t: &MlpTiming| format!("mlp 64-64-10 step, batch {}", t.batch);
+    let mlp_name = |t: &MlpTiming| super::train::workload(t.batch);
     let lenet_name = |t: &MlpTiming| super::train_cnn::workload(t.batch);
     let mut steps = Vec::new();
     for (how, timings) in [("eager step", &out.mlp), ("CUDA graph step", &out.mlp_graph)] {

@@ -34,7 +34,8 @@ pub fn graph() -> Graph {
     Graph::training(&spec, SGD).expect("the digits MLP is a valid graph")
 }
 
-fn workload(batch: u32) -> String {
+/// The MLP step's workload name at `batch`.
+pub fn workload(batch: u32) -> String {
     format!("mlp 64-64-10 step, batch {batch}")
 }
 
