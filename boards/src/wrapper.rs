@@ -38,6 +38,31 @@ pub const PLL_TOLERANCE: f64 = 1e-4;
 /// [`PLL_TOLERANCE`]), the build is refused naming the frequency it can make, rather than run
 /// at a clock the UART divisor and the timing report were not computed for.
 pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
+    let (tool, made) = run_pll(board, mhz, dir)?;
+    if (made - mhz).abs() > PLL_TOLERANCE * mhz {
+        let fin = board.clock_mhz;
+        // A tool's nearest may lie outside its own output range (icepll's nearest to 16 MHz is
+        // 15.938, which it then refuses): name it only once the tool accepts it.
+        let ask = match run_pll(board, made, dir) {
+            Ok((_, again)) if (again - made).abs() <= PLL_TOLERANCE * made => {
+                format!("Ask for --clock-mhz {made}")
+            }
+            Ok(_) => format!("{tool} does not make that one when asked for it; ask for another"),
+            Err(e) => format!("{tool} refuses that one when asked for it ({e}); ask for another"),
+        };
+        return Err(ToolError::Report(format!(
+            "{}'s PLL cannot make {mhz} MHz from its {fin} MHz oscillator: the nearest {tool} \
+             finds is {made} MHz. {ask}, or for {fin} MHz over an even number, which a divider \
+             makes",
+            board.name
+        )));
+    }
+    Ok("pll.v".into())
+}
+
+/// Runs the family's PLL tool for `mhz`, writing `dir/pll.v`; returns the tool's name and the
+/// output frequency it achieved.
+fn run_pll(board: &Board, mhz: f64, dir: &Path) -> Result<(&'static str, f64), ToolError> {
     let (fin, fout) = (format!("{}", board.clock_mhz), format!("{mhz}"));
     let (tool, file, text) = match board.family {
         Family::Ice40 => {
@@ -69,15 +94,7 @@ pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
             dir.join(file).display()
         ))
     })?;
-    if (made - mhz).abs() > PLL_TOLERANCE * mhz {
-        return Err(ToolError::Report(format!(
-            "{}'s PLL cannot make {mhz} MHz from its {fin} MHz oscillator: the nearest {tool} \
-             finds is {made} MHz. Ask for --clock-mhz {made}, or for {fin} MHz over an even \
-             number, which a divider makes",
-            board.name
-        )));
-    }
-    Ok("pll.v".into())
+    Ok((tool, made))
 }
 
 /// The output frequency a PLL tool's Verilog says it achieves: icepll's "Achieved output
@@ -289,6 +306,15 @@ mod tests {
             let made: f64 = made.parse().unwrap();
             assert_eq!(pll(&board, made, dir.path()).unwrap(), "pll.v", "{} at {made}", board.name);
         }
+        // icepll's nearest to 16 MHz is 15.938, under the 16 MHz its PLL starts at: not offered.
+        let dir = tempfile::tempdir().unwrap();
+        let err = pll(&ICEBREAKER, 16.0, dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("the nearest icepll finds is 15.938 MHz")
+                && err.contains("icepll refuses that one")
+                && !err.contains("--clock-mhz 15.938"),
+            "{err}"
+        );
     }
 
     /// A stand-in top with the host-interface ports: the wrapper, with a PLL or a divided
