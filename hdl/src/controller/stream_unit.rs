@@ -84,7 +84,8 @@ pub struct StreamUnit {
     pub acc_write: Signal<Out, Bit>,
     pub acc_write_row: Signal<Out, Bits<16>>,
     pub acc_op: Signal<Out, AccOp>,
-    /// Scratchpad row for the next cycle (read port A).
+    /// Scratchpad row for the next cycle (read port A): the row fed then, if any. It never
+    /// depends on `start`.
     pub spad_read_a: Signal<Out, Bits<16>>,
     /// Accumulator row for the next cycle: the row written then (read port X).
     pub acc_read: Signal<Out, Bits<16>>,
@@ -258,7 +259,15 @@ impl Logic for StreamUnit {
         self.tag.next = self.bank.q.val();
         self.active.next = self.bank.q.val();
         self.load_bank.next = self.next_bank.val();
-        self.spad_read_a.next = self.a_ptr.d.val();
+        // The next cycle's row: the current matmul's next while it goes on feeding, else the
+        // candidate's first, whether or not it dispatches (a matmul starts only when `free`,
+        // that is, when the current one feeds no further). So `start`, which the program checks
+        // and the scoreboard decide late in the cycle, stays off the scratchpad's address pins;
+        // a read that no matmul dispatched for is never fed, and in a frozen cycle none is made.
+        self.spad_read_a.next = self.ins.a_row.val();
+        if self.feeding.q.val() && !self.last_feed.val() {
+            self.spad_read_a.next = self.a_ptr.q.val() + 1;
+        }
         for s in (self._stages - 1)..self._stages {
             self.acc_read.next = self.row[s].d.val();
         }
