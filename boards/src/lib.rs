@@ -5,12 +5,14 @@
 //! (pin constraints and the top wrapper around `systole_top`).
 //!
 //! * [`board`]: the boards, their parts, pins and default array configs.
+//! * [`blocks`]: where a build's logic goes, by block of `systole_top`.
 //! * [`tool`]: finding and running the tools; a missing one names its package.
 //! * [`yosys`], [`nextpnr`], [`pack`]: one module per tool of the flow.
 //! * [`report`]: utilisation and fmax from nextpnr's JSON report, and the bitstream's checksum.
 //! * [`program`]: which bitstream may be loaded onto a board.
 //! * [`flow`]: synthesis, place and route, packing, report.
 
+pub mod blocks;
 pub mod board;
 pub mod flow;
 pub mod nextpnr;

@@ -1,8 +1,10 @@
-//! `systole board`: list the supported dev boards, build a bitstream for one, program it.
+//! `systole board`: list the supported dev boards, build a bitstream for one, program it, and
+//! say where a build's logic goes.
 
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context};
+use systole_boards::blocks::BlockCells;
 use systole_boards::board::{by_name, BOARDS};
 use systole_boards::flow::{self, Design, FlowError};
 use systole_boards::nextpnr::{Pnr, Router};
@@ -12,7 +14,9 @@ use systole_boards::yosys::PeProducts;
 use systole_boards::{Board, Preset};
 use systole_core::{ArrayConfig, Dtype, Schedule};
 
-use crate::cli::{BoardBuildArgs, BoardProgramArgs, DtypeArg, PeProductsArg, RouterArg};
+use crate::cli::{
+    BoardBlocksArgs, BoardBuildArgs, BoardProgramArgs, DtypeArg, PeProductsArg, RouterArg,
+};
 
 /// The board named `name`, or an error listing the boards.
 pub fn board(name: &str) -> anyhow::Result<Board> {
@@ -357,7 +361,64 @@ pub fn program(args: &BoardProgramArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A clock in MHz to two decimals at most: 15, 12.5, 8.33.
+/// `systole board blocks`: DIR/netlist.json's cells by block, the largest first.
+pub fn blocks(args: &BoardBlocksArgs) -> anyhow::Result<()> {
+    let path = args.dir.join("netlist.json");
+    let json = std::fs::read_to_string(&path).map_err(|e| {
+        anyhow!("cannot read {} ({e}); `systole board build` writes it there", path.display())
+    })?;
+    let blocks =
+        systole_boards::blocks::by_block(&json).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    print!("{}", blocks_text(&blocks));
+    Ok(())
+}
+
+fn blocks_text(blocks: &[BlockCells]) -> String {
+    let mut total = BlockCells { block: "total".into(), ..Default::default() };
+    for b in blocks {
+        total.luts += b.luts;
+        total.carries += b.carries;
+        total.flip_flops += b.flip_flops;
+        total.memories += b.memories;
+        total.dsps += b.dsps;
+        total.other += b.other;
+    }
+    let head = ["block", "LUTs", "carries", "flip-flops", "memories", "DSPs", "other"];
+    let mut rows = vec![head.map(String::from)];
+    for b in blocks.iter().chain([&total]) {
+        let counts = [b.luts, b.carries, b.flip_flops, b.memories, b.dsps, b.other];
+        let mut row = [
+            b.block.clone(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        for (cell, n) in row[1..].iter_mut().zip(counts) {
+            *cell = n.to_string();
+        }
+        rows.push(row);
+    }
+    let widths: Vec<usize> =
+        (0..head.len()).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = format!("{:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row[1..].iter().zip(&widths[1..]) {
+            line.push_str(&format!("  {cell:>w$}"));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str(
+        "(cells of the flattened netlist, each counted for the block its name starts in: \
+         docs/BOARDS.md)\n",
+    );
+    out
+}
+
 /// "1 cycle", "4 cycles".
 fn cycles(n: u8) -> String {
     format!("{n} cycle{}", if n == 1 { "" } else { "s" })
@@ -381,6 +442,36 @@ mod tests {
             doc.contains(&quoted),
             "docs/BOARDS.md must quote `systole board list` exactly, as:\n{quoted}"
         );
+    }
+
+    /// `board blocks` prints a column per kind of cell, aligned, and their totals.
+    #[test]
+    fn blocks_are_tabulated_with_their_total() {
+        use systole_boards::blocks::BlockCells;
+        let blocks = [
+            BlockCells {
+                block: "engine".into(),
+                luts: 1287,
+                carries: 418,
+                flip_flops: 435,
+                ..Default::default()
+            },
+            BlockCells {
+                block: "seq".into(),
+                luts: 501,
+                memories: 2,
+                dsps: 1,
+                other: 3,
+                ..Default::default()
+            },
+        ];
+        let text = super::blocks_text(&blocks);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "block   LUTs  carries  flip-flops  memories  DSPs  other");
+        assert_eq!(lines[1], "engine  1287      418         435         0     0      0");
+        assert_eq!(lines[2], "seq      501        0           0         2     1      3");
+        assert_eq!(lines[3], "total   1788      418         435         2     1      3");
+        assert!(lines[4].contains("docs/BOARDS.md"), "{text}");
     }
 
     fn build_args(args: &[&str]) -> crate::cli::BoardBuildArgs {

@@ -85,6 +85,14 @@ pub enum BoardCommand {
     Build(BoardBuildArgs),
     /// Load DIR's bitstream onto a connected board (iceprog or openFPGALoader).
     Program(BoardProgramArgs),
+    /// Where a build's logic goes: the cells of DIR/netlist.json by block of the machine.
+    Blocks(BoardBlocksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BoardBlocksArgs {
+    /// The directory `board build` wrote.
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         Command::Board(cli::BoardCommand::List) => board::list(),
         Command::Board(cli::BoardCommand::Build(args)) => board::build(args),
         Command::Board(cli::BoardCommand::Program(args)) => board::program(args),
+        Command::Board(cli::BoardCommand::Blocks(args)) => board::blocks(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

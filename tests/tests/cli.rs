@@ -819,6 +819,37 @@ fn board_build_refuses_pe_products_the_board_cannot_make() {
     }
 }
 
+/// `board blocks` counts the cells of the netlist a build wrote by block; a directory without
+/// one, or a file that is not Yosys' JSON, is refused naming the file. (scripts/check runs it on
+/// the small boards' real builds.)
+#[test]
+fn board_blocks_counts_a_netlist_and_refuses_what_is_not_one() {
+    let s = Scratch::new();
+    let dir = s.path("build");
+    fs::create_dir(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    assert_fails_naming(&systole(["board", "blocks", d]), &["netlist.json", "board build"]);
+    let netlist = dir.join("netlist.json");
+    fs::write(&netlist, "{ not json").unwrap();
+    assert_fails_naming(&systole(["board", "blocks", d]), &["netlist.json", "not Yosys JSON"]);
+    let cells = r#"{"top.seq.a": {"type": "SB_LUT4"}, "top.seq.b": {"type": "SB_CARRY"},
+        "top.fifo.c": {"type": "SB_DFFE"}, "top.fifo.d": {"type": "SB_LUT4"},
+        "top.fifo.e": {"type": "SB_LUT4"}, "led": {"type": "SB_LUT4"}}"#;
+    let json = format!(
+        r#"{{"modules": {{"board_top": {{"attributes": {{"top": "1"}}, "cells": {cells}}}}}}}"#
+    );
+    fs::write(&netlist, json).unwrap();
+    let out = systole(["board", "blocks", d]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[1], ["fifo", "2", "0", "1", "0", "0", "0"], "{text}");
+    // Equal in LUTs: by name.
+    assert_eq!(rows[2], ["(wrapper)", "1", "0", "0", "0", "0", "0"], "{text}");
+    assert_eq!(rows[3], ["seq", "1", "1", "0", "0", "0", "0"], "{text}");
+    assert_eq!(rows[4], ["total", "4", "1", "1", "0", "0", "0"], "{text}");
+}
+
 /// `board program` loads a bitstream only beside the report of the build that wrote it: a build
 /// that missed timing needs `--force`, and a bitstream that is not the one its report describes
 /// is never loaded. A stand-in `iceprog` on PATH records what it was asked to load.
