@@ -257,9 +257,9 @@ pub const ULX3S_85F: Board = Board {
     // 144 PEs with their products in LUTs (multipliers slow the router past about 100 of them,
     // DECISIONS 38) and three conversion stages, decoupled: the transpose buffer in LUT RAM, the
     // candidate and its decoded fields registered (DECISIONS 59, 67), the host link's verdict
-    // registered (79), route at 37.75 MHz in 88% of the LUTs, built for 33.33 MHz from the PLL
-    // (DECISIONS 85), where its 256^3 GEMM runs at 94% of peak (the blocking 18 x 8 reached
-    // 40.78 MHz but 42%).
+    // registered (79), the scratchpad's writes registered (84, 87), route at 41.09 MHz in 88% of
+    // the LUTs, built for 33.33 MHz from the PLL (DECISIONS 85), where its 256^3 GEMM runs at 94%
+    // of peak (the blocking 18 x 8 reached 40.78 MHz but 42%).
     int8: Preset {
         rows: 18,
         cols: 8,
@@ -272,7 +272,7 @@ pub const ULX3S_85F: Board = Board {
         int8_max: false,
         schedule: Schedule::Decoupled,
         checks_at_queue: true,
-        spad_write_stage: false,
+        spad_write_stage: true,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
