@@ -384,22 +384,10 @@ fn blocks_text(blocks: &[BlockCells]) -> String {
         total.other += b.other;
     }
     let head = ["block", "LUTs", "carries", "flip-flops", "memories", "DSPs", "other"];
-    let mut rows = vec![head.map(String::from)];
+    let mut rows = vec![head.map(String::from).to_vec()];
     for b in blocks.iter().chain([&total]) {
         let counts = [b.luts, b.carries, b.flip_flops, b.memories, b.dsps, b.other];
-        let mut row = [
-            b.block.clone(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-        ];
-        for (cell, n) in row[1..].iter_mut().zip(counts) {
-            *cell = n.to_string();
-        }
-        rows.push(row);
+        rows.push(std::iter::once(b.block.clone()).chain(counts.map(|n| n.to_string())).collect());
     }
     let widths: Vec<usize> =
         (0..head.len()).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();

@@ -2,7 +2,8 @@
 //! tagged array back to back (core's `machine/cycle/decoupled.rs` and `timing::decoupled`).
 //!
 //! A matmul dispatched in cycle `d` feeds row `m` on the array's left edge in cycle `d + m`
-//! (scratchpad port A addressed a cycle ahead, from the next state, since reads are registered)
+//! (scratchpad port A addressed a cycle ahead, since reads are registered: the first row from the
+//! candidate whether or not it dispatches, the next ones from the row pointer)
 //! with the tag of its weight bank: the active bank, which a swapping matmul advances with
 //! `next_bank` as it dispatches. The next matmul may start feeding in the cycle after this one's
 //! last row, while this one drains. Each fed row's metadata (valid, accumulator row, accumulate,
