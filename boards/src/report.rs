@@ -57,6 +57,10 @@ pub struct Built {
     /// spad_write_stage`; absent in reports from before it existed, which were built without).
     #[serde(default)]
     pub spad_write_stage: bool,
+    /// The accumulators' writes registered on the way in (`systole_hdl::TopConfig::
+    /// acc_write_stage`; absent in reports from before it existed, which were built without).
+    #[serde(default)]
+    pub acc_write_stage: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

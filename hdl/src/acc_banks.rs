@@ -13,10 +13,10 @@
 //! bank.
 
 use rust_hdl::prelude::*;
-use systole_core::ArrayConfig;
 
 use crate::decode::constant;
 use crate::mem::RowRam;
+use crate::top::TopConfig;
 
 /// Two accumulator banks behind per-unit ports.
 #[derive(LogicBlock)]
@@ -80,7 +80,10 @@ pub struct AccBanks {
 }
 
 impl AccBanks {
-    pub fn new(config: &ArrayConfig) -> AccBanks {
+    /// The banks of `top`'s accumulators, each copy with the write stage where `top` has one
+    /// (`TopConfig::acc_write_stage`).
+    pub fn new(top: &TopConfig) -> AccBanks {
+        let config = &top.array;
         let c = config.cols as usize;
         let depth = config.acc_depth as usize;
         let split = depth.div_ceil(2);
@@ -109,11 +112,11 @@ impl AccBanks {
             vector_y_data: (0..c).map(|_| Default::default()).collect(),
             array_x_data: (0..c).map(|_| Default::default()).collect(),
             host_data: Default::default(),
-            x0: RowRam::new(c, split),
-            y0: RowRam::new(c, split),
+            x0: top.acc(split),
+            y0: top.acc(split),
             // A one-row accumulator has an empty second bank; it keeps one unused row.
-            x1: RowRam::new(c, (depth - split).max(1)),
-            y1: RowRam::new(c, (depth - split).max(1)),
+            x1: top.acc((depth - split).max(1)),
+            y1: top.acc((depth - split).max(1)),
             split: constant(split as u64),
             vector_x_bank: Default::default(),
             vector_y_bank: Default::default(),
@@ -261,7 +264,7 @@ impl Logic for AccBanks {
 mod tests {
     use super::*;
     use crate::testing::{tick, verilog_of};
-    use systole_core::Dtype;
+    use systole_core::{ArrayConfig, Dtype};
 
     fn words(v: &[Signal<Out, Bits<32>>]) -> Vec<u64> {
         v.iter().map(|s| s.val().to_u64()).collect()
@@ -274,11 +277,18 @@ mod tests {
     }
 
     /// Three writers in one cycle land in the bank of their rows; three readers in one cycle
-    /// get their rows back from either bank; the host reads a word of either bank.
+    /// get their rows back from either bank, a row written the cycle before too; the host reads
+    /// a word of either bank. The same with the banks' write stage.
     #[test]
     fn every_unit_reaches_both_banks() {
+        for acc_write_stage in [false, true] {
+            every_unit_reaches_both_banks_on(acc_write_stage);
+        }
+    }
+
+    fn every_unit_reaches_both_banks_on(acc_write_stage: bool) {
         let config = ArrayConfig { acc_depth: 5, ..ArrayConfig::new(2, 2, Dtype::Int8) };
-        let mut b = AccBanks::new(&config);
+        let mut b = AccBanks::new(&TopConfig { acc_write_stage, ..TopConfig::new(config) });
         b.connect_all();
         b.enable.next = true;
         // Rows 0..3 are the first bank, 3..5 the second.
@@ -317,6 +327,7 @@ mod tests {
     #[test]
     fn verilog_is_valid() {
         let config = ArrayConfig { acc_depth: 7, ..ArrayConfig::new(3, 2, Dtype::Bf16) };
-        yosys_validate("acc_banks", &verilog_of(AccBanks::new(&config))).unwrap();
+        let top = TopConfig { acc_write_stage: true, ..TopConfig::new(config) };
+        yosys_validate("acc_banks", &verilog_of(AccBanks::new(&top))).unwrap();
     }
 }

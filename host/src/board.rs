@@ -79,9 +79,13 @@ fn list_text() -> String {
                     Schedule::Blocking => stages,
                     s => format!("{stages}, {}", s.name()),
                 };
-                let stages = match p.spad_write_stage {
-                    true => format!("{stages}, scratchpad writes registered"),
-                    false => stages,
+                let stages = match (p.spad_write_stage, p.acc_write_stage) {
+                    (false, false) => stages,
+                    (true, false) => format!("{stages}, scratchpad writes registered"),
+                    (false, true) => format!("{stages}, accumulator writes registered"),
+                    (true, true) => {
+                        format!("{stages}, scratchpad and accumulator writes registered")
+                    }
                 };
                 format!(
                     "{}x{} at {} MHz{products}{stages} ({measured})",
@@ -167,6 +171,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         fifo_depth: b.memories.fifo_depth,
         checks_at_queue: preset.checks_at_queue,
         spad_write_stage: args.spad_write_stage.unwrap_or(preset.spad_write_stage),
+        acc_write_stage: args.acc_write_stage.unwrap_or(preset.acc_write_stage),
         ..systole_hdl::TopConfig::new(config)
     })
 }
@@ -221,6 +226,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_words_at_queue(),
         spad_write_stage: top.spad_write_stage,
+        acc_write_stage: top.acc_write_stage,
         pe_products: Some(pe_products),
     }
 }
@@ -265,7 +271,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
@@ -287,6 +293,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             _ => "",
         },
         if m.spad_write_stage { ", scratchpad writes registered" } else { "" },
+        if m.acc_write_stage { ", accumulator writes registered" } else { "" },
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),

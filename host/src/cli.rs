@@ -149,6 +149,11 @@ pub struct BoardBuildArgs {
     /// build's).
     #[arg(long, value_name = "true|false")]
     pub spad_write_stage: Option<bool>,
+    /// Whether the accumulators register their writes on the way in (the same results and
+    /// cycles; a `LoadAcc`'s path from DRAM and the lanes' results end at flip-flops; default:
+    /// the board's default build's).
+    #[arg(long, value_name = "true|false")]
+    pub acc_write_stage: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

@@ -126,20 +126,23 @@ fn random_programs_match_the_decoupled_cycle_machine() {
     random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 23);
 }
 
-/// The scratchpad built with its write stage (`TopConfig::spad_write_stage`, as the 85F builds
-/// it) changes no result and no cycle: random programs on the blocking and the decoupled
-/// machine, and a tiled GEMM whose matmuls read rows its loads wrote the cycle before.
+/// The memories built with their write stages (`TopConfig::spad_write_stage` and
+/// `acc_write_stage`) change no result and no cycle: random programs on the blocking machine
+/// with the accumulators' stage, and on the decoupled one with both, and a tiled GEMM with both,
+/// whose matmuls read rows its loads wrote the cycle before.
 #[test]
-fn a_scratchpad_write_stage_changes_no_result_or_cycle() {
-    let staged = |top: TopConfig| TopConfig { spad_write_stage: true, ..top };
-    let top = staged(small(2, 3, Dtype::Int8, Dataflow::WeightStationary));
+fn write_stages_change_no_result_or_cycle() {
+    let top =
+        TopConfig { acc_write_stage: true, ..small(2, 3, Dtype::Int8, Dataflow::WeightStationary) };
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 31);
-    let top = staged(TopConfig {
+    let top = TopConfig {
         array: small(3, 2, Dtype::Bf16, Dataflow::WeightStationary)
             .array
             .with_schedule(Schedule::Decoupled),
+        spad_write_stage: true,
+        acc_write_stage: true,
         ..small(3, 2, Dtype::Bf16, Dataflow::WeightStationary)
-    });
+    };
     random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 32);
     let ws = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(4, 4, Dtype::Int8) };
     gemm_over_spi_on(
@@ -441,8 +444,8 @@ fn gemm_over_spi(array: ArrayConfig, shape: GemmShape, seed: u64) {
     gemm_over_spi_on(array, false, shape, seed)
 }
 
-/// [`gemm_over_spi`] on a machine built with or without the scratchpad's write stage.
-fn gemm_over_spi_on(array: ArrayConfig, spad_write_stage: bool, shape: GemmShape, seed: u64) {
+/// [`gemm_over_spi`] on a machine built with or without the memories' write stages.
+fn gemm_over_spi_on(array: ArrayConfig, write_stages: bool, shape: GemmShape, seed: u64) {
     let (layout, dram) = GemmLayout::packed(&array, &shape).expect("layout");
     let plan = GemmPlan::new(&array, shape, layout).expect("plan");
     let mut rng = SplitMix(seed);
@@ -455,7 +458,8 @@ fn gemm_over_spi_on(array: ArrayConfig, spad_write_stage: bool, shape: GemmShape
         dram_bytes: dram,
         fifo_depth: 8,
         uart_divisor: 4,
-        spad_write_stage,
+        spad_write_stage: write_stages,
+        acc_write_stage: write_stages,
         ..TopConfig::new(array)
     };
     let mut rtl =

@@ -131,7 +131,7 @@ impl SystoleTopDecoupled {
             os_unit: (0..!ws as usize).map(|_| ArrayUnit::new(&config)).collect(),
             spad_a: top.spad(),
             spad_b: top.spad(),
-            acc: AccBanks::new(&config),
+            acc: AccBanks::new(top),
             dram: Dram::new(top.dram_bytes, top.dram_banks()),
             array: Array::new(&config),
             transposer: Transposer::new(&config),

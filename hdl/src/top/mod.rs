@@ -63,6 +63,10 @@ pub struct TopConfig {
     /// way (the lanes forward the registered word to a read); it costs the write registers and
     /// a forwarding multiplexer per lane.
     pub spad_write_stage: bool,
+    /// The accumulators' lanes register their writes on the way in, as the scratchpad's may:
+    /// a `LoadAcc`'s path from a DRAM bank, and an accumulator lane's result, end at flip-flops
+    /// rather than at the accumulators' block RAMs. Results and cycles are the same either way.
+    pub acc_write_stage: bool,
 }
 
 impl TopConfig {
@@ -84,6 +88,7 @@ impl TopConfig {
             uart_divisor: divisor as u16,
             checks_at_queue: true,
             spad_write_stage: false,
+            acc_write_stage: false,
         }
     }
 
@@ -94,6 +99,17 @@ impl TopConfig {
         let ram =
             RowRam::with_bits(a.spad_width(), a.spad_depth as usize, 8 * a.dtype.elem_bytes());
         if self.spad_write_stage {
+            ram.with_write_stage()
+        } else {
+            ram
+        }
+    }
+
+    /// An accumulator memory of `cols` lanes and `depth` rows (one copy of one bank), with the
+    /// write stage if built with one.
+    pub(crate) fn acc(&self, depth: usize) -> RowRam<32> {
+        let ram = RowRam::new(self.array.cols as usize, depth);
+        if self.acc_write_stage {
             ram.with_write_stage()
         } else {
             ram
