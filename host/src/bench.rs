@@ -849,39 +849,22 @@ pub fn table(rows: &[Row]) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
+    use crate::table::Align::{Free, Left, Right};
     // The note is last and free-running.
-    widths[9] = 0;
-    let right = [false, false, false, false, true, true, true, true, false, false];
-    let line = |cells: &[String]| -> String {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let pad = widths[i].saturating_sub(c.chars().count());
-            if right[i] {
-                s += &" ".repeat(pad);
-                s += c;
-            } else {
-                s += c;
-                s += &" ".repeat(pad);
-            }
-            s += "  ";
-        }
-        s.trim_end().to_string()
-    };
+    let align = [Left, Left, Left, Left, Right, Right, Right, Right, Left, Free];
+    let table = crate::table::lines(
+        &std::iter::once(header.map(String::from)).chain(cells).collect::<Vec<_>>(),
+        &align,
+    );
     let mut out = String::new();
-    let _ = writeln!(out, "{}", line(&header.map(String::from)));
+    let _ = writeln!(out, "{}", table[0]);
     let mut last = None;
-    for (row, c) in rows.iter().zip(&cells) {
+    for (row, line) in rows.iter().zip(&table[1..]) {
         if last.is_some() && last != Some(&row.workload) {
             out.push('\n');
         }
         last = Some(&row.workload);
-        let _ = writeln!(out, "{}", line(c));
+        let _ = writeln!(out, "{line}");
     }
     out
 }

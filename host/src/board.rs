@@ -107,20 +107,9 @@ fn list_text() -> String {
             b.title.to_string(),
         ]);
     }
-    let widths: Vec<usize> =
-        (0..6).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
-    let mut text = String::new();
-    for line in &lines {
-        let cells: Vec<String> = line
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, &w))| if c == 5 { cell.clone() } else { format!("{cell:<w$}") })
-            .collect();
-        text += &cells.join("  ");
-        text.push('\n');
-    }
-    text
+    use crate::table::Align::{Free, Left};
+    let align = [Left, Left, Left, Left, Left, Free];
+    crate::table::lines(&lines, &align).into_iter().map(|l| l + "\n").collect()
 }
 
 /// The accelerator a board build makes: the board's default build in the dtype asked (INT8
@@ -396,17 +385,10 @@ fn blocks_text(blocks: &[BlockCells]) -> String {
         let counts = [b.luts, b.carries, b.flip_flops, b.memories, b.dsps, b.other];
         rows.push(std::iter::once(b.block.clone()).chain(counts.map(|n| n.to_string())).collect());
     }
-    let widths: Vec<usize> =
-        (0..head.len()).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = format!("{:<w$}", row[0], w = widths[0]);
-        for (cell, w) in row[1..].iter().zip(&widths[1..]) {
-            line.push_str(&format!("  {cell:>w$}"));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    use crate::table::Align::{Left, Right};
+    let align = [Left, Right, Right, Right, Right, Right, Right];
+    let mut out: String =
+        crate::table::lines(&rows, &align).into_iter().map(|l| l + "\n").collect();
     out.push_str(
         "(cells of the flattened netlist, each counted for the block its name starts in: \
          docs/BOARDS.md)\n",

@@ -22,4 +22,5 @@ pub mod predict;
 pub mod progress;
 pub mod report;
 pub mod sim;
+pub mod table;
 pub mod train;

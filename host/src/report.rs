@@ -292,12 +292,6 @@ pub fn step_table(
         grouped(step.macs),
         percent(step.utilization),
     ]);
-    let mut width = [0usize; 6];
-    for row in &rows {
-        for (w, cell) in width.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
     let mut out = format!(
         "training step, batch {} ({}x{} {}{} array, {} MHz):\n",
         step.batch,
@@ -307,22 +301,9 @@ pub fn step_table(
         schedule_word(config),
         config.clock_mhz
     );
-    for row in &rows {
-        out += &format!(
-            "  {:<a$}  {:>b$}  {:<c$}  {:>d$}  {:>e$}  {:>f$}\n",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            row[5],
-            a = width[0],
-            b = width[1],
-            c = width[2],
-            d = width[3],
-            e = width[4],
-            f = width[5]
-        );
+    use crate::table::Align::{Left, Right};
+    for line in crate::table::lines(&rows, &[Left, Right, Left, Right, Right, Right]) {
+        out += &format!("  {line}\n");
     }
     let clock = config.clock_mhz;
     out += &format!(
