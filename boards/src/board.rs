@@ -73,6 +73,8 @@ pub struct Preset {
     pub spad_write_stage: bool,
     /// The accumulators' writes registered on the way in (`systole_hdl::TopConfig::acc_write_stage`).
     pub acc_write_stage: bool,
+    /// The DRAM's writes registered on the way in (`systole_hdl::TopConfig::dram_write_stage`).
+    pub dram_write_stage: bool,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
     /// by `systole board build` and copied there), if it was measured.
     pub measured: Option<&'static str>,
@@ -188,6 +190,7 @@ pub const ICEBREAKER: Board = Board {
         checks_at_queue: false,
         spad_write_stage: false,
         acc_write_stage: false,
+        dram_write_stage: false,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -224,6 +227,7 @@ pub const ALCHITRY_CU: Board = Board {
         checks_at_queue: true,
         spad_write_stage: false,
         acc_write_stage: false,
+        dram_write_stage: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,983 cells). Its lanes register their product (`Scale` and `Axpy`
@@ -243,6 +247,7 @@ pub const ALCHITRY_CU: Board = Board {
         checks_at_queue: false,
         spad_write_stage: false,
         acc_write_stage: false,
+        dram_write_stage: false,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -279,6 +284,7 @@ pub const ULX3S_85F: Board = Board {
         checks_at_queue: true,
         spad_write_stage: true,
         acc_write_stage: false,
+        dram_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
@@ -299,6 +305,7 @@ pub const ULX3S_85F: Board = Board {
         checks_at_queue: false,
         spad_write_stage: false,
         acc_write_stage: false,
+        dram_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
@@ -328,6 +335,7 @@ pub const ULX3S_25F: Board = Board {
         checks_at_queue: true,
         spad_write_stage: false,
         acc_write_stage: false,
+        dram_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68) reaches 19.91 MHz
@@ -346,6 +354,7 @@ pub const ULX3S_25F: Board = Board {
         checks_at_queue: false,
         spad_write_stage: false,
         acc_write_stage: false,
+        dram_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -395,6 +404,7 @@ mod tests {
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 assert_eq!(built.spad_write_stage, p.spad_write_stage, "{what}");
                 assert_eq!(built.acc_write_stage, p.acc_write_stage, "{what}");
+                assert_eq!(built.dram_write_stage, p.dram_write_stage, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.
                 let before = b.only_pe_products().unwrap_or(PeProducts::Dsp);

@@ -61,6 +61,10 @@ pub struct Built {
     /// acc_write_stage`; absent in reports from before it existed, which were built without).
     #[serde(default)]
     pub acc_write_stage: bool,
+    /// The DRAM's writes registered on the way in (`systole_hdl::TopConfig::dram_write_stage`;
+    /// absent in reports from before it existed, which were built without).
+    #[serde(default)]
+    pub dram_write_stage: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -99,11 +99,10 @@ impl<const W: usize, const A: usize> Ram<W, A> {
     /// The same RAM with its writes registered on the way in: a word written in cycle `t`
     /// reaches the block RAM at the end of `t + 1`, and a read issued in `t + 1` takes it from
     /// the write register instead. What every read returns is unchanged (write-first, as
-    /// [`Ram::new`]); what changes is that the logic computing the write data ends at flip-flops
-    /// that can sit beside it, not at a block RAM's data pins across the chip. A write-first RAM
-    /// only.
+    /// [`Ram::new`], or read-first as [`Ram::read_first`]); what changes is that the logic
+    /// computing the write data ends at flip-flops that can sit beside it, not at a block RAM's
+    /// data pins across the chip.
     pub fn with_write_stage(self) -> Self {
-        assert!(self._write_first, "a write stage needs write-first forwarding");
         Ram { _write_stage: true, ..self }
     }
 
@@ -190,7 +189,7 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
         } else {
             format!("write_data[{}:0]", self._bits - 1)
         };
-        if !self._write_first {
+        if !self._write_first && !self._write_stage {
             return Verilog::Custom(format!(
                 "\
 (* no_rw_check *) reg [{msb}:0] mem [0:{last}];
@@ -209,29 +208,36 @@ always @(*) read_data = read_q;
             ));
         }
         let msb = self._bits - 1;
-        Verilog::Custom(write_first_verilog(
+        Verilog::Custom(forwarding_verilog(
             [msb, ab - 1, self._mem.len() - 1],
             (&ra, &wa, &kept),
+            self._write_first,
             self._write_stage,
         ))
     }
 }
 
-/// A write-first RAM's Verilog: `mem` and its registered read, and the bypass that returns a word
-/// written in the cycle of its read. With `staged`, writes pass a register (`late_*`) before
-/// they reach `mem`, and a read issued while a word waits there takes it from the register.
-/// `[msb, amsb, last]` are the word's and the address's top bits and the last word.
-fn write_first_verilog(
+/// The Verilog of a RAM that forwards: `mem` and its registered read, with (`write_first`) the
+/// bypass that returns a word written in the cycle of its read, and (`staged`) a register
+/// (`late_*`) that writes pass before they reach `mem`, from which a read issued while a word
+/// waits there takes it. `[msb, amsb, last]` are the word's and the address's top bits and the
+/// last word.
+fn forwarding_verilog(
     [msb, amsb, last]: [usize; 3],
     (ra, wa, kept): (&str, &str, &str),
+    write_first: bool,
     staged: bool,
 ) -> String {
-    let pick = |plain: &[&'static str], late: &[&'static str]| -> Vec<&'static str> {
-        plain.iter().chain(if staged { late } else { &[] }).copied().collect()
+    let pick = |first: &[&'static str], late: &[&'static str]| -> Vec<&'static str> {
+        let first = if write_first { first } else { &[] };
+        first.iter().chain(if staged { late } else { &[] }).copied().collect()
     };
-    let data = pick(&["read_q", "written_q"], &["late_data", "late_q"]);
-    let addresses =
-        pick(&["read_address_q", "write_address_q"], &["late_address", "late_address_q"]);
+    let data: Vec<&str> =
+        ["read_q"].into_iter().chain(pick(&["written_q"], &["late_data", "late_q"])).collect();
+    let addresses: Vec<&str> = ["read_address_q"]
+        .into_iter()
+        .chain(pick(&["write_address_q"], &["late_address", "late_address_q"]))
+        .collect();
     let flags = pick(&["write_q"], &["late_write", "late_write_q"]);
     let mut v = format!("(* no_rw_check *) reg [{msb}:0] mem [0:{last}];\n");
     for (width, names) in [(msb, &data), (amsb, &addresses)] {
@@ -255,24 +261,28 @@ fn write_first_verilog(
     } else {
         v += &format!("   if (write_enable) mem[{wa}] <= {kept};\n");
     }
-    v += &format!(
-        "end\nalways @(posedge clock) begin\n   if (read_enable) begin\n      read_q <= mem[{ra}];\n      \
-         written_q <= {kept};\n      read_address_q <= {ra};\n      write_address_q <= {wa};\n      \
-         write_q <= write_enable;\n"
-    );
+    v += &format!("end\nalways @(posedge clock) begin\n   if (read_enable) begin\n      read_q <= mem[{ra}];\n");
+    if write_first {
+        v += &format!(
+            "      written_q <= {kept};\n      read_address_q <= {ra};\n      \
+             write_address_q <= {wa};\n      write_q <= write_enable;\n"
+        );
+    } else {
+        v += &format!("      read_address_q <= {ra};\n");
+    }
     if staged {
         v += "      late_q <= late_data;\n      late_address_q <= late_address;\n      \
               late_write_q <= late_write;\n";
     }
-    v += "   end\nend\n";
-    if staged {
-        v += "always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q\n   \
-              : (late_write_q && late_address_q == read_address_q) ? late_q : read_q;\n";
-    } else {
-        v +=
-            "always @(*) read_data = (write_q && write_address_q == read_address_q) ? written_q : \
-              read_q;\n";
+    v += "   end\nend\nalways @(*) read_data = ";
+    if write_first {
+        v += "(write_q && write_address_q == read_address_q) ? written_q";
+        v += if staged { "\n   : " } else { " : " };
     }
+    if staged {
+        v += "(late_write_q && late_address_q == read_address_q) ? late_q : ";
+    }
+    v += "read_q;\n";
     v
 }
 
@@ -438,6 +448,13 @@ pub struct Dram {
 }
 
 impl Dram {
+    /// The same DRAM with its banks' writes registered on the way in ([`Ram::with_write_stage`]):
+    /// the same reads, and a `Store`'s path from the scratchpad or the accumulators through the
+    /// write rotator ends at flip-flops beside it.
+    pub fn with_write_stage(self) -> Dram {
+        Dram { banks: self.banks.into_iter().map(Ram::with_write_stage).collect(), ..self }
+    }
+
     /// `bytes` of DRAM in `banks` banks (a power of two).
     pub fn new(bytes: usize, banks: usize) -> Dram {
         assert!(banks.is_power_of_two() && bytes >= 1, "{bytes} bytes in {banks} banks");
@@ -593,14 +610,24 @@ mod tests {
 
     /// A write stage changes no read: random writes and reads (some of the word being written,
     /// some of the word written a cycle before, some while the read is disabled) return the same
-    /// words from a RAM with and without it, in the model, and the Verilog of both is valid.
+    /// words from a RAM with and without it, write-first and read-first, in the model, and the
+    /// Verilog of each is valid.
     #[test]
     fn a_write_stage_returns_what_the_plain_ram_returns() {
-        let mut plain = Ram::<16, 16>::new(16);
-        let mut staged = Ram::<16, 16>::new(16).with_write_stage();
+        let new = || Ram::<16, 16>::new(16);
+        let read_first = || Ram::<16, 16>::read_first(16);
+        reads_match(new(), new().with_write_stage(), 7);
+        reads_match(read_first(), read_first().with_write_stage(), 8);
+        yosys_validate("ram_staged", &verilog_of(Ram::<16, 16>::new(100).with_write_stage()))
+            .unwrap();
+        let read_first = Ram::<16, 16>::read_first(100).with_write_stage();
+        yosys_validate("ram_read_first_staged", &verilog_of(read_first)).unwrap();
+    }
+
+    fn reads_match(mut plain: Ram<16, 16>, mut staged: Ram<16, 16>, seed: u64) {
         plain.connect_all();
         staged.connect_all();
-        let mut rng = systole_core::check::SplitMix(7);
+        let mut rng = systole_core::check::SplitMix(seed);
         let mut next = |n: u64| rng.next_u64() % n;
         let (mut last_write, mut forwarded_late) = (0u64, 0);
         for cycle in 0..4000 {
@@ -627,8 +654,6 @@ mod tests {
             }
         }
         assert!(forwarded_late > 500, "reads of the word written a cycle before: {forwarded_late}");
-        yosys_validate("ram_staged", &verilog_of(Ram::<16, 16>::new(100).with_write_stage()))
-            .unwrap();
     }
 
     /// A RAM decodes the address bits its depth needs: higher bits wrap, in the model as in the
@@ -670,10 +695,20 @@ mod tests {
         }
     }
 
-    /// Unaligned rows are written and read back through the wrap between banks.
+    /// Unaligned rows are written and read back through the wrap between banks, with and
+    /// without the banks' write stage.
     #[test]
     fn dram_moves_unaligned_rows() {
-        let mut d = Dram::new(40, 8);
+        for staged in [false, true] {
+            moves_unaligned_rows(if staged {
+                Dram::new(40, 8).with_write_stage()
+            } else {
+                Dram::new(40, 8)
+            });
+        }
+    }
+
+    fn moves_unaligned_rows(mut d: Dram) {
         d.connect_all();
         d.read_enable.next = true;
         let mut model = [0u8; 40];
@@ -699,10 +734,16 @@ mod tests {
     }
 
     /// A read issued in the cycle of a write sees the bytes written, in every bank the two
-    /// rows share (write-first), and the old bytes elsewhere.
+    /// rows share (write-first), and the old bytes elsewhere; so does one issued a cycle after,
+    /// with and without the banks' write stage.
     #[test]
     fn dram_forwards_bytes_written_in_the_cycle_of_their_read() {
-        let mut d = Dram::new(64, 8);
+        for staged in [false, true] {
+            forwards(if staged { Dram::new(64, 8).with_write_stage() } else { Dram::new(64, 8) });
+        }
+    }
+
+    fn forwards(mut d: Dram) {
         d.connect_all();
         d.read_enable.next = true;
         let mut model = [0u8; 64];
@@ -768,5 +809,6 @@ mod tests {
         yosys_validate("row_ram", &verilog_of(RowRam::<16>::with_bits(3, 64, 8))).unwrap();
         yosys_validate("rotator", &verilog_of(Rotator::new(16))).unwrap();
         yosys_validate("dram", &verilog_of(Dram::new(1000, 16))).unwrap();
+        yosys_validate("dram_staged", &verilog_of(Dram::new(1000, 16).with_write_stage())).unwrap();
     }
 }

@@ -79,16 +79,10 @@ fn list_text() -> String {
                     Schedule::Blocking => stages,
                     s => format!("{stages}, {}", s.name()),
                 };
-                let stages = match (p.spad_write_stage, p.acc_write_stage) {
-                    (false, false) => stages,
-                    (true, false) => format!("{stages}, scratchpad writes registered"),
-                    (false, true) => format!("{stages}, accumulator writes registered"),
-                    (true, true) => {
-                        format!("{stages}, scratchpad and accumulator writes registered")
-                    }
-                };
+                let staged =
+                    write_stages(p.spad_write_stage, p.acc_write_stage, p.dram_write_stage);
                 format!(
-                    "{}x{} at {} MHz{products}{stages} ({measured})",
+                    "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
                     p.rows,
                     p.cols,
                     mhz(p.mhz)
@@ -161,6 +155,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         checks_at_queue: preset.checks_at_queue,
         spad_write_stage: args.spad_write_stage.unwrap_or(preset.spad_write_stage),
         acc_write_stage: args.acc_write_stage.unwrap_or(preset.acc_write_stage),
+        dram_write_stage: args.dram_write_stage.unwrap_or(preset.dram_write_stage),
         ..systole_hdl::TopConfig::new(config)
     })
 }
@@ -193,6 +188,18 @@ pub fn pe_products(
     }
 }
 
+/// `, scratchpad and DRAM writes registered` and the like: the memories built with a write
+/// stage, empty for none.
+fn write_stages(spad: bool, acc: bool, dram: bool) -> String {
+    let names = [(spad, "scratchpad"), (acc, "accumulator"), (dram, "DRAM")];
+    let names: Vec<&str> = names.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+    match names.as_slice() {
+        [] => String::new(),
+        [one] => format!(", {one} writes registered"),
+        [init @ .., last] => format!(", {} and {last} writes registered", init.join(", ")),
+    }
+}
+
 /// What `report.json` records of the accelerator.
 pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
     let a = &top.array;
@@ -216,6 +223,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         checks_at_queue: top.checks_words_at_queue(),
         spad_write_stage: top.spad_write_stage,
         acc_write_stage: top.acc_write_stage,
+        dram_write_stage: top.dram_write_stage,
         pe_products: Some(pe_products),
     }
 }
@@ -260,7 +268,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
@@ -281,8 +289,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             (Dtype::Int8, true) => ", INT8 lanes with their comparator",
             _ => "",
         },
-        if m.spad_write_stage { ", scratchpad writes registered" } else { "" },
-        if m.acc_write_stage { ", accumulator writes registered" } else { "" },
+        write_stages(m.spad_write_stage, m.acc_write_stage, m.dram_write_stage),
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),
@@ -408,6 +415,17 @@ pub(crate) fn mhz(f: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The memories built with a write stage are named in a list.
+    #[test]
+    fn write_stages_are_listed() {
+        use super::write_stages;
+        assert_eq!(write_stages(false, false, false), "");
+        assert_eq!(write_stages(false, true, false), ", accumulator writes registered");
+        assert_eq!(write_stages(true, false, true), ", scratchpad and DRAM writes registered");
+        let all = ", scratchpad, accumulator and DRAM writes registered";
+        assert_eq!(write_stages(true, true, true), all);
+    }
+
     /// docs/BOARDS.md quotes `systole board list` in a code block: the figures there are the
     /// committed reports' (both come from one build of the binary), never left stale.
     #[test]

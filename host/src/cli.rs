@@ -154,6 +154,10 @@ pub struct BoardBuildArgs {
     /// the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub acc_write_stage: Option<bool>,
+    /// Whether the DRAM registers its writes on the way in (the same results and cycles; a
+    /// `Store`'s path into DRAM ends at flip-flops; default: the board's default build's).
+    #[arg(long, value_name = "true|false")]
+    pub dram_write_stage: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

@@ -63,6 +63,18 @@ fn assert_same_memories(what: &str, want: &mut dyn Machine, got: &mut dyn Machin
 /// memories: the same result (or fault), the same cycle count, the same memories after. Both
 /// machines live through all the programs, as weights (and whether the shadow is full) do.
 fn random_programs<T: Transport>(top: &TopConfig, link: T, programs: usize, seed: u64) {
+    let (config, dram) = (top.array, top.dram_bytes);
+    programs_match(top, link, programs, seed, |rng| random_program(&config, dram, rng));
+}
+
+/// [`random_programs`] with programs from `program`.
+fn programs_match<T: Transport>(
+    top: &TopConfig,
+    link: T,
+    programs: usize,
+    seed: u64,
+    mut program: impl FnMut(&mut SplitMix) -> Vec<Instruction>,
+) {
     let config = top.array;
     let mut rtl = LinkMachine::new(link, config, top.dram_bytes);
     let mut golden_m = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
@@ -76,7 +88,7 @@ fn random_programs<T: Transport>(top: &TopConfig, link: T, programs: usize, seed
         }
         // Every program starts with an empty shadow (DECISIONS 28): a swap before this
         // program's own load faults, whatever the previous program loaded.
-        let program = random_program(&config, top.dram_bytes, &mut rng);
+        let program = program(&mut rng);
         let what = format!("{config:?}, program {p} {program:?}");
         let want = golden_m.run(&program);
         let got = rtl.run(&program);
@@ -126,24 +138,37 @@ fn random_programs_match_the_decoupled_cycle_machine() {
     random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 23);
 }
 
-/// The memories built with their write stages (`TopConfig::spad_write_stage` and
-/// `acc_write_stage`) change no result and no cycle: random programs on the blocking machine
-/// with the accumulators' stage, and on the decoupled one with both, and a tiled GEMM with both,
-/// whose matmuls read rows its loads wrote the cycle before.
+/// The memories built with their write stages (`TopConfig::spad_write_stage`,
+/// `acc_write_stage`, `dram_write_stage`) change no result and no cycle: random programs on the
+/// blocking machine with the accumulators' and the DRAM's stages and on the decoupled one with
+/// all three, programs that read rows back right after writing them on both, and a tiled GEMM
+/// with all three, whose matmuls read rows its loads wrote the cycle before.
 #[test]
 fn write_stages_change_no_result_or_cycle() {
-    let top =
-        TopConfig { acc_write_stage: true, ..small(2, 3, Dtype::Int8, Dataflow::WeightStationary) };
+    let top = TopConfig {
+        acc_write_stage: true,
+        dram_write_stage: true,
+        ..small(2, 3, Dtype::Int8, Dataflow::WeightStationary)
+    };
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 31);
+    let (w, c) = (top.array.spad_width() as u16, top.array.cols);
+    programs_match(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 4, 34, |rng| {
+        read_after_write(w, c, rng)
+    });
     let top = TopConfig {
         array: small(3, 2, Dtype::Bf16, Dataflow::WeightStationary)
             .array
             .with_schedule(Schedule::Decoupled),
         spad_write_stage: true,
         acc_write_stage: true,
+        dram_write_stage: true,
         ..small(3, 2, Dtype::Bf16, Dataflow::WeightStationary)
     };
     random_programs(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 12, 32);
+    let (w, c) = (top.array.spad_width() as u16, top.array.cols);
+    programs_match(&top, Framed { stream: SpiLink::new(verilated(&top), 4) }, 4, 35, |rng| {
+        read_after_write(w, c, rng)
+    });
     let ws = ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(4, 4, Dtype::Int8) };
     gemm_over_spi_on(
         ws.with_schedule(Schedule::Decoupled),
@@ -151,6 +176,63 @@ fn write_stages_change_no_result_or_cycle() {
         GemmShape { m: 10, k: 9, n: 7 },
         33,
     );
+}
+
+/// Rows read back right after they are written, zero to two cycles apart, at random unaligned
+/// DRAM addresses: a scratchpad row stored to DRAM and loaded back, an accumulator row stored
+/// and loaded back, an accumulator row a vector op wrote, stored (the reads a write stage must
+/// forward from its register).
+fn read_after_write(w: u16, c: u16, rng: &mut SplitMix) -> Vec<Instruction> {
+    use systole_core::isa::VectorOp;
+    let mut program = vec![];
+    for gap in [0, 1, 2, 0] {
+        let sync = || std::iter::repeat_n(Instruction::Sync, gap);
+        let a = rng.next_u64() as u32 % 64;
+        let b = 64 + rng.next_u64() as u32 % 64;
+        program.push(Instruction::StoreSpad {
+            spad_row: 0,
+            dram_addr: a,
+            rows: 1,
+            len: w,
+            row_stride: w as u32,
+        });
+        program.extend(sync());
+        program.push(Instruction::Load {
+            spad_row: 1,
+            dram_addr: a,
+            rows: 1,
+            len: w,
+            row_stride: w as u32,
+            elem_stride: 1,
+        });
+        program.push(Instruction::Store {
+            acc_row: 0,
+            dram_addr: b,
+            rows: 1,
+            len: c,
+            row_stride: c as u32,
+        });
+        program.extend(sync());
+        program.push(Instruction::LoadAcc {
+            acc_row: 1,
+            dram_addr: b,
+            rows: 1,
+            len: c,
+            row_stride: c as u32,
+        });
+        program.extend(sync());
+        program.push(Instruction::Vector { op: VectorOp::Relu, dst: 1, src: 0, rows: 1, imm: 0 });
+        program.extend(sync());
+        program.push(Instruction::Store {
+            acc_row: 1,
+            dram_addr: a,
+            rows: 1,
+            len: c,
+            row_stride: c as u32,
+        });
+    }
+    program.push(Instruction::Halt);
+    program
 }
 
 #[test]
@@ -460,6 +542,7 @@ fn gemm_over_spi_on(array: ArrayConfig, write_stages: bool, shape: GemmShape, se
         uart_divisor: 4,
         spad_write_stage: write_stages,
         acc_write_stage: write_stages,
+        dram_write_stage: write_stages,
         ..TopConfig::new(array)
     };
     let mut rtl =

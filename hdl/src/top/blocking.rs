@@ -68,7 +68,6 @@ impl SystoleTop {
         let config = top.array;
         let (c, w) = (config.cols as usize, config.spad_width());
         let dtype = config.dtype;
-        let banks = top.dram_banks();
         let map =
             HostMap::new(&config, top.dram_bytes as u64, top.fifo_depth as u16, top.uart_divisor);
         SystoleTop {
@@ -98,7 +97,7 @@ impl SystoleTop {
             spad_b: top.spad(),
             acc_x: top.acc(config.acc_depth as usize),
             acc_y: top.acc(config.acc_depth as usize),
-            dram: Dram::new(top.dram_bytes, banks),
+            dram: top.dram(),
             array: Array::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
             acc_lanes: (0..c)

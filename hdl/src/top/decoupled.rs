@@ -132,7 +132,7 @@ impl SystoleTopDecoupled {
             spad_a: top.spad(),
             spad_b: top.spad(),
             acc: AccBanks::new(top),
-            dram: Dram::new(top.dram_bytes, top.dram_banks()),
+            dram: top.dram(),
             array: Array::new(&config),
             transposer: Transposer::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),

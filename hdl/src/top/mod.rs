@@ -17,7 +17,7 @@
 use systole_core::{ArrayConfig, Schedule};
 
 use crate::convert::{serial_requant, SerialProducts};
-use crate::mem::{dram_banks, RowRam};
+use crate::mem::{dram_banks, Dram, RowRam};
 
 mod blocking;
 mod decoupled;
@@ -67,6 +67,10 @@ pub struct TopConfig {
     /// a `LoadAcc`'s path from a DRAM bank, and an accumulator lane's result, end at flip-flops
     /// rather than at the accumulators' block RAMs. Results and cycles are the same either way.
     pub acc_write_stage: bool,
+    /// The DRAM's banks register their writes on the way in ([`crate::mem::Dram::with_write_stage`]):
+    /// a `Store`'s path from the scratchpad or the accumulators through the write rotator ends
+    /// at flip-flops rather than at the banks' block RAMs. Results and cycles are the same.
+    pub dram_write_stage: bool,
 }
 
 impl TopConfig {
@@ -89,6 +93,7 @@ impl TopConfig {
             checks_at_queue: true,
             spad_write_stage: false,
             acc_write_stage: false,
+            dram_write_stage: false,
         }
     }
 
@@ -113,6 +118,16 @@ impl TopConfig {
             ram.with_write_stage()
         } else {
             ram
+        }
+    }
+
+    /// The DRAM, in [`TopConfig::dram_banks`] banks, with the write stage if built with one.
+    pub(crate) fn dram(&self) -> Dram {
+        let dram = Dram::new(self.dram_bytes, self.dram_banks());
+        if self.dram_write_stage {
+            dram.with_write_stage()
+        } else {
+            dram
         }
     }
 
