@@ -319,12 +319,13 @@ pub const ULX3S_25F: Board = Board {
     // 8 x 4 with the PEs' products in LUTs (72% of them; the lanes take 16 of the 28
     // multipliers), three conversion stages, no INT8 multiply on the vector path (DECISIONS
     // 52), registered array controls and forwarding compares (DECISIONS 53), each word's
-    // fault code formed as it is queued (DECISIONS 56): run at 50 MHz from the PLL. The iCE40
-    // boards' memories.
+    // fault code formed as it is queued (DECISIONS 56), the scratchpad's and the accumulators'
+    // writes registered (DECISIONS 84, 88): run at 55 MHz from the PLL (DECISIONS 89; 60 missed).
+    // The iCE40 boards' memories.
     int8: Preset {
         rows: 8,
         cols: 4,
-        mhz: 50.0,
+        mhz: 55.0,
         pe_products: PeProducts::Logic,
         convert_stages: 3,
         requant_cycles: 1,
@@ -333,8 +334,8 @@ pub const ULX3S_25F: Board = Board {
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
-        spad_write_stage: false,
-        acc_write_stage: false,
+        spad_write_stage: true,
+        acc_write_stage: true,
         dram_write_stage: false,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
@@ -432,9 +433,9 @@ mod tests {
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
         assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 33.3333);
-        // The 25F's INT8 runs at 50 MHz from its PLL.
+        // The 25F's INT8 runs at 55 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
-        assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (50.0, ClockSource::Pll));
+        assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (55.0, ClockSource::Pll));
         // The 25F's BF16 at 18.75 MHz from its PLL (the lanes paced, DECISIONS 68).
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 18.75);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
