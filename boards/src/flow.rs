@@ -42,12 +42,14 @@ pub enum FlowError {
 /// `report.json`, which records the bitstream's SHA-256. A design that does not fit fails in
 /// nextpnr with its own message, leaving a previous build's bitstream and report in `out`
 /// untouched; one that misses timing fails with [`FlowError::Timing`] after writing both.
+/// `progress` is told the router's headway as it routes (`nextpnr::routing_progress`).
 pub fn build(
     board: &Board,
     design: &Design,
     target_mhz: f64,
     pnr: Pnr,
     out: &Path,
+    progress: &mut dyn FnMut(&str),
 ) -> Result<Report, FlowError> {
     std::fs::create_dir_all(out).map_err(ToolError::io(out))?;
     let mut names = Vec::new();
@@ -59,7 +61,7 @@ pub fn build(
     let constraints = out.join(board.constraints_name);
     std::fs::write(&constraints, board.constraints).map_err(ToolError::io(&constraints))?;
     let stat = yosys::synthesize(board, out, &names, &design.top, design.pe_products)?;
-    match nextpnr::place_and_route(board, out, board.constraints_name, target_mhz, pnr) {
+    match nextpnr::place_and_route(board, out, board.constraints_name, target_mhz, pnr, progress) {
         Err(ToolError::Failed { output, .. }) if does_not_fit(&output).is_some() => {
             let log = out.join("nextpnr.log");
             let full = std::fs::read_to_string(&log).unwrap_or(output.clone());
@@ -175,9 +177,16 @@ mod tests {
     #[test]
     fn icebreaker_flow_builds_a_bitstream_and_reports() {
         let dir = tempfile::tempdir().unwrap();
+        let mut said = vec![];
+        let blink = blink(&ICEBREAKER, "led_red_n");
+        let mut progress = |line: &str| said.push(line.to_string());
         let report =
-            build(&ICEBREAKER, &blink(&ICEBREAKER, "led_red_n"), 12.0, Pnr::default(), dir.path())
-                .unwrap();
+            build(&ICEBREAKER, &blink, 12.0, Pnr::default(), dir.path(), &mut progress).unwrap();
+        // The router's headway was reported.
+        assert!(
+            said.iter().any(|l| l.starts_with("router1: ") && l.contains("arcs left")),
+            "{said:?}"
+        );
         assert!(dir.path().join("systole.bin").metadata().unwrap().len() > 100_000);
         assert!(report.luts > 0 && report.luts < 200, "{report:?}");
         assert_eq!(report.flip_flops, 24);
@@ -217,6 +226,7 @@ mod tests {
             2000.0,
             Pnr::default(),
             dir.path(),
+            &mut |_| {},
         )
         .unwrap_err();
         assert!(matches!(err, FlowError::Timing { .. }), "{err}");
@@ -232,7 +242,8 @@ mod tests {
     fn a_failed_rebuild_leaves_the_previous_build_whole() {
         let dir = tempfile::tempdir().unwrap();
         let good = blink(&ICEBREAKER, "led_red_n");
-        let report = build(&ICEBREAKER, &good, 12.0, Pnr::default(), dir.path()).unwrap();
+        let report =
+            build(&ICEBREAKER, &good, 12.0, Pnr::default(), dir.path(), &mut |_| {}).unwrap();
         let bin = std::fs::read(dir.path().join("systole.bin")).unwrap();
         let json = std::fs::read(dir.path().join("report.json")).unwrap();
         assert_eq!(report.bitstream, Some(Bitstream::of("systole.bin", &bin)));
@@ -242,7 +253,8 @@ mod tests {
             .1
             .replace("output wire", "output wire nope, output wire")
             .replace("endmodule", "  assign nope = c[22];\nendmodule");
-        let err = build(&ICEBREAKER, &bad, 12.0, Pnr::default(), dir.path()).unwrap_err();
+        let err =
+            build(&ICEBREAKER, &bad, 12.0, Pnr::default(), dir.path(), &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("nope"), "{err}");
         assert_eq!(std::fs::read(dir.path().join("systole.bin")).unwrap(), bin);
         assert_eq!(std::fs::read(dir.path().join("report.json")).unwrap(), json);
@@ -254,7 +266,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // router2 and another seed, as `board build --router router2 --seed 5` asks.
         let pnr = Pnr { seed: 5, router: crate::nextpnr::Router::Router2 };
-        match build(&ULX3S_25F, &blink(&ULX3S_25F, "led"), 25.0, pnr, dir.path()) {
+        match build(&ULX3S_25F, &blink(&ULX3S_25F, "led"), 25.0, pnr, dir.path(), &mut |_| {}) {
             Ok(report) => {
                 assert!(dir.path().join("systole.bit").is_file());
                 assert_eq!(report.flip_flops, 24);

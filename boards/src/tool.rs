@@ -114,6 +114,18 @@ impl Tool {
         args: &[&str],
         log: Option<&str>,
     ) -> Result<String, ToolError> {
+        self.run_watched(dir, args, log, &mut |_| {})
+    }
+
+    /// As [`Tool::run_logged`], and while the tool runs, hands `watch` each line it has written
+    /// to the log since the last look (every two seconds), the last ones once it stops.
+    pub fn run_watched(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        log: Option<&str>,
+        watch: &mut dyn FnMut(&str),
+    ) -> Result<String, ToolError> {
         let exe = self.find()?;
         let mut command = Command::new(&exe);
         command.args(args).current_dir(dir);
@@ -122,9 +134,31 @@ impl Tool {
                 let path = dir.join(log);
                 let file = std::fs::File::create(&path).map_err(ToolError::io(&path))?;
                 let err = file.try_clone().map_err(ToolError::io(&path))?;
-                let status =
-                    command.stdout(file).stderr(err).status().map_err(ToolError::io(&exe))?;
+                let mut child =
+                    command.stdout(file).stderr(err).spawn().map_err(ToolError::io(&exe))?;
+                // Hands `watch` the whole lines after `seen`, or every line left once the tool
+                // has stopped; returns how far it read.
+                let mut feed = |bytes: &[u8], seen: usize, all: bool| {
+                    let rest = &bytes[seen.min(bytes.len())..];
+                    let len = if all {
+                        rest.len()
+                    } else {
+                        rest.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+                    };
+                    String::from_utf8_lossy(&rest[..len]).lines().for_each(&mut *watch);
+                    seen + len
+                };
+                let mut seen = 0;
+                let status = loop {
+                    if let Some(status) = child.try_wait().map_err(ToolError::io(&exe))? {
+                        break status;
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                    let bytes = std::fs::read(&path).map_err(ToolError::io(&path))?;
+                    seen = feed(&bytes, seen, false);
+                };
                 let bytes = std::fs::read(&path).map_err(ToolError::io(&path))?;
+                feed(&bytes, seen, true);
                 (status, String::from_utf8_lossy(&bytes).into_owned())
             }
             None => {

@@ -356,8 +356,15 @@ mod tests {
                 built: None,
                 pe_products: Default::default(),
             };
-            let report =
-                crate::flow::build(&board, &design, mhz, Default::default(), dir.path()).unwrap();
+            let report = crate::flow::build(
+                &board,
+                &design,
+                mhz,
+                Default::default(),
+                dir.path(),
+                &mut |_| {},
+            )
+            .unwrap();
             assert!(report.timing_met, "{} at {mhz} MHz: {report:?}", board.name);
         }
     }

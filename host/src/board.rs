@@ -298,7 +298,8 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         pnr.router.name(),
         pnr.seed
     );
-    match flow::build(&b, &design, config.clock_mhz, pnr, &args.out) {
+    let mut progress = |line: &str| eprintln!("  {line}");
+    match flow::build(&b, &design, config.clock_mhz, pnr, &args.out, &mut progress) {
         Ok(r) => {
             println!(
                 "{}: {} LUTs of {}, {} flip-flops, {} block RAMs of {}, {} DSPs of {}; fmax {:.1} \
