@@ -74,7 +74,7 @@ pub fn place_and_route(
     let mut watch = |line: &str| {
         let Some(said) = routing_progress(line) else { return };
         let due = last.is_none_or(|t| t.elapsed().as_secs() >= 60);
-        if due || line.contains("iter=") {
+        if due || said.starts_with("router2") {
             progress(&said);
             last = Some(std::time::Instant::now());
         }

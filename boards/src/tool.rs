@@ -2,6 +2,7 @@
 //! the YoWASP builds from PyPI, installed into the project's virtual environment by
 //! `scripts/install-fpga-tools` (Debian has no nextpnr-ecp5).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -118,7 +119,7 @@ impl Tool {
     }
 
     /// As [`Tool::run_logged`], and while the tool runs, hands `watch` each line it has written
-    /// to the log since the last look (every two seconds), the last ones once it stops.
+    /// to the log since the last look (five times a second), the last ones once it stops.
     pub fn run_watched(
         &self,
         dir: &Path,
@@ -136,29 +137,24 @@ impl Tool {
                 let err = file.try_clone().map_err(ToolError::io(&path))?;
                 let mut child =
                     command.stdout(file).stderr(err).spawn().map_err(ToolError::io(&exe))?;
-                // Hands `watch` the whole lines after `seen`, or every line left once the tool
-                // has stopped; returns how far it read.
-                let mut feed = |bytes: &[u8], seen: usize, all: bool| {
-                    let rest = &bytes[seen.min(bytes.len())..];
-                    let len = if all {
-                        rest.len()
-                    } else {
-                        rest.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
-                    };
-                    String::from_utf8_lossy(&rest[..len]).lines().for_each(&mut *watch);
-                    seen + len
-                };
-                let mut seen = 0;
+                // What the tool wrote since the last look, read on from there; its whole lines
+                // go to `watch`, a line still being written waits for the next look.
+                let mut reader = std::fs::File::open(&path).map_err(ToolError::io(&path))?;
+                let mut pending = Vec::new();
                 let status = loop {
                     if let Some(status) = child.try_wait().map_err(ToolError::io(&exe))? {
                         break status;
                     }
-                    std::thread::sleep(std::time::Duration::from_secs(2));
-                    let bytes = std::fs::read(&path).map_err(ToolError::io(&path))?;
-                    seen = feed(&bytes, seen, false);
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    reader.read_to_end(&mut pending).map_err(ToolError::io(&path))?;
+                    if let Some(end) = pending.iter().rposition(|&b| b == b'\n') {
+                        String::from_utf8_lossy(&pending[..end]).lines().for_each(&mut *watch);
+                        pending.drain(..=end);
+                    }
                 };
+                reader.read_to_end(&mut pending).map_err(ToolError::io(&path))?;
+                String::from_utf8_lossy(&pending).lines().for_each(&mut *watch);
                 let bytes = std::fs::read(&path).map_err(ToolError::io(&path))?;
-                feed(&bytes, seen, true);
                 (status, String::from_utf8_lossy(&bytes).into_owned())
             }
             None => {

@@ -699,12 +699,8 @@ mod tests {
     /// without the banks' write stage.
     #[test]
     fn dram_moves_unaligned_rows() {
-        for staged in [false, true] {
-            moves_unaligned_rows(if staged {
-                Dram::new(40, 8).with_write_stage()
-            } else {
-                Dram::new(40, 8)
-            });
+        for d in [Dram::new(40, 8), Dram::new(40, 8).with_write_stage()] {
+            moves_unaligned_rows(d);
         }
     }
 
@@ -738,8 +734,8 @@ mod tests {
     /// with and without the banks' write stage.
     #[test]
     fn dram_forwards_bytes_written_in_the_cycle_of_their_read() {
-        for staged in [false, true] {
-            forwards(if staged { Dram::new(64, 8).with_write_stage() } else { Dram::new(64, 8) });
+        for d in [Dram::new(64, 8), Dram::new(64, 8).with_write_stage()] {
+            forwards(d);
         }
     }
 
