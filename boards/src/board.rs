@@ -60,6 +60,8 @@ pub struct Preset {
     pub scale_cycles: u8,
     /// Cycles its PEs take from operands to sum (`ArrayConfig::pe_stages`).
     pub pe_stages: u8,
+    /// Cycles its BF16 lanes' f32 add takes (`ArrayConfig::add_stages`).
+    pub add_stages: u8,
     /// Whether its INT8 lanes have their comparator (`ArrayConfig::int8_max`: `Max`, for max
     /// pooling in INT8 inference; no BF16 build needs it).
     pub int8_max: bool,
@@ -122,6 +124,7 @@ impl Board {
             .with_requant_cycles(p.requant_cycles)
             .with_scale_cycles(p.scale_cycles)
             .with_pe_stages(p.pe_stages)
+            .with_add_stages(p.add_stages)
             .with_int8_max(p.int8_max)
             .with_schedule(p.schedule);
         c.clock_mhz = mhz;
@@ -183,6 +186,7 @@ pub const ICEBREAKER: Board = Board {
         requant_cycles: 1,
         scale_cycles: 1,
         pe_stages: 1,
+        add_stages: 1,
         int8_max: false,
         schedule: Schedule::Blocking,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
@@ -222,6 +226,7 @@ pub const ALCHITRY_CU: Board = Board {
         requant_cycles: 4,
         scale_cycles: 1,
         pe_stages: 1,
+        add_stages: 1,
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
@@ -242,6 +247,7 @@ pub const ALCHITRY_CU: Board = Board {
         requant_cycles: 1,
         scale_cycles: 2,
         pe_stages: 1,
+        add_stages: 1,
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
@@ -279,6 +285,7 @@ pub const ULX3S_85F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 1,
         pe_stages: 1,
+        add_stages: 1,
         int8_max: false,
         schedule: Schedule::Decoupled,
         checks_at_queue: true,
@@ -300,6 +307,7 @@ pub const ULX3S_85F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 2,
         pe_stages: 2,
+        add_stages: 1,
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
@@ -331,6 +339,7 @@ pub const ULX3S_25F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 1,
         pe_stages: 1,
+        add_stages: 1,
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
@@ -350,6 +359,7 @@ pub const ULX3S_25F: Board = Board {
         requant_cycles: 1,
         scale_cycles: 2,
         pe_stages: 1,
+        add_stages: 1,
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
@@ -400,6 +410,7 @@ mod tests {
                 assert_eq!(built.requant_cycles, c.requant_cycles, "{what}");
                 assert_eq!(built.scale_cycles, c.scale_cycles, "{what}");
                 assert_eq!(built.pe_stages, c.pe_stages, "{what}");
+                assert_eq!(built.add_stages, c.add_stages, "{what}");
                 assert_eq!(built.int8_max, c.int8_max, "{what}");
                 assert_eq!(built.schedule, c.schedule.name(), "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");

@@ -41,6 +41,10 @@ pub struct Built {
     /// reports from before it existed: 1).
     #[serde(default = "one_cycle")]
     pub pe_stages: u8,
+    /// Cycles a BF16 lane's f32 add takes (`ArrayConfig::add_stages`; absent in reports from
+    /// before it existed: 1).
+    #[serde(default = "one_cycle")]
+    pub add_stages: u8,
     /// Whether the INT8 lanes have their comparator (`ArrayConfig::int8_max`; absent in reports
     /// from before it existed, which were built without).
     #[serde(default)]

@@ -98,6 +98,9 @@ pub const SCALE_CYCLES: [u8; 2] = [1, 2];
 /// The [`ArrayConfig::pe_stages`] a machine may be built with: 1, a PE multiplies and adds in
 /// one cycle; 2, its product registered between them.
 pub const PE_STAGES: [u8; 2] = [1, 2];
+/// The [`ArrayConfig::add_stages`] a machine may be built with: 1, a BF16 lane's f32 add in one
+/// cycle; 2, its aligned operands registered before the sum is formed.
+pub const ADD_STAGES: [u8; 2] = [1, 2];
 
 /// One accelerator instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -145,6 +148,14 @@ pub struct ArrayConfig {
     /// without it rejects `Max` as it rejects the BF16 ops, and a part too small to hold it
     /// (the iCEBreaker's) is built without.
     pub int8_max: bool,
+    /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 on a machine whose lanes register
+    /// the aligned operands before the sum is formed, so that no accumulator row passes the
+    /// whole adder in one cycle (docs/DECISIONS.md 90). One of [`ADD_STAGES`], and 1 on INT8
+    /// machines (their lanes add 32-bit integers). Every result row of a matmul lands
+    /// `add_stages - 1` cycles later (`timing::ws_latency`, `timing::os_latency`), and a vector
+    /// row that adds (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`) is read that many cycles more
+    /// (`timing::vector_row_cycles`); the bits are the same.
+    pub add_stages: u8,
 }
 
 /// Why an [`ArrayConfig`] is not buildable.
@@ -160,6 +171,7 @@ pub enum ConfigError {
     RequantCycles { cycles: u8 },
     ScaleCycles { cycles: u8 },
     PeStages { stages: u8 },
+    AddStages { stages: u8, dtype: Dtype },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -210,6 +222,16 @@ impl core::fmt::Display for ConfigError {
                 "pe_stages = {stages}: a PE takes 1 or 2 cycles from its operands to its sum \
                  (the product and sum in one cycle, or the product registered)"
             ),
+            ConfigError::AddStages { stages, dtype: Dtype::Bf16 } => write!(
+                f,
+                "add_stages = {stages}: a BF16 lane's f32 add takes 1 or 2 cycles (in one \
+                 cycle, or its aligned operands registered)"
+            ),
+            ConfigError::AddStages { stages, dtype: Dtype::Int8 } => write!(
+                f,
+                "add_stages = {stages}: an INT8 machine's lanes add 32-bit integers in one \
+                 cycle (add_stages = 1); 2 is for the f32 adder of BF16 lanes"
+            ),
         }
     }
 }
@@ -232,6 +254,7 @@ impl ArrayConfig {
             scale_cycles: 1,
             pe_stages: 1,
             int8_max: true,
+            add_stages: 1,
         }
     }
 
@@ -262,6 +285,11 @@ impl ArrayConfig {
 
     pub const fn with_pe_stages(mut self, stages: u8) -> ArrayConfig {
         self.pe_stages = stages;
+        self
+    }
+
+    pub const fn with_add_stages(mut self, stages: u8) -> ArrayConfig {
+        self.add_stages = stages;
         self
     }
 
@@ -317,6 +345,13 @@ impl ArrayConfig {
         }
         if !PE_STAGES.contains(&self.pe_stages) {
             return Err(ConfigError::PeStages { stages: self.pe_stages });
+        }
+        let add_ok = match self.dtype {
+            Dtype::Bf16 => ADD_STAGES.contains(&self.add_stages),
+            Dtype::Int8 => self.add_stages == 1,
+        };
+        if !add_ok {
+            return Err(ConfigError::AddStages { stages: self.add_stages, dtype: self.dtype });
         }
         ArrayConfig::check_clock(self.clock_mhz)
     }
@@ -382,6 +417,16 @@ mod tests {
         }
         for stages in [0, 3, 4] {
             assert_eq!(ok.with_pe_stages(stages).validate(), Err(ConfigError::PeStages { stages }));
+        }
+        let bf16 = ArrayConfig::new(4, 4, Dtype::Bf16);
+        for stages in ADD_STAGES {
+            assert_eq!(bf16.with_add_stages(stages).validate(), Ok(()));
+        }
+        for (config, stages) in [(bf16, 0), (bf16, 3), (ok, 2), (ok, 0)] {
+            assert_eq!(
+                config.with_add_stages(stages).validate(),
+                Err(ConfigError::AddStages { stages, dtype: config.dtype })
+            );
         }
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());

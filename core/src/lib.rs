@@ -51,7 +51,7 @@ pub mod timing;
 pub mod train;
 
 pub use config::{
-    ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, MAX_CONVERT_STAGES, PE_STAGES,
+    ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, ADD_STAGES, MAX_CONVERT_STAGES, PE_STAGES,
     REQUANT_CYCLES, SCALE_CYCLES,
 };
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};

@@ -89,9 +89,10 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
         prop::sample::select(&systole_core::REQUANT_CYCLES[..]),
         prop::sample::select(&systole_core::SCALE_CYCLES[..]),
         prop::sample::select(&systole_core::PE_STAGES[..]),
+        prop::sample::select(&systole_core::ADD_STAGES[..]),
     );
     (shape, rest).prop_map(
-        |((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p, s, pe))| {
+        |((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p, s, pe, add))| {
             let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
             let mut cfg = ArrayConfig::new(r, c, dtype).with_dataflow(if ws {
                 Dataflow::WeightStationary
@@ -105,6 +106,8 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
                 .with_requant_cycles(p)
                 .with_scale_cycles(s)
                 .with_pe_stages(pe)
+                // An INT8 lane adds in one cycle (`ArrayConfig::add_stages`).
+                .with_add_stages(if int8 { 1 } else { add })
         },
     )
 }

@@ -47,6 +47,11 @@ pub enum EmitError {
         .0.name()
     )]
     Schedule(Schedule),
+    #[error(
+        "add_stages = 2 with the decoupled schedule: the decoupled top has no staged lane add \
+         yet (its stream unit and scoreboard time results without it); build it blocking"
+    )]
+    StagedAddDecoupled,
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -112,6 +117,9 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     }
     if top.uart_divisor < 4 {
         return Err(EmitError::Uart(top.uart_divisor));
+    }
+    if top.array.add_stages > 1 && top.array.schedule == Schedule::Decoupled {
+        return Err(EmitError::StagedAddDecoupled);
     }
     Ok(())
 }
@@ -471,6 +479,10 @@ mod tests {
         assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES + 1, ..ok }).is_err());
         assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
         assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
+        let staged = ArrayConfig::new(2, 2, Dtype::Bf16).with_add_stages(2);
+        assert!(check(&TopConfig::new(staged)).is_ok());
+        let decoupled = TopConfig::new(staged.with_schedule(Schedule::Decoupled));
+        assert!(matches!(check(&decoupled), Err(EmitError::StagedAddDecoupled)));
     }
 
     #[test]

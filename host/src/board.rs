@@ -71,6 +71,10 @@ fn list_text() -> String {
                     1 => stages,
                     n => format!("{stages}, PEs {} a sum", cycles(n)),
                 };
+                let stages = match p.add_stages {
+                    1 => stages,
+                    n => format!("{stages}, lane adds {} a sum", cycles(n)),
+                };
                 let stages = match p.int8_max {
                     true => format!("{stages}, INT8 max pooling"),
                     false => stages,
@@ -140,6 +144,9 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     }
     if let Some(stages) = args.pe_stages {
         config.pe_stages = stages;
+    }
+    if let Some(stages) = args.add_stages {
+        config.add_stages = stages;
     }
     if let Some(int8_max) = args.int8_max {
         config.int8_max = int8_max;
@@ -218,6 +225,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         requant_cycles: a.requant_cycles,
         scale_cycles: a.scale_cycles,
         pe_stages: a.pe_stages,
+        add_stages: a.add_stages,
         int8_max: a.int8_max,
         schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_words_at_queue(),
@@ -268,7 +276,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {})",
         describe(&config),
         config.spad_depth,
@@ -284,6 +292,10 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         match config.pe_stages {
             1 => String::new(),
             n => format!(", PEs {} a sum", cycles(n)),
+        },
+        match config.add_stages {
+            1 => String::new(),
+            n => format!(", lane adds {} a sum", cycles(n)),
         },
         match (config.dtype, config.int8_max) {
             (Dtype::Int8, true) => ", INT8 lanes with their comparator",

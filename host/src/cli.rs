@@ -140,6 +140,11 @@ pub struct BoardBuildArgs {
     /// default build's).
     #[arg(long)]
     pub pe_stages: Option<u8>,
+    /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 with its aligned operands
+    /// registered (a shorter clock period; results land a cycle later, and adding vector rows
+    /// take a cycle more; default: the board's default build's).
+    #[arg(long)]
+    pub add_stages: Option<u8>,
     /// Whether the INT8 lanes have their comparator (`Max`, for max pooling in INT8 inference;
     /// default: the board's default build's).
     #[arg(long, value_name = "true|false")]
@@ -252,6 +257,11 @@ pub struct EmitArgs {
     /// (a shorter clock period; results leave the array a cycle later).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
+    /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 with its aligned operands
+    /// registered (a shorter clock period; results land a cycle later, and adding vector rows
+    /// take a cycle more).
+    #[arg(long, default_value_t = 1)]
+    pub add_stages: u8,
     /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
     /// inference).
     #[arg(long, default_value_t = DEFAULT_ARRAY.int8_max, action = clap::ArgAction::Set, value_name = "true|false")]
@@ -434,6 +444,10 @@ pub struct ArrayArgs {
     /// product (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
+    /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 on lanes that register their
+    /// aligned operands (the boards' builds say theirs).
+    #[arg(long, default_value_t = 1)]
+    pub add_stages: u8,
     /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
     /// inference; the boards' builds say theirs).
     #[arg(long, default_value_t = DEFAULT_ARRAY.int8_max, action = clap::ArgAction::Set, value_name = "true|false")]
@@ -465,6 +479,7 @@ impl ArrayArgs {
             scale_cycles: self.scale_cycles,
             pe_stages: self.pe_stages,
             int8_max: self.int8_max,
+            add_stages: self.add_stages,
         }
     }
 }

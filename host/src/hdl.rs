@@ -52,6 +52,7 @@ struct ConfigJson {
     requant_cycles: u8,
     scale_cycles: u8,
     pe_stages: u8,
+    add_stages: u8,
     int8_max: bool,
     spad_width: usize,
     spad_depth: u32,
@@ -82,6 +83,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     .with_requant_cycles(args.requant_cycles)
     .with_scale_cycles(args.scale_cycles)
     .with_pe_stages(args.pe_stages)
+    .with_add_stages(args.add_stages)
     .with_int8_max(args.int8_max);
     let mut top = TopConfig::new(config);
     top.dram_bytes = args.dram_bytes;
@@ -106,6 +108,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
             requant_cycles: config.requant_cycles,
             scale_cycles: config.scale_cycles,
             pe_stages: config.pe_stages,
+            add_stages: config.add_stages,
             int8_max: config.int8_max,
             spad_width: config.spad_width(),
             spad_depth: config.spad_depth,

@@ -174,7 +174,7 @@ fn conformance(top: TopConfig, seed: u64) {
     let what = |case: &str| {
         format!(
             "{}x{} {} {} {} ({} conversion stages, requantize {} cycles a row, Scale and Axpy {}, \
-             PEs {}): {case}",
+             PEs {}, lane adds {}): {case}",
             config.rows,
             config.cols,
             config.dtype.name(),
@@ -183,7 +183,8 @@ fn conformance(top: TopConfig, seed: u64) {
             config.convert_stages,
             config.requant_cycles,
             config.scale_cycles,
-            config.pe_stages
+            config.pe_stages,
+            config.add_stages
         )
     };
     let build = RtlBuild::new(&top, &BuildOptions::default())
@@ -336,6 +337,20 @@ fn conformance_with_staged_pes() {
     conformance(staged(decoupled(2, Dtype::Int8, Dataflow::OutputStationary)), 30);
 }
 
+/// BF16 lanes whose f32 add is staged (`ArrayConfig::add_stages`): every matmul's results
+/// land a cycle later and every row that adds takes a cycle more, with paced products too, in
+/// both dataflows (the blocking machine: the decoupled one is not built with it).
+#[test]
+fn conformance_with_staged_adds() {
+    let staged = |top: TopConfig| TopConfig { array: top.array.with_add_stages(2), ..top };
+    conformance(staged(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary)), 31);
+    let paced = |top: TopConfig| TopConfig {
+        array: top.array.with_scale_cycles(2).with_pe_stages(2).with_convert_stages(1),
+        ..top
+    };
+    conformance(staged(paced(conformance_top(3, Dtype::Bf16, Dataflow::OutputStationary))), 32);
+}
+
 #[test]
 fn conformance_16x16_decoupled() {
     conformance(decoupled(16, Dtype::Int8, Dataflow::WeightStationary), 17);
@@ -384,9 +399,12 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     for config in [
         ArrayConfig::new(4, 4, Dtype::Bf16),
         ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled),
-        // The SGD updates' axpys, col2im and the pooling gradients on paced lanes, and every
-        // matmul's rows a cycle late.
-        ArrayConfig::new(4, 4, Dtype::Bf16).with_scale_cycles(2).with_pe_stages(2),
+        // The SGD updates' axpys, col2im and the pooling gradients on paced lanes with a
+        // staged add, and every matmul's rows two cycles late.
+        ArrayConfig::new(4, 4, Dtype::Bf16)
+            .with_scale_cycles(2)
+            .with_pe_stages(2)
+            .with_add_stages(2),
     ] {
         let graphs = [&mlp, &cnn, &lenet].map(|net| Graph::network_training(net, sgd).unwrap());
         let dram = graphs

@@ -2,7 +2,9 @@
 //! what it costs (its instructions are `epilogue_emit.rs`'s).
 
 use crate::config::ArrayConfig;
+use crate::isa::VectorOp;
 use crate::numerics::Requant;
+use crate::timing::vector_row_cycles;
 
 /// Cast of the finished accumulators to scratchpad elements, stored row-major `M x N` at
 /// `addr` (one element each): BF16 when `requant` is `None`, INT8 requantized otherwise.
@@ -118,8 +120,8 @@ impl Epilogue {
         .unwrap_or(0)
     }
 
-    /// Sequencer cycles (one per row, `requant_cycles` per requantized row, `scale_cycles` per
-    /// row of an update's axpys, and
+    /// Sequencer cycles (one per row, `requant_cycles` per requantized row,
+    /// `timing::vector_row_cycles` per row of a bias add and of an update's axpys, and
     /// `convert_stages` more per conversion: `timing::row_lands`) and instructions spent on one
     /// output block of `mb` rows.
     pub(super) fn cost(&self, mb: u64, config: &ArrayConfig) -> (u64, u64) {
@@ -133,7 +135,7 @@ impl Epilogue {
         let mut conversions = 0;
         if self.bias.is_some() {
             add(1, 1);
-            add(1, mb);
+            add(1, mb * vector_row_cycles(config, VectorOp::BiasAdd));
         }
         if self.relu_grad_mask.is_some() {
             add(2, mb);
@@ -162,9 +164,8 @@ impl Epilogue {
             let momentum = u.velocity.is_some() as u64;
             // Loads of p (and v); the decay and momentum axpys; p's axpy; stores; the bf16 copy.
             add(1 + momentum, mb);
-            // The axpys take `scale_cycles` a row.
             let axpys = (f32::from_bits(u.weight_decay) != 0.0) as u64 + momentum + 1;
-            add(axpys, mb * config.scale_cycles as u64);
+            add(axpys, mb * vector_row_cycles(config, VectorOp::Axpy));
             add(1 + momentum, mb);
             add(u.copy.is_some() as u64, mb);
             conversions += u.copy.is_some() as u64;

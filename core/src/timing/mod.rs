@@ -61,13 +61,11 @@ pub const fn converts(ins: &Instruction) -> bool {
 /// convert_stages` (the row is read for `P` cycles, one partial product each). A conversion
 /// reads one memory and writes another, and nothing else touches its source while it runs, so
 /// reading the row when it lands gives the same bits as reading it when the lanes did. A
-/// `Scale` or `Axpy` row takes [`ArrayConfig::scale_cycles`] `P`: it is read for `P` cycles
-/// (the lanes' product registered in the first) and lands in the last, `P * (r + 1) - 1`.
+/// vector row takes [`vector_row_cycles`] `P`: it is read for `P` cycles (the lanes' product
+/// or aligned operands registered in the first) and lands in the last, `P * (r + 1) - 1`.
 pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
     match *ins {
-        Instruction::Vector { op: VectorOp::Scale | VectorOp::Axpy, .. } => {
-            config.scale_cycles as u64 * (r + 1) - 1
-        }
+        Instruction::Vector { op, .. } => vector_row_cycles(config, op) * (r + 1) - 1,
         Instruction::Requantize { .. } => {
             let p = config.requant_cycles as u64;
             p * (r + 1) - 1 + config.convert_stages as u64
@@ -85,21 +83,41 @@ pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
     }
 }
 
+/// Cycles one row of a vector op holds the accumulator lanes: one, plus
+/// [`ArrayConfig::scale_cycles`]` - 1` for a product (`Scale`, `Axpy`) and
+/// [`ArrayConfig::add_stages`]` - 1` for a sum (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`); each
+/// registered step of the lane takes one cycle of the row's reads, and the row is written in
+/// its last. The other ops pass no multiplier or adder.
+pub const fn vector_row_cycles(config: &ArrayConfig, op: VectorOp) -> u64 {
+    let product = matches!(op, VectorOp::Scale | VectorOp::Axpy);
+    let sum = matches!(op, VectorOp::BiasAdd | VectorOp::BiasRelu | VectorOp::Add | VectorOp::Axpy);
+    1 + product as u64 * (config.scale_cycles as u64 - 1)
+        + sum as u64 * (config.add_stages as u64 - 1)
+}
+
+/// Cycles the accumulator lanes add to a result row of the array: `add_stages - 1`, the
+/// register inside a staged lane's f32 add, which every result row passes (an accumulating
+/// one through the adder, an overwriting one beside it) so that all land alike.
+pub const fn lane_latency(config: &ArrayConfig) -> u64 {
+    config.add_stages as u64 - 1
+}
+
 /// Weight-stationary: cycles from an input row entering the array's left edge to its result
 /// row written to the accumulators. The row reaches PE row `i` after `i` cycles, its column `j`
 /// leaves the bottom after `R - 1 + j` more, and the de-skewed row is written when column
 /// `C - 1` is out: `R + C - 1`, plus `pe_stages - 1` for PEs that register their products
-/// (each sum then leaves a PE that much later, the same in every PE).
+/// (each sum then leaves a PE that much later, the same in every PE), plus [`lane_latency`].
 pub const fn ws_latency(config: &ArrayConfig) -> u64 {
-    config.rows as u64 + config.cols as u64 - 1 + config.pe_stages as u64 - 1
+    config.rows as u64 + config.cols as u64 - 1 + config.pe_stages as u64 - 1 + lane_latency(config)
 }
 
 /// Output-stationary: cycles of a `MatmulOs` before its first result row is drained, less its
 /// `k`: PE `(i, j)` takes pair `k` in cycle `k + i + j`, so PE `(R - 1, C - 1)`'s last sum is
 /// made in cycle `k + R + C - 3` and the drain starts after it, `pe_stages - 1` cycles later
-/// for PEs that register their products: `R + C - 2 + pe_stages - 1`.
+/// for PEs that register their products: `R + C - 2 + pe_stages - 1`, plus [`lane_latency`]
+/// (the drained rows pass the lanes as the weight-stationary ones do).
 pub const fn os_latency(config: &ArrayConfig) -> u64 {
-    config.rows as u64 + config.cols as u64 - 2 + config.pe_stages as u64 - 1
+    config.rows as u64 + config.cols as u64 - 2 + config.pe_stages as u64 - 1 + lane_latency(config)
 }
 
 /// Cycles each unit stays busy for one instruction.

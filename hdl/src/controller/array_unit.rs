@@ -7,6 +7,7 @@ use crate::decoded::Decoded;
 use systole_core::{timing, ArrayConfig};
 
 use crate::decode::constant;
+use crate::delay::Delay;
 use crate::vector::AccOp;
 
 /// The array unit: a weight-stationary `Matmul` (`rows + R + C - 1` cycles) or an
@@ -55,8 +56,17 @@ pub struct ArrayUnit {
     writing_q: DFF<Bit>,
     weight_stationary: Constant<Bit>,
     /// `timing::ws_latency` (weight-stationary, `R + C - 1` on one-stage PEs) or
-    /// `timing::os_latency` (output-stationary, `R + C - 2`).
+    /// `timing::os_latency` (output-stationary, `R + C - 2`), less `timing::lane_latency`:
+    /// the cycle a result row leaves the array.
     skew: Constant<Bits<18>>,
+    /// Lanes with a staged add (`timing::lane_latency` 1) write each row a cycle after it
+    /// leaves the array: the writes pass these delays, and the unit is free a cycle after its
+    /// last cycle, when its last row is written (else they are wires).
+    staged: Constant<Bit>,
+    late_write: Delay<Bit>,
+    late_row: Delay<Bits<16>>,
+    late_op: Delay<AccOp>,
+    op_now: Signal<Local, AccOp>,
     last: Signal<Local, Bit>,
     writing: Signal<Local, Bit>,
 }
@@ -65,6 +75,7 @@ impl ArrayUnit {
     pub fn new(config: &ArrayConfig) -> ArrayUnit {
         let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
         let latency = if ws { timing::ws_latency(config) } else { timing::os_latency(config) };
+        let late = timing::lane_latency(config);
         ArrayUnit {
             ins: Default::default(),
             clock: Default::default(),
@@ -97,7 +108,12 @@ impl ArrayUnit {
             first_q: Default::default(),
             writing_q: Default::default(),
             weight_stationary: Constant::new(ws),
-            skew: constant(latency),
+            skew: constant(latency - late),
+            staged: Constant::new(late > 0),
+            late_write: Delay::new(late as usize),
+            late_row: Delay::new(late as usize),
+            late_op: Delay::new(late as usize),
+            op_now: Default::default(),
             last: Default::default(),
             writing: Default::default(),
         }
@@ -127,7 +143,13 @@ impl Logic for ArrayUnit {
         );
         self.last.next = self.tau.q.val() == self.last_tau.q.val();
         self.writing.next = self.writing_q.q.val();
-        self.free.next = !self.busy.q.val() || self.last.val();
+        self.free.next = !self.busy.q.val() || (self.last.val() && !self.staged.val());
+        self.late_write.clock.next = self.clock.val();
+        self.late_row.clock.next = self.clock.val();
+        self.late_op.clock.next = self.clock.val();
+        self.late_write.enable.next = self.enable.val();
+        self.late_row.enable.next = self.enable.val();
+        self.late_op.enable.next = self.enable.val();
         if self.enable.val() {
             if self.busy.q.val() {
                 self.tau.d.next = self.tau.q.val() + 1;
@@ -177,12 +199,16 @@ impl Logic for ArrayUnit {
         self.swap_now.next = self.swap_q.q.val();
         self.first.next = self.first_q.q.val();
         self.drain.next = self.writing.val();
-        self.acc_write.next = self.writing.val();
-        self.acc_write_row.next = self.acc_ptr.q.val();
-        self.acc_op.next = AccOp::Overwrite;
+        self.op_now.next = AccOp::Overwrite;
         if self.accumulating.q.val() {
-            self.acc_op.next = AccOp::Accumulate;
+            self.op_now.next = AccOp::Accumulate;
         }
+        self.late_write.d_in.next = self.writing.val();
+        self.late_row.d_in.next = self.acc_ptr.q.val();
+        self.late_op.d_in.next = self.op_now.val();
+        self.acc_write.next = self.late_write.d_out.val();
+        self.acc_write_row.next = self.late_row.d_out.val();
+        self.acc_op.next = self.late_op.d_out.val();
         // The reads for the next cycle: a continuing matmul's, else (free) the candidate's
         // first, whether or not it dispatches, so the program checks that decide `start` stay
         // off the address pins (a read for a matmul that does not dispatch is never used).
@@ -246,12 +272,14 @@ mod tests {
     #[test]
     fn array_unit_takes_cores_cycles_in_both_dataflows() {
         for stages in systole_core::PE_STAGES {
-            takes_cores_cycles(stages);
+            takes_cores_cycles(ArrayConfig::new(2, 3, Dtype::Int8).with_pe_stages(stages));
+            // Lanes with a staged add write every row a cycle later.
+            let bf16 = ArrayConfig::new(2, 3, Dtype::Bf16).with_pe_stages(stages);
+            takes_cores_cycles(bf16.with_add_stages(2));
         }
     }
 
-    fn takes_cores_cycles(stages: u8) {
-        let ws = ArrayConfig::new(2, 3, Dtype::Int8).with_pe_stages(stages);
+    fn takes_cores_cycles(ws: ArrayConfig) {
         let matmul =
             Instruction::Matmul { a_row: 3, acc_row: 20, rows: 3, swap: true, accumulate: false };
         let seen = run(&ws, 3, 0);

@@ -150,9 +150,17 @@ pub struct Sequencer {
     /// the conversion lanes make its products (`crate::convert::SerialProducts`).
     requant_last: Vec<Constant<Bits<2>>>,
     /// Built with paced BF16 lanes (`crate::vector::paced_scale`): a `Scale` or `Axpy` row takes
-    /// two cycles, counted by `elem`, and is written in the second (`k_paced`).
+    /// a cycle more for the product. Built with a staged add (`crate::vector::staged_add`): a
+    /// row that adds (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`) takes a cycle more for the sum.
+    /// Such a row (`k_paced`) takes `pace_last + 1` cycles (core's
+    /// `timing::vector_row_cycles`), counted by `elem`, and is written in the last.
     scale_paced: Constant<Bit>,
+    add_staged: Constant<Bit>,
     k_paced: DFF<Bit>,
+    pace_last: DFF<Bits<2>>,
+    /// The candidate's extra cycles a row: for the product, for the sum.
+    pace_product: Signal<Local, Bit>,
+    pace_sum: Signal<Local, Bit>,
     /// The write side of a conversion, `convert_stages` cycles behind its reads: the
     /// scratchpad write and its row (`CastBf16`, `Requantize`), the DRAM write and its address
     /// (`StoreBf16`).
@@ -276,7 +284,11 @@ impl Sequencer {
                 vec![]
             },
             scale_paced: Constant::new(crate::vector::paced_scale(config)),
+            add_staged: Constant::new(crate::vector::staged_add(config)),
             k_paced: Default::default(),
+            pace_last: Default::default(),
+            pace_product: Default::default(),
+            pace_sum: Default::default(),
             conv_spad_write: Delay::new(config.convert_stages as usize),
             conv_spad_row: Delay::new(config.convert_stages as usize),
             conv_store: Delay::new(config.convert_stages as usize),
@@ -320,6 +332,7 @@ impl Logic for Sequencer {
             k_store_spad,
             k_store_bf16,
             k_paced,
+            pace_last,
             op,
             row,
             n_rows,
@@ -355,6 +368,13 @@ impl Logic for Sequencer {
         self.conv_spad_row.enable.next = self.enable.val();
         self.conv_store.enable.next = self.enable.val();
         self.conv_dram_address.enable.next = self.enable.val();
+        self.pace_product.next =
+            self.scale_paced.val() && (self.ins.scale.val() || self.ins.axpy.val());
+        self.pace_sum.next = self.add_staged.val()
+            && (self.ins.bias_add.val()
+                || self.ins.add.val()
+                || self.ins.bias_relu.val()
+                || self.ins.axpy.val());
         // A row ends in its last cycle (the element `len - 1` of a gather, else its only one);
         // `Sync` (no kind) is its own last cycle.
         self.row_last.next = !self.gathering.q.val() || self.elem_at_last.q.val();
@@ -370,9 +390,9 @@ impl Logic for Sequencer {
                     self.elem.q.val().get_bits::<2>(0) == self.requant_last[k].val();
             }
         }
-        // A paced `Scale` or `Axpy` row ends in its second cycle.
+        // A paced row ends in its last cycle.
         if self.k_paced.q.val() {
-            self.row_last.next = self.elem.q.val().get_bit(0);
+            self.row_last.next = self.elem.q.val().get_bits::<2>(0) == self.pace_last.q.val();
         }
         self.transposes.next = self.decoupled.val()
             && self.ins.load.val()
@@ -495,9 +515,10 @@ impl Logic for Sequencer {
                 self.k_load_acc.d.next = self.ins.load_acc.val();
                 self.k_store_spad.d.next = self.ins.store_spad.val();
                 self.k_store_bf16.d.next = self.ins.store_bf16.val();
-                self.k_paced.d.next = self.scale_paced.val()
-                    && self.ins.vector.val()
-                    && (self.ins.scale.val() || self.ins.axpy.val());
+                self.k_paced.d.next =
+                    self.ins.vector.val() && (self.pace_product.val() || self.pace_sum.val());
+                self.pace_last.d.next = bit_cast::<2, 1>(self.pace_product.val().into())
+                    + bit_cast::<2, 1>(self.pace_sum.val().into());
                 self.op.d.next = AccOp::Axpy;
                 // `Add` is the lanes' `BiasAdd` with a source row per row (`src_moves`).
                 if self.ins.bias_add.val() || self.ins.add.val() {
@@ -594,10 +615,11 @@ impl Logic for Sequencer {
         }
         self.lanes_busy.next =
             self.busy.q.val() && (self.k_vector.q.val() || self.k_load_acc.q.val());
-        // A paced row writes in its second cycle (`k_paced` is a constant zero where the lanes
-        // are not paced, so the write is the plain one there).
-        self.acc_write.next =
-            self.lanes_busy.val() && (!self.k_paced.q.val() || self.elem.q.val().get_bit(0));
+        // A paced row writes in its last cycle (`k_paced` is a constant zero where the lanes
+        // are neither paced nor staged, so the write is the plain one there).
+        self.acc_write.next = self.lanes_busy.val()
+            && (!self.k_paced.q.val()
+                || self.elem.q.val().get_bits::<2>(0) == self.pace_last.q.val());
         self.acc_write_row.next = self.acc_ptr.q.val();
         self.acc_op.next = self.op.q.val();
         self.dram_write_address.next = self.dram_row.q.val();
@@ -827,50 +849,65 @@ mod tests {
     }
 
     /// Built with paced BF16 lanes, a `Scale` or `Axpy` row holds its reads two cycles and is
-    /// written in the second, in core's `timing::row_lands` cycle; other vector ops are not
-    /// paced.
+    /// written in the second; built with a staged add, a row that adds holds them a cycle more
+    /// again; each row is written in core's `timing::row_lands` cycle, and the ops that neither
+    /// multiply nor add are not paced.
     #[test]
-    fn sequencer_paces_scale_and_axpy_rows() {
-        let config = ArrayConfig::new(2, 2, Dtype::Bf16).with_scale_cycles(2);
+    fn sequencer_paces_products_and_sums() {
+        let bf16 = ArrayConfig::new(2, 2, Dtype::Bf16);
         let axpy = Instruction::Vector { op: VectorOp::Axpy, dst: 3, src: 9, rows: 3, imm: 0 };
+        let add = Instruction::Vector { op: VectorOp::Add, dst: 3, src: 9, rows: 3, imm: 0 };
         let relu = Instruction::Vector { op: VectorOp::Relu, dst: 3, src: 0, rows: 3, imm: 0 };
-        for ins in [axpy, relu] {
-            let mut s = Sequencer::new(&config);
-            s.connect_all();
-            s.enable.next = true;
-            s.start.next = true;
-            s.ins.vector.next = true;
-            s.ins.axpy.next = ins == axpy;
-            s.ins.relu.next = ins == relu;
-            s.ins.dst.next = 3u64.into();
-            s.ins.src.next = (if ins == axpy { 9u64 } else { 0 }).into();
-            s.ins.rows.next = 3u64.into();
-            tick(&mut s, |s| &mut s.clock);
-            s.start.next = false;
-            s.ins.vector.next = false;
-            // Per enabled cycle: the rows read next (x, y), the row written.
-            let seen = run_to_the_end(&mut s, |s| {
-                assert!(s.lanes_busy.val(), "the lanes take the op in every cycle");
-                (
-                    s.acc_read_x.val().index(),
-                    s.acc_read_y.val().index(),
-                    s.acc_write.val().then(|| s.acc_write_row.val().index()),
-                )
-            });
-            assert_eq!(seen.len() as u64, timing::duration(&config, &ins), "{ins:?}");
-            let writes: Vec<(usize, usize)> = seen
-                .iter()
-                .enumerate()
-                .filter_map(|(cycle, &(_, _, row))| row.map(|row| (cycle, row)))
-                .collect();
-            let lands = |r| timing::row_lands(&config, &ins, r) as usize;
-            assert_eq!(writes, vec![(lands(0), 3), (lands(1), 4), (lands(2), 5)], "{ins:?}");
-            if ins == axpy {
-                assert_eq!((lands(0), lands(1), lands(2)), (1, 3, 5));
-                let reads: Vec<(usize, usize)> = seen.iter().map(|&(x, y, _)| (x, y)).collect();
-                assert_eq!(reads[..4], [(3, 9), (4, 10), (4, 10), (5, 11)]);
-            } else {
-                assert_eq!((lands(0), lands(1), lands(2)), (0, 1, 2));
+        for config in [
+            bf16.with_scale_cycles(2),
+            bf16.with_add_stages(2),
+            bf16.with_scale_cycles(2).with_add_stages(2),
+        ] {
+            for ins in [axpy, add, relu] {
+                let mut s = Sequencer::new(&config);
+                s.connect_all();
+                s.enable.next = true;
+                s.start.next = true;
+                s.ins.vector.next = true;
+                s.ins.axpy.next = ins == axpy;
+                s.ins.add.next = ins == add;
+                s.ins.relu.next = ins == relu;
+                s.ins.dst.next = 3u64.into();
+                s.ins.src.next = (if ins == relu { 0u64 } else { 9 }).into();
+                s.ins.rows.next = 3u64.into();
+                tick(&mut s, |s| &mut s.clock);
+                s.start.next = false;
+                s.ins.vector.next = false;
+                // Per enabled cycle: the rows read next (x, y), the row written.
+                let seen = run_to_the_end(&mut s, |s| {
+                    assert!(s.lanes_busy.val(), "the lanes take the op in every cycle");
+                    (
+                        s.acc_read_x.val().index(),
+                        s.acc_read_y.val().index(),
+                        s.acc_write.val().then(|| s.acc_write_row.val().index()),
+                    )
+                });
+                let what = format!("{ins:?} on {config:?}");
+                assert_eq!(seen.len() as u64, timing::duration(&config, &ins), "{what}");
+                let writes: Vec<(usize, usize)> = seen
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(cycle, &(_, _, row))| row.map(|row| (cycle, row)))
+                    .collect();
+                let lands = |r| timing::row_lands(&config, &ins, r) as usize;
+                assert_eq!(writes, vec![(lands(0), 3), (lands(1), 4), (lands(2), 5)], "{what}");
+                // The reads addressed in a cycle are the next cycle's: row r is read from the
+                // cycle after row r - 1 lands to the cycle it lands.
+                for (cycle, &(x, y, _)) in seen.iter().enumerate() {
+                    if let Some(row) = (0..3usize).find(|&r| cycle < lands(r as u64)) {
+                        // Relu reads no source row.
+                        let y = if ins == relu { 9 + row } else { y };
+                        assert_eq!((x, y), (3 + row, 9 + row), "{what}: cycle {cycle}");
+                    }
+                }
+                if ins == relu {
+                    assert_eq!((lands(0), lands(1), lands(2)), (0, 1, 2), "{what}");
+                }
             }
         }
     }

@@ -318,7 +318,9 @@ mod tests {
                 unit: StreamUnit::new(config),
                 wl: WeightLoader::new(config),
                 array: Array::new(config),
-                lanes: (0..config.cols).map(|_| AccLane::new(config.dtype, false, false)).collect(),
+                lanes: (0..config.cols)
+                    .map(|_| AccLane::new(config.dtype, crate::vector::LaneBuild::default()))
+                    .collect(),
                 spad_a: vec![0; config.spad_width()],
                 spad_b: vec![0; config.spad_width()],
                 acc_x: vec![0; config.cols as usize],

@@ -1,6 +1,6 @@
 use super::*;
 use crate::testing::{f32_operand, int_word, lcg_step, settle, tick, verilog_of, yosys_eval};
-use crate::vector::{AccLane, AccOp};
+use crate::vector::{AccLane, AccOp, LaneBuild};
 use proptest::prelude::*;
 use systole_core::numerics::bf16::cast_to_bf16;
 use systole_core::numerics::int8::{rounding_shift_right, sat_rounding_doubling_high_mul};
@@ -45,7 +45,7 @@ impl ConvertPath {
             zero_point: Default::default(),
             y: Default::default(),
             cast_y: Default::default(),
-            lane: AccLane::new(Dtype::Int8, false, false),
+            lane: AccLane::new(Dtype::Int8, LaneBuild::default()),
             requant: RequantLane::new(stages),
             cast: CastLane::new(stages),
         }

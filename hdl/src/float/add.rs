@@ -2,7 +2,9 @@
 
 use rust_hdl::prelude::*;
 
-/// `y = a + b` in f32, round to nearest even, DAZ operands, FTZ result, canonical NaN.
+/// `y = a + b` in f32, round to nearest even, DAZ operands, FTZ result, canonical NaN: an
+/// [`F32Align`] into an [`F32Sum`], in one cycle. A staged lane (`ArrayConfig::add_stages`)
+/// registers what the first half hands the second (63 bits) instead.
 ///
 /// The smaller operand's significand is aligned to the larger one's in 27 bits: 24 of
 /// significand and three below it, guard, round and sticky, the sticky bit holding whether any
@@ -20,41 +22,49 @@ pub struct F32Add {
     pub a: Signal<In, Bits<32>>,
     pub b: Signal<In, Bits<32>>,
     pub y: Signal<Out, Bits<32>>,
+    align: F32Align,
+    sum: F32Sum,
+}
+
+impl Logic for F32Add {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.align.a.next = self.a.val();
+        self.align.b.next = self.b.val();
+        self.sum.x.next = self.align.x.val();
+        self.sum.mz.next = self.align.mz.val();
+        self.sum.z_flags.next = self.align.z_flags.val();
+        self.y.next = self.sum.y.val();
+    }
+}
+
+/// The first half of [`F32Add`]: the operands read DAZ, ordered by magnitude, and the smaller
+/// one's significand aligned to the larger one's.
+#[derive(LogicBlock, Default)]
+pub struct F32Align {
+    pub a: Signal<In, Bits<32>>,
+    pub b: Signal<In, Bits<32>>,
+    /// The operand of larger magnitude, DAZ.
+    pub x: Signal<Out, Bits<32>>,
+    /// The smaller one's significand aligned: hidden bit at 26 less the exponent difference,
+    /// guard, round and sticky at 2, 1, 0 (bit 27 zero).
+    pub mz: Signal<Out, Bits<28>>,
+    /// The smaller operand's sign (bit 2), whether its exponent field is all ones (bit 1), and
+    /// whether its fraction is non-zero (bit 0): what the sum's sign and the infinities and
+    /// NaNs need of it.
+    pub z_flags: Signal<Out, Bits<3>>,
     a_d: Signal<Local, Bits<32>>,
     b_d: Signal<Local, Bits<32>>,
-    x: Signal<Local, Bits<32>>,
     z: Signal<Local, Bits<32>>,
     ex: Signal<Local, Bits<8>>,
     ez: Signal<Local, Bits<8>>,
     d: Signal<Local, Bits<8>>,
-    /// The larger significand, hidden bit at 26, guard, round and sticky zero.
-    mx: Signal<Local, Bits<28>>,
     /// The smaller significand at bits 50..27, shifted right by `d` (below 27): bits 50..24 are
     /// its aligned 27 bits, bits 23..0 what the sticky bit holds.
     wide: Signal<Local, Bits<51>>,
-    mz: Signal<Local, Bits<28>>,
-    s: Signal<Local, Bits<28>>,
-    /// The halving steps of the leading-zero search: each one's input shifted when its top 16,
-    /// 8, 4, 2 or 1 bits are zero.
-    n16: Signal<Local, Bits<27>>,
-    n8: Signal<Local, Bits<27>>,
-    n4: Signal<Local, Bits<27>>,
-    n2: Signal<Local, Bits<27>>,
-    n1: Signal<Local, Bits<27>>,
-    z16: Signal<Local, Bit>,
-    z8: Signal<Local, Bit>,
-    z4: Signal<Local, Bit>,
-    z2: Signal<Local, Bit>,
-    z1: Signal<Local, Bit>,
-    /// The places the sum moved left (0 after a carry).
-    lz: Signal<Local, Bits<10>>,
-    /// The sum normalised (hidden bit at 26) with guard at 2, round at 1, sticky at 0.
-    norm: Signal<Local, Bits<27>>,
-    mant: Signal<Local, Bits<25>>,
-    e_tmp: Signal<Local, Bits<10>>,
 }
 
-impl Logic for F32Add {
+impl Logic for F32Align {
     #[hdl_gen]
     fn update(&mut self) {
         // Denormals (and -0) are zero.
@@ -76,9 +86,6 @@ impl Logic for F32Add {
         self.ex.next = self.x.val().get_bits::<8>(23);
         self.ez.next = self.z.val().get_bits::<8>(23);
         self.d.next = self.ex.val() - self.ez.val();
-        // Significands with their hidden bits (none for zero).
-        self.mx.next = (bit_cast::<28, 23>(self.x.val().get_bits::<23>(0)) << 3)
-            | (bit_cast::<28, 1>(self.ex.val().any().into()) << 26);
         self.wide.next = ((bit_cast::<51, 23>(self.z.val().get_bits::<23>(0))
             | (bit_cast::<51, 1>(self.ez.val().any().into()) << 23))
             << 27)
@@ -89,7 +96,52 @@ impl Logic for F32Add {
             // Every bit is past the sticky bit.
             self.mz.next = bit_cast::<28, 1>(self.ez.val().any().into());
         }
-        if self.x.val().get_bit(31) == self.z.val().get_bit(31) {
+        self.z_flags.next = (bit_cast::<3, 1>(self.z.val().get_bits::<1>(31)) << 2)
+            | (bit_cast::<3, 1>(self.ez.val().all().into()) << 1)
+            | bit_cast::<3, 1>(self.z.val().get_bits::<23>(0).any().into());
+    }
+}
+
+/// The second half of [`F32Add`]: the aligned significands added or subtracted, normalised,
+/// rounded, and the infinities and NaNs.
+#[derive(LogicBlock, Default)]
+pub struct F32Sum {
+    pub x: Signal<In, Bits<32>>,
+    pub mz: Signal<In, Bits<28>>,
+    pub z_flags: Signal<In, Bits<3>>,
+    pub y: Signal<Out, Bits<32>>,
+    ex: Signal<Local, Bits<8>>,
+    /// The larger significand, hidden bit at 26, guard, round and sticky zero.
+    mx: Signal<Local, Bits<28>>,
+    s: Signal<Local, Bits<28>>,
+    /// The halving steps of the leading-zero search: each one's input shifted when its top 16,
+    /// 8, 4, 2 or 1 bits are zero.
+    n16: Signal<Local, Bits<27>>,
+    n8: Signal<Local, Bits<27>>,
+    n4: Signal<Local, Bits<27>>,
+    n2: Signal<Local, Bits<27>>,
+    n1: Signal<Local, Bits<27>>,
+    z16: Signal<Local, Bit>,
+    z8: Signal<Local, Bit>,
+    z4: Signal<Local, Bit>,
+    z2: Signal<Local, Bit>,
+    z1: Signal<Local, Bit>,
+    /// The places the sum moved left (0 after a carry).
+    lz: Signal<Local, Bits<10>>,
+    /// The sum normalised (hidden bit at 26) with guard at 2, round at 1, sticky at 0.
+    norm: Signal<Local, Bits<27>>,
+    mant: Signal<Local, Bits<25>>,
+    e_tmp: Signal<Local, Bits<10>>,
+}
+
+impl Logic for F32Sum {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.ex.next = self.x.val().get_bits::<8>(23);
+        // The larger significand with its hidden bit (none for zero).
+        self.mx.next = (bit_cast::<28, 23>(self.x.val().get_bits::<23>(0)) << 3)
+            | (bit_cast::<28, 1>(self.ex.val().any().into()) << 26);
+        if self.x.val().get_bit(31) == self.z_flags.val().get_bit(2) {
             self.s.next = self.mx.val() + self.mz.val();
         } else {
             self.s.next = self.mx.val() - self.mz.val();
@@ -157,9 +209,9 @@ impl Logic for F32Add {
         if self.ex.val() == 255 {
             if self.x.val().get_bits::<23>(0).any() {
                 self.y.next = 0x7FC0_0000.into();
-            } else if self.ez.val() == 255 {
-                if self.z.val().get_bits::<23>(0).any()
-                    || self.x.val().get_bit(31) != self.z.val().get_bit(31)
+            } else if self.z_flags.val().get_bit(1) {
+                if self.z_flags.val().get_bit(0)
+                    || self.x.val().get_bit(31) != self.z_flags.val().get_bit(2)
                 {
                     self.y.next = 0x7FC0_0000.into();
                 } else {

@@ -12,7 +12,7 @@ use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
-use crate::vector::{paced_scale, AccLane, AccOp};
+use crate::vector::{AccLane, AccOp, LaneBuild};
 
 /// The whole machine.
 #[derive(LogicBlock)]
@@ -100,9 +100,7 @@ impl SystoleTop {
             dram: top.dram(),
             array: Array::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
-            acc_lanes: (0..c)
-                .map(|_| AccLane::new(dtype, paced_scale(&config), config.int8_max))
-                .collect(),
+            acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::of(&config))).collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))

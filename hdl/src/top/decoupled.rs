@@ -31,7 +31,7 @@ use crate::decoded::{DecodedOut, DecodedRegister};
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
 use crate::transpose::Transposer;
-use crate::vector::{paced_scale, AccLane, AccOp};
+use crate::vector::{AccLane, AccOp, LaneBuild};
 
 /// The whole machine under the decoupled schedule.
 #[derive(LogicBlock)]
@@ -136,11 +136,9 @@ impl SystoleTopDecoupled {
             array: Array::new(&config),
             transposer: Transposer::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
-            acc_lanes: (0..c)
-                .map(|_| AccLane::new(dtype, paced_scale(&config), config.int8_max))
-                .collect(),
+            acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::of(&config))).collect(),
             // The array's lanes write its output rows and run no vector op.
-            array_lanes: (0..c).map(|_| AccLane::new(dtype, false, false)).collect(),
+            array_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::default())).collect(),
             words: (0..c).map(WordLane::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))

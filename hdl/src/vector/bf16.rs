@@ -3,12 +3,16 @@
 use rust_hdl::prelude::*;
 
 use super::AccOp;
-use crate::float::{F32Add, F32Mul};
+use crate::float::{F32Align, F32Mul, F32Sum};
 
 /// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
 /// ([`paced_scale`]), its product passes a register before the sum and the result: the
 /// sequencer holds a `Scale` or `Axpy` row for two cycles and writes it in the second, so no
-/// path runs from an accumulator read through both the multiplier and the adder.
+/// path runs from an accumulator read through both the multiplier and the adder. Built with a
+/// staged add ([`staged_add`]), the aligned operands pass a register between the adder's halves
+/// ([`F32Align`], [`F32Sum`]), and so does the array's word: the sum and an overwriting result
+/// are written a cycle after their operands were read, by a sequencer that holds an adding row
+/// a cycle more and a top that writes the array's rows a cycle late.
 #[derive(LogicBlock, Default)]
 pub struct AccLaneBf16 {
     pub clock: Signal<In, Clock>,
@@ -20,8 +24,17 @@ pub struct AccLaneBf16 {
     pub imm: Signal<In, Bits<32>>,
     pub word: Signal<In, Bits<32>>,
     pub result: Signal<Out, Bits<32>>,
-    add: F32Add,
+    align: F32Align,
+    sum: F32Sum,
     mul: F32Mul,
+    /// The staged add's registers (one each; else none): the aligned operands, and the array's
+    /// word beside them.
+    x_q: Vec<DFF<Bits<32>>>,
+    mz_q: Vec<DFF<Bits<28>>>,
+    z_flags_q: Vec<DFF<Bits<3>>>,
+    array_q: Vec<DFF<Bits<32>>>,
+    /// The array's word as an overwriting result writes it: its register's, or the lane's input.
+    array_word: Signal<Local, Bits<32>>,
     /// The product register of a paced lane (one; else none), and the product the sum and
     /// `Scale` take: the register's, or the multiplier's own.
     product_q: Vec<DFF<Bits<32>>>,
@@ -39,9 +52,14 @@ pub struct AccLaneBf16 {
 }
 
 impl AccLaneBf16 {
-    pub(super) fn new(paced: bool) -> AccLaneBf16 {
+    pub(super) fn new(paced: bool, staged: bool) -> AccLaneBf16 {
+        let one = |on: bool| if on { 1 } else { 0 };
         AccLaneBf16 {
-            product_q: if paced { vec![DFF::default()] } else { vec![] },
+            product_q: (0..one(paced)).map(|_| DFF::default()).collect(),
+            x_q: (0..one(staged)).map(|_| DFF::default()).collect(),
+            mz_q: (0..one(staged)).map(|_| DFF::default()).collect(),
+            z_flags_q: (0..one(staged)).map(|_| DFF::default()).collect(),
+            array_q: (0..one(staged)).map(|_| DFF::default()).collect(),
             ..Default::default()
         }
     }
@@ -64,20 +82,44 @@ impl Logic for AccLaneBf16 {
             }
             self.product.next = self.product_q[k].q.val();
         }
-        self.add.a.next = self.x.val();
-        self.add.b.next = self.product.val();
+        self.align.a.next = self.x.val();
+        self.align.b.next = self.product.val();
         if self.op.val() == AccOp::BiasAdd || self.op.val() == AccOp::BiasRelu {
-            self.add.b.next = self.y.val();
+            self.align.b.next = self.y.val();
         }
         if self.op.val() == AccOp::Accumulate {
-            self.add.b.next = self.array.val();
+            self.align.b.next = self.array.val();
+        }
+        self.sum.x.next = self.align.x.val();
+        self.sum.mz.next = self.align.mz.val();
+        self.sum.z_flags.next = self.align.z_flags.val();
+        self.array_word.next = self.array.val();
+        for k in 0..self.x_q.len() {
+            self.x_q[k].clock.next = self.clock.val();
+            self.mz_q[k].clock.next = self.clock.val();
+            self.z_flags_q[k].clock.next = self.clock.val();
+            self.array_q[k].clock.next = self.clock.val();
+            self.x_q[k].d.next = self.x_q[k].q.val();
+            self.mz_q[k].d.next = self.mz_q[k].q.val();
+            self.z_flags_q[k].d.next = self.z_flags_q[k].q.val();
+            self.array_q[k].d.next = self.array_q[k].q.val();
+            if self.enable.val() {
+                self.x_q[k].d.next = self.align.x.val();
+                self.mz_q[k].d.next = self.align.mz.val();
+                self.z_flags_q[k].d.next = self.align.z_flags.val();
+                self.array_q[k].d.next = self.array.val();
+            }
+            self.sum.x.next = self.x_q[k].q.val();
+            self.sum.mz.next = self.mz_q[k].q.val();
+            self.sum.z_flags.next = self.z_flags_q[k].q.val();
+            self.array_word.next = self.array_q[k].q.val();
         }
         // The sum as written: flushed and canonical, so `<= 0` is its sign or a zero exponent,
         // NaN excepted.
-        self.sum_le_zero.next = !self.add.y.val().get_bits::<8>(23).any()
-            || (self.add.y.val().get_bit(31)
-                && !(self.add.y.val().get_bits::<8>(23).all()
-                    && self.add.y.val().get_bits::<23>(0).any()));
+        self.sum_le_zero.next = !self.sum.y.val().get_bits::<8>(23).any()
+            || (self.sum.y.val().get_bit(31)
+                && !(self.sum.y.val().get_bits::<8>(23).all()
+                    && self.sum.y.val().get_bits::<23>(0).any()));
         self.x_clean.next = self.x.val();
         if !self.x.val().get_bits::<8>(23).any() {
             self.x_clean.next = 0.into();
@@ -114,7 +156,7 @@ impl Logic for AccLaneBf16 {
             || (self.y.val().get_bit(31)
                 && !(self.y.val().get_bits::<8>(23).all() && self.y.val().get_bits::<23>(0).any()));
         match self.op.val() {
-            AccOp::Overwrite => self.result.next = self.array.val(),
+            AccOp::Overwrite => self.result.next = self.array_word.val(),
             AccOp::Relu => {
                 self.result.next = self.x_clean.val();
                 if self.x_le_zero.val() {
@@ -130,7 +172,7 @@ impl Logic for AccLaneBf16 {
             AccOp::Scale => self.result.next = self.product.val(),
             AccOp::Word => self.result.next = self.word.val(),
             AccOp::BiasRelu => {
-                self.result.next = self.add.y.val();
+                self.result.next = self.sum.y.val();
                 if self.sum_le_zero.val() {
                     self.result.next = 0.into();
                 }
@@ -147,7 +189,7 @@ impl Logic for AccLaneBf16 {
                     self.result.next = 0x3F80_0000.into();
                 }
             }
-            _ => self.result.next = self.add.y.val(),
+            _ => self.result.next = self.sum.y.val(),
         }
     }
 }

@@ -86,6 +86,33 @@ pub struct AccLane {
     bf16: Vec<AccLaneBf16>,
 }
 
+/// How a lane is built: a BF16 lane's product registered ([`paced_scale`]), its add staged
+/// ([`staged_add`]), and an INT8 lane's comparator (`ArrayConfig::int8_max`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaneBuild {
+    pub paced: bool,
+    pub staged: bool,
+    pub int8_max: bool,
+}
+
+impl LaneBuild {
+    /// The accumulator lanes of a machine built with `config`.
+    pub fn of(config: &ArrayConfig) -> LaneBuild {
+        LaneBuild {
+            paced: paced_scale(config),
+            staged: staged_add(config),
+            int8_max: config.int8_max,
+        }
+    }
+}
+
+/// Whether a machine's BF16 lanes register their aligned operands inside the f32 add: built
+/// with `add_stages = 2`, a row that adds holds the lanes a cycle more and a result row of the
+/// array is written a cycle late (core's `timing::vector_row_cycles`, `timing::lane_latency`).
+pub fn staged_add(config: &ArrayConfig) -> bool {
+    config.dtype == Dtype::Bf16 && config.add_stages == 2
+}
+
 /// Whether a machine's BF16 lanes register their product before the sum: built with
 /// `scale_cycles = 2`, a `Scale` or `Axpy` row holds the lanes two cycles (core's
 /// `timing::row_lands`), the product made in the first and added in the second.
@@ -94,9 +121,8 @@ pub fn paced_scale(config: &ArrayConfig) -> bool {
 }
 
 impl AccLane {
-    /// A lane of `dtype`; `paced` registers a BF16 lane's product ([`paced_scale`]),
-    /// `int8_max` gives an INT8 lane its comparator (`ArrayConfig::int8_max`).
-    pub fn new(dtype: Dtype, paced: bool, int8_max: bool) -> AccLane {
+    /// A lane of `dtype`, built as `build` says.
+    pub fn new(dtype: Dtype, build: LaneBuild) -> AccLane {
         AccLane {
             clock: Default::default(),
             enable: Default::default(),
@@ -112,8 +138,14 @@ impl AccLane {
             lh: Default::default(),
             hl: Default::default(),
             hh: Default::default(),
-            int8: if dtype == Dtype::Int8 { vec![AccLaneInt8::new(int8_max)] } else { vec![] },
-            bf16: if dtype == Dtype::Bf16 { vec![AccLaneBf16::new(paced)] } else { vec![] },
+            int8: match dtype {
+                Dtype::Int8 => vec![AccLaneInt8::new(build.int8_max)],
+                Dtype::Bf16 => vec![],
+            },
+            bf16: match dtype {
+                Dtype::Bf16 => vec![AccLaneBf16::new(build.paced, build.staged)],
+                Dtype::Int8 => vec![],
+            },
         }
     }
 }

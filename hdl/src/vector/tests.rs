@@ -74,7 +74,7 @@ fn core_lane<A: Arith>(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u3
 }
 
 fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
-    let mut uut = AccLane::new(dtype, false, true);
+    let mut uut = AccLane::new(dtype, LaneBuild { int8_max: true, ..LaneBuild::default() });
     uut.connect_all();
     uut.op.next = op;
     uut.x.next = (x as u64).into();
@@ -86,12 +86,24 @@ fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32
     uut.result.val().to_u32()
 }
 
-/// A paced BF16 lane's result in the second cycle of a row: its inputs held through an
-/// enabled clock edge (the product registered), then a frozen edge with other inputs.
-fn paced_lane(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
-    let mut uut = AccLane::new(Dtype::Bf16, true, true);
+/// Registered steps a BF16 lane built as `build` takes before it writes a row of `op`: the
+/// product's (`Scale`, `Axpy` on paced lanes) and the staged add's (every op that adds, and
+/// the array's overwriting rows, which pass beside the adder).
+fn steps(build: LaneBuild, op: AccOp) -> usize {
+    use AccOp::*;
+    let product = build.paced && matches!(op, Scale | Axpy);
+    let sum = build.staged && matches!(op, BiasAdd | BiasRelu | Axpy | Accumulate | Overwrite);
+    product as usize + sum as usize
+}
+
+/// A BF16 lane's result in the cycle it writes a row: an enabled clock edge for each of its
+/// [`steps`] with the row's inputs held, a frozen edge with other inputs, then the row's inputs
+/// again; but an array row's staged result is read with the next row's inputs, as the array
+/// moves on while the lane adds.
+fn written(build: LaneBuild, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32 {
+    let mut uut = AccLane::new(Dtype::Bf16, build);
     uut.connect_all();
-    let set = |uut: &mut AccLane, x: u32, y: u32, imm: u32| {
+    let set = |uut: &mut AccLane, x: u32, y: u32, array: u32, imm: u32| {
         uut.op.next = op;
         uut.x.next = (x as u64).into();
         uut.y.next = (y as u64).into();
@@ -99,13 +111,18 @@ fn paced_lane(op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32) -> u32
         uut.imm.next = (imm as u64).into();
         uut.word.next = (word as u64).into();
     };
-    set(&mut uut, x, y, imm);
+    set(&mut uut, x, y, array, imm);
     uut.enable.next = true;
-    crate::testing::tick(&mut uut, |u| &mut u.clock);
-    set(&mut uut, !x, !y, !imm);
+    for _ in 0..steps(build, op) {
+        crate::testing::tick(&mut uut, |u| &mut u.clock);
+    }
+    set(&mut uut, !x, !y, !array, !imm);
     uut.enable.next = false;
     crate::testing::tick(&mut uut, |u| &mut u.clock);
-    set(&mut uut, x, y, imm);
+    let array_row = matches!(op, AccOp::Accumulate | AccOp::Overwrite) && build.staged;
+    if !array_row {
+        set(&mut uut, x, y, array, imm);
+    }
     settle(&mut uut);
     uut.result.val().to_u32()
 }
@@ -161,11 +178,15 @@ proptest! {
             lane(Dtype::Bf16, op, x, y, a, imm, w), want,
             "{:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}", op, x, y, a, imm
         );
-        // The paced lane (its product registered) in a row's second cycle.
-        prop_assert_eq!(
-            paced_lane(op, x, y, a, imm, w), want,
-            "paced {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}", op, x, y, a, imm
-        );
+        // The lanes with a registered product, a staged add, or both, in the cycle they write.
+        for (paced, staged) in [(true, false), (false, true), (true, true)] {
+            let build = LaneBuild { paced, staged, int8_max: true };
+            prop_assert_eq!(
+                written(build, op, x, y, a, imm, w), want,
+                "{:?}: {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}",
+                build, op, x, y, a, imm
+            );
+        }
     }
 }
 
@@ -210,7 +231,8 @@ fn verilog_matches_core() {
         })
         .collect();
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        let got = yosys_eval(&verilog_of(AccLane::new(dtype, false, true)), &inputs, "result");
+        let build = LaneBuild { int8_max: true, ..LaneBuild::default() };
+        let got = yosys_eval(&verilog_of(AccLane::new(dtype, build)), &inputs, "result");
         let runs = ops(dtype);
         for (&(op, x, y, a, imm), &g) in cases.iter().zip(&got) {
             if !runs.contains(&op) {
@@ -229,8 +251,10 @@ fn verilog_matches_core() {
 #[test]
 fn verilog_is_valid() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        for (paced, int8_max) in [(false, true), (true, true), (false, false)] {
-            let verilog = verilog_of(AccLane::new(dtype, paced, int8_max));
+        for (paced, staged, int8_max) in
+            [(false, false, true), (true, false, true), (false, false, false), (true, true, true)]
+        {
+            let verilog = verilog_of(AccLane::new(dtype, LaneBuild { paced, staged, int8_max }));
             yosys_validate("acc_lane", &verilog).unwrap();
         }
     }
@@ -241,7 +265,7 @@ fn verilog_is_valid() {
 #[test]
 fn an_int8_lane_without_its_comparator_has_none() {
     let run = |int8_max| {
-        let mut uut = AccLane::new(Dtype::Int8, false, int8_max);
+        let mut uut = AccLane::new(Dtype::Int8, LaneBuild { int8_max, ..LaneBuild::default() });
         uut.connect_all();
         uut.op.next = AccOp::Max;
         uut.x.next = 1.into();
@@ -251,8 +275,9 @@ fn an_int8_lane_without_its_comparator_has_none() {
         uut.result.val().to_u32()
     };
     assert_eq!((run(true), run(false)), (5, 9));
-    let with = verilog_of(AccLane::new(Dtype::Int8, false, true));
-    let without = verilog_of(AccLane::new(Dtype::Int8, false, false));
+    let with =
+        verilog_of(AccLane::new(Dtype::Int8, LaneBuild { int8_max: true, ..Default::default() }));
+    let without = verilog_of(AccLane::new(Dtype::Int8, LaneBuild::default()));
     // `y_above` is the comparator's own signal.
     assert!(with.contains("y_above"), "the comparator is emitted");
     assert!(!without.contains("y_above"), "no comparator is emitted");

@@ -18,7 +18,8 @@
 //!   it overlaps a running matmul: this is what the shadow registers are for.
 //! * the **array** runs `Matmul` (WS): `rows + R + C - 1` cycles, and `MatmulOs` (OS):
 //!   `k + R + C - 2` cycles of compute plus one cycle per drained row; on PEs that register their
-//!   products (`pe_stages` 2) one cycle more each (`timing::ws_latency`, `timing::os_latency`).
+//!   products (`pe_stages` 2) one cycle more each, and on lanes whose f32 add is staged
+//!   (`add_stages` 2) one more again (`timing::ws_latency`, `timing::os_latency`).
 //!   It dispatches when the
 //!   sequencer and the array are idle; with `swap` it also waits for the shadow to be full, and
 //!   swaps it in at dispatch.
@@ -45,7 +46,9 @@
 //! exact value, added one cycle later to a sum that is itself one cycle late. So the array is
 //! stepped as unregistered PEs and only its results are late: a WS row is written
 //! `timing::ws_latency` cycles after it entered (the de-skew buffer holds `C + P - 1` rows), and
-//! an OS drain starts `P - 1` cycles after the compute, the PEs holding still meanwhile.
+//! an OS drain starts `P - 1` cycles after the compute, the PEs holding still meanwhile. A
+//! staged lane add (`add_stages = 2`) makes every result row one cycle later again, in the same
+//! way: the row is what it was, and it is written later.
 
 extern crate alloc;
 use alloc::collections::VecDeque;
@@ -291,7 +294,9 @@ impl<A: Arith> CycleMachine<A> {
     fn step_ws(&mut self, t: u64) {
         let (r, c) = (self.dims().0, self.dims().1);
         let ring = deskew_rows(&self.mem.config) as u64;
-        let late = self.mem.config.pe_stages as u64 - 1;
+        // Cycles a result spends after the array's last column: registered products, and a
+        // staged lane's add.
+        let late = crate::timing::ws_latency(&self.mem.config) - (r + c - 1) as u64;
         // The de-skewed row that entered at `t - ws_latency` leaves for the accumulator.
         if let Some(slot) = t.checked_sub(crate::timing::ws_latency(&self.mem.config)) {
             if let Some((op, m)) = self.fed_at(slot) {
@@ -475,9 +480,9 @@ impl<A: Arith> Machine for CycleMachine<A> {
 }
 
 /// Rows of the WS de-skew buffer: a row's column 0 leaves the (unregistered) array
-/// `ws_latency - (R - 1) = C + pe_stages - 1` cycles before the row is written.
+/// `ws_latency - (R - 1) = C + pe_stages - 1 + add_stages - 1` cycles before the row is written.
 fn deskew_rows(config: &ArrayConfig) -> usize {
-    config.cols as usize + config.pe_stages as usize - 1
+    (crate::timing::ws_latency(config) - (config.rows as u64 - 1)) as usize
 }
 
 /// `validate_program` guarantees a `Halt`, and the dispatcher never passes one.
