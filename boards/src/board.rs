@@ -77,6 +77,8 @@ pub struct Preset {
     pub acc_write_stage: bool,
     /// The DRAM's writes registered on the way in (`systole_hdl::TopConfig::dram_write_stage`).
     pub dram_write_stage: bool,
+    /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
+    pub pnr_aim_mhz: Option<f64>,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
     /// by `systole board build` and copied there), if it was measured.
     pub measured: Option<&'static str>,
@@ -133,20 +135,32 @@ impl Board {
         c
     }
 
-    /// Where this board's flow forms the PEs' products when it has only one way: in the
-    /// iCEBreaker's DSPs (Debian's Yosys has no Booth pass), in the Alchitry Cu's logic (it has
-    /// no multipliers). `None` on the ECP5 boards, which take either (`--pe-products`).
-    pub fn only_pe_products(&self) -> Option<PeProducts> {
+    /// Where this board's flow can form the PEs' products (`--pe-products`): the ECP5 boards
+    /// in their multipliers or in LUTs; the iCEBreaker in its DSPs, one or two products to
+    /// each (Debian's Yosys has no Booth pass); the Alchitry Cu in logic (it has no
+    /// multipliers).
+    pub fn pe_products_ways(&self) -> &'static [PeProducts] {
         match (self.family, self.dsps) {
-            (Family::Ecp5, _) => None,
-            (Family::Ice40, true) => Some(PeProducts::Dsp),
-            (Family::Ice40, false) => Some(PeProducts::Logic),
+            (Family::Ecp5, _) => &[PeProducts::Dsp, PeProducts::Logic],
+            (Family::Ice40, true) => &[PeProducts::Dsp, PeProducts::DspPairs],
+            (Family::Ice40, false) => &[PeProducts::Logic],
         }
     }
 
     /// The clock a build in `dtype` defaults to: its default build's, else the INT8 build's.
     pub fn default_clock(&self, dtype: Dtype) -> f64 {
         self.preset(dtype).unwrap_or(&self.int8).mhz
+    }
+
+    /// What nextpnr aims at for a build in `dtype` at `mhz` when `--pnr-mhz` does not say: the
+    /// default build's aim at its own clock, else the clock itself (`None`).
+    pub fn default_aim(&self, dtype: Dtype, mhz: f64) -> Option<f64> {
+        let p = self.preset(dtype)?;
+        if p.mhz == mhz {
+            p.pnr_aim_mhz
+        } else {
+            None
+        }
     }
 
     /// File name of the bitstream.
@@ -195,6 +209,7 @@ pub const ICEBREAKER: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        pnr_aim_mhz: None,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -233,6 +248,7 @@ pub const ALCHITRY_CU: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        pnr_aim_mhz: None,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,983 cells). Its lanes register their product (`Scale` and `Axpy`
@@ -254,6 +270,7 @@ pub const ALCHITRY_CU: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        pnr_aim_mhz: None,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -292,6 +309,7 @@ pub const ULX3S_85F: Board = Board {
         spad_write_stage: true,
         acc_write_stage: false,
         dram_write_stage: false,
+        pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
@@ -314,6 +332,7 @@ pub const ULX3S_85F: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
@@ -346,6 +365,7 @@ pub const ULX3S_25F: Board = Board {
         spad_write_stage: true,
         acc_write_stage: true,
         dram_write_stage: false,
+        pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68), its PEs' too (69), its
@@ -367,6 +387,7 @@ pub const ULX3S_25F: Board = Board {
         spad_write_stage: false,
         acc_write_stage: true,
         dram_write_stage: false,
+        pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -418,13 +439,13 @@ mod tests {
                 assert_eq!(built.spad_write_stage, p.spad_write_stage, "{what}");
                 assert_eq!(built.acc_write_stage, p.acc_write_stage, "{what}");
                 assert_eq!(built.dram_write_stage, p.dram_write_stage, "{what}");
+                assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.
-                let before = b.only_pe_products().unwrap_or(PeProducts::Dsp);
+                let ways = b.pe_products_ways();
+                let before = if ways.len() == 1 { ways[0] } else { PeProducts::Dsp };
                 assert_eq!(built.pe_products.unwrap_or(before), p.pe_products, "{what}");
-                if let Some(only) = b.only_pe_products() {
-                    assert_eq!(p.pe_products, only, "{what}: the only way its flow has");
-                }
+                assert!(ways.contains(&p.pe_products), "{what}: not a way its flow has");
                 assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{what}: {r:?}");
                 // The critical path is what limits fmax: its delay is the clock period reached.
                 match &r.critical_path {

@@ -26,22 +26,28 @@ impl Router {
     }
 }
 
-/// How nextpnr places and routes: its placement seed and its router. Both change the achieved
-/// fmax, so the report records them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// How nextpnr places and routes: its placement seed, its router and the frequency it aims at.
+/// Each changes the achieved fmax, so the report records them.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pnr {
     pub seed: u32,
     pub router: Router,
+    /// The frequency nextpnr's timing-driven placement and routing aim at (its `--freq`) when
+    /// it is not the clock. A large design aimed below its clock can place better and route far
+    /// faster than aimed at it (docs/DECISIONS.md 91); the achieved fmax, never the aim, says
+    /// whether the clock is met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aim_mhz: Option<f64>,
 }
 
 impl Default for Pnr {
     fn default() -> Pnr {
-        Pnr { seed: 1, router: Router::Router1 }
+        Pnr { seed: 1, router: Router::Router1, aim_mhz: None }
     }
 }
 
-/// Places and routes `dir/netlist.json` against `constraints` (a file in `dir`) at
-/// `target_mhz`. Writes nextpnr's own report, `dir/nextpnr-report.json`, the routed design
+/// Places and routes `dir/netlist.json` against `constraints` (a file in `dir`), aiming at
+/// `target_mhz` unless `pnr` names another aim. Writes nextpnr's own report, `dir/nextpnr-report.json`, the routed design
 /// (`routed.asc` or `routed.config`) and its whole output to `dir/nextpnr.log`. Timing
 /// failures do not stop it: the report says whether timing was met.
 /// `progress` is told the router's headway, a line at a time ([`routing_progress`]).
@@ -53,7 +59,7 @@ pub fn place_and_route(
     pnr: Pnr,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), ToolError> {
-    let freq = format!("{target_mhz}");
+    let freq = format!("{}", pnr.aim_mhz.unwrap_or(target_mhz));
     let seed = pnr.seed.to_string();
     let mut args: Vec<&str> = board.device.to_vec();
     args.extend([

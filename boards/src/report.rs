@@ -91,7 +91,8 @@ pub struct Report {
     /// The accelerator built (absent for designs other than `systole_top`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built: Option<Built>,
-    /// nextpnr's seed and router (reports from before they were recorded used the defaults).
+    /// nextpnr's seed, router and aim (reports from before they were recorded used the
+    /// defaults).
     #[serde(default)]
     pub pnr: Pnr,
     /// iCE40 logic cells (LUT4 + FF pairs) or ECP5 LUT4s ("TRELLIS_COMB").
@@ -398,10 +399,15 @@ mod tests {
             "utilization": {"TRELLIS_COMB": {"available": 83640, "used": 100}}}"#;
         let mut r = parse(json, Family::Ecp5, "ulx3s", "85k", 15.0, 0).unwrap();
         assert_eq!(r.pnr, Pnr::default());
-        r.pnr = Pnr { seed: 7, router: crate::nextpnr::Router::Router2 };
+        r.pnr = Pnr { seed: 7, router: crate::nextpnr::Router::Router2, aim_mhz: None };
         let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains(r#""pnr":{"seed":7,"router":"router2"}"#), "{text}");
         assert_eq!(Report::from_json(&text).unwrap(), r);
+        // An aim other than the clock is recorded beside them.
+        let aimed = Report { pnr: Pnr { aim_mhz: Some(12.5), ..r.pnr }, ..r.clone() };
+        let aimed_text = serde_json::to_string(&aimed).unwrap();
+        assert!(aimed_text.contains(r#""router":"router2","aim_mhz":12.5}"#), "{aimed_text}");
+        assert_eq!(Report::from_json(&aimed_text).unwrap(), aimed);
         // Reports written before the seed and router were recorded used nextpnr's defaults.
         let old = text.replace(r#""pnr":{"seed":7,"router":"router2"},"#, "");
         assert_eq!(Report::from_json(&old).unwrap().pnr, Pnr::default());

@@ -34,7 +34,7 @@ use systole_core::{ArrayConfig, Dataflow, Dtype};
 
 use crate::delay::Delay;
 use crate::optional::Optional;
-use crate::pe::{Mac, PeOs, PeWs, WsWeights, TAG_BITS};
+use crate::pe::{DspPair, Mac, PeOs, PeWs, WsWeights, TAG_BITS};
 
 /// One hand-written wire `dst = src` of the mesh, as Verilog AST.
 fn wire(dst: String, src: String) -> ast::VerilogStatement {
@@ -47,6 +47,7 @@ fn wire(dst: String, src: String) -> ast::VerilogStatement {
 fn wire_zero(dst: String, bits: usize) -> ast::VerilogStatement {
     let zero: VerilogLiteral = match bits {
         1 => false.into(),
+        8 => Bits::<8>::default().into(),
         16 => Bits::<16>::default().into(),
         _ => Bits::<32>::default().into(),
     };
@@ -92,6 +93,9 @@ pub struct ArrayWs {
     /// The de-skewed output row of this cycle.
     pub out: Vec<Signal<Out, Bits<32>>>,
     pes: Vec<PeWs>,
+    /// Paired PEs' DSPs: pair `q` forms the products of PEs `2q` and `2q + 1` (empty unless the
+    /// array is [`ArrayWs::paired`]).
+    pairs: Vec<DspPair>,
     skew: Vec<Delay<Bits<16>>>,
     skew_tag: Vec<Delay<Bits<TAG_BITS>>>,
     deskew: Vec<Delay<Bits<32>>>,
@@ -99,9 +103,21 @@ pub struct ArrayWs {
 
 impl ArrayWs {
     pub fn new(config: &ArrayConfig) -> ArrayWs {
+        ArrayWs::build(config, false)
+    }
+
+    /// The array with each two PEs' products formed in one [`DspPair`] (the last PE alone in
+    /// one when there are an odd number): INT8 PEs of two stages, the DSP's product register
+    /// standing for theirs.
+    pub fn paired(config: &ArrayConfig) -> ArrayWs {
+        ArrayWs::build(config, true)
+    }
+
+    fn build(config: &ArrayConfig, paired: bool) -> ArrayWs {
         let (r, c) = (config.rows as usize, config.cols as usize);
         let weights = WsWeights::of(config);
         let tagged = weights == WsWeights::Tagged;
+        let mac = || if paired { Mac::paired() } else { Mac::of(config) };
         ArrayWs {
             clock: Default::default(),
             enable: Default::default(),
@@ -112,7 +128,10 @@ impl ArrayWs {
             swap: Optional::default_when(!tagged),
             load_bank: Optional::default_when(tagged),
             out: vec_port(c),
-            pes: (0..r * c).map(|_| PeWs::new(Mac::of(config), weights)).collect(),
+            pes: (0..r * c).map(|_| PeWs::new(mac(), weights)).collect(),
+            pairs: (0..if paired { (r * c).div_ceil(2) } else { 0 })
+                .map(|_| DspPair::default())
+                .collect(),
             skew: (0..r).map(Delay::new).collect(),
             skew_tag: (0..if tagged { r } else { 0 }).map(Delay::new).collect(),
             deskew: (0..c).map(|j| Delay::new(c - 1 - j)).collect(),
@@ -158,6 +177,22 @@ impl Logic for ArrayWs {
                     if i == 0 { self.w_top[j].val() } else { self.pes[k - c].w_out.val() };
             }
         }
+        for q in 0..self.pairs.len() {
+            let (lo, hi) = (2 * q, 2 * q + 1);
+            self.pairs[q].clock.next = self.clock.val();
+            self.pairs[q].enable.next = self.enable.val();
+            self.pairs[q].a0.next = self.pes[lo].mul_a.val();
+            self.pairs[q].b0.next = self.pes[lo].mul_b.val();
+            self.pes[lo].product.next = self.pairs[q].p0.val();
+            if hi < self.pes.len() {
+                self.pairs[q].a1.next = self.pes[hi].mul_a.val();
+                self.pairs[q].b1.next = self.pes[hi].mul_b.val();
+                self.pes[hi].product.next = self.pairs[q].p1.val();
+            } else {
+                self.pairs[q].a1.next = Bits::default();
+                self.pairs[q].b1.next = Bits::default();
+            }
+        }
         for j in 0..c {
             self.deskew[j].clock.next = self.clock.val();
             self.deskew[j].enable.next = self.enable.val();
@@ -191,6 +226,17 @@ impl Logic for ArrayWs {
             p.a_in.connect();
             p.p_in.connect();
             p.w_in.connect();
+            if p.product.is_some() {
+                p.product.connect();
+            }
+        }
+        for d in &mut self.pairs {
+            d.clock.connect();
+            d.enable.connect();
+            d.a0.connect();
+            d.b0.connect();
+            d.a1.connect();
+            d.b1.connect();
         }
         for (d, o) in self.deskew.iter_mut().zip(&mut self.out) {
             d.clock.connect();
@@ -245,6 +291,22 @@ impl Logic for ArrayWs {
                 } else {
                     wire(format!("pes${k}$w_in"), format!("pes${}$w_out", k - c))
                 });
+            }
+        }
+        for q in 0..self.pairs.len() {
+            let (lo, hi) = (2 * q, 2 * q + 1);
+            code.push(wire(format!("pairs${q}$clock"), "clock".into()));
+            code.push(wire(format!("pairs${q}$enable"), "enable".into()));
+            code.push(wire(format!("pairs${q}$a0"), format!("pes${lo}$mul_a")));
+            code.push(wire(format!("pairs${q}$b0"), format!("pes${lo}$mul_b")));
+            code.push(wire(format!("pes${lo}$product"), format!("pairs${q}$p0")));
+            if hi < self.pes.len() {
+                code.push(wire(format!("pairs${q}$a1"), format!("pes${hi}$mul_a")));
+                code.push(wire(format!("pairs${q}$b1"), format!("pes${hi}$mul_b")));
+                code.push(wire(format!("pes${hi}$product"), format!("pairs${q}$p1")));
+            } else {
+                code.push(wire_zero(format!("pairs${q}$a1"), 8));
+                code.push(wire_zero(format!("pairs${q}$b1"), 8));
             }
         }
         for j in 0..c {
@@ -444,7 +506,14 @@ pub struct Array {
 
 impl Array {
     pub fn new(config: &ArrayConfig) -> Array {
+        Array::build(config, false)
+    }
+
+    /// The array of `config`, its PEs' products formed two to a DSP when `paired` (weight
+    /// stationary only: [`ArrayWs::paired`]).
+    pub fn build(config: &ArrayConfig, paired: bool) -> Array {
         let ws = config.dataflow == Dataflow::WeightStationary;
+        assert!(ws || !paired, "only the weight-stationary array pairs its PEs");
         let tagged = tagged(config);
         Array {
             clock: Default::default(),
@@ -458,7 +527,7 @@ impl Array {
             first: Default::default(),
             drain: Default::default(),
             out: vec_port(config.cols as usize),
-            ws: if ws { vec![ArrayWs::new(config)] } else { vec![] },
+            ws: if ws { vec![ArrayWs::build(config, paired)] } else { vec![] },
             os: if ws { vec![] } else { vec![ArrayOs::new(config)] },
         }
     }
@@ -572,8 +641,16 @@ mod tests {
     /// Drives a WS array through a weight load and a matmul of `a` (rows x R elements) exactly
     /// as cycle.rs times them; returns the rows on `out` in the cycles the accumulators take them.
     fn run_ws(cfg: &ArrayConfig, w: &[Vec<u16>], a: &[Vec<u16>]) -> Vec<Vec<u32>> {
+        run_ws_array(ArrayWs::new(cfg), cfg, w, a)
+    }
+
+    fn run_ws_array(
+        mut arr: ArrayWs,
+        cfg: &ArrayConfig,
+        w: &[Vec<u16>],
+        a: &[Vec<u16>],
+    ) -> Vec<Vec<u32>> {
         let (r, c) = (cfg.rows as usize, cfg.cols as usize);
-        let mut arr = ArrayWs::new(cfg);
         arr.connect_all();
         arr.enable.next = true;
         // Weight loader: R cycles, bottom row first.
@@ -613,6 +690,31 @@ mod tests {
 
     fn lcg(seed: &mut u64) -> u16 {
         (crate::testing::lcg_step(seed) >> 40) as u16
+    }
+
+    /// PEs paired in DSPs (an odd count leaves the last alone in one) sum what core sums in
+    /// the cycles of two-stage PEs.
+    #[test]
+    fn paired_ws_array_matches_core_order_and_timing() {
+        let mut seed = 11;
+        for (rows, cols) in [(3u16, 2u16), (3, 1), (1, 1), (4, 1)] {
+            let cfg = ArrayConfig::new(rows, cols, Dtype::Int8).with_pe_stages(2);
+            let (r, c) = (rows as usize, cols as usize);
+            let arr = ArrayWs::paired(&cfg);
+            assert_eq!(arr.pairs.len(), (r * c).div_ceil(2));
+            let w: Vec<Vec<u16>> =
+                (0..r).map(|_| (0..c).map(|_| lcg(&mut seed) & 0xFF).collect()).collect();
+            let mut a: Vec<Vec<u16>> =
+                (0..5).map(|_| (0..r).map(|_| lcg(&mut seed) & 0xFF).collect()).collect();
+            a[2] = vec![0x80; r];
+            let out = run_ws_array(arr, &cfg, &w, &a);
+            for (m, row) in a.iter().enumerate() {
+                for j in 0..c {
+                    let want = reference::<Int8>(&w, row, j);
+                    assert_eq!(out[m][j], want, "{rows}x{cols}: row {m} col {j}");
+                }
+            }
+        }
     }
 
     #[test]

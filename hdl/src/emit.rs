@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rust_hdl::prelude::*;
 use serde::Serialize;
-use systole_core::{ArrayConfig, ConfigError, Dataflow, Schedule};
+use systole_core::{ArrayConfig, ConfigError, Dataflow, Dtype, Schedule};
 
 use crate::array::{ArrayOs, ArrayWs};
 use crate::top::{SystoleTop, SystoleTopDecoupled, TopConfig, MAX_DRAM_BYTES};
@@ -52,6 +52,12 @@ pub enum EmitError {
          yet (its stream unit and scoreboard time results without it); build it blocking"
     )]
     StagedAddDecoupled,
+    #[error(
+        "PE pairs (two INT8 products per iCE40 DSP) need an INT8 weight-stationary array of \
+         two-stage PEs; this one is {dtype}, {dataflow}, {pe_stages} stage(s): use --dtype int8 \
+         --pe-stages 2 (weight-stationary), or products one to a DSP"
+    )]
+    PePairs { dtype: &'static str, dataflow: &'static str, pe_stages: u8 },
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -120,6 +126,16 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     }
     if top.array.add_stages > 1 && top.array.schedule == Schedule::Decoupled {
         return Err(EmitError::StagedAddDecoupled);
+    }
+    let a = &top.array;
+    let pairable =
+        a.dtype == Dtype::Int8 && a.dataflow == Dataflow::WeightStationary && a.pe_stages == 2;
+    if top.pe_pairs && !pairable {
+        return Err(EmitError::PePairs {
+            dtype: a.dtype.name(),
+            dataflow: a.dataflow.short_name(),
+            pe_stages: a.pe_stages,
+        });
     }
     Ok(())
 }
@@ -483,6 +499,19 @@ mod tests {
         assert!(check(&TopConfig::new(staged)).is_ok());
         let decoupled = TopConfig::new(staged.with_schedule(Schedule::Decoupled));
         assert!(matches!(check(&decoupled), Err(EmitError::StagedAddDecoupled)));
+    }
+
+    #[test]
+    fn pe_pairs_need_two_stage_int8_weight_stationary_pes() {
+        let int8 = ArrayConfig::new(3, 1, Dtype::Int8).with_pe_stages(2);
+        let paired = |a: ArrayConfig| TopConfig { pe_pairs: true, ..TopConfig::new(a) };
+        assert!(check(&paired(int8)).is_ok());
+        let one_stage = check(&paired(ArrayConfig::new(3, 1, Dtype::Int8))).unwrap_err();
+        assert!(one_stage.to_string().contains("1 stage(s)"), "{one_stage}");
+        let bf16 = ArrayConfig::new(3, 1, Dtype::Bf16).with_pe_stages(2);
+        assert!(matches!(check(&paired(bf16)), Err(EmitError::PePairs { dtype: "bf16", .. })));
+        let os = ArrayConfig { dataflow: Dataflow::OutputStationary, ..int8 };
+        assert!(matches!(check(&paired(os)), Err(EmitError::PePairs { .. })));
     }
 
     #[test]

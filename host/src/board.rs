@@ -53,6 +53,7 @@ fn list_text() -> String {
                 // The PEs' products where the part's usual place is not: LUTs beside multipliers.
                 let products = match (b.dsps, p.pe_products) {
                     (true, PeProducts::Logic) => ", PE products in logic",
+                    (_, PeProducts::DspPairs) => ", PE products two to a DSP",
                     _ => "",
                 };
                 let stages = match p.convert_stages {
@@ -142,6 +143,12 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     if let Some(cycles) = args.scale_cycles {
         config.scale_cycles = cycles;
     }
+    // Paired products are registered in their DSP: two-stage PEs unless asked otherwise (and
+    // then refused by the emitter, naming why).
+    let pe_pairs = pe_products(b, dtype, args.pe_products)? == PeProducts::DspPairs;
+    if pe_pairs {
+        config.pe_stages = 2;
+    }
     if let Some(stages) = args.pe_stages {
         config.pe_stages = stages;
     }
@@ -163,36 +170,41 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         spad_write_stage: args.spad_write_stage.unwrap_or(preset.spad_write_stage),
         acc_write_stage: args.acc_write_stage.unwrap_or(preset.acc_write_stage),
         dram_write_stage: args.dram_write_stage.unwrap_or(preset.dram_write_stage),
+        pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
 }
 
 /// Where a build on `b` in `dtype` forms the PEs' products: as asked, else as the board's
-/// default build in that dtype does; a board with only one way (`Board::only_pe_products`)
-/// refuses the other.
+/// default build in that dtype does; a way the board's flow does not have
+/// (`Board::pe_products_ways`) is refused.
 pub fn pe_products(
     b: &Board,
     dtype: Dtype,
     asked: Option<PeProductsArg>,
 ) -> anyhow::Result<PeProducts> {
-    let asked = asked.map(|a| match a {
+    let ways = b.pe_products_ways();
+    let default = b.preset(dtype).map_or(ways[0], |p| p.pe_products);
+    let chosen = asked.map_or(default, |a| match a {
         PeProductsArg::Dsp => PeProducts::Dsp,
+        PeProductsArg::DspPairs => PeProducts::DspPairs,
         PeProductsArg::Logic => PeProducts::Logic,
     });
-    let Some(only) = b.only_pe_products() else {
-        let default = b.preset(dtype).map_or(PeProducts::Dsp, |p| p.pe_products);
-        return Ok(asked.unwrap_or(default));
-    };
-    match asked {
-        Some(a) if a != only => bail!(
-            "--pe-products {}: {} builds its PEs' products only in {} (the ECP5 boards take \
-             either)",
-            a.name(),
-            b.name,
-            if only == PeProducts::Dsp { "its DSPs" } else { "logic: it has no multipliers" }
-        ),
-        _ => Ok(only),
+    if ways.contains(&chosen) {
+        return Ok(chosen);
     }
+    let names: Vec<&str> = ways.iter().map(|w| w.name()).collect();
+    let why = match (b.dsps, chosen) {
+        (false, _) => "it has no multipliers",
+        (true, PeProducts::Logic) => "Debian's Yosys, its flow, has no Booth pass",
+        _ => "only the iCE40 UP5K's DSPs have the dual 8 x 8 mode",
+    };
+    bail!(
+        "--pe-products {}: {} builds its PEs' products only as {} ({why})",
+        chosen.name(),
+        b.name,
+        names.join(" or ")
+    )
 }
 
 /// `, scratchpad and DRAM writes registered` and the like: the memories built with a write
@@ -272,12 +284,16 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             RouterArg::Router1 => Router::Router1,
             RouterArg::Router2 => Router::Router2,
         },
+        aim_mhz: args
+            .pnr_mhz
+            .or_else(|| b.default_aim(config.dtype, config.clock_mhz))
+            .filter(|&aim| aim != config.clock_mhz),
     };
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
          conversion stages, requantize {} a row{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
-         products in {}; nextpnr {}, seed {})",
+         products in {}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
         config.acc_depth,
@@ -308,7 +324,8 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         args.out.display(),
         pe_products.name(),
         pnr.router.name(),
-        pnr.seed
+        pnr.seed,
+        pnr.aim_mhz.map_or(String::new(), |aim| format!(", aimed at {} MHz", mhz(aim)))
     );
     let mut progress = |line: &str| eprintln!("  {line}");
     match flow::build(&b, &design, config.clock_mhz, pnr, &args.out, &mut progress) {
@@ -519,5 +536,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("requant_cycles = 3"), "{err}");
+    }
+
+    /// `--pe-products dsp-pairs` pairs the iCEBreaker's PEs in its DSPs, two-stage unless asked
+    /// otherwise (then the emitter refuses it, naming why); a board without the mode refuses it.
+    #[test]
+    fn pe_pairs_are_built_where_the_dsps_have_them() {
+        let ice = super::board("icebreaker").unwrap();
+        let args =
+            build_args(&["icebreaker", "--rows", "8", "--cols", "1", "--pe-products", "dsp-pairs"]);
+        let top = super::top_config(&ice, &args).unwrap();
+        assert!(top.pe_pairs && top.array.pe_stages == 2);
+        assert!(systole_hdl::emit::check(&top).is_ok());
+        let args = build_args(&["icebreaker", "--pe-products", "dsp-pairs", "--pe-stages", "1"]);
+        let one_stage = super::top_config(&ice, &args).unwrap();
+        let err = systole_hdl::emit::check(&one_stage).unwrap_err().to_string();
+        assert!(err.contains("two-stage PEs"), "{err}");
+        let plain = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
+        assert!(!plain.pe_pairs);
+        for (board, asked) in
+            [("ulx3s", "dsp-pairs"), ("alchitry-cu", "dsp"), ("icebreaker", "logic")]
+        {
+            let b = super::board(board).unwrap();
+            let args = build_args(&[board, "--pe-products", asked]);
+            let err = super::top_config(&b, &args).unwrap_err().to_string();
+            assert!(err.contains(&format!("--pe-products {asked}: {board}")), "{err}");
+        }
     }
 }

@@ -117,9 +117,10 @@ pub struct BoardBuildArgs {
     /// on this project's builds).
     #[arg(long, value_enum, default_value_t = RouterArg::Router1)]
     pub router: RouterArg,
-    /// Where the PEs' products are built, on the ECP5 boards: in the FPGA's multipliers (dsp,
-    /// the default) or in LUTs (logic; docs/BOARDS.md). The iCEBreaker builds them in its DSPs,
-    /// the Alchitry Cu, which has none, in logic.
+    /// Where the PEs' products are built (default: the board's default build's): in the FPGA's
+    /// multipliers (dsp), or in LUTs (logic), on the ECP5 boards; on the iCEBreaker in its
+    /// DSPs, one product each (dsp) or two, in their dual 8 x 8 mode (dsp-pairs: INT8,
+    /// two-stage PEs); on the Alchitry Cu, which has none, in logic (docs/BOARDS.md).
     #[arg(long, value_enum)]
     pub pe_products: Option<PeProductsArg>,
     /// Pipeline registers in the requantize and cast lanes, 0 to 3 (default: the board's
@@ -167,6 +168,12 @@ pub struct BoardBuildArgs {
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]
     pub schedule: Option<ScheduleArg>,
+    /// The frequency nextpnr's placement and routing aim at (default: the board's default
+    /// build's at its clock, else the clock). A large design aimed below its clock can route
+    /// far faster and reach a higher fmax; the achieved fmax alone says whether the clock is
+    /// met (docs/BOARDS.md).
+    #[arg(long, value_name = "MHZ", value_parser = parse_mhz)]
+    pub pnr_mhz: Option<f64>,
     /// nextpnr's placement seed (another seed gives another placement and fmax).
     #[arg(long, default_value_t = systole_boards::nextpnr::Pnr::default().seed)]
     pub seed: u32,
@@ -178,6 +185,8 @@ pub struct BoardBuildArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PeProductsArg {
     Dsp,
+    /// Two PEs' INT8 products to each iCE40 UP5K DSP, in its dual 8 x 8 mode.
+    DspPairs,
     Logic,
 }
 

@@ -351,6 +351,20 @@ fn conformance_with_staged_adds() {
     conformance(staged(paced(conformance_top(3, Dtype::Bf16, Dataflow::OutputStationary))), 32);
 }
 
+/// PEs paired two to an iCE40 DSP in its dual 8 x 8 mode (`TopConfig::pe_pairs`, the
+/// iCEBreaker's build), each DSP simulated by Yosys' own model of `SB_MAC16`: a square array
+/// with one PE alone in a DSP, the iCEBreaker's column of eight, and the decoupled top.
+#[test]
+fn conformance_with_pe_pairs() {
+    let paired =
+        |top: TopConfig| TopConfig { array: top.array.with_pe_stages(2), pe_pairs: true, ..top };
+    conformance(paired(conformance_top(3, Dtype::Int8, Dataflow::WeightStationary)), 41);
+    let square = conformance_top(8, Dtype::Int8, Dataflow::WeightStationary);
+    let column = TopConfig { array: ArrayConfig { cols: 1, ..square.array }, ..square };
+    conformance(paired(column), 42);
+    conformance(paired(decoupled(2, Dtype::Int8, Dataflow::WeightStationary)), 43);
+}
+
 #[test]
 fn conformance_16x16_decoupled() {
     conformance(decoupled(16, Dtype::Int8, Dataflow::WeightStationary), 17);

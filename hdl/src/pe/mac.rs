@@ -103,6 +103,36 @@ impl Logic for MacInt8Staged {
     }
 }
 
+/// `y = acc + p`, INT8, where `p` is the registered product of the operands of the cycle
+/// before, formed outside (`mul_a * mul_b` in a [`super::DspPair`] shared with another PE):
+/// [`MacInt8Staged`]'s bits and cycles with its product register in the DSP.
+#[derive(LogicBlock, Default)]
+pub struct MacInt8Paired {
+    pub a: Signal<In, Bits<16>>,
+    pub b: Signal<In, Bits<16>>,
+    pub acc: Signal<In, Bits<32>>,
+    pub y: Signal<Out, Bits<32>>,
+    /// The operands' bytes, to the DSP.
+    pub mul_a: Signal<Out, Bits<8>>,
+    pub mul_b: Signal<Out, Bits<8>>,
+    /// The DSP's registered product of the last enabled cycle's `mul_a * mul_b`.
+    pub product: Signal<In, Bits<16>>,
+    product32: Signal<Local, Bits<32>>,
+}
+
+impl Logic for MacInt8Paired {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.mul_a.next = self.a.val().get_bits::<8>(0);
+        self.mul_b.next = self.b.val().get_bits::<8>(0);
+        self.product32.next = bit_cast::<32, 16>(self.product.val());
+        if self.product.val().get_bit(15) {
+            self.product32.next = bit_cast::<32, 16>(self.product.val()) | 0xFFFF_0000u64;
+        }
+        self.y.next = self.acc.val() + self.product32.val();
+    }
+}
+
 /// `y = acc + p`, BF16, where `p` is the exact product of the operands of the cycle before:
 /// the product registered (it holds while `enable` is off), the f32 sum rounded as
 /// [`MacBf16`]'s.
@@ -136,7 +166,8 @@ impl Logic for MacBf16Staged {
 
 /// The MAC of one dtype and [`ArrayConfig::pe_stages`] (the others' `Vec`s are empty). Only a
 /// two-stage MAC has `clock` and `enable` ([`Optional`]), so a one-stage one is emitted as it
-/// was before the stages existed.
+/// was before the stages existed; only a paired one ([`Mac::paired`]) has `mul_a`, `mul_b` and
+/// `product`, its product formed in a DSP it shares.
 #[derive(LogicBlock)]
 pub struct Mac {
     pub clock: Optional<Signal<In, Clock>>,
@@ -145,10 +176,14 @@ pub struct Mac {
     pub b: Signal<In, Bits<16>>,
     pub acc: Signal<In, Bits<32>>,
     pub y: Signal<Out, Bits<32>>,
+    pub mul_a: Optional<Signal<Out, Bits<8>>>,
+    pub mul_b: Optional<Signal<Out, Bits<8>>>,
+    pub product: Optional<Signal<In, Bits<16>>>,
     int8: Vec<MacInt8>,
     bf16: Vec<MacBf16>,
     int8_staged: Vec<MacInt8Staged>,
     bf16_staged: Vec<MacBf16Staged>,
+    int8_paired: Vec<MacInt8Paired>,
 }
 
 impl Mac {
@@ -168,11 +203,42 @@ impl Mac {
             b: Default::default(),
             acc: Default::default(),
             y: Default::default(),
+            mul_a: Optional::none(),
+            mul_b: Optional::none(),
+            product: Optional::none(),
             int8: one(Dtype::Int8, false).then(MacInt8::default).into_iter().collect(),
             bf16: one(Dtype::Bf16, false).then(MacBf16::default).into_iter().collect(),
             int8_staged: one(Dtype::Int8, true).then(MacInt8Staged::default).into_iter().collect(),
             bf16_staged: one(Dtype::Bf16, true).then(MacBf16Staged::default).into_iter().collect(),
+            int8_paired: vec![],
         }
+    }
+
+    /// A two-stage INT8 MAC whose product register is half of a DSP it shares with another
+    /// PE's ([`super::DspPair`]): its operands' bytes leave on `mul_a` and `mul_b`, their
+    /// product comes back on `product` a cycle later.
+    pub fn paired() -> Mac {
+        Mac {
+            clock: Optional::none(),
+            enable: Optional::none(),
+            a: Default::default(),
+            b: Default::default(),
+            acc: Default::default(),
+            y: Default::default(),
+            mul_a: Optional::default_when(true),
+            mul_b: Optional::default_when(true),
+            product: Optional::default_when(true),
+            int8: vec![],
+            bf16: vec![],
+            int8_staged: vec![],
+            bf16_staged: vec![],
+            int8_paired: vec![MacInt8Paired::default()],
+        }
+    }
+
+    /// Whether the product is formed in a DSP outside ([`Mac::paired`]).
+    pub fn is_paired(&self) -> bool {
+        self.product.is_some()
     }
 
     /// Whether the product is registered (the MAC has a clock).
@@ -212,6 +278,15 @@ impl Logic for Mac {
             self.bf16_staged[k].b.next = self.b.val();
             self.bf16_staged[k].acc.next = self.acc.val();
             self.y.next = self.bf16_staged[k].y.val();
+        }
+        for k in 0..self.int8_paired.len() {
+            self.int8_paired[k].a.next = self.a.val();
+            self.int8_paired[k].b.next = self.b.val();
+            self.int8_paired[k].acc.next = self.acc.val();
+            self.int8_paired[k].product.next = self.product.val();
+            self.mul_a.next = self.int8_paired[k].mul_a.val();
+            self.mul_b.next = self.int8_paired[k].mul_b.val();
+            self.y.next = self.int8_paired[k].y.val();
         }
     }
 }

@@ -13,8 +13,10 @@ use systole_core::{ArrayConfig, Schedule};
 
 use crate::optional::Optional;
 
+mod dsp_pair;
 mod mac;
-pub use mac::{Mac, MacBf16, MacBf16Staged, MacInt8, MacInt8Staged};
+pub use dsp_pair::{ice40_cells_model, module_of, DspPair};
+pub use mac::{Mac, MacBf16, MacBf16Staged, MacInt8, MacInt8Paired, MacInt8Staged};
 
 /// How a weight-stationary PE holds its weights, by the config's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +60,9 @@ const _: () = assert!(WEIGHT_BANKS <= 1 << TAG_BITS);
 ///   bank's weight. There is no `swap`: which bank is active is the tags' business.
 ///
 /// Each kind's ports and registers exist only in its config ([`Optional`]), so a blocking PE
-/// is emitted exactly as before the tags existed.
+/// is emitted exactly as before the tags existed. A PE whose [`Mac`] is paired passes its
+/// operands' bytes out on `mul_a` and `mul_b` and takes their registered product on `product`
+/// from the [`DspPair`] the array gives it.
 #[derive(LogicBlock)]
 pub struct PeWs {
     pub clock: Signal<In, Clock>,
@@ -74,6 +78,9 @@ pub struct PeWs {
     pub tag_out: Optional<Signal<Out, Bits<TAG_BITS>>>,
     pub p_out: Signal<Out, Bits<32>>,
     pub w_out: Signal<Out, Bits<16>>,
+    pub mul_a: Optional<Signal<Out, Bits<8>>>,
+    pub mul_b: Optional<Signal<Out, Bits<8>>>,
+    pub product: Optional<Signal<In, Bits<16>>>,
     a: DFF<Bits<16>>,
     tag: Optional<DFF<Bits<TAG_BITS>>>,
     p: DFF<Bits<32>>,
@@ -87,6 +94,7 @@ impl PeWs {
     /// A PE of `mac`'s dtype and stages ([`Mac::of`] a config) holding `weights`.
     pub fn new(mac: Mac, weights: WsWeights) -> PeWs {
         let tagged = weights == WsWeights::Tagged;
+        let paired = mac.is_paired();
         PeWs {
             clock: Default::default(),
             enable: Default::default(),
@@ -101,6 +109,9 @@ impl PeWs {
             tag_out: Optional::default_when(tagged),
             p_out: Default::default(),
             w_out: Default::default(),
+            mul_a: Optional::default_when(paired),
+            mul_b: Optional::default_when(paired),
+            product: Optional::default_when(paired),
             a: Default::default(),
             tag: Optional::default_when(tagged),
             p: Default::default(),
@@ -142,6 +153,11 @@ mod kernels {
                 self.mac.clock.next = self.clock.val();
                 self.mac.enable.next = self.enable.val();
             }
+            for _k in 0..self.product.len() {
+                self.mac.product.next = self.product.val();
+                self.mul_a.next = self.mac.mul_a.val();
+                self.mul_b.next = self.mac.mul_b.val();
+            }
             self.mac.a.next = self.a_in.val();
             self.mac.b.next = self.active.q.val();
             if self.swap.val() {
@@ -171,6 +187,11 @@ mod kernels {
             for _k in 0..self.mac.clock.len() {
                 self.mac.clock.next = self.clock.val();
                 self.mac.enable.next = self.enable.val();
+            }
+            for _k in 0..self.product.len() {
+                self.mac.product.next = self.product.val();
+                self.mul_a.next = self.mac.mul_a.val();
+                self.mul_b.next = self.mac.mul_b.val();
             }
             for b in 0..self.banks.len() {
                 self.banks[b].clock.next = self.clock.val();

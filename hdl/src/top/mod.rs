@@ -71,6 +71,12 @@ pub struct TopConfig {
     /// a `Store`'s path from the scratchpad or the accumulators through the write rotator ends
     /// at flip-flops rather than at the banks' block RAMs. Results and cycles are the same.
     pub dram_write_stage: bool,
+    /// Each two PEs' INT8 products formed in one iCE40 UP5K DSP in its dual 8 x 8 mode
+    /// ([`crate::pe::DspPair`]), the DSP's product register standing for the PEs' own: a
+    /// weight-stationary INT8 array of two-stage PEs (`ArrayConfig::pe_stages` 2). The same
+    /// results and cycles in half the DSPs; the Verilog instantiates `SB_MAC16`, so only the
+    /// iCE40 flow builds it.
+    pub pe_pairs: bool,
 }
 
 impl TopConfig {
@@ -94,6 +100,7 @@ impl TopConfig {
             spad_write_stage: false,
             acc_write_stage: false,
             dram_write_stage: false,
+            pe_pairs: false,
         }
     }
 
