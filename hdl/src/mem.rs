@@ -439,6 +439,9 @@ pub struct Dram {
     write_word_behind: Signal<Local, Bit>,
     bank_bits: Constant<Bits<32>>,
     bank_mask: Constant<Bits<32>>,
+    /// A byte count's bits below and at or above the number of banks.
+    count_low: Constant<Bits<16>>,
+    count_high: Constant<Bits<16>>,
     /// The word-address bits the banks decode.
     word_mask: Constant<Bits<32>>,
     lanes: Constant<Bits<16>>,
@@ -485,6 +488,8 @@ impl Dram {
             write_word_behind: Default::default(),
             bank_bits: Constant::new((banks.trailing_zeros() as u64).into()),
             bank_mask: Constant::new((banks as u64 - 1).into()),
+            count_low: Constant::new((banks as u64 - 1).into()),
+            count_high: Constant::new((!(banks as u64 - 1) & 0xFFFF).into()),
             word_mask: Constant::new(((1u64 << word_bits) - 1).into()),
             lanes: Constant::new((banks as u64).into()),
             read_low: Default::default(),
@@ -532,9 +537,13 @@ impl Logic for Dram {
                 + (self.read_low.val() > k.to_bits());
             self.banks[k].write_address.next = (self.write_address.val() >> self.bank_bits.val())
                 + (self.write_low.val() > k.to_bits());
-            self.banks[k].write_enable.next = ((k.to_bits::<32>() - self.write_low.val())
-                & self.bank_mask.val())
-                < bit_cast::<32, 16>(self.write_count.val());
+            // Bank k is written when its offset from the first bank is below the count: every
+            // bank when the count reaches a row of banks (its high bits, one shared test), else
+            // a compare of bank-number bits alone.
+            self.banks[k].write_enable.next = (self.write_count.val() & self.count_high.val())
+                .any()
+                || (((k.to_bits::<32>() - self.write_low.val()) & self.bank_mask.val())
+                    < bit_cast::<32, 16>(self.write_count.val() & self.count_low.val()));
             self.banks[k].write_data.next = self.write_rotate.data_out[k].val();
             self.write_rotate.data_in[k].next = self.write_data[k].val();
             self.wrote[k].clock.next = self.clock.val();

@@ -802,15 +802,17 @@ fn board_build_refuses_a_clock_its_pll_cannot_make() {
     assert!(!out_dir.join("systole.bit").exists() && !out_dir.join("report.json").exists());
 }
 
-/// Only the ECP5 boards choose where the PEs' products go: the iCEBreaker's Yosys has no Booth
-/// pass and the Alchitry Cu has no multipliers, so asking otherwise is refused before
-/// synthesis, and nothing is written.
+/// Each board forms the PEs' products only where its flow can: the iCEBreaker's Yosys has no
+/// Booth pass, the Alchitry Cu has no multipliers and only the UP5K's DSPs have the dual 8 x 8
+/// mode, so asking otherwise is refused before synthesis, and nothing is written.
 #[test]
 fn board_build_refuses_pe_products_the_board_cannot_make() {
     let s = Scratch::new();
-    for (board, asked, only) in
-        [("icebreaker", "logic", "only in its DSPs"), ("alchitry-cu", "dsp", "no multipliers")]
-    {
+    for (board, asked, only) in [
+        ("icebreaker", "logic", "only as dsp or dsp-pairs"),
+        ("alchitry-cu", "dsp", "no multipliers"),
+        ("ulx3s", "dsp-pairs", "dual 8 x 8 mode"),
+    ] {
         let out_dir = s.path(board);
         let dir = out_dir.to_str().unwrap();
         let out = systole(["board", "build", board, "--pe-products", asked, "-o", dir]);

@@ -170,6 +170,9 @@ pub struct Sequencer {
     conv_dram_address: Delay<Bits<32>>,
     /// Built for the decoupled schedule: transposing loads exist.
     decoupled: Constant<Bit>,
+    /// A BF16 machine: `CastBf16` and `StoreBf16` run, `Requantize` never does (and the
+    /// other way round on INT8).
+    bf16: Constant<Bit>,
     /// `W - 1`, a block's last cycle.
     width_last: Constant<Bits<16>>,
     /// `W` elements in bytes: from one block's first DRAM element to the next's.
@@ -294,6 +297,7 @@ impl Sequencer {
             conv_store: Delay::new(config.convert_stages as usize),
             conv_dram_address: Delay::new(config.convert_stages as usize),
             decoupled: Constant::new(config.schedule == Schedule::Decoupled),
+            bf16: Constant::new(config.dtype == systole_core::Dtype::Bf16),
             width_last: constant(w as u64 - 1),
             block_step: constant((w * config.dtype.elem_bytes()) as u64),
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
@@ -510,11 +514,13 @@ impl Logic for Sequencer {
                 self.k_load.d.next = self.ins.load.val();
                 self.k_store.d.next = self.ins.store.val();
                 self.k_vector.d.next = self.ins.vector.val();
-                self.k_cast.d.next = self.ins.cast_bf16.val();
-                self.k_requant.d.next = self.ins.requantize.val();
+                // Each conversion runs on its own dtype's machine only (core's checks refuse the
+                // other's), so the other's paths are never built.
+                self.k_cast.d.next = self.ins.cast_bf16.val() && self.bf16.val();
+                self.k_requant.d.next = self.ins.requantize.val() && !self.bf16.val();
                 self.k_load_acc.d.next = self.ins.load_acc.val();
                 self.k_store_spad.d.next = self.ins.store_spad.val();
-                self.k_store_bf16.d.next = self.ins.store_bf16.val();
+                self.k_store_bf16.d.next = self.ins.store_bf16.val() && self.bf16.val();
                 self.k_paced.d.next =
                     self.ins.vector.val() && (self.pace_product.val() || self.pace_sum.val());
                 self.pace_last.d.next = bit_cast::<2, 1>(self.pace_product.val().into())
@@ -939,7 +945,7 @@ mod tests {
                 spad_data: (0..w).map(|_| Default::default()).collect(),
                 seq: Sequencer::new(config),
                 transposer: Transposer::new(config),
-                lanes: (0..w).map(|e| SpadLane::new(e, config.dtype)).collect(),
+                lanes: (0..w).map(|e| SpadLane::new(e, w, config.dtype)).collect(),
                 _es: es,
             }
         }

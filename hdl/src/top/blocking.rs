@@ -99,9 +99,9 @@ impl SystoleTop {
             acc_y: top.acc(config.acc_depth as usize),
             dram: top.dram(),
             array: Array::build(&config, top.pe_pairs),
-            spad_lanes: (0..w).map(|e| SpadLane::new(e, dtype)).collect(),
+            spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
             acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::of(&config))).collect(),
-            words: (0..c).map(WordLane::new).collect(),
+            words: (0..c).map(|j| WordLane::new(j, c)).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))
                 .collect(),

@@ -33,14 +33,27 @@ pub struct SpadLane {
     pub host_writes: Signal<Out, Bit>,
     row_buffer: DFF<Bits<16>>,
     lane: Constant<Bits<16>>,
+    /// The bits of a lane number, and those above: the lane compares and matches on the low
+    /// bits alone once the high ones are known zero (a shared test), so no lane builds a
+    /// 16-bit comparator.
+    low: Constant<Bits<16>>,
+    high: Constant<Bits<16>>,
     bf16: Constant<Bit>,
     mine: Signal<Local, Bits<16>>,
     first: Signal<Local, Bits<16>>,
     loaded: Signal<Local, Bits<16>>,
+    /// The gathered element is this lane's.
+    at_element: Signal<Local, Bit>,
+}
+
+/// The mask of the bits that number `lanes` lanes (lane numbers below the next power of two).
+fn lane_bits(lanes: usize) -> u64 {
+    (lanes.max(2).next_power_of_two() - 1) as u64
 }
 
 impl SpadLane {
-    pub fn new(lane: usize, dtype: Dtype) -> SpadLane {
+    /// Lane `lane` of `lanes`.
+    pub fn new(lane: usize, lanes: usize, dtype: Dtype) -> SpadLane {
         SpadLane {
             clock: Default::default(),
             enable: Default::default(),
@@ -62,10 +75,13 @@ impl SpadLane {
             host_writes: Default::default(),
             row_buffer: Default::default(),
             lane: constant(lane as u64),
+            low: constant(lane_bits(lanes)),
+            high: constant(!lane_bits(lanes) & 0xFFFF),
             bf16: Constant::new(dtype == Dtype::Bf16),
             mine: Default::default(),
             first: Default::default(),
             loaded: Default::default(),
+            at_element: Default::default(),
         }
     }
 }
@@ -87,31 +103,33 @@ impl Logic for SpadLane {
         if self.broadcast.val() {
             self.loaded.next = self.first.val();
         }
+        self.at_element.next = !(self.element.val() & self.high.val()).any()
+            && ((self.element.val() & self.low.val()) == self.lane.val());
         if self.gather.val() {
             self.loaded.next = self.row_buffer.q.val();
-            if self.element.val() == self.lane.val() {
+            if self.at_element.val() {
                 self.loaded.next = self.first.val();
             }
         }
-        if self.enable.val()
-            && self.is_load.val()
-            && self.gather.val()
-            && self.element.val() == self.lane.val()
-        {
+        if self.enable.val() && self.is_load.val() && self.gather.val() && self.at_element.val() {
             self.row_buffer.d.next = self.first.val();
         }
         self.data.next = self.cast.val();
         if self.is_load.val() {
             self.data.next = 0.into();
-            if self.lane.val() < self.length.val() {
+            if (self.length.val() & self.high.val()).any()
+                || ((self.length.val() & self.low.val()) > self.lane.val())
+            {
                 self.data.next = self.loaded.val();
             }
         }
         if self.host.val() {
             self.data.next = self.host_elem.val();
         }
-        self.host_writes.next =
-            self.host.val() && self.host_write.val() && self.host_lane.val() == self.lane.val();
+        self.host_writes.next = self.host.val()
+            && self.host_write.val()
+            && !(self.host_lane.val() & self.high.val()).any()
+            && ((self.host_lane.val() & self.low.val()) == self.lane.val());
     }
 }
 
@@ -125,10 +143,14 @@ pub struct WordLane {
     pub length: Signal<In, Bits<16>>,
     pub word: Signal<Out, Bits<32>>,
     lane: Constant<Bits<16>>,
+    /// As [`SpadLane`]'s: the compare on a lane number's bits alone.
+    low: Constant<Bits<16>>,
+    high: Constant<Bits<16>>,
 }
 
 impl WordLane {
-    pub fn new(lane: usize) -> WordLane {
+    /// Lane `lane` of `lanes`.
+    pub fn new(lane: usize, lanes: usize) -> WordLane {
         WordLane {
             b0: Default::default(),
             b1: Default::default(),
@@ -137,6 +159,8 @@ impl WordLane {
             length: Default::default(),
             word: Default::default(),
             lane: constant(lane as u64),
+            low: constant(lane_bits(lanes)),
+            high: constant(!lane_bits(lanes) & 0xFFFF),
         }
     }
 }
@@ -145,7 +169,9 @@ impl Logic for WordLane {
     #[hdl_gen]
     fn update(&mut self) {
         self.word.next = 0.into();
-        if self.lane.val() < self.length.val() {
+        if (self.length.val() & self.high.val()).any()
+            || ((self.length.val() & self.low.val()) > self.lane.val())
+        {
             self.word.next = bit_cast::<32, 8>(self.b0.val())
                 | (bit_cast::<32, 8>(self.b1.val()) << 8)
                 | (bit_cast::<32, 8>(self.b2.val()) << 16)
