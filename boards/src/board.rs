@@ -77,6 +77,9 @@ pub struct Preset {
     pub acc_write_stage: bool,
     /// The DRAM's writes registered on the way in (`systole_hdl::TopConfig::dram_write_stage`).
     pub dram_write_stage: bool,
+    /// The weight-stationary array's columns summed in adder trees (`systole_hdl::TopConfig::
+    /// adder_tree`).
+    pub adder_tree: bool,
     /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
@@ -175,7 +178,8 @@ impl Board {
 /// iCE40 memories: 30 (UP5K) or 32 (HX8K) block RAMs of 4 Kbit. A 2 x 2 INT8 machine takes 4
 /// for the scratchpad (two copies of two 512 x 8 lanes), 8 for the accumulators (two copies of
 /// two 256 x 32 lanes), 8 for the DRAM's eight 512-byte banks, 8 for the 128-bit FIFO (any depth
-/// up to 256) and 1 for the request buffer: 29.
+/// up to 256; 9 with the words' fault codes, when they are formed as words are queued) and 1 for
+/// the request buffer: 29.
 const ICE40_MEMORIES: Memories =
     Memories { spad_depth: 512, acc_depth: 256, dram_bytes: 4096, fifo_depth: 16 };
 
@@ -190,16 +194,19 @@ pub const ICEBREAKER: Board = Board {
     constraints: include_str!("../icebreaker/icebreaker.pcf"),
     constraints_name: "icebreaker.pcf",
     // Three conversion stages take the requantize lane off the critical path: 13.5 MHz instead of
-    // 8.4, so the oscillator's 12 MHz undivided (DECISIONS 51).
+    // 8.4, so the oscillator's 12 MHz undivided (DECISIONS 51). Four PEs in a column, their
+    // products two to a DSP (DECISIONS 92), fit since the counters are built no wider than
+    // their values and the FIFO's extent bits left its block RAMs (DECISIONS 94); a fifth row
+    // does not (the scratchpad's rows are then no power of two).
     int8: Preset {
-        rows: 1,
+        rows: 4,
         cols: 1,
         mhz: 12.0,
-        pe_products: PeProducts::Dsp,
+        pe_products: PeProducts::DspPairs,
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
-        pe_stages: 1,
+        pe_stages: 2,
         add_stages: 1,
         int8_max: false,
         schedule: Schedule::Blocking,
@@ -209,6 +216,7 @@ pub const ICEBREAKER: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        adder_tree: false,
         pnr_aim_mhz: None,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
@@ -248,6 +256,7 @@ pub const ALCHITRY_CU: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        adder_tree: false,
         pnr_aim_mhz: None,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
@@ -270,6 +279,7 @@ pub const ALCHITRY_CU: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        adder_tree: false,
         pnr_aim_mhz: None,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
@@ -309,6 +319,7 @@ pub const ULX3S_85F: Board = Board {
         spad_write_stage: true,
         acc_write_stage: false,
         dram_write_stage: false,
+        adder_tree: false,
         pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
@@ -332,6 +343,7 @@ pub const ULX3S_85F: Board = Board {
         spad_write_stage: false,
         acc_write_stage: false,
         dram_write_stage: false,
+        adder_tree: false,
         pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
@@ -365,6 +377,7 @@ pub const ULX3S_25F: Board = Board {
         spad_write_stage: true,
         acc_write_stage: true,
         dram_write_stage: false,
+        adder_tree: false,
         pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
@@ -387,6 +400,7 @@ pub const ULX3S_25F: Board = Board {
         spad_write_stage: false,
         acc_write_stage: true,
         dram_write_stage: false,
+        adder_tree: false,
         pnr_aim_mhz: None,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
@@ -439,6 +453,7 @@ mod tests {
                 assert_eq!(built.spad_write_stage, p.spad_write_stage, "{what}");
                 assert_eq!(built.acc_write_stage, p.acc_write_stage, "{what}");
                 assert_eq!(built.dram_write_stage, p.dram_write_stage, "{what}");
+                assert_eq!(built.adder_tree, p.adder_tree, "{what}");
                 assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.

@@ -69,6 +69,10 @@ pub struct Built {
     /// absent in reports from before it existed, which were built without).
     #[serde(default)]
     pub dram_write_stage: bool,
+    /// The weight-stationary array's columns summed in adder trees (`systole_hdl::TopConfig::
+    /// adder_tree`; absent in reports from before it existed, whose arrays were systolic).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adder_tree: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

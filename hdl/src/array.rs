@@ -32,19 +32,20 @@
 use rust_hdl::prelude::*;
 use systole_core::{ArrayConfig, Dataflow, Dtype};
 
+use crate::array_tree::ArrayTree;
 use crate::delay::Delay;
 use crate::optional::Optional;
 use crate::pe::{DspPair, Mac, PeOs, PeWs, WsWeights, TAG_BITS};
 
 /// One hand-written wire `dst = src` of the mesh, as Verilog AST.
-fn wire(dst: String, src: String) -> ast::VerilogStatement {
+pub(crate) fn wire(dst: String, src: String) -> ast::VerilogStatement {
     ast::VerilogStatement::Assignment(
         ast::VerilogExpression::Signal(dst),
         ast::VerilogExpression::Signal(src),
     )
 }
 
-fn wire_zero(dst: String, bits: usize) -> ast::VerilogStatement {
+pub(crate) fn wire_zero(dst: String, bits: usize) -> ast::VerilogStatement {
     let zero: VerilogLiteral = match bits {
         1 => false.into(),
         8 => Bits::<8>::default().into(),
@@ -502,19 +503,22 @@ pub struct Array {
     pub out: Vec<Signal<Out, Bits<32>>>,
     ws: Vec<ArrayWs>,
     os: Vec<ArrayOs>,
+    tree: Vec<ArrayTree>,
 }
 
 impl Array {
     pub fn new(config: &ArrayConfig) -> Array {
-        Array::build(config, false)
+        Array::build(config, false, false)
     }
 
     /// The array of `config`, its PEs' products formed two to a DSP when `paired` (weight
-    /// stationary only: [`ArrayWs::paired`]).
-    pub fn build(config: &ArrayConfig, paired: bool) -> Array {
+    /// stationary only: [`ArrayWs::paired`]), its columns summed in adder trees when `tree`
+    /// ([`ArrayTree`]: blocking weight-stationary INT8 only).
+    pub fn build(config: &ArrayConfig, paired: bool, tree: bool) -> Array {
         let ws = config.dataflow == Dataflow::WeightStationary;
         assert!(ws || !paired, "only the weight-stationary array pairs its PEs");
         let tagged = tagged(config);
+        let systolic = ws && !tree;
         Array {
             clock: Default::default(),
             enable: Default::default(),
@@ -527,9 +531,32 @@ impl Array {
             first: Default::default(),
             drain: Default::default(),
             out: vec_port(config.cols as usize),
-            ws: if ws { vec![ArrayWs::build(config, paired)] } else { vec![] },
+            ws: if systolic { vec![ArrayWs::build(config, paired)] } else { vec![] },
             os: if ws { vec![] } else { vec![ArrayOs::new(config)] },
+            tree: if tree { vec![ArrayTree::new(config, paired)] } else { vec![] },
         }
+    }
+}
+
+type Element = Signal<In, Bits<16>>;
+type Sum = Signal<Out, Bits<32>>;
+
+/// The wrapper's rows (`left`) and weights or `B` rows (`top`) into an inner array's ports,
+/// and its output rows out.
+fn pass_rows(
+    left: &mut [Element],
+    top: &mut [Element],
+    (from_left, from_top): (&[Element], &[Element]),
+    (out, from_out): (&mut [Sum], &[Sum]),
+) {
+    for (l, s) in left.iter_mut().zip(from_left) {
+        l.next = s.val();
+    }
+    for (t, s) in top.iter_mut().zip(from_top) {
+        t.next = s.val();
+    }
+    for (o, s) in out.iter_mut().zip(from_out) {
+        o.next = s.val();
     }
 }
 
@@ -545,30 +572,21 @@ impl Logic for Array {
             } else {
                 a.swap.next = self.swap.val();
             }
-            for (l, s) in a.left.iter_mut().zip(&self.left) {
-                l.next = s.val();
-            }
-            for (t, s) in a.w_top.iter_mut().zip(&self.top) {
-                t.next = s.val();
-            }
-            for (o, s) in self.out.iter_mut().zip(&a.out) {
-                o.next = s.val();
-            }
+            pass_rows(&mut a.left, &mut a.w_top, (&self.left, &self.top), (&mut self.out, &a.out));
+        }
+        for a in &mut self.tree {
+            a.clock.next = self.clock.val();
+            a.enable.next = self.enable.val();
+            a.shift.next = self.shift.val();
+            a.swap.next = self.swap.val();
+            pass_rows(&mut a.left, &mut a.w_top, (&self.left, &self.top), (&mut self.out, &a.out));
         }
         for a in &mut self.os {
             a.clock.next = self.clock.val();
             a.enable.next = self.enable.val();
             a.first.next = self.first.val();
             a.drain.next = self.drain.val();
-            for (l, s) in a.left.iter_mut().zip(&self.left) {
-                l.next = s.val();
-            }
-            for (t, s) in a.top.iter_mut().zip(&self.top) {
-                t.next = s.val();
-            }
-            for (o, s) in self.out.iter_mut().zip(&a.out) {
-                o.next = s.val();
-            }
+            pass_rows(&mut a.left, &mut a.top, (&self.left, &self.top), (&mut self.out, &a.out));
         }
     }
 
@@ -587,6 +605,14 @@ impl Logic for Array {
             a.left.iter_mut().for_each(|s| s.connect());
             a.w_top.iter_mut().for_each(|s| s.connect());
         }
+        for a in &mut self.tree {
+            a.clock.connect();
+            a.enable.connect();
+            a.shift.connect();
+            a.swap.connect();
+            a.left.iter_mut().for_each(|s| s.connect());
+            a.w_top.iter_mut().for_each(|s| s.connect());
+        }
         for a in &mut self.os {
             a.clock.connect();
             a.enable.connect();
@@ -601,7 +627,9 @@ impl Logic for Array {
     fn hdl(&self) -> Verilog {
         let (r, c) = (self.left.len(), self.out.len());
         let mut code = vec![];
-        let (name, top, controls): (_, _, &[&str]) = if self.ws.is_empty() {
+        let (name, top, controls): (_, _, &[&str]) = if !self.tree.is_empty() {
+            ("tree$0", "w_top", &["shift", "swap"])
+        } else if self.ws.is_empty() {
             ("os$0", "top", &["first", "drain"])
         } else if self.tag.is_some() {
             ("ws$0", "w_top", &["shift", "tag", "load_bank"])

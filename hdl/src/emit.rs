@@ -58,6 +58,12 @@ pub enum EmitError {
          --pe-stages 2 (weight-stationary), or products one to a DSP"
     )]
     PePairs { dtype: &'static str, dataflow: &'static str, pe_stages: u8 },
+    #[error(
+        "adder trees need an INT8 weight-stationary array under the blocking schedule (INT8 \
+         sums wrap, so their order is free, and a blocking swap waits for the array to empty); \
+         this one is {dtype}, {dataflow}, {schedule}: build it systolic"
+    )]
+    AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -135,6 +141,13 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
             dtype: a.dtype.name(),
             dataflow: a.dataflow.short_name(),
             pe_stages: a.pe_stages,
+        });
+    }
+    if top.adder_tree && !crate::array_tree::tree_fits(a) {
+        return Err(EmitError::AdderTree {
+            dtype: a.dtype.name(),
+            dataflow: a.dataflow.short_name(),
+            schedule: a.schedule.name(),
         });
     }
     Ok(())
@@ -512,6 +525,20 @@ mod tests {
         assert!(matches!(check(&paired(bf16)), Err(EmitError::PePairs { dtype: "bf16", .. })));
         let os = ArrayConfig { dataflow: Dataflow::OutputStationary, ..int8 };
         assert!(matches!(check(&paired(os)), Err(EmitError::PePairs { .. })));
+    }
+
+    #[test]
+    fn adder_trees_need_blocking_weight_stationary_int8() {
+        let int8 = ArrayConfig::new(4, 2, Dtype::Int8);
+        let tree = |a: ArrayConfig| TopConfig { adder_tree: true, ..TopConfig::new(a) };
+        assert!(check(&tree(int8)).is_ok());
+        assert!(check(&TopConfig { pe_pairs: true, ..tree(int8.with_pe_stages(2)) }).is_ok());
+        let bf16 = check(&tree(ArrayConfig::new(4, 2, Dtype::Bf16))).unwrap_err();
+        assert!(bf16.to_string().contains("this one is bf16, ws, blocking"), "{bf16}");
+        let os = ArrayConfig { dataflow: Dataflow::OutputStationary, ..int8 };
+        assert!(matches!(check(&tree(os)), Err(EmitError::AdderTree { dataflow: "os", .. })));
+        let decoupled = check(&tree(int8.with_schedule(Schedule::Decoupled))).unwrap_err();
+        assert!(decoupled.to_string().contains("decoupled"), "{decoupled}");
     }
 
     #[test]

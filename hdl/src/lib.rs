@@ -10,7 +10,8 @@
 //! * [`pe`]: the INT8 and BF16 multiply-accumulate units and the processing elements.
 //! * [`optional`]: ports and registers that only some configs build (the blocking schedule's
 //!   `swap`, the decoupled one's weight-bank tags), absent from the others' Verilog.
-//! * [`array`](mod@array): the R x C mesh with input skew and output de-skew, weight- and output-stationary.
+//! * [`array`](mod@array): the R x C mesh with input skew and output de-skew, weight- and output-stationary;
+//!   [`array_tree`]: the weight-stationary INT8 array with each column summed in an adder tree.
 //! * [`mem`]: block-RAM lanes (write-first), row memories, the byte-banked DRAM.
 //! * [`vector`]: the accumulator lanes (every vector op, the array's writes).
 //! * [`convert`]: the conversion lanes (cast to bf16, requantize), pipelined by
@@ -31,6 +32,7 @@
 
 pub mod acc_banks;
 pub mod array;
+pub mod array_tree;
 pub mod controller;
 pub mod convert;
 pub mod decode;

@@ -56,6 +56,8 @@ pub struct Ram<const W: usize, const A: usize> {
     _late: Option<(usize, Bits<W>)>,
     _late_forward: bool,
     _late_written: Bits<W>,
+    /// Built in flip-flops ([`Ram::in_logic`]).
+    _in_logic: bool,
 }
 
 impl<const W: usize, const A: usize> Ram<W, A> {
@@ -93,6 +95,7 @@ impl<const W: usize, const A: usize> Ram<W, A> {
             _late: None,
             _late_forward: false,
             _late_written: Bits::<W>::default(),
+            _in_logic: false,
         }
     }
 
@@ -104,6 +107,22 @@ impl<const W: usize, const A: usize> Ram<W, A> {
     /// data pins across the chip.
     pub fn with_write_stage(self) -> Self {
         Ram { _write_stage: true, ..self }
+    }
+
+    /// The same RAM built in flip-flops (Yosys' `ram_style = "logic"`), not in a block RAM:
+    /// for a few bits that would otherwise take a block RAM of their own.
+    pub fn in_logic(self) -> Self {
+        Ram { _in_logic: true, ..self }
+    }
+
+    /// The attributes of the `mem` array: Yosys' `no_rw_check` (module docs), and the
+    /// mapping to flip-flops where built [`Ram::in_logic`].
+    fn mem_attributes(&self) -> &'static str {
+        if self._in_logic {
+            "(* no_rw_check, ram_style = \"logic\" *)"
+        } else {
+            "(* no_rw_check *)"
+        }
     }
 
     pub fn depth(&self) -> usize {
@@ -192,7 +211,7 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
         if !self._write_first && !self._write_stage {
             return Verilog::Custom(format!(
                 "\
-(* no_rw_check *) reg [{msb}:0] mem [0:{last}];
+{attributes} reg [{msb}:0] mem [0:{last}];
 reg [{msb}:0] read_q;
 initial read_q = 0;
 always @(posedge clock) begin
@@ -203,12 +222,14 @@ always @(posedge clock) begin
 end
 always @(*) read_data = read_q;
 ",
+                attributes = self.mem_attributes(),
                 msb = self._bits - 1,
                 last = self._mem.len() - 1,
             ));
         }
         let msb = self._bits - 1;
         Verilog::Custom(forwarding_verilog(
+            self.mem_attributes(),
             [msb, ab - 1, self._mem.len() - 1],
             (&ra, &wa, &kept),
             self._write_first,
@@ -223,6 +244,7 @@ always @(*) read_data = read_q;
 /// waits there takes it. `[msb, amsb, last]` are the word's and the address's top bits and the
 /// last word.
 fn forwarding_verilog(
+    attributes: &str,
     [msb, amsb, last]: [usize; 3],
     (ra, wa, kept): (&str, &str, &str),
     write_first: bool,
@@ -239,7 +261,7 @@ fn forwarding_verilog(
         .chain(pick(&["write_address_q"], &["late_address", "late_address_q"]))
         .collect();
     let flags = pick(&["write_q"], &["late_write", "late_write_q"]);
-    let mut v = format!("(* no_rw_check *) reg [{msb}:0] mem [0:{last}];\n");
+    let mut v = format!("{attributes} reg [{msb}:0] mem [0:{last}];\n");
     for (width, names) in [(msb, &data), (amsb, &addresses)] {
         for name in names {
             v += &format!("reg [{width}:0] {name};\n");
@@ -804,6 +826,42 @@ mod tests {
                 .find(|l| l.trim_start().starts_with(cell))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok());
             assert_eq!(count, Some(want), "{synth} (write stage: {staged}): {cell}s:\n{text}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A RAM built `in_logic` takes no block RAM where the same RAM takes one, with forwarding
+    /// or without.
+    #[test]
+    fn ram_in_logic_takes_no_block_ram() {
+        let dir = std::env::temp_dir().join(format!("systole-logic-ram-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("ram.v");
+        let stat = dir.join("stat.txt");
+        let count = |ram: Ram<16, 16>| {
+            std::fs::write(&file, verilog_of(ram)).unwrap();
+            let script = format!(
+                "read_verilog {}; synth_ice40 -top top; tee -q -o {} stat",
+                file.display(),
+                stat.display()
+            );
+            let out = std::process::Command::new("yosys").args(["-q", "-p", &script]).output();
+            let out = out.expect("yosys must be installed (apt-get install yosys)");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let text = std::fs::read_to_string(&stat).unwrap();
+            let cells = |name: &str| {
+                text.lines()
+                    .find(|l| l.trim_start().starts_with(name))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            (cells("SB_RAM40_4K"), cells("SB_DFFE"))
+        };
+        assert_eq!(count(Ram::read_first(16)).0, 1, "a 16 x 16 RAM in a block RAM");
+        for ram in [Ram::read_first(16).in_logic(), Ram::new(16).in_logic()] {
+            let (brams, enabled_flops) = count(ram);
+            assert_eq!(brams, 0, "built in logic");
+            assert!(enabled_flops >= 256, "its 256 bits in flip-flops: {enabled_flops}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -85,7 +85,8 @@ fn list_text() -> String {
                     s => format!("{stages}, {}", s.name()),
                 };
                 let staged =
-                    write_stages(p.spad_write_stage, p.acc_write_stage, p.dram_write_stage);
+                    write_stages(p.spad_write_stage, p.acc_write_stage, p.dram_write_stage)
+                        + adder_tree(p.adder_tree);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
                     p.rows,
@@ -170,6 +171,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         spad_write_stage: args.spad_write_stage.unwrap_or(preset.spad_write_stage),
         acc_write_stage: args.acc_write_stage.unwrap_or(preset.acc_write_stage),
         dram_write_stage: args.dram_write_stage.unwrap_or(preset.dram_write_stage),
+        adder_tree: args.adder_tree.unwrap_or(preset.adder_tree),
         pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
@@ -219,6 +221,15 @@ fn write_stages(spad: bool, acc: bool, dram: bool) -> String {
     }
 }
 
+/// The words `board list` and `board build` add for an array summed in adder trees.
+fn adder_tree(on: bool) -> &'static str {
+    if on {
+        ", columns summed in adder trees"
+    } else {
+        ""
+    }
+}
+
 /// What `report.json` records of the accelerator.
 pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
     let a = &top.array;
@@ -244,6 +255,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         spad_write_stage: top.spad_write_stage,
         acc_write_stage: top.acc_write_stage,
         dram_write_stage: top.dram_write_stage,
+        adder_tree: top.adder_tree,
         pe_products: Some(pe_products),
     }
 }
@@ -292,7 +304,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -318,6 +330,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             _ => "",
         },
         write_stages(m.spad_write_stage, m.acc_write_stage, m.dram_write_stage),
+        adder_tree(m.adder_tree),
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),
@@ -538,6 +551,22 @@ mod tests {
         assert!(err.contains("requant_cycles = 3"), "{err}");
     }
 
+    /// `--adder-tree true` sums the columns in trees where the array is blocking
+    /// weight-stationary INT8 (and says so in the report); the emitter refuses it elsewhere,
+    /// naming why.
+    #[test]
+    fn adder_trees_are_built_on_blocking_int8_arrays() {
+        let ice = super::board("icebreaker").unwrap();
+        let top = super::top_config(&ice, &build_args(&["icebreaker", "--adder-tree", "true"]));
+        let top = top.unwrap();
+        assert!(top.adder_tree && systole_hdl::emit::check(&top).is_ok());
+        assert!(super::built(&top, super::PeProducts::DspPairs).adder_tree);
+        let b = super::board("ulx3s").unwrap();
+        let decoupled = super::top_config(&b, &build_args(&["ulx3s", "--adder-tree", "true"]));
+        let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
+        assert!(err.contains("adder trees need") && err.contains("decoupled"), "{err}");
+    }
+
     /// `--pe-products dsp-pairs` pairs the iCEBreaker's PEs in its DSPs, two-stage unless asked
     /// otherwise (then the emitter refuses it, naming why); a board without the mode refuses it.
     #[test]
@@ -552,8 +581,10 @@ mod tests {
         let one_stage = super::top_config(&ice, &args).unwrap();
         let err = systole_hdl::emit::check(&one_stage).unwrap_err().to_string();
         assert!(err.contains("two-stage PEs"), "{err}");
-        let plain = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
-        assert!(!plain.pe_pairs);
+        let default = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
+        assert!(default.pe_pairs && default.array.pe_stages == 2, "the default build pairs");
+        let one = build_args(&["icebreaker", "--pe-products", "dsp"]);
+        assert!(!super::top_config(&ice, &one).unwrap().pe_pairs);
         for (board, asked) in
             [("ulx3s", "dsp-pairs"), ("alchitry-cu", "dsp"), ("icebreaker", "logic")]
         {

@@ -164,6 +164,11 @@ pub struct BoardBuildArgs {
     /// `Store`'s path into DRAM ends at flip-flops; default: the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub dram_write_stage: Option<bool>,
+    /// Whether the weight-stationary array sums each column in an adder tree instead of down
+    /// its PEs (the same results and cycles in less logic: blocking INT8 only; default: the
+    /// board's default build's).
+    #[arg(long, value_name = "true|false")]
+    pub adder_tree: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

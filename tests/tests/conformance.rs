@@ -365,6 +365,23 @@ fn conformance_with_pe_pairs() {
     conformance(paired(decoupled(2, Dtype::Int8, Dataflow::WeightStationary)), 43);
 }
 
+/// Each column summed in an adder tree (`TopConfig::adder_tree`): one-stage and two-stage
+/// products, and the iCEBreaker's column of eight with its products paired in DSPs.
+#[test]
+fn conformance_with_adder_trees() {
+    let tree = |top: TopConfig| TopConfig { adder_tree: true, ..top };
+    conformance(tree(conformance_top(3, Dtype::Int8, Dataflow::WeightStationary)), 51);
+    let two_stage = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
+    conformance(tree(TopConfig { array: two_stage.array.with_pe_stages(2), ..two_stage }), 52);
+    let square = conformance_top(8, Dtype::Int8, Dataflow::WeightStationary);
+    let column = TopConfig {
+        array: ArrayConfig { cols: 1, ..square.array }.with_pe_stages(2),
+        pe_pairs: true,
+        ..square
+    };
+    conformance(tree(column), 53);
+}
+
 #[test]
 fn conformance_16x16_decoupled() {
     conformance(decoupled(16, Dtype::Int8, Dataflow::WeightStationary), 17);

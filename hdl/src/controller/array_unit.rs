@@ -6,7 +6,7 @@ use rust_hdl::prelude::*;
 use crate::decoded::Decoded;
 use systole_core::{timing, ArrayConfig};
 
-use crate::decode::constant;
+use crate::decode::{constant, holding};
 use crate::delay::Delay;
 use crate::vector::AccOp;
 
@@ -59,6 +59,9 @@ pub struct ArrayUnit {
     /// `timing::os_latency` (output-stationary, `R + C - 2`), less `timing::lane_latency`:
     /// the cycle a result row leaves the array.
     skew: Constant<Bits<18>>,
+    /// The bits the cycle counts can have: an op's last cycle is below `skew` plus its rows and
+    /// its `k`, each within a memory (docs/DECISIONS.md 94).
+    tau_bits: Constant<Bits<18>>,
     /// Lanes with a staged add (`timing::lane_latency` 1) write each row a cycle after it
     /// leaves the array: the writes pass these delays, and the unit is free a cycle after its
     /// last cycle, when its last row is written (else they are wires).
@@ -109,6 +112,9 @@ impl ArrayUnit {
             writing_q: Default::default(),
             weight_stationary: Constant::new(ws),
             skew: constant(latency - late),
+            tau_bits: constant(holding(
+                latency + config.spad_depth as u64 + config.spad_depth.max(config.acc_depth) as u64,
+            )),
             staged: Constant::new(late > 0),
             late_write: Delay::new(late as usize),
             late_row: Delay::new(late as usize),
@@ -152,7 +158,7 @@ impl Logic for ArrayUnit {
         self.late_op.enable.next = self.enable.val();
         if self.enable.val() {
             if self.busy.q.val() {
-                self.tau.d.next = self.tau.q.val() + 1;
+                self.tau.d.next = (self.tau.q.val() + 1) & self.tau_bits.val();
                 self.a_ptr.d.next = self.a_ptr.q.val() + 1;
                 self.b_ptr.d.next = self.b_ptr.q.val() + 1;
                 if self.writing.val() {
@@ -175,16 +181,21 @@ impl Logic for ArrayUnit {
                     // more on two-stage PEs, as in the OS drain below).
                     self.out_from.d.next = self.skew.val();
                     self.last_tau.d.next =
-                        self.skew.val() + bit_cast::<18, 16>(self.ins.rows.val()) - 1;
-                    self.feed_rows.d.next = bit_cast::<18, 16>(self.ins.rows.val());
+                        (self.skew.val() + bit_cast::<18, 16>(self.ins.rows.val()) - 1)
+                            & self.tau_bits.val();
+                    self.feed_rows.d.next =
+                        bit_cast::<18, 16>(self.ins.rows.val()) & self.tau_bits.val();
                 } else {
                     // k + R + C - 2 cycles of compute, then one per drained row.
-                    self.out_from.d.next = self.skew.val() + bit_cast::<18, 16>(self.ins.k.val());
-                    self.last_tau.d.next = self.skew.val()
+                    self.out_from.d.next = (self.skew.val() + bit_cast::<18, 16>(self.ins.k.val()))
+                        & self.tau_bits.val();
+                    self.last_tau.d.next = (self.skew.val()
                         + bit_cast::<18, 16>(self.ins.k.val())
                         + bit_cast::<18, 16>(self.ins.rows.val())
-                        - 1;
-                    self.feed_rows.d.next = bit_cast::<18, 16>(self.ins.k.val());
+                        - 1)
+                        & self.tau_bits.val();
+                    self.feed_rows.d.next =
+                        bit_cast::<18, 16>(self.ins.k.val()) & self.tau_bits.val();
                 }
             }
             if self.abort.val() {
@@ -192,6 +203,10 @@ impl Logic for ArrayUnit {
             }
         }
         self.writing_q.d.next = self.busy.d.val() && (self.tau.d.val() >= self.out_from.d.val());
+        // A weight-stationary op's first row leaves at `skew` (its `out_from`, a constant there).
+        if self.weight_stationary.val() {
+            self.writing_q.d.next = self.busy.d.val() && (self.tau.d.val() >= self.skew.val());
+        }
         self.feed_q.d.next = self.busy.d.val() && (self.tau.d.val() < self.feed_rows.d.val());
         self.swap_q.d.next = self.busy.d.val() && self.swapping.d.val() && !self.tau.d.val().any();
         self.first_q.d.next = self.busy.d.val() && !self.tau.d.val().any();

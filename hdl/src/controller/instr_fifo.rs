@@ -4,12 +4,18 @@
 use rust_hdl::prelude::*;
 
 use super::footprint::{Footprint, FOOTPRINT_BITS};
-use crate::decode::constant;
+use crate::decode::{constant, holding};
 use crate::mem::Ram;
 use crate::optional::Optional;
 
 /// Bits the FIFO stores per word: the 128-bit word, its DRAM extent bit and its 4-bit fault code.
 pub const FIFO_ENTRY_BITS: usize = 133;
+/// Of those, the bits of the FIFO's block RAM: the word and its fault code. The extent bit has a
+/// RAM of its own, in flip-flops ([`Ram::in_logic`]): a top reads either the fault code (checks
+/// as words are queued) or the extent bit (checks at the head), and Yosys drops what is not
+/// read, so a head-checking machine keeps its words in 8 iCE40 block RAMs of 16 bits, not 9
+/// (docs/DECISIONS.md 94).
+const FIFO_RAM_BITS: usize = FIFO_ENTRY_BITS - 1;
 
 /// The instruction FIFO: 128-bit words in block RAM, first-word-fall-through (`head` is the
 /// oldest word whenever `valid`), one push and one pop per cycle.
@@ -43,7 +49,8 @@ pub struct InstrFifo {
     pub valid: Signal<Out, Bit>,
     /// Free slots.
     pub free: Signal<Out, Bits<16>>,
-    ram: Ram<FIFO_ENTRY_BITS, 16>,
+    ram: Ram<FIFO_RAM_BITS, 16>,
+    flags: Ram<1, 16>,
     /// The footprints, in a RAM of their own that only a decoupled build has.
     fps: Optional<FootprintRam>,
     /// The head read issued in the last cycle collided with a write to its word.
@@ -53,6 +60,9 @@ pub struct InstrFifo {
     count: DFF<Bits<16>>,
     depth: Constant<Bits<16>>,
     last: Constant<Bits<16>>,
+    /// The bits a pointer (below `depth`) and the count (up to `depth`) can have.
+    ptr_bits: Constant<Bits<16>>,
+    count_bits: Constant<Bits<16>>,
     read_next: Signal<Local, Bits<16>>,
     write_next: Signal<Local, Bits<16>>,
 }
@@ -77,6 +87,7 @@ impl InstrFifo {
             valid: Default::default(),
             free: Default::default(),
             ram: Ram::read_first(depth),
+            flags: Ram::read_first(depth).in_logic(),
             fps: Optional::when(with_footprints, || FootprintRam::new(depth)),
             stale: Default::default(),
             read_ptr: Default::default(),
@@ -84,6 +95,8 @@ impl InstrFifo {
             count: Default::default(),
             depth: constant(depth as u64),
             last: constant(depth as u64 - 1),
+            ptr_bits: constant(holding(depth as u64 - 1)),
+            count_bits: constant(holding(depth as u64)),
             read_next: Default::default(),
             write_next: Default::default(),
         }
@@ -94,11 +107,11 @@ impl Logic for InstrFifo {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, stale, read_ptr, write_ptr, count);
-        self.read_next.next = self.read_ptr.q.val() + 1;
+        self.read_next.next = (self.read_ptr.q.val() + 1) & self.ptr_bits.val();
         if self.read_ptr.q.val() == self.last.val() {
             self.read_next.next = 0.into();
         }
-        self.write_next.next = self.write_ptr.q.val() + 1;
+        self.write_next.next = (self.write_ptr.q.val() + 1) & self.ptr_bits.val();
         if self.write_ptr.q.val() == self.last.val() {
             self.write_next.next = 0.into();
         }
@@ -107,9 +120,8 @@ impl Logic for InstrFifo {
         self.ram.clock.next = self.clock.val();
         self.ram.write_enable.next = self.push.val() && !self.clear.val();
         self.ram.write_address.next = self.write_ptr.q.val();
-        self.ram.write_data.next = bit_cast::<133, 128>(self.push_word.val())
-            | (bit_cast::<133, 1>(self.push_flag.val().into()) << 128)
-            | (bit_cast::<133, 4>(self.push_fault.val()) << 129);
+        self.ram.write_data.next = bit_cast::<FIFO_RAM_BITS, 128>(self.push_word.val())
+            | (bit_cast::<FIFO_RAM_BITS, 4>(self.push_fault.val()) << 128);
         self.ram.read_enable.next = true;
         // The head register always holds the word at the read pointer's next value.
         self.ram.read_address.next = self.read_ptr.q.val();
@@ -117,10 +129,10 @@ impl Logic for InstrFifo {
             self.ram.read_address.next = self.read_next.val();
             self.read_ptr.d.next = self.read_next.val();
             if !self.push.val() {
-                self.count.d.next = self.count.q.val() - 1;
+                self.count.d.next = (self.count.q.val() - 1) & self.count_bits.val();
             }
         } else if self.push.val() {
-            self.count.d.next = self.count.q.val() + 1;
+            self.count.d.next = (self.count.q.val() + 1) & self.count_bits.val();
         }
         if self.push.val() {
             self.write_ptr.d.next = self.write_next.val();
@@ -134,8 +146,15 @@ impl Logic for InstrFifo {
         self.stale.d.next = self.ram.write_enable.val()
             && (self.ram.read_address.val() == self.ram.write_address.val());
         self.head.next = self.ram.read_data.val().get_bits::<128>(0);
-        self.head_flag.next = self.ram.read_data.val().get_bit(128);
-        self.head_fault.next = self.ram.read_data.val().get_bits::<4>(129);
+        self.head_fault.next = self.ram.read_data.val().get_bits::<4>(128);
+        // The extent bits: the same writes and reads as the words'.
+        self.flags.clock.next = self.clock.val();
+        self.flags.write_enable.next = self.ram.write_enable.val();
+        self.flags.write_address.next = self.ram.write_address.val();
+        self.flags.write_data.next = self.push_flag.val().into();
+        self.flags.read_enable.next = true;
+        self.flags.read_address.next = self.ram.read_address.val();
+        self.head_flag.next = self.flags.read_data.val().any();
         for _k in 0..self.fps.len() {
             self.fps.clock.next = self.clock.val();
             self.fps.write_enable.next = self.ram.write_enable.val();

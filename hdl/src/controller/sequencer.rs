@@ -37,7 +37,7 @@ use rust_hdl::prelude::*;
 use crate::decoded::Decoded;
 use systole_core::{ArrayConfig, Schedule};
 
-use crate::decode::constant;
+use crate::decode::{constant, holding};
 use crate::delay::Delay;
 use crate::optional::Optional;
 use crate::vector::AccOp;
@@ -173,6 +173,11 @@ pub struct Sequencer {
     /// A BF16 machine: `CastBf16` and `StoreBf16` run, `Requantize` never does (and the
     /// other way round on INT8).
     bf16: Constant<Bit>,
+    /// The bits `row` and `n_rows` can have (an instruction's rows are within a memory), and
+    /// `elem` and `n_len` (a row's elements, a block's cycles, a paced row's phases): masks
+    /// that let Yosys drop the bits above (docs/DECISIONS.md 94).
+    rows_bits: Constant<Bits<16>>,
+    elem_bits: Constant<Bits<16>>,
     /// `W - 1`, a block's last cycle.
     width_last: Constant<Bits<16>>,
     /// `W` elements in bytes: from one block's first DRAM element to the next's.
@@ -298,6 +303,8 @@ impl Sequencer {
             conv_dram_address: Delay::new(config.convert_stages as usize),
             decoupled: Constant::new(config.schedule == Schedule::Decoupled),
             bf16: Constant::new(config.dtype == systole_core::Dtype::Bf16),
+            rows_bits: constant(holding(config.spad_depth.max(config.acc_depth) as u64)),
+            elem_bits: constant(holding(w.max(config.cols as usize).max(4) as u64)),
             width_last: constant(w as u64 - 1),
             block_step: constant((w * config.dtype.elem_bytes()) as u64),
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
@@ -476,7 +483,7 @@ impl Logic for Sequencer {
                 } else if self.k_transpose.q.val() {
                     // `elem` counts a block's W cycles (len <= W); its reads are the first len.
                     if self.draining.q.val() {
-                        self.row.d.next = self.row.q.val() + 1;
+                        self.row.d.next = (self.row.q.val() + 1) & self.rows_bits.val();
                         self.row_at_last.d.next = self.row.q.val() + 1 == self.n_rows.q.val() - 1;
                         self.drain_row.d.next = self.drain_row.q.val() + 1;
                     }
@@ -488,20 +495,20 @@ impl Logic for Sequencer {
                         self.drain_row.d.next = 0.into();
                         self.dram_row.d.next = self.dram_row.q.val() + self.row_step.q.val();
                     }
-                    self.elem.d.next = self.elem.q.val() + 1;
+                    self.elem.d.next = (self.elem.q.val() + 1) & self.elem_bits.val();
                     self.elem_at_last.d.next = self.elem.q.val() + 1 == self.n_len.q.val() - 1;
                     if self.elem.q.val() == self.width_last.val() {
                         self.elem.d.next = 0.into();
                         self.elem_at_last.d.next = self.n_len.q.val() == 1;
                     }
                 } else if self.row_last.val() {
-                    self.row.d.next = self.row.q.val() + 1;
+                    self.row.d.next = (self.row.q.val() + 1) & self.rows_bits.val();
                     self.row_at_last.d.next = self.row.q.val() + 1 == self.n_rows.q.val() - 1;
                     self.elem.d.next = 0.into();
                     self.elem_at_last.d.next = self.n_len.q.val() == 1;
                     self.dram_row.d.next = self.dram_row.q.val() + self.row_step.q.val();
                 } else {
-                    self.elem.d.next = self.elem.q.val() + 1;
+                    self.elem.d.next = (self.elem.q.val() + 1) & self.elem_bits.val();
                     self.elem_at_last.d.next = self.elem.q.val() + 1 == self.n_len.q.val() - 1;
                 }
             }
@@ -552,10 +559,10 @@ impl Logic for Sequencer {
                     self.op.d.next = AccOp::Word;
                 }
                 self.row.d.next = 0.into();
-                self.n_rows.d.next = self.ins.rows.val();
+                self.n_rows.d.next = self.ins.rows.val() & self.rows_bits.val();
                 self.row_at_last.d.next = self.ins.rows.val() == 1;
                 self.elem.d.next = 0.into();
-                self.n_len.d.next = self.ins.len.val();
+                self.n_len.d.next = self.ins.len.val() & self.elem_bits.val();
                 self.elem_at_last.d.next = self.ins.len.val() == 1;
                 // timing::load_row_cycles: one cycle per element unless contiguous or single
                 // (or transposing).

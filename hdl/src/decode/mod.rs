@@ -307,6 +307,17 @@ pub(crate) fn constant<const N: usize>(v: u64) -> Constant<Bits<N>> {
     Constant::new(v.into())
 }
 
+/// The mask of the bits that hold every value from 0 to `max`: a counter or pointer that never
+/// exceeds `max` keeps its value when its next value is masked with it, and Yosys then drops
+/// the bits above, with the carries and compares that read them (docs/DECISIONS.md 94).
+pub(crate) fn holding(max: u64) -> u64 {
+    if max == 0 {
+        1
+    } else {
+        u64::MAX >> max.leading_zeros()
+    }
+}
+
 /// The bits of a `width`-bit operand below twice `limit`: an operand with a bit outside this
 /// mask exceeds `limit` on its own, so sums of masked operands need no more bits than `limit`.
 pub(crate) fn below_twice(limit: u64, width: u32) -> u64 {

@@ -3,12 +3,13 @@
 
 use rust_hdl::prelude::*;
 use systole_core::protocol::{
-    Command, ErrorCode, MAX_DATA, MAX_PAYLOAD, MAX_WORDS, REQUEST_SYNC, RESPONSE_SYNC,
+    Command, ErrorCode, CRC_BYTES, HEADER_BYTES, IDENTITY_BYTES, MAX_DATA, MAX_PAYLOAD, MAX_WORDS,
+    REQUEST_SYNC, RESPONSE_SYNC,
 };
 use systole_core::Dtype;
 
 use super::{Crc16Step, HostMap, RowDivider};
-use crate::decode::{below_twice, constant, ExtentCheck};
+use crate::decode::{below_twice, constant, holding, ExtentCheck};
 use crate::mem::Ram;
 use crate::optional::Optional;
 
@@ -154,6 +155,10 @@ pub struct PacketEngine {
     acc_last_lane: Constant<Bits<16>>,
     bf16: Constant<Bit>,
     max_payload: Constant<Bits<16>>,
+    /// The bits a response's payload length (at most `MAX_DATA`) and its byte index (at most
+    /// the payload's end and its checksum) can have (docs/DECISIONS.md 94).
+    payload_bits: Constant<Bits<16>>,
+    index_bits: Constant<Bits<16>>,
     max_data: Constant<Bits<16>>,
     max_words_bytes: Constant<Bits<16>>,
     request_sync: Constant<Bits<8>>,
@@ -280,6 +285,10 @@ impl PacketEngine {
             acc_last_lane: constant(map.acc_lanes - 1),
             bf16: Constant::new(es == Dtype::Bf16.elem_bytes() as u64),
             max_payload: constant(MAX_PAYLOAD as u64),
+            payload_bits: constant(holding(MAX_DATA.max(IDENTITY_BYTES) as u64)),
+            index_bits: constant(holding(
+                (HEADER_BYTES + MAX_DATA.max(IDENTITY_BYTES) + CRC_BYTES) as u64,
+            )),
             max_data: constant(MAX_DATA as u64),
             max_words_bytes: constant(16 * MAX_WORDS as u64),
             request_sync: constant(REQUEST_SYNC as u64),
@@ -663,7 +672,7 @@ impl Logic for PacketEngine {
                         self.state.d.next = LinkState::WriteRead;
                     } else {
                         self.payload.d.next = Payload::Memory;
-                        self.payload_len.d.next = self.read_len.q.val();
+                        self.payload_len.d.next = self.read_len.q.val() & self.payload_bits.val();
                         self.state.d.next = LinkState::RespNext;
                     }
                 }
@@ -753,7 +762,7 @@ impl Logic for PacketEngine {
                 self.tx_valid_uart.next = !self.from_spi.q.val();
                 self.tx_valid_spi.next = self.from_spi.q.val();
                 if self.tx_take.val() {
-                    self.index.d.next = self.index.q.val() + 1;
+                    self.index.d.next = (self.index.q.val() + 1) & self.index_bits.val();
                     if self.index.q.val() >= 1 && self.index.q.val() < self.payload_end.val() {
                         self.tx_crc_q.d.next = self.tx_crc.out.val();
                     }

@@ -2,7 +2,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::decode::constant;
+use crate::decode::{constant, holding};
 
 /// UART receiver, 8N1: `valid` pulses for one cycle with each byte whose stop bit is high.
 #[derive(LogicBlock)]
@@ -20,6 +20,8 @@ pub struct UartRx {
     out: DFF<Bits<8>>,
     strobe: DFF<Bit>,
     divisor_m1: Constant<Bits<16>>,
+    /// The bits `count` can have: it counts down from `divisor - 1` (DECISIONS 94).
+    count_bits: Constant<Bits<16>>,
     half_m1: Constant<Bits<16>>,
 }
 
@@ -40,6 +42,7 @@ impl UartRx {
             out: Default::default(),
             strobe: Default::default(),
             divisor_m1: constant(divisor as u64 - 1),
+            count_bits: constant(holding(divisor as u64 - 1)),
             half_m1: constant(divisor as u64 / 2 - 1),
         }
     }
@@ -52,7 +55,7 @@ impl Logic for UartRx {
         self.sync1.d.next = self.rx.val();
         self.sync2.d.next = self.sync1.q.val();
         self.strobe.d.next = false;
-        self.count.d.next = self.count.q.val() - 1;
+        self.count.d.next = (self.count.q.val() - 1) & self.count_bits.val();
         // States: 0 idle, 1 start bit, 2 data bits, 3 stop bit.
         if self.state.q.val() == 0 {
             self.count.d.next = self.half_m1.val();
@@ -101,6 +104,8 @@ pub struct UartTx {
     bits_left: DFF<Bits<4>>,
     count: DFF<Bits<16>>,
     divisor_m1: Constant<Bits<16>>,
+    /// The bits `count` can have: it counts down from `divisor - 1`.
+    count_bits: Constant<Bits<16>>,
 }
 
 impl UartTx {
@@ -116,6 +121,7 @@ impl UartTx {
             bits_left: Default::default(),
             count: Default::default(),
             divisor_m1: constant(divisor as u64 - 1),
+            count_bits: constant(holding(divisor as u64 - 1)),
         }
     }
 }
@@ -128,7 +134,7 @@ impl Logic for UartTx {
         self.tx.next = true;
         if self.bits_left.q.val().any() {
             self.tx.next = self.shift.q.val().get_bit(0);
-            self.count.d.next = self.count.q.val() - 1;
+            self.count.d.next = (self.count.q.val() - 1) & self.count_bits.val();
             if !self.count.q.val().any() {
                 self.count.d.next = self.divisor_m1.val();
                 self.shift.d.next = self.shift.q.val() >> 1;

@@ -98,7 +98,7 @@ impl SystoleTop {
             acc_x: top.acc(config.acc_depth as usize),
             acc_y: top.acc(config.acc_depth as usize),
             dram: top.dram(),
-            array: Array::build(&config, top.pe_pairs),
+            array: Array::build(&config, top.pe_pairs, top.adder_tree),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
             acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::of(&config))).collect(),
             words: (0..c).map(|j| WordLane::new(j, c)).collect(),

@@ -133,7 +133,7 @@ impl SystoleTopDecoupled {
             spad_b: top.spad(),
             acc: AccBanks::new(top),
             dram: top.dram(),
-            array: Array::build(&config, top.pe_pairs),
+            array: Array::build(&config, top.pe_pairs, false),
             transposer: Transposer::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
             acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::of(&config))).collect(),

@@ -77,6 +77,12 @@ pub struct TopConfig {
     /// results and cycles in half the DSPs; the Verilog instantiates `SB_MAC16`, so only the
     /// iCE40 flow builds it.
     pub pe_pairs: bool,
+    /// The weight-stationary array's columns summed in adder trees ([`crate::array_tree`]):
+    /// each row's products formed as it enters, summed at once and delayed to the systolic
+    /// array's cycle. The same results and cycles with no skew, partial-sum or de-skew
+    /// registers: blocking weight-stationary INT8 only, where its sums wrap and a swap waits for
+    /// the array to empty.
+    pub adder_tree: bool,
 }
 
 impl TopConfig {
@@ -101,6 +107,7 @@ impl TopConfig {
             acc_write_stage: false,
             dram_write_stage: false,
             pe_pairs: false,
+            adder_tree: false,
         }
     }
 
