@@ -102,34 +102,37 @@ fn train() -> Trained {
     }
 }
 
-/// The board default arrays, once each (the clock is not part of what a blob must match).
-fn targets() -> Vec<ArrayConfig> {
-    let mut out: Vec<ArrayConfig> = Vec::new();
+/// The board default arrays, once each (the clock is not part of what a blob must match), each
+/// with the first board that builds it.
+fn targets() -> Vec<(&'static str, ArrayConfig)> {
+    let mut out: Vec<(&'static str, ArrayConfig)> = Vec::new();
     for board in BOARDS {
         let c = board.default_config();
-        if !out.iter().any(|o| ArrayConfig { clock_mhz: c.clock_mhz, ..*o } == c) {
-            out.push(c);
+        if !out.iter().any(|(_, o)| ArrayConfig { clock_mhz: c.clock_mhz, ..*o } == c) {
+            out.push((board.name, c));
         }
     }
     out
 }
 
-fn blob_name(c: &ArrayConfig) -> String {
-    format!("digits-{}x{}-{}.blob", c.rows, c.cols, c.dtype.name())
+/// A blob's file, named for its board: two boards' arrays may share a shape (the iCEBreaker's
+/// and the Alchitry Cu's 4 x 1) and differ in their timing.
+fn blob_name(board: &str) -> String {
+    format!("digits-{board}-int8.blob")
 }
 
 /// What the builder makes: each blob, and the sample (64 raw features and the label).
 fn build_all(t: &Trained) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = targets()
         .iter()
-        .map(|c| {
+        .map(|(board, c)| {
             let bytes =
                 blob::build(&t.spec.net().unwrap(), &t.params, c, 1, Some(&t.plan), FEATURE_SCALE);
-            (blob_name(c), bytes.unwrap())
+            (blob_name(board), bytes.unwrap())
         })
         .collect();
     // The first held-out row of a 7 that the INT8 model gets right on every target.
-    let config = targets()[0];
+    let config = targets()[0].1;
     let (sample, label) = (0..t.test_labels.len())
         .filter(|&i| t.test_labels[i] == 7)
         .map(|i| (&t.test_x[i * FEATURES..(i + 1) * FEATURES], t.test_labels[i]))
@@ -177,7 +180,7 @@ fn committed_blobs_are_what_the_builder_makes() {
 #[test]
 fn the_int8_digits_model_classifies_held_out_rows() {
     let t = train();
-    let config = targets()[0];
+    let config = targets()[0].1;
     let n = t.test_labels.len();
     let graph = Graph::mlp(&t.spec).unwrap();
     let dram = Int8Inference::dram_needed(&graph, &config, &t.plan, n as u32).unwrap();
@@ -208,8 +211,8 @@ fn the_pico_blobs_classify_their_sample_through_the_driver() {
     let (pixels, label) = sample.split_at(FEATURES);
     let features: Vec<f32> = pixels.iter().map(|&p| p as f32).collect();
     let t = train();
-    for config in targets() {
-        let bytes = std::fs::read(pico_dir().join(blob_name(&config))).unwrap();
+    for (board, config) in targets() {
+        let bytes = std::fs::read(pico_dir().join(blob_name(board))).unwrap();
         let blob = Blob::parse(&bytes).unwrap();
         assert_eq!(blob.feature_scale, FEATURE_SCALE);
         let x: Vec<f32> = features.iter().map(|v| v / blob.feature_scale).collect();
@@ -218,14 +221,14 @@ fn the_pico_blobs_classify_their_sample_through_the_driver() {
         let mut logits = [0f32; CLASSES as usize];
         let cycles = accel.run_inference(&blob, Input::F32(&x), &mut logits).unwrap();
         let (expected, class) = int8_logits(&t, config, &features);
-        assert_eq!(argmax(&logits), label[0] as usize, "{}", blob_name(&config));
+        assert_eq!(argmax(&logits), label[0] as usize, "{}", blob_name(board));
         assert_eq!(class, label[0] as usize);
         assert_eq!(logits.to_vec(), expected);
         assert_eq!(cycles, blob.expected_cycles);
         let spi = &accel.release().0;
         eprintln!(
             "{}: {} bytes, {} program words, {} cycles; {} SPI bytes in {} transactions",
-            blob_name(&config),
+            blob_name(board),
             bytes.len(),
             blob.program_words(),
             cycles,

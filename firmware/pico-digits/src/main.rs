@@ -28,10 +28,10 @@ use systole_firmware::{first_mismatch, Blob, Error, Identity, Input, Options, Sy
 
 /// The digits model (64-32-10, INT8) compiled for each board's default array.
 const BLOBS: [&[u8]; 4] = [
-    include_bytes!("../blobs/digits-1x1-int8.blob"),
-    include_bytes!("../blobs/digits-4x1-int8.blob"),
-    include_bytes!("../blobs/digits-8x4-int8.blob"),
-    include_bytes!("../blobs/digits-18x8-int8.blob"),
+    include_bytes!("../blobs/digits-icebreaker-int8.blob"),
+    include_bytes!("../blobs/digits-alchitry-cu-int8.blob"),
+    include_bytes!("../blobs/digits-ulx3s-25f-int8.blob"),
+    include_bytes!("../blobs/digits-ulx3s-int8.blob"),
 ];
 
 /// One held-out digit: 64 pixel counts (0 to 16, 8 x 8 row-major), then its label.
