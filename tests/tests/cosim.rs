@@ -681,7 +681,7 @@ fn the_firmware_driver_runs_the_digits_model_on_the_rtl() {
     use systole_firmware::sim::{EmulatedTarget, SimSpi};
     use systole_firmware::{Input, Options, Systole};
 
-    let bytes = include_bytes!("../../firmware/pico-digits/blobs/digits-8x4-int8.blob");
+    let bytes = include_bytes!("../../firmware/pico-digits/blobs/digits-ulx3s-25f-int8.blob");
     let sample = include_bytes!("../../firmware/pico-digits/blobs/sample.bin");
     let blob = Blob::parse(bytes).unwrap();
     let (pixels, label) = sample.split_at(64);
