@@ -188,11 +188,14 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
         copies: 1,
         lanes: banks,
     });
+    // The words with their fault codes in block RAM, their extent bits in a RAM of their own
+    // built in flip-flops on the iCE40 (`InstrFifo`): a memory to a generic synthesis.
     memories.push(one(
         "instruction_fifo",
         top.fifo_depth as u64,
-        crate::controller::FIFO_ENTRY_BITS as u64,
+        crate::controller::FIFO_ENTRY_BITS as u64 - 1,
     ));
+    memories.push(one("instruction_fifo_extent_bits", top.fifo_depth as u64, 1));
     if decoupled {
         // Each word's footprint, for the scoreboard.
         memories.push(one(
