@@ -27,14 +27,18 @@ use systole_sim::compare::{first_difference, localize, Image, Outcome, Pair};
 use systole_sim::{rtl_top_config, BuildOptions, RtlBuild};
 
 /// The accelerator every conformance program of one array runs on: memories small enough to
-/// compare whole after every program.
+/// compare whole after every program (each byte read back is 40 simulated cycles over the
+/// UART). The DRAM holds the epilogue's last KiB and the GEMMs below it: 512 bytes for them up
+/// to 4 x 4, 3 KiB beyond ([`fitting`] shrinks the few of the 16 x 16's that would not fit;
+/// `the_suite_fits_every_array` checks the rest fit whole).
 fn conformance_top(n: u16, dtype: Dtype, dataflow: Dataflow) -> TopConfig {
     let array = ArrayConfig {
         spad_depth: 3 * n as u32 + 8,
         acc_depth: 2 * n as u32 + 8,
         ..ArrayConfig::new(n, n, dtype).with_dataflow(dataflow)
     };
-    TopConfig { dram_bytes: 4096, fifo_depth: 64, uart_divisor: 4, ..TopConfig::new(array) }
+    let dram_bytes = if n <= 4 { 1536 } else { 4096 };
+    TopConfig { dram_bytes, fifo_depth: 64, uart_divisor: 4, ..TopConfig::new(array) }
 }
 
 /// A named program.
@@ -82,9 +86,12 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
         let mut dim = || 1 + rng.below(2 * n as u64 + 2) as u32;
         shapes.push(GemmShape { m: dim(), k: dim(), n: dim() });
     }
-    for shape in shapes {
-        let shape = fitting(&config, dram, shape);
-        cases.push(gemm_case(&config, dram, shape, Epilogue::STORE));
+    for (i, shape) in shapes.into_iter().enumerate() {
+        let fit = fitting(&config, dram, shape);
+        // The suite's DRAM holds every GEMM whole up to 8 x 8.
+        assert!(n > 8 || fit == shape, "{shape:?} shrank to {fit:?} in {dram} bytes of DRAM");
+        assert!(i != 2 || fit.k > spad, "{fit:?}: K no longer exceeds the scratchpad");
+        cases.push(gemm_case(&config, dram, fit, Epilogue::STORE));
     }
     // A fused epilogue: bias and ReLU in the vector unit, the 32-bit store, then the cast (BF16)
     // or requantization (INT8) back to DRAM, all in the last KiB of DRAM.
@@ -484,5 +491,22 @@ fn network_kind(net: &Net) -> &'static str {
         "pooled cnn"
     } else {
         "cnn"
+    }
+}
+
+/// Every array's GEMMs fit its suite's DRAM unshrunk up to 8 x 8, for many seeds (the suite
+/// itself runs one seed per array, after Verilating it).
+#[test]
+fn the_suite_fits_every_array() {
+    for n in [2u16, 3, 4, 8, 16] {
+        for dtype in [Dtype::Int8, Dtype::Bf16] {
+            for df in [Dataflow::WeightStationary, Dataflow::OutputStationary] {
+                for seed in 1..60 {
+                    let top = conformance_top(n, dtype, df);
+                    let c = cases(&top, &mut SplitMix64(seed));
+                    assert!(c.len() > 6, "{n}x{n} {}: {} cases", dtype.name(), c.len());
+                }
+            }
+        }
     }
 }
