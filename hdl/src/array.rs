@@ -32,6 +32,7 @@
 use rust_hdl::prelude::*;
 use systole_core::{ArrayConfig, Dataflow, Dtype};
 
+use crate::array_pairs;
 use crate::array_tree::ArrayTree;
 use crate::delay::Delay;
 use crate::optional::Optional;
@@ -130,9 +131,7 @@ impl ArrayWs {
             load_bank: Optional::default_when(tagged),
             out: vec_port(c),
             pes: (0..r * c).map(|_| PeWs::new(mac(), weights)).collect(),
-            pairs: (0..if paired { (r * c).div_ceil(2) } else { 0 })
-                .map(|_| DspPair::default())
-                .collect(),
+            pairs: array_pairs::pairs_for(if paired { r * c } else { 0 }),
             skew: (0..r).map(Delay::new).collect(),
             skew_tag: (0..if tagged { r } else { 0 }).map(Delay::new).collect(),
             deskew: (0..c).map(|j| Delay::new(c - 1 - j)).collect(),
@@ -178,20 +177,13 @@ impl Logic for ArrayWs {
                     if i == 0 { self.w_top[j].val() } else { self.pes[k - c].w_out.val() };
             }
         }
-        for q in 0..self.pairs.len() {
-            let (lo, hi) = (2 * q, 2 * q + 1);
-            self.pairs[q].clock.next = self.clock.val();
-            self.pairs[q].enable.next = self.enable.val();
-            self.pairs[q].a0.next = self.pes[lo].mul_a.val();
-            self.pairs[q].b0.next = self.pes[lo].mul_b.val();
-            self.pes[lo].product.next = self.pairs[q].p0.val();
-            if hi < self.pes.len() {
-                self.pairs[q].a1.next = self.pes[hi].mul_a.val();
-                self.pairs[q].b1.next = self.pes[hi].mul_b.val();
-                self.pes[hi].product.next = self.pairs[q].p1.val();
-            } else {
-                self.pairs[q].a1.next = Bits::default();
-                self.pairs[q].b1.next = Bits::default();
+        if !self.pairs.is_empty() {
+            let n = self.pes.len();
+            let pes = &self.pes;
+            let operands = |k: usize| (pes[k].mul_a.val(), pes[k].mul_b.val());
+            array_pairs::drive(&mut self.pairs, n, self.clock.val(), self.enable.val(), operands);
+            for k in 0..n {
+                self.pes[k].product.next = array_pairs::product(&self.pairs, k);
             }
         }
         for j in 0..c {
@@ -231,14 +223,7 @@ impl Logic for ArrayWs {
                 p.product.connect();
             }
         }
-        for d in &mut self.pairs {
-            d.clock.connect();
-            d.enable.connect();
-            d.a0.connect();
-            d.b0.connect();
-            d.a1.connect();
-            d.b1.connect();
-        }
+        array_pairs::connect(&mut self.pairs);
         for (d, o) in self.deskew.iter_mut().zip(&mut self.out) {
             d.clock.connect();
             d.enable.connect();
@@ -294,21 +279,13 @@ impl Logic for ArrayWs {
                 });
             }
         }
-        for q in 0..self.pairs.len() {
-            let (lo, hi) = (2 * q, 2 * q + 1);
-            code.push(wire(format!("pairs${q}$clock"), "clock".into()));
-            code.push(wire(format!("pairs${q}$enable"), "enable".into()));
-            code.push(wire(format!("pairs${q}$a0"), format!("pes${lo}$mul_a")));
-            code.push(wire(format!("pairs${q}$b0"), format!("pes${lo}$mul_b")));
-            code.push(wire(format!("pes${lo}$product"), format!("pairs${q}$p0")));
-            if hi < self.pes.len() {
-                code.push(wire(format!("pairs${q}$a1"), format!("pes${hi}$mul_a")));
-                code.push(wire(format!("pairs${q}$b1"), format!("pes${hi}$mul_b")));
-                code.push(wire(format!("pes${hi}$product"), format!("pairs${q}$p1")));
-            } else {
-                code.push(wire_zero(format!("pairs${q}$a1"), 8));
-                code.push(wire_zero(format!("pairs${q}$b1"), 8));
-            }
+        if !self.pairs.is_empty() {
+            array_pairs::wires(
+                &mut code,
+                self.pes.len(),
+                |k| (format!("pes${k}$mul_a"), format!("pes${k}$mul_b")),
+                |k| Some(format!("pes${k}$product")),
+            );
         }
         for j in 0..c {
             code.push(wire(format!("deskew${j}$clock"), "clock".into()));

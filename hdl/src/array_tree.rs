@@ -17,7 +17,8 @@
 use rust_hdl::prelude::*;
 use systole_core::{timing, ArrayConfig, Dataflow, Dtype, Schedule};
 
-use crate::array::{wire, wire_zero};
+use crate::array::wire;
+use crate::array_pairs;
 use crate::pe::DspPair;
 
 /// Whether `config` can be built with adder trees: INT8, weight-stationary, blocking.
@@ -265,11 +266,7 @@ impl ArrayTree {
             } else {
                 (0..r * c).map(|_| TreeProduct::new(staged)).collect()
             },
-            pairs: if paired {
-                (0..(r * c).div_ceil(2)).map(|_| DspPair::default()).collect()
-            } else {
-                vec![]
-            },
+            pairs: array_pairs::pairs_for(if paired { r * c } else { 0 }),
             sums: (0..c).map(|_| ColumnSum::new(r, delay)).collect(),
         }
     }
@@ -279,7 +276,7 @@ impl ArrayTree {
         if self.pairs.is_empty() {
             format!("products${k}$p")
         } else {
-            format!("pairs${}$p{}", k / 2, k % 2)
+            array_pairs::product_name(k)
         }
     }
 }
@@ -310,19 +307,16 @@ impl Logic for ArrayTree {
             p.a.next = a;
             p.b.next = self.weights[k].b.val();
         }
-        for q in 0..self.pairs.len() {
-            let (lo, hi) = (2 * q, 2 * q + 1);
-            self.pairs[q].clock.next = self.clock.val();
-            self.pairs[q].enable.next = self.enable.val();
-            self.pairs[q].a0.next = self.weights[lo].a.val();
-            self.pairs[q].b0.next = self.weights[lo].b.val();
-            if hi < r * c {
-                self.pairs[q].a1.next = self.weights[hi].a.val();
-                self.pairs[q].b1.next = self.weights[hi].b.val();
-            } else {
-                self.pairs[q].a1.next = Bits::default();
-                self.pairs[q].b1.next = Bits::default();
-            }
+        if !self.pairs.is_empty() {
+            let weights = &self.weights;
+            let operands = |k: usize| (weights[k].a.val(), weights[k].b.val());
+            array_pairs::drive(
+                &mut self.pairs,
+                r * c,
+                self.clock.val(),
+                self.enable.val(),
+                operands,
+            );
         }
         for j in 0..c {
             self.sums[j].clock.next = self.clock.val();
@@ -331,10 +325,8 @@ impl Logic for ArrayTree {
                 let k = i * c + j;
                 self.sums[j].p[i].next = if self.pairs.is_empty() {
                     self.products[k].p.val()
-                } else if k % 2 == 0 {
-                    self.pairs[k / 2].p0.val()
                 } else {
-                    self.pairs[k / 2].p1.val()
+                    array_pairs::product(&self.pairs, k)
                 };
             }
             self.out[j].next = self.sums[j].out.val();
@@ -356,14 +348,7 @@ impl Logic for ArrayTree {
             p.a.connect();
             p.b.connect();
         }
-        for d in &mut self.pairs {
-            d.clock.connect();
-            d.enable.connect();
-            d.a0.connect();
-            d.b0.connect();
-            d.a1.connect();
-            d.b1.connect();
-        }
+        array_pairs::connect(&mut self.pairs);
         for s in &mut self.sums {
             s.clock.connect();
             s.enable.connect();
@@ -393,19 +378,9 @@ impl Logic for ArrayTree {
             code.push(wire(format!("products${k}$a"), format!("weights${k}$a")));
             code.push(wire(format!("products${k}$b"), format!("weights${k}$b")));
         }
-        for q in 0..self.pairs.len() {
-            let (lo, hi) = (2 * q, 2 * q + 1);
-            code.push(wire(format!("pairs${q}$clock"), "clock".into()));
-            code.push(wire(format!("pairs${q}$enable"), "enable".into()));
-            code.push(wire(format!("pairs${q}$a0"), format!("weights${lo}$a")));
-            code.push(wire(format!("pairs${q}$b0"), format!("weights${lo}$b")));
-            if hi < r * c {
-                code.push(wire(format!("pairs${q}$a1"), format!("weights${hi}$a")));
-                code.push(wire(format!("pairs${q}$b1"), format!("weights${hi}$b")));
-            } else {
-                code.push(wire_zero(format!("pairs${q}$a1"), 8));
-                code.push(wire_zero(format!("pairs${q}$b1"), 8));
-            }
+        if !self.pairs.is_empty() {
+            let operands = |k: usize| (format!("weights${k}$a"), format!("weights${k}$b"));
+            array_pairs::wires(&mut code, r * c, operands, |_| None);
         }
         for j in 0..c {
             code.push(wire(format!("sums${j}$clock"), "clock".into()));

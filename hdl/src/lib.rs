@@ -32,6 +32,7 @@
 
 pub mod acc_banks;
 pub mod array;
+pub(crate) mod array_pairs;
 pub mod array_tree;
 pub mod controller;
 pub mod convert;
