@@ -237,6 +237,28 @@ fn conformance(top: TopConfig, seed: u64) {
     }
 }
 
+/// `systole sim` with `cli_sim::SMALL_2X2`'s flags builds this suite's 2 x 2 INT8 accelerator,
+/// so the command-line tests find its model already built instead of building their own.
+#[test]
+fn the_clis_small_accelerator_is_the_suites() {
+    let flags = crate::cli_sim::SMALL_2X2;
+    let flag = |name: &str| -> u32 {
+        let at = flags.iter().position(|f| *f == name).unwrap_or_else(|| panic!("{name}"));
+        flags[at + 1].parse().unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    assert_eq!(flags[flags.iter().position(|f| *f == "--dtype").unwrap() + 1], "int8");
+    let (rows, cols) = (flag("--rows") as u16, flag("--cols") as u16);
+    let array = ArrayConfig {
+        spad_depth: flag("--spad-depth"),
+        acc_depth: flag("--acc-depth"),
+        ..ArrayConfig::new(rows, cols, Dtype::Int8)
+    };
+    // As `systole sim` makes it: the RTL's top, with `--dram-bytes` taken exactly.
+    let dram = flag("--dram-bytes") as usize;
+    let cli = TopConfig { dram_bytes: dram, ..rtl_top_config(array, dram) };
+    assert_eq!(cli, conformance_top(2, Dtype::Int8, Dataflow::WeightStationary));
+}
+
 #[test]
 fn conformance_2x2() {
     conformance(conformance_top(2, Dtype::Int8, Dataflow::WeightStationary), 1);
@@ -391,17 +413,19 @@ fn conformance_with_adder_trees() {
     conformance(tree(column), 53);
 }
 
+/// The largest decoupled machine, in INT8 only: its BF16 twin was the suite's slowest model (about
+/// 400 of its 650 s in CI), and what it adds is covered by the 16 x 16 BF16 blocking machine and
+/// the 8 x 8 BF16 decoupled one, from the same generators (docs/DECISIONS.md 97).
 #[test]
 fn conformance_16x16_decoupled() {
     conformance(decoupled(16, Dtype::Int8, Dataflow::WeightStationary), 17);
-    conformance(decoupled(16, Dtype::Bf16, Dataflow::WeightStationary), 18);
 }
 
 /// One step of the default MLP (`systole train`'s 64-64-10, batch 32), a convolution and a
 /// LeNet-shaped CNN (max and average pooling) on a 4x4 BF16 RTL, the accelerator `systole train
-/// --machine rtl --rows 4 --cols 4` builds (blocking, decoupled, and blocking with paced lanes
-/// and two-stage PEs, as the BF16 boards build it): loss, predictions, cycles and every parameter equal the cycle
-/// machine's, bit for bit.
+/// --machine rtl --rows 4 --cols 4` builds (blocking and decoupled; LeNet also on the blocking
+/// machine with paced lanes and two-stage PEs, as the BF16 boards build it): loss, predictions,
+/// cycles and every parameter equal the cycle machine's, bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
     let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
@@ -436,17 +460,22 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
         ],
     )
     .unwrap();
-    for config in [
-        ArrayConfig::new(4, 4, Dtype::Bf16),
-        ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled),
+    let every_net = [&mlp, &cnn, &lenet];
+    for (config, nets) in [
+        (ArrayConfig::new(4, 4, Dtype::Bf16), &every_net[..]),
+        (ArrayConfig::new(4, 4, Dtype::Bf16).with_schedule(Schedule::Decoupled), &every_net[..]),
         // The SGD updates' axpys, col2im and the pooling gradients on paced lanes with a
-        // staged add, and every matmul's rows two cycles late.
-        ArrayConfig::new(4, 4, Dtype::Bf16)
-            .with_scale_cycles(2)
-            .with_pe_stages(2)
-            .with_add_stages(2),
+        // staged add, and every matmul's rows two cycles late: LeNet runs every one of them.
+        (
+            ArrayConfig::new(4, 4, Dtype::Bf16)
+                .with_scale_cycles(2)
+                .with_pe_stages(2)
+                .with_add_stages(2),
+            &every_net[2..],
+        ),
     ] {
-        let graphs = [&mlp, &cnn, &lenet].map(|net| Graph::network_training(net, sgd).unwrap());
+        let graphs: Vec<Graph> =
+            nets.iter().map(|net| Graph::network_training(net, sgd).unwrap()).collect();
         let dram = graphs
             .iter()
             .map(|g| AccelTrainer::dram_needed(g, &config, BATCH, BATCH).unwrap())
