@@ -253,7 +253,7 @@ fn whole_top_synthesises_in_yosys() {
 
 /// docs/HARDWARE.md's table, regenerated with `--ignored --nocapture`.
 #[test]
-#[ignore = "about 8 minutes on two cores: docs/HARDWARE.md's table (run with --ignored)"]
+#[ignore = "about 7 minutes on two cores: docs/HARDWARE.md's table (run with --ignored)"]
 fn the_tables_tops_synthesise_in_yosys() {
     let mut configs = configs();
     configs.extend(decoupled_configs(4));
