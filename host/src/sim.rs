@@ -22,7 +22,7 @@ use systole_hdl::top::MAX_DRAM_BYTES;
 use systole_hdl::TopConfig;
 use systole_sim::compare::{first_difference, localize, run_from, Image, Outcome, Pair};
 use systole_sim::machine::{pins, simulated_cycles};
-use systole_sim::{rtl_top_config, BuildOptions, RtlBuild, RtlMachine};
+use systole_sim::{rtl_top_config, rtl_top_config_exact, BuildOptions, RtlBuild, RtlMachine};
 
 use crate::cli::{ArrayArgs, DtypeArg};
 use crate::limits::check_memory;
@@ -249,7 +249,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         None => needed,
     };
     let top = match args.dram_bytes {
-        Some(exact) => TopConfig { dram_bytes: exact, ..rtl_top_config(config, exact) },
+        Some(exact) => rtl_top_config_exact(config, exact),
         None => rtl_top_config(config, dram),
     };
     validate_program(&config, &program, top.dram_bytes).map_err(|e| {

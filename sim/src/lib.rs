@@ -23,7 +23,9 @@ pub mod rtl;
 pub mod toolchain;
 
 pub use build::{build_library, build_model, BuildOptions, Port, PortDir};
-pub use machine::{rtl_machine, rtl_top_config, verilate_top, RtlBuild, RtlMachine};
+pub use machine::{
+    rtl_machine, rtl_top_config, rtl_top_config_exact, verilate_top, RtlBuild, RtlMachine,
+};
 pub use model::Model;
 pub use rtl::{RtlTop, SpiLink, UartLink};
 pub use toolchain::SimError;

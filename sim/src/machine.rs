@@ -31,6 +31,11 @@ pub fn rtl_top_config(array: ArrayConfig, dram: usize) -> TopConfig {
     TopConfig { dram_bytes, uart_divisor: RTL_UART_DIVISOR, ..TopConfig::new(array) }
 }
 
+/// [`rtl_top_config`] with exactly `dram_bytes` of DRAM (`systole sim --dram-bytes`).
+pub fn rtl_top_config_exact(array: ArrayConfig, dram_bytes: usize) -> TopConfig {
+    TopConfig { dram_bytes, ..rtl_top_config(array, dram_bytes) }
+}
+
 /// A Verilated `systole_top`: built once (or found in the cache), instantiated any number of
 /// times, each instance a fresh accelerator out of reset.
 #[derive(Clone, Debug)]

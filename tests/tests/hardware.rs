@@ -251,7 +251,9 @@ fn whole_top_synthesises_in_yosys() {
     synthesise_all(configs);
 }
 
-/// docs/HARDWARE.md's table, regenerated with `--ignored --nocapture`.
+/// docs/HARDWARE.md's table, regenerated with `--ignored --nocapture`. Left out of CI for its
+/// time (398 s on two cores): `whole_top_synthesises_in_yosys` makes the same checks on every
+/// kind of top at 2 x 2, and the larger arrays are the same generators' output.
 #[test]
 #[ignore = "about 7 minutes on two cores: docs/HARDWARE.md's table (run with --ignored)"]
 fn the_tables_tops_synthesise_in_yosys() {
