@@ -96,8 +96,10 @@ pub const REQUANT_CYCLES: [u8; 2] = [1, 4];
 /// sum in one cycle; 2, the product registered between them.
 pub const SCALE_CYCLES: [u8; 2] = [1, 2];
 /// The [`ArrayConfig::pe_stages`] a machine may be built with: 1, a PE multiplies and adds in
-/// one cycle; 2, its product registered between them.
-pub const PE_STAGES: [u8; 2] = [1, 2];
+/// one cycle; 2, its product registered between them; 3, its f32 add's aligned operands
+/// registered too (BF16 weight-stationary PEs of the blocking schedule:
+/// [`ArrayConfig::pe_add_staged`]).
+pub const PE_STAGES: [u8; 3] = [1, 2, 3];
 /// The [`ArrayConfig::add_stages`] a machine may be built with: 1, a BF16 lane's f32 add in one
 /// cycle; 2, its aligned operands registered before the sum is formed.
 pub const ADD_STAGES: [u8; 2] = [1, 2];
@@ -139,9 +141,13 @@ pub struct ArrayConfig {
     pub scale_cycles: u8,
     /// Cycles a PE takes from its operands to its sum: 1, or 2 on a machine whose PEs register
     /// the product before the add, so that no operand passes a multiplier and an adder in one
-    /// cycle (docs/DECISIONS.md 69). One of [`PE_STAGES`]; every result leaves the array
-    /// `pe_stages - 1` cycles later (`timing::ws_latency`, `timing::os_latency`), with the same
-    /// bits: the product is exact in both dtypes.
+    /// cycle (docs/DECISIONS.md 69), or 3 on a BF16 weight-stationary machine of the blocking
+    /// schedule whose PEs also register their f32 add's aligned operands, as a staged lane does
+    /// (docs/DECISIONS.md 98). One of [`PE_STAGES`]. With 2, every result leaves the array a
+    /// cycle later (`timing::ws_latency`, `timing::os_latency`), with the same bits: the product
+    /// is exact in both dtypes. With 3, a partial sum also takes two cycles through each PE, so
+    /// the input rows are skewed two cycles a PE row and every result leaves `rows` cycles later
+    /// again (`timing::ws_latency`); the sums and their order are the same, so are the bits.
     pub pe_stages: u8,
     /// Whether an INT8 machine's accumulator lanes have a comparator, for `Max` (max pooling
     /// in INT8 inference: docs/DECISIONS.md 75). BF16 lanes always have one; an INT8 machine
@@ -158,7 +164,9 @@ pub struct ArrayConfig {
     pub add_stages: u8,
 }
 
-/// Why an [`ArrayConfig`] is not buildable.
+/// Why an [`ArrayConfig`] is not buildable: a field out of its range, or `PeAddStaged`,
+/// `pe_stages = 3` on a machine whose PEs may not stage their add
+/// ([`ArrayConfig::may_stage_pe_add`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ConfigError {
@@ -171,6 +179,7 @@ pub enum ConfigError {
     RequantCycles { cycles: u8 },
     ScaleCycles { cycles: u8 },
     PeStages { stages: u8 },
+    PeAddStaged { dtype: Dtype, dataflow: Dataflow, schedule: Schedule },
     AddStages { stages: u8, dtype: Dtype },
 }
 
@@ -219,8 +228,17 @@ impl core::fmt::Display for ConfigError {
             ),
             ConfigError::PeStages { stages } => write!(
                 f,
-                "pe_stages = {stages}: a PE takes 1 or 2 cycles from its operands to its sum \
-                 (the product and sum in one cycle, or the product registered)"
+                "pe_stages = {stages}: a PE takes 1, 2 or 3 cycles from its operands to its sum \
+                 (the product and sum in one cycle, the product registered, or the f32 add's \
+                 aligned operands registered too)"
+            ),
+            ConfigError::PeAddStaged { dtype, dataflow, schedule } => write!(
+                f,
+                "pe_stages = 3: only BF16 weight-stationary PEs of the blocking schedule stage \
+                 their f32 add, and this machine is {} {} {}; use pe_stages 1 or 2",
+                dtype.name(),
+                dataflow.short_name(),
+                schedule.name()
             ),
             ConfigError::AddStages { stages, dtype: Dtype::Bf16 } => write!(
                 f,
@@ -288,6 +306,22 @@ impl ArrayConfig {
         self
     }
 
+    /// Whether this machine's PEs may stage their f32 add (`pe_stages` 3): BF16 (an INT8 PE adds
+    /// integers), weight-stationary (an output-stationary PE adds into its own sum every cycle,
+    /// which a register inside the add would break) and blocking (the decoupled schedule's
+    /// scoreboard times its weight banks on one-cycle PE rows).
+    pub const fn may_stage_pe_add(&self) -> bool {
+        matches!(self.dtype, Dtype::Bf16)
+            && matches!(self.dataflow, Dataflow::WeightStationary)
+            && matches!(self.schedule, Schedule::Blocking)
+    }
+
+    /// Whether the PEs stage their f32 add (`pe_stages` 3): each partial sum takes two cycles
+    /// through a PE.
+    pub const fn pe_add_staged(&self) -> bool {
+        self.pe_stages == 3
+    }
+
     pub const fn with_add_stages(mut self, stages: u8) -> ArrayConfig {
         self.add_stages = stages;
         self
@@ -345,6 +379,10 @@ impl ArrayConfig {
         }
         if !PE_STAGES.contains(&self.pe_stages) {
             return Err(ConfigError::PeStages { stages: self.pe_stages });
+        }
+        if self.pe_stages == 3 && !self.may_stage_pe_add() {
+            let (dtype, dataflow, schedule) = (self.dtype, self.dataflow, self.schedule);
+            return Err(ConfigError::PeAddStaged { dtype, dataflow, schedule });
         }
         let add_ok = match self.dtype {
             Dtype::Bf16 => ADD_STAGES.contains(&self.add_stages),
@@ -412,11 +450,23 @@ mod tests {
                 Err(ConfigError::ScaleCycles { cycles })
             );
         }
-        for stages in PE_STAGES {
+        for stages in [1, 2] {
             assert_eq!(ok.with_pe_stages(stages).validate(), Ok(()));
         }
-        for stages in [0, 3, 4] {
+        for stages in [0, 4] {
             assert_eq!(ok.with_pe_stages(stages).validate(), Err(ConfigError::PeStages { stages }));
+        }
+        let bf16 = ArrayConfig::new(4, 4, Dtype::Bf16);
+        for stages in PE_STAGES {
+            assert_eq!(bf16.with_pe_stages(stages).validate(), Ok(()));
+        }
+        let os = bf16.with_dataflow(Dataflow::OutputStationary);
+        let decoupled = bf16.with_schedule(Schedule::Decoupled);
+        for config in [ok, os, decoupled] {
+            let (dtype, dataflow, schedule) = (config.dtype, config.dataflow, config.schedule);
+            let err = config.with_pe_stages(3).validate().unwrap_err();
+            assert_eq!(err, ConfigError::PeAddStaged { dtype, dataflow, schedule });
+            assert!(err.to_string().contains("only BF16 weight-stationary"), "{err}");
         }
         let bf16 = ArrayConfig::new(4, 4, Dtype::Bf16);
         for stages in ADD_STAGES {

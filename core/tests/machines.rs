@@ -102,12 +102,14 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
             cfg.spad_depth = 3 * cfg.spad_width() as u32 + extra_spad;
             cfg.acc_depth = r as u32 + extra_acc;
             cfg.schedule = if decoupled { Schedule::Decoupled } else { Schedule::Blocking };
-            cfg.with_convert_stages(stages)
+            let cfg = cfg
+                .with_convert_stages(stages)
                 .with_requant_cycles(p)
                 .with_scale_cycles(s)
-                .with_pe_stages(pe)
                 // An INT8 lane adds in one cycle (`ArrayConfig::add_stages`).
-                .with_add_stages(if int8 { 1 } else { add })
+                .with_add_stages(if int8 { 1 } else { add });
+            // Only some machines may stage their PEs' add; the others draw two stages instead.
+            cfg.with_pe_stages(if pe == 3 && !cfg.may_stage_pe_add() { 2 } else { pe })
         },
     )
 }

@@ -137,7 +137,9 @@ pub struct BoardBuildArgs {
     #[arg(long)]
     pub scale_cycles: Option<u8>,
     /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
-    /// (a shorter clock period; results leave the array a cycle later; default: the board's
+    /// (a shorter clock period; results leave the array a cycle later), or 3 with the f32 add's
+    /// aligned operands registered too (BF16 weight-stationary blocking builds: input rows
+    /// skewed two cycles a PE row, results `rows + 1` cycles later; default: the board's
     /// default build's).
     #[arg(long)]
     pub pe_stages: Option<u8>,
@@ -268,7 +270,9 @@ pub struct EmitArgs {
     #[arg(long, default_value_t = 1)]
     pub scale_cycles: u8,
     /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
-    /// (a shorter clock period; results leave the array a cycle later).
+    /// (a shorter clock period; results leave the array a cycle later), or 3 with the f32 add's
+    /// aligned operands registered too (BF16 weight-stationary blocking machines: results
+    /// `rows + 1` cycles later).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
     /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 with its aligned operands
@@ -454,8 +458,9 @@ pub struct ArrayArgs {
     /// that register their product (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub scale_cycles: u8,
-    /// Cycles each PE takes from its operands to its sum: 1, or 2 on PEs that register their
-    /// product (the boards' builds say theirs).
+    /// Cycles each PE takes from its operands to its sum: 1, 2 on PEs that register their
+    /// product, or 3 on BF16 PEs that register their f32 add's aligned operands too (the
+    /// boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
     /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 on lanes that register their

@@ -798,6 +798,22 @@ fn board_build_refuses_pe_products_the_board_cannot_make() {
     }
 }
 
+/// PEs stage their f32 add (`--pe-stages 3`) only in BF16 weight-stationary blocking builds:
+/// the 85F's INT8 default (decoupled) is refused before synthesis, naming why, and nothing is
+/// written.
+#[test]
+fn board_build_refuses_staged_pe_adds_outside_bf16() {
+    let s = Scratch::new();
+    let out_dir = s.path("ulx3s");
+    let dir = out_dir.to_str().unwrap();
+    let out = systole(["board", "build", "ulx3s", "--pe-stages", "3", "-o", dir]);
+    assert_fails_naming(
+        &out,
+        &["pe_stages = 3", "only BF16 weight-stationary PEs of the blocking schedule", "int8"],
+    );
+    assert!(!out_dir.exists(), "nothing written");
+}
+
 /// `board blocks` counts the cells of the netlist a build wrote by block; a directory without
 /// one, or a file that is not Yosys' JSON, is refused naming the file. (scripts/check runs it on
 /// the small boards' real builds.)

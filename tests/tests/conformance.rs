@@ -369,7 +369,9 @@ fn conformance_with_staged_pes() {
 
 /// BF16 lanes whose f32 add is staged (`ArrayConfig::add_stages`): every matmul's results
 /// land a cycle later and every row that adds takes a cycle more, with paced products too, in
-/// both dataflows (the blocking machine: the decoupled one is not built with it).
+/// both dataflows (the blocking machine: the decoupled one is not built with it); and PEs that
+/// stage their f32 add as well (`pe_stages` 3: input rows skewed two cycles a PE row, results
+/// `R + 1` cycles later), a weight-stationary array of four rows.
 #[test]
 fn conformance_with_staged_adds() {
     let staged = |top: TopConfig| TopConfig { array: top.array.with_add_stages(2), ..top };
@@ -379,6 +381,11 @@ fn conformance_with_staged_adds() {
         ..top
     };
     conformance(staged(paced(conformance_top(3, Dtype::Bf16, Dataflow::OutputStationary))), 32);
+    let pipelined = |top: TopConfig| TopConfig {
+        array: top.array.with_scale_cycles(2).with_pe_stages(3),
+        ..top
+    };
+    conformance(staged(pipelined(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary))), 33);
 }
 
 /// PEs paired two to an iCE40 DSP in its dual 8 x 8 mode (`TopConfig::pe_pairs`, the

@@ -102,13 +102,29 @@ pub const fn lane_latency(config: &ArrayConfig) -> u64 {
     config.add_stages as u64 - 1
 }
 
+/// Cycles a partial sum takes through one weight-stationary PE, and so the skew between the
+/// input rows of neighbouring PE rows: one, or two on PEs that stage their f32 add
+/// ([`ArrayConfig::pe_add_staged`]).
+pub const fn pe_row_cycles(config: &ArrayConfig) -> u64 {
+    if config.pe_add_staged() {
+        2
+    } else {
+        1
+    }
+}
+
 /// Weight-stationary: cycles from an input row entering the array's left edge to its result
-/// row written to the accumulators. The row reaches PE row `i` after `i` cycles, its column `j`
-/// leaves the bottom after `R - 1 + j` more, and the de-skewed row is written when column
-/// `C - 1` is out: `R + C - 1`, plus `pe_stages - 1` for PEs that register their products
-/// (each sum then leaves a PE that much later, the same in every PE), plus [`lane_latency`].
+/// row written to the accumulators. The row reaches PE row `i` after `S i` cycles ([`S =
+/// pe_row_cycles`](pe_row_cycles)), so column `j` of the bottom PE row makes its sum `S (R - 1)
+/// + j` cycles after the row entered, plus one for each register inside a PE (the product's on
+/// `pe_stages` 2 and 3, the aligned operands' on 3), and the de-skewed row is written the cycle
+/// after column `C - 1`'s sum: `S R + C - 1`, plus one for PEs that register their products,
+/// plus [`lane_latency`].
 pub const fn ws_latency(config: &ArrayConfig) -> u64 {
-    config.rows as u64 + config.cols as u64 - 1 + config.pe_stages as u64 - 1 + lane_latency(config)
+    let product = (config.pe_stages > 1) as u64;
+    pe_row_cycles(config) * config.rows as u64 + config.cols as u64 - 1
+        + product
+        + lane_latency(config)
 }
 
 /// Output-stationary: cycles of a `MatmulOs` before its first result row is drained, less its

@@ -5,12 +5,13 @@
 //! the exact [`Bf16Mul`] product into the [`F32Add`]. Operands travel as 16-bit elements (INT8 in
 //! the low byte), sums as 32-bit words. Built with two stages ([`ArrayConfig::pe_stages`]), the
 //! product is registered and `y` adds `acc` to the product of the operands of the cycle before:
-//! the same bits a cycle later, since the product is exact in both dtypes.
+//! the same bits a cycle later, since the product is exact in both dtypes. A BF16 MAC of three
+//! stages registers its add's aligned operands too ([`MacBf16Pipelined`]).
 
 use rust_hdl::prelude::*;
 use systole_core::{ArrayConfig, Dtype};
 
-use crate::float::{Bf16Mul, F32Add};
+use crate::float::{Bf16Mul, F32Add, F32Align, F32Sum};
 use crate::optional::Optional;
 
 /// `y = acc + a * b`, INT8: i8 x i8 -> i16 (exact), sign-extended and added mod 2^32.
@@ -164,6 +165,50 @@ impl Logic for MacBf16Staged {
     }
 }
 
+/// `y = acc' + p'`, BF16, where `acc'` is the `acc` of the cycle before and `p'` the exact
+/// product of the operands of the cycle before that: the product registered, then the
+/// [`F32Align`] of `acc` and the product registered (63 bits), and the [`F32Sum`] of those. The
+/// same f32 add as [`MacBf16Staged`]'s, its halves a cycle apart: each sum takes two cycles from
+/// `acc`, so a column of these PEs takes its inputs two cycles a row apart
+/// ([`ArrayConfig::pe_add_staged`]). Every register holds while `enable` is off.
+#[derive(LogicBlock, Default)]
+pub struct MacBf16Pipelined {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub a: Signal<In, Bits<16>>,
+    pub b: Signal<In, Bits<16>>,
+    pub acc: Signal<In, Bits<32>>,
+    pub y: Signal<Out, Bits<32>>,
+    mul: Bf16Mul,
+    product: DFF<Bits<32>>,
+    align: F32Align,
+    x: DFF<Bits<32>>,
+    mz: DFF<Bits<28>>,
+    z_flags: DFF<Bits<3>>,
+    sum: F32Sum,
+}
+
+impl Logic for MacBf16Pipelined {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, product, x, mz, z_flags);
+        self.mul.a.next = self.a.val();
+        self.mul.b.next = self.b.val();
+        self.align.a.next = self.acc.val();
+        self.align.b.next = self.product.q.val();
+        if self.enable.val() {
+            self.product.d.next = self.mul.y.val();
+            self.x.d.next = self.align.x.val();
+            self.mz.d.next = self.align.mz.val();
+            self.z_flags.d.next = self.align.z_flags.val();
+        }
+        self.sum.x.next = self.x.q.val();
+        self.sum.mz.next = self.mz.q.val();
+        self.sum.z_flags.next = self.z_flags.q.val();
+        self.y.next = self.sum.y.val();
+    }
+}
+
 /// The MAC of one dtype and [`ArrayConfig::pe_stages`] (the others' `Vec`s are empty). Only a
 /// two-stage MAC has `clock` and `enable` ([`Optional`]), so a one-stage one is emitted as it
 /// was before the stages existed; only a paired one ([`Mac::paired`]) has `mul_a`, `mul_b` and
@@ -183,6 +228,7 @@ pub struct Mac {
     bf16: Vec<MacBf16>,
     int8_staged: Vec<MacInt8Staged>,
     bf16_staged: Vec<MacBf16Staged>,
+    bf16_pipelined: Vec<MacBf16Pipelined>,
     int8_paired: Vec<MacInt8Paired>,
 }
 
@@ -192,10 +238,15 @@ impl Mac {
         Mac::new(config.dtype, config.pe_stages)
     }
 
-    /// A MAC of `dtype` in `stages` (1 or 2) cycles.
+    /// A MAC of `dtype` in `stages` (1 or 2, or 3 for BF16) cycles.
     pub fn new(dtype: Dtype, stages: u8) -> Mac {
+        assert!(
+            (1..=2).contains(&stages) || (dtype == Dtype::Bf16 && stages == 3),
+            "a {} MAC of {stages} stages (ArrayConfig::validate refuses it)",
+            dtype.name()
+        );
         let staged = stages > 1;
-        let one = |d: Dtype, s: bool| dtype == d && staged == s;
+        let one = |d: Dtype, s: u8| dtype == d && stages == s;
         Mac {
             clock: Optional::default_when(staged),
             enable: Optional::default_when(staged),
@@ -206,10 +257,14 @@ impl Mac {
             mul_a: Optional::none(),
             mul_b: Optional::none(),
             product: Optional::none(),
-            int8: one(Dtype::Int8, false).then(MacInt8::default).into_iter().collect(),
-            bf16: one(Dtype::Bf16, false).then(MacBf16::default).into_iter().collect(),
-            int8_staged: one(Dtype::Int8, true).then(MacInt8Staged::default).into_iter().collect(),
-            bf16_staged: one(Dtype::Bf16, true).then(MacBf16Staged::default).into_iter().collect(),
+            int8: one(Dtype::Int8, 1).then(MacInt8::default).into_iter().collect(),
+            bf16: one(Dtype::Bf16, 1).then(MacBf16::default).into_iter().collect(),
+            int8_staged: one(Dtype::Int8, 2).then(MacInt8Staged::default).into_iter().collect(),
+            bf16_staged: one(Dtype::Bf16, 2).then(MacBf16Staged::default).into_iter().collect(),
+            bf16_pipelined: one(Dtype::Bf16, 3)
+                .then(MacBf16Pipelined::default)
+                .into_iter()
+                .collect(),
             int8_paired: vec![],
         }
     }
@@ -232,6 +287,7 @@ impl Mac {
             bf16: vec![],
             int8_staged: vec![],
             bf16_staged: vec![],
+            bf16_pipelined: vec![],
             int8_paired: vec![MacInt8Paired::default()],
         }
     }
@@ -278,6 +334,14 @@ impl Logic for Mac {
             self.bf16_staged[k].b.next = self.b.val();
             self.bf16_staged[k].acc.next = self.acc.val();
             self.y.next = self.bf16_staged[k].y.val();
+        }
+        for k in 0..self.bf16_pipelined.len() {
+            self.bf16_pipelined[k].clock.next = self.clock.val();
+            self.bf16_pipelined[k].enable.next = self.enable.val();
+            self.bf16_pipelined[k].a.next = self.a.val();
+            self.bf16_pipelined[k].b.next = self.b.val();
+            self.bf16_pipelined[k].acc.next = self.acc.val();
+            self.y.next = self.bf16_pipelined[k].y.val();
         }
         for k in 0..self.int8_paired.len() {
             self.int8_paired[k].a.next = self.a.val();

@@ -16,7 +16,9 @@ use crate::optional::Optional;
 mod dsp_pair;
 mod mac;
 pub use dsp_pair::{ice40_cells_model, module_of, DspPair};
-pub use mac::{Mac, MacBf16, MacBf16Staged, MacInt8, MacInt8Paired, MacInt8Staged};
+pub use mac::{
+    Mac, MacBf16, MacBf16Pipelined, MacBf16Staged, MacInt8, MacInt8Paired, MacInt8Staged,
+};
 
 /// How a weight-stationary PE holds its weights, by the config's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

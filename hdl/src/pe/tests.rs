@@ -60,6 +60,38 @@ fn staged_run(dtype: Dtype, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u
     (got, want)
 }
 
+/// A three-stage BF16 MAC over `steps` of `(a, b, acc, enable)`: each enabled edge registers
+/// its pair's product and the alignment of its `acc` with the product registered before; after
+/// it, `y` is read. Returns the `y`s, and what core says they are: the `acc` of the last enabled
+/// edge plus the product of the enabled pair before it (the first step is enabled).
+fn pipelined_run(steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
+    let mut uut = Mac::new(Dtype::Bf16, 3);
+    assert!(uut.staged());
+    uut.connect_all();
+    let (mut got, mut want) = (vec![], vec![]);
+    let (mut pair, mut sum) = ((0u16, 0u16), 0u32);
+    for (i, &(a, b, acc, enable)) in steps.iter().enumerate() {
+        let enable = enable || i == 0;
+        uut.a.next = (a as u64).into();
+        uut.b.next = (b as u64).into();
+        uut.acc.next = (acc as u64).into();
+        uut.enable.next = enable;
+        tick(&mut uut, |m| &mut *m.clock);
+        if enable {
+            sum = core_bf16(pair.0, pair.1, acc);
+            pair = (a, b);
+        }
+        // Every input changes after the edge: `y` must follow none of them.
+        uut.a.next = (a as u64 ^ 0x5A5A).into();
+        uut.b.next = (b as u64 ^ 0x0F0F).into();
+        uut.acc.next = (acc as u64 ^ 0x4321_0000).into();
+        settle(&mut uut);
+        got.push(uut.y.val().to_u32());
+        want.push(sum);
+    }
+    (got, want)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
     #[test]
@@ -96,6 +128,15 @@ proptest! {
             (bf16_operand(), bf16_operand(), f32_operand(), any::<bool>()), 1..10)
     ) {
         let (got, want) = staged_run(Dtype::Bf16, &steps);
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn pipelined_bf16_mac_sums_the_last_enabled_acc_and_the_product_before(
+        steps in prop::collection::vec(
+            (bf16_operand(), bf16_operand(), f32_operand(), any::<bool>()), 1..10)
+    ) {
+        let (got, want) = pipelined_run(&steps);
         prop_assert_eq!(got, want);
     }
 }
@@ -299,7 +340,8 @@ fn staged_os_pe_restarts_with_the_first_product() {
 #[test]
 fn verilog_is_valid() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        for stages in systole_core::PE_STAGES {
+        // Three stages are BF16 weight-stationary blocking PEs' (ArrayConfig::may_stage_pe_add).
+        for stages in systole_core::PE_STAGES.into_iter().filter(|&s| s < 3) {
             let mac = || Mac::new(dtype, stages);
             let ws = PeWs::new(mac(), WsWeights::ShadowSwap);
             yosys_validate("pe_ws", &verilog_of(ws)).unwrap();
@@ -308,4 +350,6 @@ fn verilog_is_valid() {
             yosys_validate("pe_os", &verilog_of(PeOs::new(mac()))).unwrap();
         }
     }
+    let pipelined = PeWs::new(Mac::new(Dtype::Bf16, 3), WsWeights::ShadowSwap);
+    yosys_validate("pe_ws_pipelined", &verilog_of(pipelined)).unwrap();
 }

@@ -18,8 +18,9 @@
 //!   it overlaps a running matmul: this is what the shadow registers are for.
 //! * the **array** runs `Matmul` (WS): `rows + R + C - 1` cycles, and `MatmulOs` (OS):
 //!   `k + R + C - 2` cycles of compute plus one cycle per drained row; on PEs that register their
-//!   products (`pe_stages` 2) one cycle more each, and on lanes whose f32 add is staged
-//!   (`add_stages` 2) one more again (`timing::ws_latency`, `timing::os_latency`).
+//!   products (`pe_stages` 2) one cycle more each, on PEs that stage their f32 add too
+//!   (`pe_stages` 3, WS) `R + 1` more, and on lanes whose f32 add is staged (`add_stages` 2)
+//!   one more again (`timing::ws_latency`, `timing::os_latency`).
 //!   It dispatches when the
 //!   sequencer and the array are idle; with `swap` it also waits for the shadow to be full, and
 //!   swaps it in at dispatch.
@@ -47,6 +48,10 @@
 //! stepped as unregistered PEs and only its results are late: a WS row is written
 //! `timing::ws_latency` cycles after it entered (the de-skew buffer holds `C + P - 1` rows), and
 //! an OS drain starts `P - 1` cycles after the compute, the PEs holding still meanwhile. A
+//! WS PE that stages its f32 add as well (`pe_stages = 3`) takes two cycles per partial sum, and
+//! its input rows are skewed two cycles a PE row (row `m` enters PE row `i` at `m + 2 i`): every
+//! PE still adds the same product to the same partial sum, in the same order down its column,
+//! only later, so the results are the same and leave `R` cycles later again (`ws_latency`). A
 //! staged lane add (`add_stages = 2`) makes every result row one cycle later again, in the same
 //! way: the row is what it was, and it is written later.
 
@@ -147,7 +152,7 @@ pub struct CycleMachine<A: Arith> {
     b_reg: Vec<A::Operand>,
     /// Partial sums passing down (WS) or held (OS), one per PE.
     p_reg: Vec<A::Acc>,
-    /// WS de-skew buffer: `C + pe_stages - 1` rows in flight, C columns each.
+    /// WS de-skew buffer: [`deskew_rows`] rows in flight, C columns each.
     deskew: Vec<A::Acc>,
     left: Vec<A::Operand>,
     left_bank: Vec<u8>,
@@ -480,7 +485,8 @@ impl<A: Arith> Machine for CycleMachine<A> {
 }
 
 /// Rows of the WS de-skew buffer: a row's column 0 leaves the (unregistered) array
-/// `ws_latency - (R - 1) = C + pe_stages - 1 + add_stages - 1` cycles before the row is written.
+/// `ws_latency - (R - 1)` cycles before the row is written (`C`, plus the cycles its registered
+/// products, staged PE adds and staged lane adds make it late).
 fn deskew_rows(config: &ArrayConfig) -> usize {
     (crate::timing::ws_latency(config) - (config.rows as u64 - 1)) as usize
 }
