@@ -93,8 +93,9 @@ pub const MAX_CONVERT_STAGES: u8 = 3;
 /// 32 x 32 multiplier; 4, each lane one 16 x 16 multiplier making a partial product a cycle.
 pub const REQUANT_CYCLES: [u8; 2] = [1, 4];
 /// The [`ArrayConfig::scale_cycles`] a machine may be built with: 1, a BF16 lane's product and
-/// sum in one cycle; 2, the product registered between them.
-pub const SCALE_CYCLES: [u8; 2] = [1, 2];
+/// sum in one cycle; 2, the product registered between them; 3, the multiplier's halves
+/// registered apart too.
+pub const SCALE_CYCLES: [u8; 3] = [1, 2, 3];
 /// The [`ArrayConfig::pe_stages`] a machine may be built with: 1, a PE multiplies and adds in
 /// one cycle; 2, its product registered between them; 3, its f32 add's aligned operands
 /// registered too (BF16 weight-stationary PEs of the blocking schedule:
@@ -135,7 +136,8 @@ pub struct ArrayConfig {
     pub requant_cycles: u8,
     /// Cycles each `Scale` or `Axpy` row spends in the accumulator lanes: 1, or 2 on a machine
     /// whose BF16 lanes register the product before the sum, so that no accumulator row passes
-    /// a multiplier and an adder in one cycle (docs/DECISIONS.md 68). One of
+    /// a multiplier and an adder in one cycle (docs/DECISIONS.md 68), or 3 on one whose lanes
+    /// also register the significands' product before it is rounded (99). One of
     /// [`SCALE_CYCLES`]; row `r` lands `scale_cycles * (r + 1) - 1` cycles after dispatch
     /// (`timing::row_lands`). Only BF16 machines run these ops.
     pub scale_cycles: u8,
@@ -223,8 +225,9 @@ impl core::fmt::Display for ConfigError {
             ),
             ConfigError::ScaleCycles { cycles } => write!(
                 f,
-                "scale_cycles = {cycles}: a Scale or Axpy row takes 1 or 2 cycles (the lane's \
-                 product and sum in one cycle, or the product registered)"
+                "scale_cycles = {cycles}: a Scale or Axpy row takes 1, 2 or 3 cycles (the lane's \
+                 product and sum in one cycle, the product registered, or the multiplier's \
+                 halves registered apart too)"
             ),
             ConfigError::PeStages { stages } => write!(
                 f,
@@ -444,7 +447,7 @@ mod tests {
         for cycles in SCALE_CYCLES {
             assert_eq!(ok.with_scale_cycles(cycles).validate(), Ok(()));
         }
-        for cycles in [0, 3, 4] {
+        for cycles in [0, 4] {
             assert_eq!(
                 ok.with_scale_cycles(cycles).validate(),
                 Err(ConfigError::ScaleCycles { cycles })

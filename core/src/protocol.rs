@@ -184,8 +184,8 @@ impl Status {
 /// depth (2), schedule (1: 0 blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2;
 /// `int8_max` in bit 3; `add_stages - 1` in bit 4),
 /// conversion lanes (1: pipeline stages in
-/// bits 0..3, 0 to `MAX_CONVERT_STAGES`; log2 of `requant_cycles` in bits 4..5; log2 of
-/// `scale_cycles` in bits 6..7).
+/// bits 0..3, 0 to `MAX_CONVERT_STAGES`; log2 of `requant_cycles` in bits 4..5; `scale_cycles
+/// - 1` in bits 6..7, which for 1 and 2 is the log2 these bits held before 3 existed).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Identity {
@@ -215,7 +215,7 @@ impl Identity {
             | (c.add_stages - 1) << 4;
         b[23] = c.convert_stages
             | (c.requant_cycles.trailing_zeros() as u8) << 4
-            | (c.scale_cycles.trailing_zeros() as u8) << 6;
+            | (c.scale_cycles - 1) << 6;
         b
     }
 
@@ -242,7 +242,7 @@ impl Identity {
             schedule: Schedule::from_code(b[22] & 1).ok_or(ProtocolError::Field)?,
             convert_stages: b[23] & 0xF,
             requant_cycles: 1u8.checked_shl(((b[23] >> 4) & 3) as u32).unwrap_or(0),
-            scale_cycles: 1u8.checked_shl((b[23] >> 6) as u32).unwrap_or(0),
+            scale_cycles: 1 + (b[23] >> 6),
             pe_stages: 1 + ((b[22] >> 1) & 3),
             int8_max: b[22] >> 3 & 1 == 1,
             add_stages: 1 + (b[22] >> 4 & 1),

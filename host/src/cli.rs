@@ -133,7 +133,8 @@ pub struct BoardBuildArgs {
     #[arg(long)]
     pub requant_cycles: Option<u8>,
     /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1 (product and
-    /// sum in one cycle) or 2 (the product registered; default: the board's default build's).
+    /// sum in one cycle), 2 (the product registered) or 3 (the multiplier's halves registered
+    /// apart too; default: the board's default build's).
     #[arg(long)]
     pub scale_cycles: Option<u8>,
     /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
@@ -265,8 +266,9 @@ pub struct EmitArgs {
     /// multiplier per lane) or 4 (one 16 x 16 multiplier per lane, a quarter of the logic).
     #[arg(long, default_value_t = 1)]
     pub requant_cycles: u8,
-    /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, or 2 with the
-    /// lanes' product registered (a shorter clock period).
+    /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, 2 with the
+    /// lanes' product registered, or 3 with the multiplier's halves registered apart too (a
+    /// shorter clock period each).
     #[arg(long, default_value_t = 1)]
     pub scale_cycles: u8,
     /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
@@ -454,8 +456,9 @@ pub struct ArrayArgs {
     /// 16 x 16 multiplier each (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub requant_cycles: u8,
-    /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, or 2 on lanes
-    /// that register their product (the boards' builds say theirs).
+    /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, 2 on lanes
+    /// that register their product, or 3 on lanes that register their multiplier's halves
+    /// apart too (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub scale_cycles: u8,
     /// Cycles each PE takes from its operands to its sum: 1, 2 on PEs that register their

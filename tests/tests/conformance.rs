@@ -371,7 +371,8 @@ fn conformance_with_staged_pes() {
 /// land a cycle later and every row that adds takes a cycle more, with paced products too, in
 /// both dataflows (the blocking machine: the decoupled one is not built with it); and PEs that
 /// stage their f32 add as well (`pe_stages` 3: input rows skewed two cycles a PE row, results
-/// `R + 1` cycles later), a weight-stationary array of four rows.
+/// `R + 1` cycles later), a weight-stationary array of four rows whose lanes also split their
+/// product (`scale_cycles` 3: a `Scale` row three cycles, an `Axpy` row four).
 #[test]
 fn conformance_with_staged_adds() {
     let staged = |top: TopConfig| TopConfig { array: top.array.with_add_stages(2), ..top };
@@ -382,7 +383,7 @@ fn conformance_with_staged_adds() {
     };
     conformance(staged(paced(conformance_top(3, Dtype::Bf16, Dataflow::OutputStationary))), 32);
     let pipelined = |top: TopConfig| TopConfig {
-        array: top.array.with_scale_cycles(2).with_pe_stages(3),
+        array: top.array.with_scale_cycles(3).with_pe_stages(3),
         ..top
     };
     conformance(staged(pipelined(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary))), 33);

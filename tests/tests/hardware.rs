@@ -405,7 +405,12 @@ fn ecp5_pe_products_in_logic_take_exactly_the_pes_multipliers_out() {
     for (dtype, dataflow) in
         [(Dtype::Int8, Dataflow::WeightStationary), (Dtype::Bf16, Dataflow::OutputStationary)]
     {
-        let array = ULX3S_25F.config(2, 2, dtype, 15.0).with_dataflow(dataflow);
+        let mut array = ULX3S_25F.config(2, 2, dtype, 15.0).with_dataflow(dataflow);
+        // The BF16 preset's PEs stage their add, which only weight-stationary PEs do
+        // (`ArrayConfig::may_stage_pe_add`): output-stationary ones register their product only.
+        if !array.may_stage_pe_add() {
+            array.pe_stages = array.pe_stages.min(2);
+        }
         let m = ULX3S_25F.memories;
         let config = TopConfig {
             dram_bytes: m.dram_bytes,

@@ -150,16 +150,17 @@ pub struct Sequencer {
     /// the conversion lanes make its products (`crate::convert::SerialProducts`).
     requant_last: Vec<Constant<Bits<2>>>,
     /// Built with paced BF16 lanes (`crate::vector::paced_scale`): a `Scale` or `Axpy` row takes
-    /// a cycle more for the product. Built with a staged add (`crate::vector::staged_add`): a
+    /// `scale_extra` cycles more for the product (one, or two on lanes that split it,
+    /// `crate::vector::split_product`). Built with a staged add (`crate::vector::staged_add`): a
     /// row that adds (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`) takes a cycle more for the sum.
     /// Such a row (`k_paced`) takes `pace_last + 1` cycles (core's
     /// `timing::vector_row_cycles`), counted by `elem`, and is written in the last.
-    scale_paced: Constant<Bit>,
+    scale_extra: Constant<Bits<2>>,
     add_staged: Constant<Bit>,
     k_paced: DFF<Bit>,
     pace_last: DFF<Bits<2>>,
     /// The candidate's extra cycles a row: for the product, for the sum.
-    pace_product: Signal<Local, Bit>,
+    pace_product: Signal<Local, Bits<2>>,
     pace_sum: Signal<Local, Bit>,
     /// The write side of a conversion, `convert_stages` cycles behind its reads: the
     /// scratchpad write and its row (`CastBf16`, `Requantize`), the DRAM write and its address
@@ -291,7 +292,11 @@ impl Sequencer {
             } else {
                 vec![]
             },
-            scale_paced: Constant::new(crate::vector::paced_scale(config)),
+            scale_extra: constant(if crate::vector::paced_scale(config) {
+                config.scale_cycles as u64 - 1
+            } else {
+                0
+            }),
             add_staged: Constant::new(crate::vector::staged_add(config)),
             k_paced: Default::default(),
             pace_last: Default::default(),
@@ -379,8 +384,10 @@ impl Logic for Sequencer {
         self.conv_spad_row.enable.next = self.enable.val();
         self.conv_store.enable.next = self.enable.val();
         self.conv_dram_address.enable.next = self.enable.val();
-        self.pace_product.next =
-            self.scale_paced.val() && (self.ins.scale.val() || self.ins.axpy.val());
+        self.pace_product.next = 0.into();
+        if self.ins.scale.val() || self.ins.axpy.val() {
+            self.pace_product.next = self.scale_extra.val();
+        }
         self.pace_sum.next = self.add_staged.val()
             && (self.ins.bias_add.val()
                 || self.ins.add.val()
@@ -529,9 +536,9 @@ impl Logic for Sequencer {
                 self.k_store_spad.d.next = self.ins.store_spad.val();
                 self.k_store_bf16.d.next = self.ins.store_bf16.val() && self.bf16.val();
                 self.k_paced.d.next =
-                    self.ins.vector.val() && (self.pace_product.val() || self.pace_sum.val());
-                self.pace_last.d.next = bit_cast::<2, 1>(self.pace_product.val().into())
-                    + bit_cast::<2, 1>(self.pace_sum.val().into());
+                    self.ins.vector.val() && (self.pace_product.val().any() || self.pace_sum.val());
+                self.pace_last.d.next =
+                    self.pace_product.val() + bit_cast::<2, 1>(self.pace_sum.val().into());
                 self.op.d.next = AccOp::Axpy;
                 // `Add` is the lanes' `BiasAdd` with a source row per row (`src_moves`).
                 if self.ins.bias_add.val() || self.ins.add.val() {
@@ -861,8 +868,8 @@ mod tests {
         assert_eq!(reads, vec![(0, 3), (1, 3), (2, 3), (3, 4), (0, 4), (1, 4), (2, 4), (3, 4)]);
     }
 
-    /// Built with paced BF16 lanes, a `Scale` or `Axpy` row holds its reads two cycles and is
-    /// written in the second; built with a staged add, a row that adds holds them a cycle more
+    /// Built with paced BF16 lanes, a `Scale` or `Axpy` row holds its reads two cycles (three
+    /// on lanes that split their product) and is written in the last; built with a staged add, a row that adds holds them a cycle more
     /// again; each row is written in core's `timing::row_lands` cycle, and the ops that neither
     /// multiply nor add are not paced.
     #[test]
@@ -875,6 +882,8 @@ mod tests {
             bf16.with_scale_cycles(2),
             bf16.with_add_stages(2),
             bf16.with_scale_cycles(2).with_add_stages(2),
+            bf16.with_scale_cycles(3),
+            bf16.with_scale_cycles(3).with_add_stages(2),
         ] {
             for ins in [axpy, add, relu] {
                 let mut s = Sequencer::new(&config);

@@ -16,7 +16,7 @@ mod add;
 mod mul;
 
 pub use add::{F32Add, F32Align, F32Sum};
-pub use mul::{Bf16Mul, F32Mul};
+pub use mul::{Bf16Mul, F32Mul, F32MulProduct, F32MulRound};
 
 #[cfg(test)]
 mod tests {

@@ -66,7 +66,10 @@ impl Logic for Bf16Mul {
 }
 
 /// `y = a * b` in f32 (the vector unit's `scale` and `axpy`): DAZ operands, 24 x 24 significand
-/// product from four 16 x 16 multiplies, round to nearest even, FTZ, canonical NaN.
+/// product from four 16 x 16 multiplies, round to nearest even, FTZ, canonical NaN: an
+/// [`F32MulProduct`] into an [`F32MulRound`], in one cycle. A lane built with
+/// `ArrayConfig::scale_cycles = 3` registers what the first half hands the second (61 bits)
+/// instead.
 ///
 /// FTZ follows IEEE rounding into the subnormal range first, as core does (`ftz(a * b)`): a
 /// product just below 2^-126 whose 24-bit significand is all ones rounds (at the subnormal
@@ -76,27 +79,48 @@ pub struct F32Mul {
     pub a: Signal<In, Bits<32>>,
     pub b: Signal<In, Bits<32>>,
     pub y: Signal<Out, Bits<32>>,
-    ea: Signal<Local, Bits<8>>,
-    eb: Signal<Local, Bits<8>>,
-    sign: Signal<Local, Bits<32>>,
-    ma: Signal<Local, Bits<24>>,
-    mb: Signal<Local, Bits<24>>,
-    prod: Signal<Local, Bits<48>>,
-    m24: Signal<Local, Bits<24>>,
-    round_up: Signal<Local, Bit>,
-    mant: Signal<Local, Bits<25>>,
-    e_pre: Signal<Local, Bits<10>>,
-    e_tmp: Signal<Local, Bits<10>>,
+    product: F32MulProduct,
+    round: F32MulRound,
 }
 
 impl Logic for F32Mul {
     #[hdl_gen]
     fn update(&mut self) {
+        self.product.a.next = self.a.val();
+        self.product.b.next = self.b.val();
+        self.round.prod.next = self.product.prod.val();
+        self.round.e_sum.next = self.product.e_sum.val();
+        self.round.flags.next = self.product.flags.val();
+        self.y.next = self.round.y.val();
+    }
+}
+
+/// The first half of [`F32Mul`]: the significands' exact product and the exponents' sum, and
+/// what the special operands (DAZ zeros, infinities, NaNs) make of the result.
+#[derive(LogicBlock, Default)]
+pub struct F32MulProduct {
+    pub a: Signal<In, Bits<32>>,
+    pub b: Signal<In, Bits<32>>,
+    /// The 24 x 24 significand product, in [2^46, 2^48).
+    pub prod: Signal<Out, Bits<48>>,
+    /// The biased exponents' sum (127 more than the product's biased exponent before its
+    /// normalisation).
+    pub e_sum: Signal<Out, Bits<10>>,
+    /// The product's sign (bit 2), and in bits 1..0 what the special operands make of it: 0
+    /// the rounded product, 1 zero (DAZ), 2 infinity, 3 NaN.
+    pub flags: Signal<Out, Bits<3>>,
+    ea: Signal<Local, Bits<8>>,
+    eb: Signal<Local, Bits<8>>,
+    ma: Signal<Local, Bits<24>>,
+    mb: Signal<Local, Bits<24>>,
+    special: Signal<Local, Bits<3>>,
+}
+
+impl Logic for F32MulProduct {
+    #[hdl_gen]
+    fn update(&mut self) {
         self.ea.next = self.a.val().get_bits::<8>(23);
         self.eb.next = self.b.val().get_bits::<8>(23);
-        self.sign.next =
-            bit_cast::<32, 1>(self.a.val().get_bits::<1>(31) ^ self.b.val().get_bits::<1>(31))
-                << 31;
         self.ma.next = bit_cast::<24, 23>(self.a.val().get_bits::<23>(0)) | 0x80_0000;
         self.mb.next = bit_cast::<24, 23>(self.b.val().get_bits::<23>(0)) | 0x80_0000;
         // (ah 2^16 + al)(bh 2^16 + bl) with 8-bit high and 16-bit low halves.
@@ -113,10 +137,51 @@ impl Logic for F32Mul {
                     * bit_cast::<16, 8>(self.mb.val().get_bits::<8>(16)),
             ) << 16)
             + bit_cast::<48, 32>(self.ma.val().get_bits::<16>(0) * self.mb.val().get_bits::<16>(0));
+        self.e_sum.next = bit_cast::<10, 8>(self.ea.val()) + bit_cast::<10, 8>(self.eb.val());
+        self.special.next = 0.into();
+        if !self.ea.val().any() || !self.eb.val().any() {
+            self.special.next = 1.into();
+        }
+        if self.ea.val().all() || self.eb.val().all() {
+            if (self.ea.val().all() && self.a.val().get_bits::<23>(0).any())
+                || (self.eb.val().all() && self.b.val().get_bits::<23>(0).any())
+                || !self.ea.val().any()
+                || !self.eb.val().any()
+            {
+                self.special.next = 3.into();
+            } else {
+                self.special.next = 2.into();
+            }
+        }
+        self.flags.next =
+            (bit_cast::<3, 1>(self.a.val().get_bits::<1>(31) ^ self.b.val().get_bits::<1>(31))
+                << 2)
+                | self.special.val();
+    }
+}
+
+/// The second half of [`F32Mul`]: the product normalised and rounded to nearest even, its
+/// exponent formed, flushed to zero below 2^-126, and the special operands' results.
+#[derive(LogicBlock, Default)]
+pub struct F32MulRound {
+    pub prod: Signal<In, Bits<48>>,
+    pub e_sum: Signal<In, Bits<10>>,
+    pub flags: Signal<In, Bits<3>>,
+    pub y: Signal<Out, Bits<32>>,
+    sign: Signal<Local, Bits<32>>,
+    m24: Signal<Local, Bits<24>>,
+    round_up: Signal<Local, Bit>,
+    mant: Signal<Local, Bits<25>>,
+    e_pre: Signal<Local, Bits<10>>,
+    e_tmp: Signal<Local, Bits<10>>,
+}
+
+impl Logic for F32MulRound {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.sign.next = bit_cast::<32, 1>(self.flags.val().get_bits::<1>(2)) << 31;
         // The product is in [2^46, 2^48): its top 24 bits, then guard and sticky below.
-        self.e_pre.next = bit_cast::<10, 8>(self.ea.val())
-            + bit_cast::<10, 8>(self.eb.val())
-            + self.prod.val().get_bit(47);
+        self.e_pre.next = self.e_sum.val() + self.prod.val().get_bit(47);
         if self.prod.val().get_bit(47) {
             self.m24.next = self.prod.val().get_bits::<24>(24);
             self.round_up.next = self.prod.val().get_bit(23)
@@ -141,19 +206,14 @@ impl Logic for F32Mul {
                 | (bit_cast::<32, 10>(self.e_tmp.val() - 127) << 23)
                 | bit_cast::<32, 23>(self.mant.val().get_bits::<23>(0));
         }
-        if !self.ea.val().any() || !self.eb.val().any() {
+        if self.flags.val().get_bits::<2>(0) == 1 {
             self.y.next = 0.into();
         }
-        if self.ea.val().all() || self.eb.val().all() {
-            if (self.ea.val().all() && self.a.val().get_bits::<23>(0).any())
-                || (self.eb.val().all() && self.b.val().get_bits::<23>(0).any())
-                || !self.ea.val().any()
-                || !self.eb.val().any()
-            {
-                self.y.next = 0x7FC0_0000.into();
-            } else {
-                self.y.next = self.sign.val() | 0x7F80_0000;
-            }
+        if self.flags.val().get_bits::<2>(0) == 2 {
+            self.y.next = self.sign.val() | 0x7F80_0000;
+        }
+        if self.flags.val().get_bits::<2>(0) == 3 {
+            self.y.next = 0x7FC0_0000.into();
         }
     }
 }

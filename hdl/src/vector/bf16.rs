@@ -3,12 +3,14 @@
 use rust_hdl::prelude::*;
 
 use super::AccOp;
-use crate::float::{F32Align, F32Mul, F32Sum};
+use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Sum};
 
 /// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
 /// ([`paced_scale`]), its product passes a register before the sum and the result: the
 /// sequencer holds a `Scale` or `Axpy` row for two cycles and writes it in the second, so no
-/// path runs from an accumulator read through both the multiplier and the adder. Built with a
+/// path runs from an accumulator read through both the multiplier and the adder. Built with
+/// its product split ([`split_product`]), the multiplier's halves ([`F32MulProduct`],
+/// [`F32MulRound`]) pass a register between them too, and such a row takes three cycles. Built with a
 /// staged add ([`staged_add`]), the aligned operands pass a register between the adder's halves
 /// ([`F32Align`], [`F32Sum`]), and so does the array's word: the sum and an overwriting result
 /// are written a cycle after their operands were read, by a sequencer that holds an adding row
@@ -26,7 +28,13 @@ pub struct AccLaneBf16 {
     pub result: Signal<Out, Bits<32>>,
     align: F32Align,
     sum: F32Sum,
-    mul: F32Mul,
+    mul_product: F32MulProduct,
+    mul_round: F32MulRound,
+    /// The split product's registers (one each; else none): what the multiplier's first half
+    /// hands its second.
+    prod_q: Vec<DFF<Bits<48>>>,
+    e_sum_q: Vec<DFF<Bits<10>>>,
+    mul_flags_q: Vec<DFF<Bits<3>>>,
     /// The staged add's registers (one each; else none): the aligned operands, and the array's
     /// word beside them.
     x_q: Vec<DFF<Bits<32>>>,
@@ -52,10 +60,14 @@ pub struct AccLaneBf16 {
 }
 
 impl AccLaneBf16 {
-    pub(super) fn new(paced: bool, staged: bool) -> AccLaneBf16 {
+    pub(super) fn new(paced: bool, split: bool, staged: bool) -> AccLaneBf16 {
+        assert!(paced || !split, "a split product is registered at both ends");
         let one = |on: bool| if on { 1 } else { 0 };
         AccLaneBf16 {
             product_q: (0..one(paced)).map(|_| DFF::default()).collect(),
+            prod_q: (0..one(split)).map(|_| DFF::default()).collect(),
+            e_sum_q: (0..one(split)).map(|_| DFF::default()).collect(),
+            mul_flags_q: (0..one(split)).map(|_| DFF::default()).collect(),
             x_q: (0..one(staged)).map(|_| DFF::default()).collect(),
             mz_q: (0..one(staged)).map(|_| DFF::default()).collect(),
             z_flags_q: (0..one(staged)).map(|_| DFF::default()).collect(),
@@ -68,17 +80,36 @@ impl AccLaneBf16 {
 impl Logic for AccLaneBf16 {
     #[hdl_gen]
     fn update(&mut self) {
-        self.mul.a.next = self.imm.val();
-        self.mul.b.next = self.y.val();
+        self.mul_product.a.next = self.imm.val();
+        self.mul_product.b.next = self.y.val();
         if self.op.val() == AccOp::Scale {
-            self.mul.b.next = self.x.val();
+            self.mul_product.b.next = self.x.val();
         }
-        self.product.next = self.mul.y.val();
+        self.mul_round.prod.next = self.mul_product.prod.val();
+        self.mul_round.e_sum.next = self.mul_product.e_sum.val();
+        self.mul_round.flags.next = self.mul_product.flags.val();
+        for k in 0..self.prod_q.len() {
+            self.prod_q[k].clock.next = self.clock.val();
+            self.e_sum_q[k].clock.next = self.clock.val();
+            self.mul_flags_q[k].clock.next = self.clock.val();
+            self.prod_q[k].d.next = self.prod_q[k].q.val();
+            self.e_sum_q[k].d.next = self.e_sum_q[k].q.val();
+            self.mul_flags_q[k].d.next = self.mul_flags_q[k].q.val();
+            if self.enable.val() {
+                self.prod_q[k].d.next = self.mul_product.prod.val();
+                self.e_sum_q[k].d.next = self.mul_product.e_sum.val();
+                self.mul_flags_q[k].d.next = self.mul_product.flags.val();
+            }
+            self.mul_round.prod.next = self.prod_q[k].q.val();
+            self.mul_round.e_sum.next = self.e_sum_q[k].q.val();
+            self.mul_round.flags.next = self.mul_flags_q[k].q.val();
+        }
+        self.product.next = self.mul_round.y.val();
         for k in 0..self.product_q.len() {
             self.product_q[k].clock.next = self.clock.val();
             self.product_q[k].d.next = self.product_q[k].q.val();
             if self.enable.val() {
-                self.product_q[k].d.next = self.mul.y.val();
+                self.product_q[k].d.next = self.mul_round.y.val();
             }
             self.product.next = self.product_q[k].q.val();
         }

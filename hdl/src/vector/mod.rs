@@ -86,11 +86,13 @@ pub struct AccLane {
     bf16: Vec<AccLaneBf16>,
 }
 
-/// How a lane is built: a BF16 lane's product registered ([`paced_scale`]), its add staged
-/// ([`staged_add`]), and an INT8 lane's comparator (`ArrayConfig::int8_max`).
+/// How a lane is built: a BF16 lane's product registered ([`paced_scale`]) and split
+/// ([`split_product`]), its add staged ([`staged_add`]), and an INT8 lane's comparator
+/// (`ArrayConfig::int8_max`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaneBuild {
     pub paced: bool,
+    pub split: bool,
     pub staged: bool,
     pub int8_max: bool,
 }
@@ -100,6 +102,7 @@ impl LaneBuild {
     pub fn of(config: &ArrayConfig) -> LaneBuild {
         LaneBuild {
             paced: paced_scale(config),
+            split: split_product(config),
             staged: staged_add(config),
             int8_max: config.int8_max,
         }
@@ -115,9 +118,17 @@ pub fn staged_add(config: &ArrayConfig) -> bool {
 
 /// Whether a machine's BF16 lanes register their product before the sum: built with
 /// `scale_cycles = 2`, a `Scale` or `Axpy` row holds the lanes two cycles (core's
-/// `timing::row_lands`), the product made in the first and added in the second.
+/// `timing::row_lands`), the product made in the first and added in the second; with 3, see
+/// [`split_product`].
 pub fn paced_scale(config: &ArrayConfig) -> bool {
-    config.dtype == Dtype::Bf16 && config.scale_cycles == 2
+    config.dtype == Dtype::Bf16 && config.scale_cycles >= 2
+}
+
+/// Whether a machine's BF16 lanes also register their multiplier's halves apart: built with
+/// `scale_cycles = 3`, a `Scale` or `Axpy` row holds the lanes three cycles, the significands'
+/// product made in the first, rounded in the second and added in the third.
+pub fn split_product(config: &ArrayConfig) -> bool {
+    config.dtype == Dtype::Bf16 && config.scale_cycles == 3
 }
 
 impl AccLane {
@@ -143,7 +154,7 @@ impl AccLane {
                 Dtype::Bf16 => vec![],
             },
             bf16: match dtype {
-                Dtype::Bf16 => vec![AccLaneBf16::new(build.paced, build.staged)],
+                Dtype::Bf16 => vec![AccLaneBf16::new(build.paced, build.split, build.staged)],
                 Dtype::Int8 => vec![],
             },
         }

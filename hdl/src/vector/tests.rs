@@ -87,13 +87,14 @@ fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32
 }
 
 /// Registered steps a BF16 lane built as `build` takes before it writes a row of `op`: the
-/// product's (`Scale`, `Axpy` on paced lanes) and the staged add's (every op that adds, and
+/// product's (`Scale`, `Axpy` on paced lanes, two on split ones) and the staged add's (every op that adds, and
 /// the array's overwriting rows, which pass beside the adder).
 fn steps(build: LaneBuild, op: AccOp) -> usize {
     use AccOp::*;
-    let product = build.paced && matches!(op, Scale | Axpy);
+    let products =
+        matches!(op, Scale | Axpy) as usize * (build.paced as usize + build.split as usize);
     let sum = build.staged && matches!(op, BiasAdd | BiasRelu | Axpy | Accumulate | Overwrite);
-    product as usize + sum as usize
+    products + sum as usize
 }
 
 /// A BF16 lane's result in the cycle it writes a row: an enabled clock edge for each of its
@@ -179,8 +180,11 @@ proptest! {
             "{:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}", op, x, y, a, imm
         );
         // The lanes with a registered product, a staged add, or both, in the cycle they write.
-        for (paced, staged) in [(true, false), (false, true), (true, true)] {
-            let build = LaneBuild { paced, staged, int8_max: true };
+        for (paced, split, staged) in
+            [(true, false, false), (false, false, true), (true, false, true), (true, true, false),
+             (true, true, true)]
+        {
+            let build = LaneBuild { paced, split, staged, int8_max: true };
             prop_assert_eq!(
                 written(build, op, x, y, a, imm, w), want,
                 "{:?}: {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}",
@@ -251,10 +255,15 @@ fn verilog_matches_core() {
 #[test]
 fn verilog_is_valid() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        for (paced, staged, int8_max) in
-            [(false, false, true), (true, false, true), (false, false, false), (true, true, true)]
-        {
-            let verilog = verilog_of(AccLane::new(dtype, LaneBuild { paced, staged, int8_max }));
+        for (paced, split, staged, int8_max) in [
+            (false, false, false, true),
+            (true, false, false, true),
+            (false, false, false, false),
+            (true, false, true, true),
+            (true, true, true, true),
+        ] {
+            let build = LaneBuild { paced, split, staged, int8_max };
+            let verilog = verilog_of(AccLane::new(dtype, build));
             yosys_validate("acc_lane", &verilog).unwrap();
         }
     }
