@@ -382,17 +382,18 @@ pub const ULX3S_25F: Board = Board {
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68), its PEs' too (69), its
-    // lanes' f32 add staged (90), its accumulators' writes registered (88) and its PEs' f32 add
-    // staged (98) reaches 31.33 MHz (24.04 with the PEs' add in one cycle, 19.91 with the
-    // product registers alone): 30 MHz from the PLL.
+    // lanes' f32 add staged (90), its accumulators' writes registered (88), its PEs' f32 add
+    // staged (98) and its lanes' f32 multiply split (99) reaches 35.10 MHz (31.33 with the
+    // multiply in one cycle, 24.04 with the PEs' add too, 19.91 with the product registers
+    // alone): 33.33 MHz from the PLL.
     bf16: Some(Preset {
         rows: 3,
         cols: 3,
-        mhz: 30.0,
+        mhz: 33.3333,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
-        scale_cycles: 2,
+        scale_cycles: 3,
         pe_stages: 3,
         add_stages: 2,
         int8_max: false,
@@ -485,8 +486,9 @@ mod tests {
         // The 25F's INT8 runs at 55 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (55.0, ClockSource::Pll));
-        // The 25F's BF16 at 30 MHz from its PLL (its PEs' f32 add staged, DECISIONS 98).
-        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 30.0);
+        // The 25F's BF16 at 33.33 MHz from its PLL (its PEs' f32 add staged and its lanes'
+        // multiply split, DECISIONS 98 and 99).
+        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 33.3333);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
         // The 85F's BF16 is a smaller array than its INT8, on the PLL.
