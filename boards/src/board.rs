@@ -324,24 +324,24 @@ pub const ULX3S_85F: Board = Board {
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
-    // (71), the 8 x 8 BF16 fits (88% of the LUTs): built for 16.6667 MHz from the PLL it routes
-    // at 16.86 MHz (for 15 MHz, at 17.28; the 7 x 7 at 17.39 in 71%). On ISA 4 RTL with the
-    // older adder the 8 x 7 no longer fitted.
+    // (71), the 8 x 8 BF16 fits (88% of the LUTs) and routed at 16.86 MHz; with the lanes' f32
+    // add staged (90), the accumulators' writes registered (88) and the PEs' f32 add staged
+    // (98), built for the oscillator's 25 MHz, it routes at 26.8 MHz in 90% of the LUTs.
     bf16: Some(Preset {
         rows: 8,
         cols: 8,
-        mhz: 16.6667,
+        mhz: 25.0,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 2,
-        pe_stages: 2,
-        add_stages: 1,
+        pe_stages: 3,
+        add_stages: 2,
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         spad_write_stage: false,
-        acc_write_stage: false,
+        acc_write_stage: true,
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
@@ -491,10 +491,10 @@ mod tests {
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 33.3333);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
-        // The 85F's BF16 is a smaller array than its INT8, on the PLL.
+        // The 85F's BF16 is a smaller array than its INT8, at the oscillator's 25 MHz.
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
-        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 16.6667));
-        assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
+        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 25.0));
+        assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Board);
         assert_eq!(ICEBREAKER.default_config().clock_mhz, 12.0);
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
