@@ -50,7 +50,9 @@ const _: () = assert!(WEIGHT_BANKS <= 1 << TAG_BITS);
 ///
 /// Each cycle: `a` takes `a_in` (the left neighbour's `a`), `p` takes `p_in + a_in * w` (`p_in`
 /// is the upper neighbour's `p`, or zero on the top row; with a two-stage [`Mac`], `p_in` plus
-/// the product of the cycle before, so every sum is a cycle late). Nothing changes in a cycle
+/// the product of the cycle before, so every sum is a cycle late; with a three-stage BF16 one,
+/// the sum of the `p_in` of the cycle before and the product before that, so `p` takes two
+/// cycles from `p_in`, [`MacBf16Pipelined`]). Nothing changes in a cycle
 /// without `enable` (the machine is frozen, docs/HARDWARE.md). The weight `w` and the weight
 /// load depend on [`WsWeights`]:
 ///
