@@ -6,12 +6,12 @@ use super::AccOp;
 use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Sum};
 
 /// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
-/// ([`paced_scale`]), its product passes a register before the sum and the result: the
+/// ([`paced_scale`](super::paced_scale)), its product passes a register before the sum and the result: the
 /// sequencer holds a `Scale` or `Axpy` row for two cycles and writes it in the second, so no
 /// path runs from an accumulator read through both the multiplier and the adder. Built with
-/// its product split ([`split_product`]), the multiplier's halves ([`F32MulProduct`],
+/// its product split ([`split_product`](super::split_product)), the multiplier's halves ([`F32MulProduct`],
 /// [`F32MulRound`]) pass a register between them too, and such a row takes three cycles. Built with a
-/// staged add ([`staged_add`]), the aligned operands pass a register between the adder's halves
+/// staged add ([`staged_add`](super::staged_add)), the aligned operands pass a register between the adder's halves
 /// ([`F32Align`], [`F32Sum`]), and so does the array's word: the sum and an overwriting result
 /// are written a cycle after their operands were read, by a sequencer that holds an adding row
 /// a cycle more and a top that writes the array's rows a cycle late.
