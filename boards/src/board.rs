@@ -197,11 +197,12 @@ pub const ICEBREAKER: Board = Board {
     // 8.4, so the oscillator's 12 MHz undivided (DECISIONS 51). Four PEs in a column, their
     // products two to a DSP (DECISIONS 92), fit since the counters are built no wider than
     // their values and the FIFO's extent bits left its block RAMs (DECISIONS 94); a fifth row
-    // does not (the scratchpad's rows are then no power of two).
+    // does not (the scratchpad's rows are then no power of two). It meets the PLL's 16.125 MHz
+    // (16.33 fmax with seed 1; seed 2 reached 15.26: docs/BOARDS.md).
     int8: Preset {
         rows: 4,
         cols: 1,
-        mhz: 12.0,
+        mhz: 16.125,
         pe_products: PeProducts::DspPairs,
         convert_stages: 3,
         requant_cycles: 1,
@@ -495,10 +496,12 @@ mod tests {
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
         assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 25.0));
         assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Board);
-        assert_eq!(ICEBREAKER.default_config().clock_mhz, 12.0);
+        // The iCEBreaker's INT8 at 16.125 MHz from its PLL (its lowest output above 16 MHz).
+        let clock = ICEBREAKER.default_config().clock_mhz;
+        assert_eq!((clock, clock_source(&ICEBREAKER, clock)), (16.125, ClockSource::Pll));
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
-        assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 12.0);
+        assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 16.125);
         // The Alchitry Cu's INT8 at 40 MHz from its PLL; its BF16 the 100 MHz divided by 8.
         let clock = ALCHITRY_CU.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (40.0, ClockSource::Pll));
