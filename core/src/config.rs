@@ -98,12 +98,13 @@ pub const REQUANT_CYCLES: [u8; 2] = [1, 4];
 pub const SCALE_CYCLES: [u8; 3] = [1, 2, 3];
 /// The [`ArrayConfig::pe_stages`] a machine may be built with: 1, a PE multiplies and adds in
 /// one cycle; 2, its product registered between them; 3, its f32 add's aligned operands
-/// registered too (BF16 weight-stationary PEs of the blocking schedule:
-/// [`ArrayConfig::pe_add_staged`]).
-pub const PE_STAGES: [u8; 3] = [1, 2, 3];
+/// registered too; 4, its normalised sum registered before it is rounded as well (3 and 4: BF16
+/// weight-stationary PEs of the blocking schedule, [`ArrayConfig::pe_add_staged`]).
+pub const PE_STAGES: [u8; 4] = [1, 2, 3, 4];
 /// The [`ArrayConfig::add_stages`] a machine may be built with: 1, a BF16 lane's f32 add in one
-/// cycle; 2, its aligned operands registered before the sum is formed.
-pub const ADD_STAGES: [u8; 2] = [1, 2];
+/// cycle; 2, its aligned operands registered before the sum is formed; 3, the sum's normalised
+/// significand and exponent registered before it is rounded too.
+pub const ADD_STAGES: [u8; 3] = [1, 2, 3];
 
 /// One accelerator instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -145,11 +146,13 @@ pub struct ArrayConfig {
     /// the product before the add, so that no operand passes a multiplier and an adder in one
     /// cycle (docs/DECISIONS.md 69), or 3 on a BF16 weight-stationary machine of the blocking
     /// schedule whose PEs also register their f32 add's aligned operands, as a staged lane does
-    /// (docs/DECISIONS.md 98). One of [`PE_STAGES`]. With 2, every result leaves the array a
-    /// cycle later (`timing::ws_latency`, `timing::os_latency`), with the same bits: the product
-    /// is exact in both dtypes. With 3, a partial sum also takes two cycles through each PE, so
-    /// the input rows are skewed two cycles a PE row and every result leaves `rows` cycles later
-    /// again (`timing::ws_latency`); the sums and their order are the same, so are the bits.
+    /// (docs/DECISIONS.md 98), or 4 on one whose PEs register the add's normalised sum before
+    /// it is rounded as well (100). One of [`PE_STAGES`]. With 2, every result leaves the array
+    /// a cycle later (`timing::ws_latency`, `timing::os_latency`), with the same bits: the
+    /// product is exact in both dtypes. With 3 (4), a partial sum also takes two (three) cycles
+    /// through each PE, so the input rows are skewed that many cycles a PE row and every result
+    /// leaves `rows` (`2 rows`) cycles later again (`timing::pe_row_cycles`,
+    /// `timing::ws_latency`); the sums and their order are the same, so are the bits.
     pub pe_stages: u8,
     /// Whether an INT8 machine's accumulator lanes have a comparator, for `Max` (max pooling
     /// in INT8 inference: docs/DECISIONS.md 75). BF16 lanes always have one; an INT8 machine
@@ -158,7 +161,8 @@ pub struct ArrayConfig {
     pub int8_max: bool,
     /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 on a machine whose lanes register
     /// the aligned operands before the sum is formed, so that no accumulator row passes the
-    /// whole adder in one cycle (docs/DECISIONS.md 90). One of [`ADD_STAGES`], and 1 on INT8
+    /// whole adder in one cycle (docs/DECISIONS.md 90), or 3 on one whose lanes also register
+    /// the normalised sum before it is rounded (100). One of [`ADD_STAGES`], and 1 on INT8
     /// machines (their lanes add 32-bit integers). Every result row of a matmul lands
     /// `add_stages - 1` cycles later (`timing::ws_latency`, `timing::os_latency`), and a vector
     /// row that adds (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`) is read that many cycles more
@@ -167,7 +171,7 @@ pub struct ArrayConfig {
 }
 
 /// Why an [`ArrayConfig`] is not buildable: a field out of its range, or `PeAddStaged`,
-/// `pe_stages = 3` on a machine whose PEs may not stage their add
+/// `pe_stages` 3 or 4 on a machine whose PEs may not stage their add
 /// ([`ArrayConfig::may_stage_pe_add`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -181,7 +185,7 @@ pub enum ConfigError {
     RequantCycles { cycles: u8 },
     ScaleCycles { cycles: u8 },
     PeStages { stages: u8 },
-    PeAddStaged { dtype: Dtype, dataflow: Dataflow, schedule: Schedule },
+    PeAddStaged { stages: u8, dtype: Dtype, dataflow: Dataflow, schedule: Schedule },
     AddStages { stages: u8, dtype: Dtype },
 }
 
@@ -235,23 +239,23 @@ impl core::fmt::Display for ConfigError {
                  (the product and sum in one cycle, the product registered, or the f32 add's \
                  aligned operands registered too)"
             ),
-            ConfigError::PeAddStaged { dtype, dataflow, schedule } => write!(
+            ConfigError::PeAddStaged { stages, dtype, dataflow, schedule } => write!(
                 f,
-                "pe_stages = 3: only BF16 weight-stationary PEs of the blocking schedule stage \
-                 their f32 add, and this machine is {} {} {}; use pe_stages 1 or 2",
+                "pe_stages = {stages}: only BF16 weight-stationary PEs of the blocking schedule \
+                 stage their f32 add, and this machine is {} {} {}; use pe_stages 1 or 2",
                 dtype.name(),
                 dataflow.short_name(),
                 schedule.name()
             ),
             ConfigError::AddStages { stages, dtype: Dtype::Bf16 } => write!(
                 f,
-                "add_stages = {stages}: a BF16 lane's f32 add takes 1 or 2 cycles (in one \
-                 cycle, or its aligned operands registered)"
+                "add_stages = {stages}: a BF16 lane's f32 add takes 1, 2 or 3 cycles (in one \
+                 cycle, its aligned operands registered, or its normalised sum registered too)"
             ),
             ConfigError::AddStages { stages, dtype: Dtype::Int8 } => write!(
                 f,
                 "add_stages = {stages}: an INT8 machine's lanes add 32-bit integers in one \
-                 cycle (add_stages = 1); 2 is for the f32 adder of BF16 lanes"
+                 cycle (add_stages = 1); 2 and 3 are for the f32 adder of BF16 lanes"
             ),
         }
     }
@@ -319,10 +323,10 @@ impl ArrayConfig {
             && matches!(self.schedule, Schedule::Blocking)
     }
 
-    /// Whether the PEs stage their f32 add (`pe_stages` 3): each partial sum takes two cycles
-    /// through a PE.
+    /// Whether the PEs stage their f32 add (`pe_stages` 3 or 4): each partial sum takes
+    /// `pe_stages - 1` cycles through a PE.
     pub const fn pe_add_staged(&self) -> bool {
-        self.pe_stages == 3
+        self.pe_stages >= 3
     }
 
     pub const fn with_add_stages(mut self, stages: u8) -> ArrayConfig {
@@ -383,9 +387,10 @@ impl ArrayConfig {
         if !PE_STAGES.contains(&self.pe_stages) {
             return Err(ConfigError::PeStages { stages: self.pe_stages });
         }
-        if self.pe_stages == 3 && !self.may_stage_pe_add() {
-            let (dtype, dataflow, schedule) = (self.dtype, self.dataflow, self.schedule);
-            return Err(ConfigError::PeAddStaged { dtype, dataflow, schedule });
+        if self.pe_add_staged() && !self.may_stage_pe_add() {
+            let (stages, dtype, dataflow, schedule) =
+                (self.pe_stages, self.dtype, self.dataflow, self.schedule);
+            return Err(ConfigError::PeAddStaged { stages, dtype, dataflow, schedule });
         }
         let add_ok = match self.dtype {
             Dtype::Bf16 => ADD_STAGES.contains(&self.add_stages),
@@ -456,7 +461,7 @@ mod tests {
         for stages in [1, 2] {
             assert_eq!(ok.with_pe_stages(stages).validate(), Ok(()));
         }
-        for stages in [0, 4] {
+        for stages in [0, 5] {
             assert_eq!(ok.with_pe_stages(stages).validate(), Err(ConfigError::PeStages { stages }));
         }
         let bf16 = ArrayConfig::new(4, 4, Dtype::Bf16);
@@ -465,17 +470,18 @@ mod tests {
         }
         let os = bf16.with_dataflow(Dataflow::OutputStationary);
         let decoupled = bf16.with_schedule(Schedule::Decoupled);
-        for config in [ok, os, decoupled] {
+        for (config, stages) in [ok, os, decoupled].into_iter().flat_map(|c| [(c, 3), (c, 4)]) {
             let (dtype, dataflow, schedule) = (config.dtype, config.dataflow, config.schedule);
-            let err = config.with_pe_stages(3).validate().unwrap_err();
-            assert_eq!(err, ConfigError::PeAddStaged { dtype, dataflow, schedule });
+            let err = config.with_pe_stages(stages).validate().unwrap_err();
+            assert_eq!(err, ConfigError::PeAddStaged { stages, dtype, dataflow, schedule });
             assert!(err.to_string().contains("only BF16 weight-stationary"), "{err}");
+            assert!(err.to_string().starts_with(&alloc::format!("pe_stages = {stages}:")), "{err}");
         }
         let bf16 = ArrayConfig::new(4, 4, Dtype::Bf16);
         for stages in ADD_STAGES {
             assert_eq!(bf16.with_add_stages(stages).validate(), Ok(()));
         }
-        for (config, stages) in [(bf16, 0), (bf16, 3), (ok, 2), (ok, 0)] {
+        for (config, stages) in [(bf16, 0), (bf16, 4), (ok, 2), (ok, 3), (ok, 0)] {
             assert_eq!(
                 config.with_add_stages(stages).validate(),
                 Err(ConfigError::AddStages { stages, dtype: config.dtype })

@@ -109,7 +109,7 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
                 // An INT8 lane adds in one cycle (`ArrayConfig::add_stages`).
                 .with_add_stages(if int8 { 1 } else { add });
             // Only some machines may stage their PEs' add; the others draw two stages instead.
-            cfg.with_pe_stages(if pe == 3 && !cfg.may_stage_pe_add() { 2 } else { pe })
+            cfg.with_pe_stages(if pe >= 3 && !cfg.may_stage_pe_add() { 2 } else { pe })
         },
     )
 }

@@ -48,10 +48,10 @@ pub enum EmitError {
     )]
     Schedule(Schedule),
     #[error(
-        "add_stages = 2 with the decoupled schedule: the decoupled top has no staged lane add \
+        "add_stages = {0} with the decoupled schedule: the decoupled top has no staged lane add \
          yet (its stream unit and scoreboard time results without it); build it blocking"
     )]
-    StagedAddDecoupled,
+    StagedAddDecoupled(u8),
     #[error(
         "PE pairs (two INT8 products per iCE40 DSP) need an INT8 weight-stationary array of \
          two-stage PEs; this one is {dtype}, {dataflow}, {pe_stages} stage(s): use --dtype int8 \
@@ -131,7 +131,7 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
         return Err(EmitError::Uart(top.uart_divisor));
     }
     if top.array.add_stages > 1 && top.array.schedule == Schedule::Decoupled {
-        return Err(EmitError::StagedAddDecoupled);
+        return Err(EmitError::StagedAddDecoupled(top.array.add_stages));
     }
     let a = &top.array;
     let pairable =
@@ -511,10 +511,14 @@ mod tests {
         assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES + 1, ..ok }).is_err());
         assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
         assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
-        let staged = ArrayConfig::new(2, 2, Dtype::Bf16).with_add_stages(2);
-        assert!(check(&TopConfig::new(staged)).is_ok());
-        let decoupled = TopConfig::new(staged.with_schedule(Schedule::Decoupled));
-        assert!(matches!(check(&decoupled), Err(EmitError::StagedAddDecoupled)));
+        for add_stages in [2, 3] {
+            let staged = ArrayConfig::new(2, 2, Dtype::Bf16).with_add_stages(add_stages);
+            assert!(check(&TopConfig::new(staged)).is_ok());
+            let decoupled = TopConfig::new(staged.with_schedule(Schedule::Decoupled));
+            let err = check(&decoupled).unwrap_err();
+            assert!(matches!(err, EmitError::StagedAddDecoupled(s) if s == add_stages));
+            assert!(err.to_string().starts_with(&format!("add_stages = {add_stages} ")), "{err}");
+        }
     }
 
     #[test]

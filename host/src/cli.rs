@@ -140,13 +140,15 @@ pub struct BoardBuildArgs {
     /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
     /// (a shorter clock period; results leave the array a cycle later), or 3 with the f32 add's
     /// aligned operands registered too (BF16 weight-stationary blocking builds: input rows
-    /// skewed two cycles a PE row, results `rows + 1` cycles later; default: the board's
-    /// default build's).
+    /// skewed two cycles a PE row, results `rows + 1` cycles later), or 4 with its normalised
+    /// sum registered as well (rows skewed three cycles a PE row, results `2 rows + 1` cycles
+    /// later; default: the board's default build's).
     #[arg(long)]
     pub pe_stages: Option<u8>,
     /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 with its aligned operands
-    /// registered (a shorter clock period; results land a cycle later, and adding vector rows
-    /// take a cycle more; default: the board's default build's).
+    /// registered, or 3 with its normalised sum registered too (a shorter clock period each;
+    /// results land a cycle later, and adding vector rows take a cycle more, for each;
+    /// default: the board's default build's).
     #[arg(long)]
     pub add_stages: Option<u8>,
     /// Whether the INT8 lanes have their comparator (`Max`, for max pooling in INT8 inference;
@@ -274,12 +276,12 @@ pub struct EmitArgs {
     /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
     /// (a shorter clock period; results leave the array a cycle later), or 3 with the f32 add's
     /// aligned operands registered too (BF16 weight-stationary blocking machines: results
-    /// `rows + 1` cycles later).
+    /// `rows + 1` cycles later), or 4 with its normalised sum registered as well (`2 rows + 1`).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
     /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 with its aligned operands
-    /// registered (a shorter clock period; results land a cycle later, and adding vector rows
-    /// take a cycle more).
+    /// registered, or 3 with its normalised sum registered too (a shorter clock period each;
+    /// results land a cycle later, and adding vector rows take a cycle more, for each).
     #[arg(long, default_value_t = 1)]
     pub add_stages: u8,
     /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
@@ -462,12 +464,13 @@ pub struct ArrayArgs {
     #[arg(long, default_value_t = 1)]
     pub scale_cycles: u8,
     /// Cycles each PE takes from its operands to its sum: 1, 2 on PEs that register their
-    /// product, or 3 on BF16 PEs that register their f32 add's aligned operands too (the
-    /// boards' builds say theirs).
+    /// product, 3 on BF16 PEs that register their f32 add's aligned operands too, or 4 on ones
+    /// that register its normalised sum as well (the boards' builds say theirs).
     #[arg(long, default_value_t = 1)]
     pub pe_stages: u8,
-    /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 on lanes that register their
-    /// aligned operands (the boards' builds say theirs).
+    /// Cycles a BF16 accumulator lane's f32 add takes: 1, 2 on lanes that register their
+    /// aligned operands, or 3 on ones that register the normalised sum too (the boards' builds
+    /// say theirs).
     #[arg(long, default_value_t = 1)]
     pub add_stages: u8,
     /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8

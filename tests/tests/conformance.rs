@@ -372,7 +372,10 @@ fn conformance_with_staged_pes() {
 /// both dataflows (the blocking machine: the decoupled one is not built with it); and PEs that
 /// stage their f32 add as well (`pe_stages` 3: input rows skewed two cycles a PE row, results
 /// `R + 1` cycles later), a weight-stationary array of four rows whose lanes also split their
-/// product (`scale_cycles` 3: a `Scale` row three cycles, an `Axpy` row four).
+/// product (`scale_cycles` 3: a `Scale` row three cycles, an `Axpy` row four); and the same
+/// array with the normalised sums registered too, in the PEs (`pe_stages` 4: rows skewed three
+/// cycles a PE row) and in the lanes (`add_stages` 3: results two cycles later, an adding row
+/// two cycles more, an `Axpy` row five).
 #[test]
 fn conformance_with_staged_adds() {
     let staged = |top: TopConfig| TopConfig { array: top.array.with_add_stages(2), ..top };
@@ -387,6 +390,11 @@ fn conformance_with_staged_adds() {
         ..top
     };
     conformance(staged(pipelined(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary))), 33);
+    let deep = |top: TopConfig| TopConfig {
+        array: top.array.with_scale_cycles(3).with_pe_stages(4).with_add_stages(3),
+        ..top
+    };
+    conformance(deep(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary)), 34);
 }
 
 /// PEs paired two to an iCE40 DSP in its dual 8 x 8 mode (`TopConfig::pe_pairs`, the

@@ -96,18 +96,19 @@ pub const fn vector_row_cycles(config: &ArrayConfig, op: VectorOp) -> u64 {
 }
 
 /// Cycles the accumulator lanes add to a result row of the array: `add_stages - 1`, the
-/// register inside a staged lane's f32 add, which every result row passes (an accumulating
+/// registers inside a staged lane's f32 add, which every result row passes (an accumulating
 /// one through the adder, an overwriting one beside it) so that all land alike.
 pub const fn lane_latency(config: &ArrayConfig) -> u64 {
     config.add_stages as u64 - 1
 }
 
 /// Cycles a partial sum takes through one weight-stationary PE, and so the skew between the
-/// input rows of neighbouring PE rows: one, or two on PEs that stage their f32 add
-/// ([`ArrayConfig::pe_add_staged`]).
+/// input rows of neighbouring PE rows: one, or `pe_stages - 1` on PEs that stage their f32 add
+/// ([`ArrayConfig::pe_add_staged`]: two with its aligned operands registered, three with its
+/// normalised sum too).
 pub const fn pe_row_cycles(config: &ArrayConfig) -> u64 {
     if config.pe_add_staged() {
-        2
+        config.pe_stages as u64 - 1
     } else {
         1
     }
@@ -117,7 +118,8 @@ pub const fn pe_row_cycles(config: &ArrayConfig) -> u64 {
 /// row written to the accumulators. The row reaches PE row `i` after `S i` cycles ([`S =
 /// pe_row_cycles`](pe_row_cycles)), so column `j` of the bottom PE row makes its sum `S (R - 1)
 /// + j` cycles after the row entered, plus one for each register inside a PE (the product's on
-/// `pe_stages` 2 and 3, the aligned operands' on 3), and the de-skewed row is written the cycle
+/// `pe_stages` 2 to 4, the aligned operands' on 3 and 4, the normalised sum's on 4; all but the
+/// product's are in `S`), and the de-skewed row is written the cycle
 /// after column `C - 1`'s sum: `S R + C - 1`, plus one for PEs that register their products,
 /// plus [`lane_latency`].
 pub const fn ws_latency(config: &ArrayConfig) -> u64 {

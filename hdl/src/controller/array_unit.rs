@@ -62,10 +62,13 @@ pub struct ArrayUnit {
     /// The bits the cycle counts can have: an op's last cycle is below `skew` plus its rows and
     /// its `k`, each within a memory (docs/DECISIONS.md 94).
     tau_bits: Constant<Bits<18>>,
-    /// Lanes with a staged add (`timing::lane_latency` 1) write each row a cycle after it
-    /// leaves the array: the writes pass these delays, and the unit is free a cycle after its
-    /// last cycle, when its last row is written (else they are wires).
+    /// Lanes with a staged add (`timing::lane_latency` 1 or 2) write each row that many cycles
+    /// after it leaves the array: the writes pass these delays, and the unit is free when its
+    /// last row is written, `lane_latency` cycles after its last cycle (else they are wires):
+    /// `tail` counts the cycles between (`tail_cycles`, `lane_latency - 1`).
     staged: Constant<Bit>,
+    tail_cycles: Constant<Bits<2>>,
+    tail: DFF<Bits<2>>,
     late_write: Delay<Bit>,
     late_row: Delay<Bits<16>>,
     late_op: Delay<AccOp>,
@@ -116,6 +119,8 @@ impl ArrayUnit {
                 latency + config.spad_depth as u64 + config.spad_depth.max(config.acc_depth) as u64,
             )),
             staged: Constant::new(late > 0),
+            tail_cycles: constant(late.saturating_sub(1)),
+            tail: Default::default(),
             late_write: Delay::new(late as usize),
             late_row: Delay::new(late as usize),
             late_op: Delay::new(late as usize),
@@ -145,11 +150,13 @@ impl Logic for ArrayUnit {
             feed_q,
             swap_q,
             first_q,
-            writing_q
+            writing_q,
+            tail
         );
         self.last.next = self.tau.q.val() == self.last_tau.q.val();
         self.writing.next = self.writing_q.q.val();
-        self.free.next = !self.busy.q.val() || (self.last.val() && !self.staged.val());
+        self.free.next = (!self.busy.q.val() && !self.tail.q.val().any())
+            || (self.last.val() && !self.staged.val());
         self.late_write.clock.next = self.clock.val();
         self.late_row.clock.next = self.clock.val();
         self.late_op.clock.next = self.clock.val();
@@ -166,7 +173,10 @@ impl Logic for ArrayUnit {
                 }
                 if self.last.val() {
                     self.busy.d.next = false;
+                    self.tail.d.next = self.tail_cycles.val();
                 }
+            } else if self.tail.q.val().any() {
+                self.tail.d.next = self.tail.q.val() - 1;
             }
             if self.start.val() {
                 self.busy.d.next = true;
@@ -200,6 +210,7 @@ impl Logic for ArrayUnit {
             }
             if self.abort.val() {
                 self.busy.d.next = false;
+                self.tail.d.next = 0.into();
             }
         }
         self.writing_q.d.next = self.busy.d.val() && (self.tau.d.val() >= self.out_from.d.val());
@@ -292,10 +303,15 @@ mod tests {
             let bf16 = ArrayConfig::new(2, 3, Dtype::Bf16).with_pe_stages(stages);
             takes_cores_cycles(bf16.with_add_stages(2));
         }
-        // PEs that stage their f32 add: weight-stationary only.
-        let staged = ArrayConfig::new(2, 3, Dtype::Bf16).with_pe_stages(3);
-        takes_cores_cycles(staged);
-        takes_cores_cycles(staged.with_add_stages(2));
+        // PEs that stage their f32 add: weight-stationary only; lanes whose add has three
+        // stages write every row two cycles later.
+        for pe_stages in [3, 4] {
+            let staged = ArrayConfig::new(2, 3, Dtype::Bf16).with_pe_stages(pe_stages);
+            for add_stages in systole_core::ADD_STAGES {
+                takes_cores_cycles(staged.with_add_stages(add_stages));
+            }
+        }
+        takes_cores_cycles(ArrayConfig::new(2, 3, Dtype::Bf16).with_add_stages(3));
     }
 
     fn takes_cores_cycles(ws: ArrayConfig) {

@@ -151,17 +151,18 @@ pub struct Sequencer {
     requant_last: Vec<Constant<Bits<2>>>,
     /// Built with paced BF16 lanes (`crate::vector::paced_scale`): a `Scale` or `Axpy` row takes
     /// `scale_extra` cycles more for the product (one, or two on lanes that split it,
-    /// `crate::vector::split_product`). Built with a staged add (`crate::vector::staged_add`): a
-    /// row that adds (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`) takes a cycle more for the sum.
-    /// Such a row (`k_paced`) takes `pace_last + 1` cycles (core's
-    /// `timing::vector_row_cycles`), counted by `elem`, and is written in the last.
+    /// `crate::vector::split_product`). Built with a staged add (`crate::vector::add_registers`):
+    /// a row that adds (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`) takes `add_extra` cycles more for
+    /// the sum, one for each register inside the lanes' f32 add. Such a row (`k_paced`) takes
+    /// `pace_last + 1` cycles (core's `timing::vector_row_cycles`), counted by `elem`, and is
+    /// written in the last.
     scale_extra: Constant<Bits<2>>,
-    add_staged: Constant<Bit>,
+    add_extra: Constant<Bits<2>>,
     k_paced: DFF<Bit>,
-    pace_last: DFF<Bits<2>>,
+    pace_last: DFF<Bits<3>>,
     /// The candidate's extra cycles a row: for the product, for the sum.
     pace_product: Signal<Local, Bits<2>>,
-    pace_sum: Signal<Local, Bit>,
+    pace_sum: Signal<Local, Bits<2>>,
     /// The write side of a conversion, `convert_stages` cycles behind its reads: the
     /// scratchpad write and its row (`CastBf16`, `Requantize`), the DRAM write and its address
     /// (`StoreBf16`).
@@ -297,7 +298,7 @@ impl Sequencer {
             } else {
                 0
             }),
-            add_staged: Constant::new(crate::vector::staged_add(config)),
+            add_extra: constant(crate::vector::add_registers(config) as u64),
             k_paced: Default::default(),
             pace_last: Default::default(),
             pace_product: Default::default(),
@@ -388,11 +389,14 @@ impl Logic for Sequencer {
         if self.ins.scale.val() || self.ins.axpy.val() {
             self.pace_product.next = self.scale_extra.val();
         }
-        self.pace_sum.next = self.add_staged.val()
-            && (self.ins.bias_add.val()
-                || self.ins.add.val()
-                || self.ins.bias_relu.val()
-                || self.ins.axpy.val());
+        self.pace_sum.next = 0.into();
+        if self.ins.bias_add.val()
+            || self.ins.add.val()
+            || self.ins.bias_relu.val()
+            || self.ins.axpy.val()
+        {
+            self.pace_sum.next = self.add_extra.val();
+        }
         // A row ends in its last cycle (the element `len - 1` of a gather, else its only one);
         // `Sync` (no kind) is its own last cycle.
         self.row_last.next = !self.gathering.q.val() || self.elem_at_last.q.val();
@@ -410,7 +414,7 @@ impl Logic for Sequencer {
         }
         // A paced row ends in its last cycle.
         if self.k_paced.q.val() {
-            self.row_last.next = self.elem.q.val().get_bits::<2>(0) == self.pace_last.q.val();
+            self.row_last.next = self.elem.q.val().get_bits::<3>(0) == self.pace_last.q.val();
         }
         self.transposes.next = self.decoupled.val()
             && self.ins.load.val()
@@ -535,10 +539,10 @@ impl Logic for Sequencer {
                 self.k_load_acc.d.next = self.ins.load_acc.val();
                 self.k_store_spad.d.next = self.ins.store_spad.val();
                 self.k_store_bf16.d.next = self.ins.store_bf16.val() && self.bf16.val();
-                self.k_paced.d.next =
-                    self.ins.vector.val() && (self.pace_product.val().any() || self.pace_sum.val());
-                self.pace_last.d.next =
-                    self.pace_product.val() + bit_cast::<2, 1>(self.pace_sum.val().into());
+                self.k_paced.d.next = self.ins.vector.val()
+                    && (self.pace_product.val().any() || self.pace_sum.val().any());
+                self.pace_last.d.next = bit_cast::<3, 2>(self.pace_product.val())
+                    + bit_cast::<3, 2>(self.pace_sum.val());
                 self.op.d.next = AccOp::Axpy;
                 // `Add` is the lanes' `BiasAdd` with a source row per row (`src_moves`).
                 if self.ins.bias_add.val() || self.ins.add.val() {
@@ -639,7 +643,7 @@ impl Logic for Sequencer {
         // are neither paced nor staged, so the write is the plain one there).
         self.acc_write.next = self.lanes_busy.val()
             && (!self.k_paced.q.val()
-                || self.elem.q.val().get_bits::<2>(0) == self.pace_last.q.val());
+                || self.elem.q.val().get_bits::<3>(0) == self.pace_last.q.val());
         self.acc_write_row.next = self.acc_ptr.q.val();
         self.acc_op.next = self.op.q.val();
         self.dram_write_address.next = self.dram_row.q.val();
@@ -869,8 +873,8 @@ mod tests {
     }
 
     /// Built with paced BF16 lanes, a `Scale` or `Axpy` row holds its reads two cycles (three
-    /// on lanes that split their product) and is written in the last; built with a staged add, a row that adds holds them a cycle more
-    /// again; each row is written in core's `timing::row_lands` cycle, and the ops that neither
+    /// on lanes that split their product) and is written in the last; built with a staged add,
+    /// a row that adds holds them a cycle more again for each register inside the add; each row is written in core's `timing::row_lands` cycle, and the ops that neither
     /// multiply nor add are not paced.
     #[test]
     fn sequencer_paces_products_and_sums() {
@@ -884,6 +888,8 @@ mod tests {
             bf16.with_scale_cycles(2).with_add_stages(2),
             bf16.with_scale_cycles(3),
             bf16.with_scale_cycles(3).with_add_stages(2),
+            bf16.with_add_stages(3),
+            bf16.with_scale_cycles(3).with_add_stages(3),
         ] {
             for ins in [axpy, add, relu] {
                 let mut s = Sequencer::new(&config);

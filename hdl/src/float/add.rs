@@ -3,8 +3,10 @@
 use rust_hdl::prelude::*;
 
 /// `y = a + b` in f32, round to nearest even, DAZ operands, FTZ result, canonical NaN: an
-/// [`F32Align`] into an [`F32Sum`], in one cycle. A staged lane (`ArrayConfig::add_stages`)
-/// registers what the first half hands the second (63 bits) instead.
+/// [`F32Align`] into an [`F32Normalize`] into an [`F32Round`], in one cycle. A staged lane
+/// (`ArrayConfig::add_stages` 2) registers what the first hands the second (63 bits) instead,
+/// and a lane of three stages what the second hands the third (41 bits) too; so do the PEs
+/// (`ArrayConfig::pe_stages` 3 and 4).
 ///
 /// The smaller operand's significand is aligned to the larger one's in 27 bits: 24 of
 /// significand and three below it, guard, round and sticky, the sticky bit holding whether any
@@ -23,7 +25,8 @@ pub struct F32Add {
     pub b: Signal<In, Bits<32>>,
     pub y: Signal<Out, Bits<32>>,
     align: F32Align,
-    sum: F32Sum,
+    normalize: F32Normalize,
+    round: F32Round,
 }
 
 impl Logic for F32Add {
@@ -31,10 +34,13 @@ impl Logic for F32Add {
     fn update(&mut self) {
         self.align.a.next = self.a.val();
         self.align.b.next = self.b.val();
-        self.sum.x.next = self.align.x.val();
-        self.sum.mz.next = self.align.mz.val();
-        self.sum.z_flags.next = self.align.z_flags.val();
-        self.y.next = self.sum.y.val();
+        self.normalize.x.next = self.align.x.val();
+        self.normalize.mz.next = self.align.mz.val();
+        self.normalize.z_flags.next = self.align.z_flags.val();
+        self.round.norm.next = self.normalize.norm.val();
+        self.round.e_pre.next = self.normalize.e_pre.val();
+        self.round.flags.next = self.normalize.flags.val();
+        self.y.next = self.round.y.val();
     }
 }
 
@@ -102,14 +108,21 @@ impl Logic for F32Align {
     }
 }
 
-/// The second half of [`F32Add`]: the aligned significands added or subtracted, normalised,
-/// rounded, and the infinities and NaNs.
+/// The middle of [`F32Add`]: the aligned significands added or subtracted and normalised, the
+/// exponent the normalisation leaves, and what the infinities and NaNs make of the result.
 #[derive(LogicBlock, Default)]
-pub struct F32Sum {
+pub struct F32Normalize {
     pub x: Signal<In, Bits<32>>,
     pub mz: Signal<In, Bits<28>>,
     pub z_flags: Signal<In, Bits<3>>,
-    pub y: Signal<Out, Bits<32>>,
+    /// The sum normalised (hidden bit at 26) with guard at 2, round at 1, sticky at 0.
+    pub norm: Signal<Out, Bits<27>>,
+    /// The biased exponent plus 32 before rounding: `ex`, one more after a carry, less the
+    /// places moved left.
+    pub e_pre: Signal<Out, Bits<10>>,
+    /// Bit 3: the sum is exactly zero; bit 2: its sign (the larger operand's); bits 1..0: the
+    /// special result: 0 none, 1 infinite (of that sign), 2 NaN.
+    pub flags: Signal<Out, Bits<4>>,
     ex: Signal<Local, Bits<8>>,
     /// The larger significand, hidden bit at 26, guard, round and sticky zero.
     mx: Signal<Local, Bits<28>>,
@@ -128,13 +141,11 @@ pub struct F32Sum {
     z1: Signal<Local, Bit>,
     /// The places the sum moved left (0 after a carry).
     lz: Signal<Local, Bits<10>>,
-    /// The sum normalised (hidden bit at 26) with guard at 2, round at 1, sticky at 0.
-    norm: Signal<Local, Bits<27>>,
-    mant: Signal<Local, Bits<25>>,
-    e_tmp: Signal<Local, Bits<10>>,
+    special: Signal<Local, Bits<2>>,
+    zero: Signal<Local, Bit>,
 }
 
-impl Logic for F32Sum {
+impl Logic for F32Normalize {
     #[hdl_gen]
     fn update(&mut self) {
         self.ex.next = self.x.val().get_bits::<8>(23);
@@ -184,42 +195,66 @@ impl Logic for F32Sum {
             self.norm.next =
                 self.s.val().get_bits::<27>(1) | bit_cast::<27, 1>(self.s.val().get_bit(0).into());
         }
+        self.e_pre.next =
+            bit_cast::<10, 8>(self.ex.val()) + 32 + self.s.val().get_bit(27) - self.lz.val();
+        // Infinities and NaN: a NaN operand, or infinities of opposite signs, make NaN; an
+        // infinite larger operand otherwise makes itself.
+        self.special.next = 0.into();
+        if self.ex.val() == 255 {
+            self.special.next = 1.into();
+            if self.x.val().get_bits::<23>(0).any()
+                || (self.z_flags.val().get_bit(1)
+                    && (self.z_flags.val().get_bit(0)
+                        || self.x.val().get_bit(31) != self.z_flags.val().get_bit(2)))
+            {
+                self.special.next = 2.into();
+            }
+        }
+        self.zero.next = !self.s.val().any();
+        self.flags.next = (bit_cast::<4, 1>(self.zero.val().into()) << 3)
+            | (bit_cast::<4, 1>(self.x.val().get_bits::<1>(31)) << 2)
+            | bit_cast::<4, 2>(self.special.val());
+    }
+}
+
+/// The last of [`F32Add`]: the normalised sum rounded to nearest even, flushed below 2^-126,
+/// infinite past the largest finite value, and the specials.
+#[derive(LogicBlock, Default)]
+pub struct F32Round {
+    pub norm: Signal<In, Bits<27>>,
+    pub e_pre: Signal<In, Bits<10>>,
+    pub flags: Signal<In, Bits<4>>,
+    pub y: Signal<Out, Bits<32>>,
+    mant: Signal<Local, Bits<25>>,
+    e_tmp: Signal<Local, Bits<10>>,
+    sign: Signal<Local, Bits<32>>,
+}
+
+impl Logic for F32Round {
+    #[hdl_gen]
+    fn update(&mut self) {
         // Round to nearest even on the guard bit (2) and the sticky bits (1, 0).
         self.mant.next = bit_cast::<25, 24>(self.norm.val().get_bits::<24>(3))
             + (self.norm.val().get_bit(2)
                 && (self.norm.val().get_bits::<2>(0).any() || self.norm.val().get_bit(3)));
-        // Biased exponent plus 32: `ex`, one more after a carry or a rounding carry (significand
-        // 2.0, fraction zero), less the places moved left.
-        self.e_tmp.next = bit_cast::<10, 8>(self.ex.val())
-            + 32
-            + self.s.val().get_bit(27)
-            + self.mant.val().get_bit(24)
-            - self.lz.val();
-        if !self.s.val().any() || self.e_tmp.val() <= 32 {
+        // One more after a rounding carry (significand 2.0, fraction zero).
+        self.e_tmp.next = self.e_pre.val() + self.mant.val().get_bit(24);
+        self.sign.next = bit_cast::<32, 1>(self.flags.val().get_bits::<1>(2)) << 31;
+        if self.flags.val().get_bit(3) || self.e_tmp.val() <= 32 {
             // Exact cancellation gives +0 (round to nearest); anything below 2^-126 is flushed.
             self.y.next = 0.into();
         } else if self.e_tmp.val() >= 255 + 32 {
-            self.y.next = (bit_cast::<32, 1>(self.x.val().get_bits::<1>(31)) << 31) | 0x7F80_0000;
+            self.y.next = self.sign.val() | 0x7F80_0000;
         } else {
-            self.y.next = (bit_cast::<32, 1>(self.x.val().get_bits::<1>(31)) << 31)
+            self.y.next = self.sign.val()
                 | (bit_cast::<32, 10>(self.e_tmp.val() - 32) << 23)
                 | bit_cast::<32, 23>(self.mant.val().get_bits::<23>(0));
         }
-        // Infinities and NaN.
-        if self.ex.val() == 255 {
-            if self.x.val().get_bits::<23>(0).any() {
-                self.y.next = 0x7FC0_0000.into();
-            } else if self.z_flags.val().get_bit(1) {
-                if self.z_flags.val().get_bit(0)
-                    || self.x.val().get_bit(31) != self.z_flags.val().get_bit(2)
-                {
-                    self.y.next = 0x7FC0_0000.into();
-                } else {
-                    self.y.next = self.x.val();
-                }
-            } else {
-                self.y.next = self.x.val();
-            }
+        if self.flags.val().get_bits::<2>(0) == 1 {
+            self.y.next = self.sign.val() | 0x7F80_0000;
+        }
+        if self.flags.val().get_bits::<2>(0) == 2 {
+            self.y.next = 0x7FC0_0000.into();
         }
     }
 }

@@ -15,7 +15,7 @@ pub const CANONICAL_NAN: u64 = 0x7FC0_0000;
 mod add;
 mod mul;
 
-pub use add::{F32Add, F32Align, F32Sum};
+pub use add::{F32Add, F32Align, F32Normalize, F32Round};
 pub use mul::{Bf16Mul, F32Mul, F32MulProduct, F32MulRound};
 
 #[cfg(test)]

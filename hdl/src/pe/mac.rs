@@ -6,12 +6,13 @@
 //! the low byte), sums as 32-bit words. Built with two stages ([`ArrayConfig::pe_stages`]), the
 //! product is registered and `y` adds `acc` to the product of the operands of the cycle before:
 //! the same bits a cycle later, since the product is exact in both dtypes. A BF16 MAC of three
-//! stages registers its add's aligned operands too ([`MacBf16Pipelined`]).
+//! stages registers its add's aligned operands too, and one of four its normalised sum as well
+//! ([`MacBf16Pipelined`]).
 
 use rust_hdl::prelude::*;
 use systole_core::{ArrayConfig, Dtype};
 
-use crate::float::{Bf16Mul, F32Add, F32Align, F32Sum};
+use crate::float::{Bf16Mul, F32Add, F32Align, F32Normalize, F32Round};
 use crate::optional::Optional;
 
 /// `y = acc + a * b`, INT8: i8 x i8 -> i16 (exact), sign-extended and added mod 2^32.
@@ -167,10 +168,13 @@ impl Logic for MacBf16Staged {
 
 /// `y = acc' + p'`, BF16, where `acc'` is the `acc` of the cycle before and `p'` the exact
 /// product of the operands of the cycle before that: the product registered, then the
-/// [`F32Align`] of `acc` and the product registered (63 bits), and the [`F32Sum`] of those. The
-/// same f32 add as [`MacBf16Staged`]'s, its halves a cycle apart: each sum takes two cycles from
-/// `acc`, so a column of these PEs takes its inputs two cycles a row apart
-/// ([`ArrayConfig::pe_add_staged`]). Every register holds while `enable` is off.
+/// [`F32Align`] of `acc` and the product registered (63 bits), and the [`F32Normalize`] and
+/// [`F32Round`] of those. The same f32 add as [`MacBf16Staged`]'s, its first part a cycle
+/// before the rest: each sum takes two cycles from `acc`, so a column of these PEs takes its
+/// inputs two cycles a row apart ([`ArrayConfig::pe_add_staged`]). Built deep (`pe_stages` 4),
+/// the normalised sum is registered too (41 bits): `acc'` is then the `acc` of two cycles
+/// before, `p'` the product of the operands of three, and the inputs three cycles a row apart.
+/// Every register holds while `enable` is off.
 #[derive(LogicBlock, Default)]
 pub struct MacBf16Pipelined {
     pub clock: Signal<In, Clock>,
@@ -185,7 +189,25 @@ pub struct MacBf16Pipelined {
     x: DFF<Bits<32>>,
     mz: DFF<Bits<28>>,
     z_flags: DFF<Bits<3>>,
-    sum: F32Sum,
+    normalize: F32Normalize,
+    /// The normalised sum's registers, built deep (one each; else none).
+    norm: Vec<DFF<Bits<27>>>,
+    e_pre: Vec<DFF<Bits<10>>>,
+    flags: Vec<DFF<Bits<4>>>,
+    round: F32Round,
+}
+
+impl MacBf16Pipelined {
+    /// A MAC of three stages, or of four (`deep`).
+    pub fn new(deep: bool) -> MacBf16Pipelined {
+        let n = deep as usize;
+        MacBf16Pipelined {
+            norm: (0..n).map(|_| DFF::default()).collect(),
+            e_pre: (0..n).map(|_| DFF::default()).collect(),
+            flags: (0..n).map(|_| DFF::default()).collect(),
+            ..Default::default()
+        }
+    }
 }
 
 impl Logic for MacBf16Pipelined {
@@ -202,10 +224,29 @@ impl Logic for MacBf16Pipelined {
             self.mz.d.next = self.align.mz.val();
             self.z_flags.d.next = self.align.z_flags.val();
         }
-        self.sum.x.next = self.x.q.val();
-        self.sum.mz.next = self.mz.q.val();
-        self.sum.z_flags.next = self.z_flags.q.val();
-        self.y.next = self.sum.y.val();
+        self.normalize.x.next = self.x.q.val();
+        self.normalize.mz.next = self.mz.q.val();
+        self.normalize.z_flags.next = self.z_flags.q.val();
+        self.round.norm.next = self.normalize.norm.val();
+        self.round.e_pre.next = self.normalize.e_pre.val();
+        self.round.flags.next = self.normalize.flags.val();
+        for k in 0..self.norm.len() {
+            self.norm[k].clock.next = self.clock.val();
+            self.e_pre[k].clock.next = self.clock.val();
+            self.flags[k].clock.next = self.clock.val();
+            self.norm[k].d.next = self.norm[k].q.val();
+            self.e_pre[k].d.next = self.e_pre[k].q.val();
+            self.flags[k].d.next = self.flags[k].q.val();
+            if self.enable.val() {
+                self.norm[k].d.next = self.normalize.norm.val();
+                self.e_pre[k].d.next = self.normalize.e_pre.val();
+                self.flags[k].d.next = self.normalize.flags.val();
+            }
+            self.round.norm.next = self.norm[k].q.val();
+            self.round.e_pre.next = self.e_pre[k].q.val();
+            self.round.flags.next = self.flags[k].q.val();
+        }
+        self.y.next = self.round.y.val();
     }
 }
 
@@ -238,10 +279,10 @@ impl Mac {
         Mac::new(config.dtype, config.pe_stages)
     }
 
-    /// A MAC of `dtype` in `stages` (1 or 2, or 3 for BF16) cycles.
+    /// A MAC of `dtype` in `stages` (1 or 2, or 3 or 4 for BF16) cycles.
     pub fn new(dtype: Dtype, stages: u8) -> Mac {
         assert!(
-            (1..=2).contains(&stages) || (dtype == Dtype::Bf16 && stages == 3),
+            (1..=2).contains(&stages) || (dtype == Dtype::Bf16 && (3..=4).contains(&stages)),
             "a {} MAC of {stages} stages (ArrayConfig::validate refuses it)",
             dtype.name()
         );
@@ -261,8 +302,8 @@ impl Mac {
             bf16: one(Dtype::Bf16, 1).then(MacBf16::default).into_iter().collect(),
             int8_staged: one(Dtype::Int8, 2).then(MacInt8Staged::default).into_iter().collect(),
             bf16_staged: one(Dtype::Bf16, 2).then(MacBf16Staged::default).into_iter().collect(),
-            bf16_pipelined: one(Dtype::Bf16, 3)
-                .then(MacBf16Pipelined::default)
+            bf16_pipelined: (dtype == Dtype::Bf16 && stages >= 3)
+                .then(|| MacBf16Pipelined::new(stages == 4))
                 .into_iter()
                 .collect(),
             int8_paired: vec![],

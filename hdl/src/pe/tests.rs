@@ -60,16 +60,18 @@ fn staged_run(dtype: Dtype, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u
     (got, want)
 }
 
-/// A three-stage BF16 MAC over `steps` of `(a, b, acc, enable)`: each enabled edge registers
-/// its pair's product and the alignment of its `acc` with the product registered before; after
-/// it, `y` is read. Returns the `y`s, and what core says they are: the `acc` of the last enabled
-/// edge plus the product of the enabled pair before it (the first step is enabled).
-fn pipelined_run(steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
-    let mut uut = Mac::new(Dtype::Bf16, 3);
+/// A BF16 MAC of three or four `stages` over `steps` of `(a, b, acc, enable)`: each enabled
+/// edge registers its pair's product and the alignment of its `acc` with the product
+/// registered before (and, on four stages, the normalised sum of the alignment registered
+/// before); after it, `y` is read. Returns the `y`s, and what core says they are: on three
+/// stages the `acc` of the last enabled edge plus the product of the enabled pair before it, on
+/// four what three stages gave after the enabled edge before (the first step is enabled).
+fn pipelined_run(stages: u8, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
+    let mut uut = Mac::new(Dtype::Bf16, stages);
     assert!(uut.staged());
     uut.connect_all();
     let (mut got, mut want) = (vec![], vec![]);
-    let (mut pair, mut sum) = ((0u16, 0u16), 0u32);
+    let (mut pair, mut sum, mut late) = ((0u16, 0u16), 0u32, 0u32);
     for (i, &(a, b, acc, enable)) in steps.iter().enumerate() {
         let enable = enable || i == 0;
         uut.a.next = (a as u64).into();
@@ -78,6 +80,7 @@ fn pipelined_run(steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
         uut.enable.next = enable;
         tick(&mut uut, |m| &mut *m.clock);
         if enable {
+            late = sum;
             sum = core_bf16(pair.0, pair.1, acc);
             pair = (a, b);
         }
@@ -87,7 +90,7 @@ fn pipelined_run(steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
         uut.acc.next = (acc as u64 ^ 0x4321_0000).into();
         settle(&mut uut);
         got.push(uut.y.val().to_u32());
-        want.push(sum);
+        want.push(if stages == 4 { late } else { sum });
     }
     (got, want)
 }
@@ -136,8 +139,10 @@ proptest! {
         steps in prop::collection::vec(
             (bf16_operand(), bf16_operand(), f32_operand(), any::<bool>()), 1..10)
     ) {
-        let (got, want) = pipelined_run(&steps);
-        prop_assert_eq!(got, want);
+        for stages in [3, 4] {
+            let (got, want) = pipelined_run(stages, &steps);
+            prop_assert_eq!(got, want, "{} stages", stages);
+        }
     }
 }
 
@@ -340,7 +345,8 @@ fn staged_os_pe_restarts_with_the_first_product() {
 #[test]
 fn verilog_is_valid() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        // Three stages are BF16 weight-stationary blocking PEs' (ArrayConfig::may_stage_pe_add).
+        // Three and four stages are BF16 weight-stationary blocking PEs'
+        // (ArrayConfig::may_stage_pe_add).
         for stages in systole_core::PE_STAGES.into_iter().filter(|&s| s < 3) {
             let mac = || Mac::new(dtype, stages);
             let ws = PeWs::new(mac(), WsWeights::ShadowSwap);
@@ -350,6 +356,8 @@ fn verilog_is_valid() {
             yosys_validate("pe_os", &verilog_of(PeOs::new(mac()))).unwrap();
         }
     }
-    let pipelined = PeWs::new(Mac::new(Dtype::Bf16, 3), WsWeights::ShadowSwap);
-    yosys_validate("pe_ws_pipelined", &verilog_of(pipelined)).unwrap();
+    for stages in [3, 4] {
+        let pipelined = PeWs::new(Mac::new(Dtype::Bf16, stages), WsWeights::ShadowSwap);
+        yosys_validate("pe_ws_pipelined", &verilog_of(pipelined)).unwrap();
+    }
 }

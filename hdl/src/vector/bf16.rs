@@ -3,7 +3,7 @@
 use rust_hdl::prelude::*;
 
 use super::AccOp;
-use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Sum};
+use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Normalize, F32Round};
 
 /// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
 /// ([`paced_scale`](super::paced_scale)), its product passes a register before the sum and the result: the
@@ -11,10 +11,12 @@ use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Sum};
 /// path runs from an accumulator read through both the multiplier and the adder. Built with
 /// its product split ([`split_product`](super::split_product)), the multiplier's halves ([`F32MulProduct`],
 /// [`F32MulRound`]) pass a register between them too, and such a row takes three cycles. Built with a
-/// staged add ([`staged_add`](super::staged_add)), the aligned operands pass a register between the adder's halves
-/// ([`F32Align`], [`F32Sum`]), and so does the array's word: the sum and an overwriting result
-/// are written a cycle after their operands were read, by a sequencer that holds an adding row
-/// a cycle more and a top that writes the array's rows a cycle late.
+/// staged add ([`add_registers`](super::add_registers) 1), the aligned operands pass a register
+/// between [`F32Align`] and [`F32Normalize`], and so does the array's word: the sum and an
+/// overwriting result are written a cycle after their operands were read, by a sequencer that
+/// holds an adding row a cycle more and a top that writes the array's rows a cycle late. With
+/// two ([`add_registers`](super::add_registers) 2), the normalised sum passes one more before
+/// [`F32Round`], and the array's word beside it: two cycles.
 #[derive(LogicBlock, Default)]
 pub struct AccLaneBf16 {
     pub clock: Signal<In, Clock>,
@@ -27,7 +29,8 @@ pub struct AccLaneBf16 {
     pub word: Signal<In, Bits<32>>,
     pub result: Signal<Out, Bits<32>>,
     align: F32Align,
-    sum: F32Sum,
+    normalize: F32Normalize,
+    round: F32Round,
     mul_product: F32MulProduct,
     mul_round: F32MulRound,
     /// The split product's registers (one each; else none): what the multiplier's first half
@@ -41,7 +44,13 @@ pub struct AccLaneBf16 {
     mz_q: Vec<DFF<Bits<28>>>,
     z_flags_q: Vec<DFF<Bits<3>>>,
     array_q: Vec<DFF<Bits<32>>>,
-    /// The array's word as an overwriting result writes it: its register's, or the lane's input.
+    /// The deeper staged add's registers (one each, on a lane that has the ones above; else
+    /// none): the normalised sum, and the array's word beside it again.
+    norm_q: Vec<DFF<Bits<27>>>,
+    e_pre_q: Vec<DFF<Bits<10>>>,
+    flags_q: Vec<DFF<Bits<4>>>,
+    array_qq: Vec<DFF<Bits<32>>>,
+    /// The array's word as an overwriting result writes it: its registers', or the lane's input.
     array_word: Signal<Local, Bits<32>>,
     /// The product register of a paced lane (one; else none), and the product the sum and
     /// `Scale` take: the register's, or the multiplier's own.
@@ -60,9 +69,13 @@ pub struct AccLaneBf16 {
 }
 
 impl AccLaneBf16 {
-    pub(super) fn new(paced: bool, split: bool, staged: bool) -> AccLaneBf16 {
+    /// A lane with its product registered (`paced`) and split, and `add_registers` (0 to 2)
+    /// inside its f32 add.
+    pub(super) fn new(paced: bool, split: bool, add_registers: u8) -> AccLaneBf16 {
         assert!(paced || !split, "a split product is registered at both ends");
+        assert!(add_registers <= 2, "an f32 add of at most three stages");
         let one = |on: bool| if on { 1 } else { 0 };
+        let (staged, deep) = (add_registers >= 1, add_registers == 2);
         AccLaneBf16 {
             product_q: (0..one(paced)).map(|_| DFF::default()).collect(),
             prod_q: (0..one(split)).map(|_| DFF::default()).collect(),
@@ -72,6 +85,10 @@ impl AccLaneBf16 {
             mz_q: (0..one(staged)).map(|_| DFF::default()).collect(),
             z_flags_q: (0..one(staged)).map(|_| DFF::default()).collect(),
             array_q: (0..one(staged)).map(|_| DFF::default()).collect(),
+            norm_q: (0..one(deep)).map(|_| DFF::default()).collect(),
+            e_pre_q: (0..one(deep)).map(|_| DFF::default()).collect(),
+            flags_q: (0..one(deep)).map(|_| DFF::default()).collect(),
+            array_qq: (0..one(deep)).map(|_| DFF::default()).collect(),
             ..Default::default()
         }
     }
@@ -121,9 +138,9 @@ impl Logic for AccLaneBf16 {
         if self.op.val() == AccOp::Accumulate {
             self.align.b.next = self.array.val();
         }
-        self.sum.x.next = self.align.x.val();
-        self.sum.mz.next = self.align.mz.val();
-        self.sum.z_flags.next = self.align.z_flags.val();
+        self.normalize.x.next = self.align.x.val();
+        self.normalize.mz.next = self.align.mz.val();
+        self.normalize.z_flags.next = self.align.z_flags.val();
         self.array_word.next = self.array.val();
         for k in 0..self.x_q.len() {
             self.x_q[k].clock.next = self.clock.val();
@@ -140,17 +157,40 @@ impl Logic for AccLaneBf16 {
                 self.z_flags_q[k].d.next = self.align.z_flags.val();
                 self.array_q[k].d.next = self.array.val();
             }
-            self.sum.x.next = self.x_q[k].q.val();
-            self.sum.mz.next = self.mz_q[k].q.val();
-            self.sum.z_flags.next = self.z_flags_q[k].q.val();
+            self.normalize.x.next = self.x_q[k].q.val();
+            self.normalize.mz.next = self.mz_q[k].q.val();
+            self.normalize.z_flags.next = self.z_flags_q[k].q.val();
             self.array_word.next = self.array_q[k].q.val();
+        }
+        self.round.norm.next = self.normalize.norm.val();
+        self.round.e_pre.next = self.normalize.e_pre.val();
+        self.round.flags.next = self.normalize.flags.val();
+        for k in 0..self.norm_q.len() {
+            self.norm_q[k].clock.next = self.clock.val();
+            self.e_pre_q[k].clock.next = self.clock.val();
+            self.flags_q[k].clock.next = self.clock.val();
+            self.array_qq[k].clock.next = self.clock.val();
+            self.norm_q[k].d.next = self.norm_q[k].q.val();
+            self.e_pre_q[k].d.next = self.e_pre_q[k].q.val();
+            self.flags_q[k].d.next = self.flags_q[k].q.val();
+            self.array_qq[k].d.next = self.array_qq[k].q.val();
+            if self.enable.val() {
+                self.norm_q[k].d.next = self.normalize.norm.val();
+                self.e_pre_q[k].d.next = self.normalize.e_pre.val();
+                self.flags_q[k].d.next = self.normalize.flags.val();
+                self.array_qq[k].d.next = self.array_q[k].q.val();
+            }
+            self.round.norm.next = self.norm_q[k].q.val();
+            self.round.e_pre.next = self.e_pre_q[k].q.val();
+            self.round.flags.next = self.flags_q[k].q.val();
+            self.array_word.next = self.array_qq[k].q.val();
         }
         // The sum as written: flushed and canonical, so `<= 0` is its sign or a zero exponent,
         // NaN excepted.
-        self.sum_le_zero.next = !self.sum.y.val().get_bits::<8>(23).any()
-            || (self.sum.y.val().get_bit(31)
-                && !(self.sum.y.val().get_bits::<8>(23).all()
-                    && self.sum.y.val().get_bits::<23>(0).any()));
+        self.sum_le_zero.next = !self.round.y.val().get_bits::<8>(23).any()
+            || (self.round.y.val().get_bit(31)
+                && !(self.round.y.val().get_bits::<8>(23).all()
+                    && self.round.y.val().get_bits::<23>(0).any()));
         self.x_clean.next = self.x.val();
         if !self.x.val().get_bits::<8>(23).any() {
             self.x_clean.next = 0.into();
@@ -203,7 +243,7 @@ impl Logic for AccLaneBf16 {
             AccOp::Scale => self.result.next = self.product.val(),
             AccOp::Word => self.result.next = self.word.val(),
             AccOp::BiasRelu => {
-                self.result.next = self.sum.y.val();
+                self.result.next = self.round.y.val();
                 if self.sum_le_zero.val() {
                     self.result.next = 0.into();
                 }
@@ -220,7 +260,7 @@ impl Logic for AccLaneBf16 {
                     self.result.next = 0x3F80_0000.into();
                 }
             }
-            _ => self.result.next = self.sum.y.val(),
+            _ => self.result.next = self.round.y.val(),
         }
     }
 }

@@ -87,13 +87,13 @@ pub struct AccLane {
 }
 
 /// How a lane is built: a BF16 lane's product registered ([`paced_scale`]) and split
-/// ([`split_product`]), its add staged ([`staged_add`]), and an INT8 lane's comparator
-/// (`ArrayConfig::int8_max`).
+/// ([`split_product`]), the registers inside its f32 add ([`add_registers`]), and an INT8
+/// lane's comparator (`ArrayConfig::int8_max`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaneBuild {
     pub paced: bool,
     pub split: bool,
-    pub staged: bool,
+    pub add_registers: u8,
     pub int8_max: bool,
 }
 
@@ -103,17 +103,22 @@ impl LaneBuild {
         LaneBuild {
             paced: paced_scale(config),
             split: split_product(config),
-            staged: staged_add(config),
+            add_registers: add_registers(config),
             int8_max: config.int8_max,
         }
     }
 }
 
-/// Whether a machine's BF16 lanes register their aligned operands inside the f32 add: built
-/// with `add_stages = 2`, a row that adds holds the lanes a cycle more and a result row of the
-/// array is written a cycle late (core's `timing::vector_row_cycles`, `timing::lane_latency`).
-pub fn staged_add(config: &ArrayConfig) -> bool {
-    config.dtype == Dtype::Bf16 && config.add_stages == 2
+/// The registers inside a machine's BF16 lanes' f32 add: `add_stages - 1`, the aligned
+/// operands' (2) and the normalised sum's (3). Each makes a row that adds hold the lanes a cycle
+/// more and a result row of the array land a cycle later (core's `timing::vector_row_cycles`,
+/// `timing::lane_latency`); INT8 lanes have none.
+pub fn add_registers(config: &ArrayConfig) -> u8 {
+    if config.dtype == Dtype::Bf16 {
+        config.add_stages - 1
+    } else {
+        0
+    }
 }
 
 /// Whether a machine's BF16 lanes register their product before the sum: built with
@@ -154,7 +159,9 @@ impl AccLane {
                 Dtype::Bf16 => vec![],
             },
             bf16: match dtype {
-                Dtype::Bf16 => vec![AccLaneBf16::new(build.paced, build.split, build.staged)],
+                Dtype::Bf16 => {
+                    vec![AccLaneBf16::new(build.paced, build.split, build.add_registers)]
+                }
                 Dtype::Int8 => vec![],
             },
         }

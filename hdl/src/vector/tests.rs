@@ -87,14 +87,15 @@ fn lane(dtype: Dtype, op: AccOp, x: u32, y: u32, array: u32, imm: u32, word: u32
 }
 
 /// Registered steps a BF16 lane built as `build` takes before it writes a row of `op`: the
-/// product's (`Scale`, `Axpy` on paced lanes, two on split ones) and the staged add's (every op that adds, and
-/// the array's overwriting rows, which pass beside the adder).
+/// product's (`Scale`, `Axpy` on paced lanes, two on split ones) and the staged add's (one or
+/// two, for every op that adds and the array's overwriting rows, which pass beside the adder).
 fn steps(build: LaneBuild, op: AccOp) -> usize {
     use AccOp::*;
     let products =
         matches!(op, Scale | Axpy) as usize * (build.paced as usize + build.split as usize);
-    let sum = build.staged && matches!(op, BiasAdd | BiasRelu | Axpy | Accumulate | Overwrite);
-    products + sum as usize
+    let sums = matches!(op, BiasAdd | BiasRelu | Axpy | Accumulate | Overwrite) as usize
+        * build.add_registers as usize;
+    products + sums
 }
 
 /// A BF16 lane's result in the cycle it writes a row: an enabled clock edge for each of its
@@ -120,7 +121,7 @@ fn written(build: LaneBuild, op: AccOp, x: u32, y: u32, array: u32, imm: u32, wo
     set(&mut uut, !x, !y, !array, !imm);
     uut.enable.next = false;
     crate::testing::tick(&mut uut, |u| &mut u.clock);
-    let array_row = matches!(op, AccOp::Accumulate | AccOp::Overwrite) && build.staged;
+    let array_row = matches!(op, AccOp::Accumulate | AccOp::Overwrite) && build.add_registers > 0;
     if !array_row {
         set(&mut uut, x, y, array, imm);
     }
@@ -180,11 +181,11 @@ proptest! {
             "{:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}", op, x, y, a, imm
         );
         // The lanes with a registered product, a staged add, or both, in the cycle they write.
-        for (paced, split, staged) in
-            [(true, false, false), (false, false, true), (true, false, true), (true, true, false),
-             (true, true, true)]
+        for (paced, split, add_registers) in
+            [(true, false, 0), (false, false, 1), (true, false, 1), (true, true, 0),
+             (true, true, 1), (false, false, 2), (true, true, 2)]
         {
-            let build = LaneBuild { paced, split, staged, int8_max: true };
+            let build = LaneBuild { paced, split, add_registers, int8_max: true };
             prop_assert_eq!(
                 written(build, op, x, y, a, imm, w), want,
                 "{:?}: {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}",
@@ -255,14 +256,15 @@ fn verilog_matches_core() {
 #[test]
 fn verilog_is_valid() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
-        for (paced, split, staged, int8_max) in [
-            (false, false, false, true),
-            (true, false, false, true),
-            (false, false, false, false),
-            (true, false, true, true),
-            (true, true, true, true),
+        for (paced, split, add_registers, int8_max) in [
+            (false, false, 0, true),
+            (true, false, 0, true),
+            (false, false, 0, false),
+            (true, false, 1, true),
+            (true, true, 1, true),
+            (true, true, 2, true),
         ] {
-            let build = LaneBuild { paced, split, staged, int8_max };
+            let build = LaneBuild { paced, split, add_registers, int8_max };
             let verilog = verilog_of(AccLane::new(dtype, build));
             yosys_validate("acc_lane", &verilog).unwrap();
         }

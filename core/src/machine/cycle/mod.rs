@@ -19,8 +19,9 @@
 //! * the **array** runs `Matmul` (WS): `rows + R + C - 1` cycles, and `MatmulOs` (OS):
 //!   `k + R + C - 2` cycles of compute plus one cycle per drained row; on PEs that register their
 //!   products (`pe_stages` 2) one cycle more each, on PEs that stage their f32 add too
-//!   (`pe_stages` 3, WS) `R + 1` more, and on lanes whose f32 add is staged (`add_stages` 2)
-//!   one more again (`timing::ws_latency`, `timing::os_latency`).
+//!   (`pe_stages` 3 or 4, WS) `(pe_stages - 2) R + 1` more, and on lanes whose f32 add is
+//!   staged (`add_stages` 2 or 3) `add_stages - 1` more again (`timing::ws_latency`,
+//!   `timing::os_latency`).
 //!   It dispatches when the
 //!   sequencer and the array are idle; with `swap` it also waits for the shadow to be full, and
 //!   swaps it in at dispatch.
@@ -48,12 +49,13 @@
 //! stepped as unregistered PEs and only its results are late: a WS row is written
 //! `timing::ws_latency` cycles after it entered (the de-skew buffer holds `C + P - 1` rows), and
 //! an OS drain starts `P - 1` cycles after the compute, the PEs holding still meanwhile. A
-//! WS PE that stages its f32 add as well (`pe_stages = 3`) takes two cycles per partial sum, and
-//! its input rows are skewed two cycles a PE row (row `m` enters PE row `i` at `m + 2 i`): every
-//! PE still adds the same product to the same partial sum, in the same order down its column,
-//! only later, so the results are the same and leave `R` cycles later again (`ws_latency`). A
-//! staged lane add (`add_stages = 2`) makes every result row one cycle later again, in the same
-//! way: the row is what it was, and it is written later.
+//! WS PE that stages its f32 add as well (`pe_stages = 3`, or 4 with its normalised sum
+//! registered too) takes `S = pe_stages - 1` cycles per partial sum, and its input rows are
+//! skewed `S` cycles a PE row (row `m` enters PE row `i` at `m + S i`): every PE still adds the
+//! same product to the same partial sum, in the same order down its column, only later, so the
+//! results are the same and leave `(S - 1) R` cycles later again (`ws_latency`). A staged lane
+//! add (`add_stages` 2 or 3) makes every result row `add_stages - 1` cycles later again, in the
+//! same way: the row is what it was, and it is written later.
 
 extern crate alloc;
 use alloc::collections::VecDeque;
