@@ -384,19 +384,20 @@ pub const ULX3S_25F: Board = Board {
     },
     // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68), its PEs' too (69), its
     // lanes' f32 add staged (90), its accumulators' writes registered (88), its PEs' f32 add
-    // staged (98) and its lanes' f32 multiply split (99) reaches 35.10 MHz (31.33 with the
-    // multiply in one cycle, 24.04 with the PEs' add too, 19.91 with the product registers
-    // alone): 33.33 MHz from the PLL.
+    // staged (98), its lanes' f32 multiply split (99) and its f32 adds in three stages (100)
+    // reaches 38.51 MHz (35.09 with the adds in two, 31.33 with the multiply in one cycle too,
+    // 24.04 with the PEs' add in one as well, 19.91 with the product registers alone): 37.5
+    // MHz from the PLL.
     bf16: Some(Preset {
         rows: 3,
         cols: 3,
-        mhz: 33.3333,
+        mhz: 37.5,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 3,
-        pe_stages: 3,
-        add_stages: 2,
+        pe_stages: 4,
+        add_stages: 3,
         int8_max: false,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
@@ -487,9 +488,9 @@ mod tests {
         // The 25F's INT8 runs at 55 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (55.0, ClockSource::Pll));
-        // The 25F's BF16 at 33.33 MHz from its PLL (its PEs' f32 add staged and its lanes'
-        // multiply split, DECISIONS 98 and 99).
-        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 33.3333);
+        // The 25F's BF16 at 37.5 MHz from its PLL (its f32 adds in three stages and its lanes'
+        // multiply split, DECISIONS 98 to 100).
+        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 37.5);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
         // The 85F's BF16 is a smaller array than its INT8, at the oscillator's 25 MHz.
