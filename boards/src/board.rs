@@ -327,15 +327,16 @@ pub const ULX3S_85F: Board = Board {
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
     // (71), the 8 x 8 BF16 fits (88% of the LUTs) and routed at 16.86 MHz; with the lanes' f32
     // add staged (90), the accumulators' writes registered (88) and the PEs' f32 add staged
-    // (98), built for the oscillator's 25 MHz, it routes at 26.8 MHz in 90% of the LUTs.
+    // (98), built for the oscillator's 25 MHz, it routes at 26.8 MHz in 90% of the LUTs; with
+    // its lanes' multiply split (99), built for 28.125 MHz from the PLL, at 31.42 MHz.
     bf16: Some(Preset {
         rows: 8,
         cols: 8,
-        mhz: 25.0,
+        mhz: 28.125,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
-        scale_cycles: 2,
+        scale_cycles: 3,
         pe_stages: 3,
         add_stages: 2,
         int8_max: false,
@@ -493,10 +494,10 @@ mod tests {
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 37.5);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
-        // The 85F's BF16 is a smaller array than its INT8, at the oscillator's 25 MHz.
+        // The 85F's BF16 is a smaller array than its INT8, at 28.125 MHz from its PLL.
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
-        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 25.0));
-        assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Board);
+        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 28.125));
+        assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
         // The iCEBreaker's INT8 at 16.125 MHz from its PLL (its lowest output above 16 MHz).
         let clock = ICEBREAKER.default_config().clock_mhz;
         assert_eq!((clock, clock_source(&ICEBREAKER, clock)), (16.125, ClockSource::Pll));
