@@ -82,6 +82,9 @@ pub struct Preset {
     pub adder_tree: bool,
     /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
+    /// nextpnr's placement seed (`nextpnr::Pnr::seed`): nextpnr is deterministic for one
+    /// netlist and seed, and a full part meets its clock with some seeds and not others.
+    pub pnr_seed: u32,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
     /// by `systole board build` and copied there), if it was measured.
     pub measured: Option<&'static str>,
@@ -166,6 +169,15 @@ impl Board {
         }
     }
 
+    /// nextpnr's seed for a build in `dtype` at `mhz` when `--seed` does not say: the default
+    /// build's at its own clock, else 1 (`nextpnr::Pnr`'s default).
+    pub fn default_seed(&self, dtype: Dtype, mhz: f64) -> u32 {
+        match self.preset(dtype) {
+            Some(p) if p.mhz == mhz => p.pnr_seed,
+            _ => crate::nextpnr::Pnr::default().seed,
+        }
+    }
+
     /// File name of the bitstream.
     pub fn bitstream_name(&self) -> &'static str {
         match self.family {
@@ -198,7 +210,8 @@ pub const ICEBREAKER: Board = Board {
     // products two to a DSP (DECISIONS 92), fit since the counters are built no wider than
     // their values and the FIFO's extent bits left its block RAMs (DECISIONS 94); a fifth row
     // does not (the scratchpad's rows are then no power of two). It meets the PLL's 16.125 MHz
-    // (16.33 fmax with seed 1; seed 2 reached 15.26: docs/BOARDS.md).
+    // with some seeds only (on DECISIONS 100's RTL, seed 2: 16.43; seeds 1 and 3 reached 15.35
+    // and 15.59: docs/BOARDS.md).
     int8: Preset {
         rows: 4,
         cols: 1,
@@ -219,6 +232,7 @@ pub const ICEBREAKER: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
+        pnr_seed: 2,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells (docs/BOARDS.md).
@@ -259,6 +273,7 @@ pub const ALCHITRY_CU: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
+        pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
     // The 1 x 1 BF16 fits (6,983 cells). Its lanes register their product (`Scale` and `Axpy`
@@ -282,6 +297,7 @@ pub const ALCHITRY_CU: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
+        pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -322,6 +338,7 @@ pub const ULX3S_85F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
+        pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
     // With its lanes' and PEs' products registered (DECISIONS 68, 69) and the smaller f32 adder
@@ -347,6 +364,7 @@ pub const ULX3S_85F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
+        pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
@@ -381,6 +399,7 @@ pub const ULX3S_25F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
+        pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
     },
     // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68), its PEs' too (69), its
@@ -407,6 +426,7 @@ pub const ULX3S_25F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         pnr_aim_mhz: None,
+        pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -460,6 +480,8 @@ mod tests {
                 assert_eq!(built.dram_write_stage, p.dram_write_stage, "{what}");
                 assert_eq!(built.adder_tree, p.adder_tree, "{what}");
                 assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
+                assert_eq!(r.pnr.seed, p.pnr_seed, "{what}");
+                assert_eq!(b.default_seed(dtype, p.mhz), p.pnr_seed, "{what}");
                 // Reports from before it was recorded built them in multipliers where the part
                 // has them.
                 let ways = b.pe_products_ways();

@@ -291,7 +291,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         pe_products,
     };
     let pnr = Pnr {
-        seed: args.seed,
+        seed: args.seed.unwrap_or_else(|| b.default_seed(config.dtype, config.clock_mhz)),
         router: match args.router {
             RouterArg::Router1 => Router::Router1,
             RouterArg::Router2 => Router::Router2,

@@ -184,9 +184,10 @@ pub struct BoardBuildArgs {
     /// met (docs/BOARDS.md).
     #[arg(long, value_name = "MHZ", value_parser = parse_mhz)]
     pub pnr_mhz: Option<f64>,
-    /// nextpnr's placement seed (another seed gives another placement and fmax).
-    #[arg(long, default_value_t = systole_boards::nextpnr::Pnr::default().seed)]
-    pub seed: u32,
+    /// nextpnr's placement seed: another seed gives another placement and fmax (default: the
+    /// board's default build's at its clock, else 1).
+    #[arg(long)]
+    pub seed: Option<u32>,
     /// Output directory.
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
