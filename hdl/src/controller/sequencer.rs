@@ -874,8 +874,9 @@ mod tests {
 
     /// Built with paced BF16 lanes, a `Scale` or `Axpy` row holds its reads two cycles (three
     /// on lanes that split their product) and is written in the last; built with a staged add,
-    /// a row that adds holds them a cycle more again for each register inside the add; each row is written in core's `timing::row_lands` cycle, and the ops that neither
-    /// multiply nor add are not paced.
+    /// a row that adds holds them a cycle more again for each register inside the add; each row
+    /// is written in core's `timing::row_lands` cycle, and the ops that neither multiply nor
+    /// add are not paced.
     #[test]
     fn sequencer_paces_products_and_sums() {
         let bf16 = ArrayConfig::new(2, 2, Dtype::Bf16);

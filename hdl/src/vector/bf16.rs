@@ -6,17 +6,18 @@ use super::AccOp;
 use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Normalize, F32Round};
 
 /// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
-/// ([`paced_scale`](super::paced_scale)), its product passes a register before the sum and the result: the
-/// sequencer holds a `Scale` or `Axpy` row for two cycles and writes it in the second, so no
-/// path runs from an accumulator read through both the multiplier and the adder. Built with
-/// its product split ([`split_product`](super::split_product)), the multiplier's halves ([`F32MulProduct`],
-/// [`F32MulRound`]) pass a register between them too, and such a row takes three cycles. Built with a
-/// staged add ([`add_registers`](super::add_registers) 1), the aligned operands pass a register
-/// between [`F32Align`] and [`F32Normalize`], and so does the array's word: the sum and an
-/// overwriting result are written a cycle after their operands were read, by a sequencer that
-/// holds an adding row a cycle more and a top that writes the array's rows a cycle late. With
-/// two ([`add_registers`](super::add_registers) 2), the normalised sum passes one more before
-/// [`F32Round`], and the array's word beside it: two cycles.
+/// ([`paced_scale`](super::paced_scale)), its product passes a register before the sum and the
+/// result: the sequencer holds a `Scale` or `Axpy` row for two cycles and writes it in the
+/// second, so no path runs from an accumulator read through both the multiplier and the adder.
+/// Built with its product split ([`split_product`](super::split_product)), the multiplier's
+/// halves ([`F32MulProduct`], [`F32MulRound`]) pass a register between them too, and such a row
+/// takes three cycles. Built with a staged add ([`add_registers`](super::add_registers) 1), the
+/// aligned operands pass a register between [`F32Align`] and [`F32Normalize`], and so does the
+/// array's word: the sum and an overwriting result are written a cycle after their operands
+/// were read, by a sequencer that holds an adding row a cycle more and a top that writes the
+/// array's rows a cycle late. With two ([`add_registers`](super::add_registers) 2), the
+/// normalised sum passes one more before [`F32Round`], and the array's word beside it: two
+/// cycles.
 #[derive(LogicBlock, Default)]
 pub struct AccLaneBf16 {
     pub clock: Signal<In, Clock>,
