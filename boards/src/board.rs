@@ -80,6 +80,9 @@ pub struct Preset {
     /// The weight-stationary array's columns summed in adder trees (`systole_hdl::TopConfig::
     /// adder_tree`).
     pub adder_tree: bool,
+    /// The blocking machine's candidate registered after the FIFO (`systole_hdl::TopConfig::
+    /// head_register`).
+    pub head_register: bool,
     /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
     /// nextpnr's placement seed (`nextpnr::Pnr::seed`): nextpnr is deterministic for one
@@ -231,6 +234,7 @@ pub const ICEBREAKER: Board = Board {
         acc_write_stage: false,
         dram_write_stage: false,
         adder_tree: false,
+        head_register: false,
         pnr_aim_mhz: None,
         pnr_seed: 2,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
@@ -272,6 +276,7 @@ pub const ALCHITRY_CU: Board = Board {
         acc_write_stage: false,
         dram_write_stage: false,
         adder_tree: false,
+        head_register: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -296,6 +301,7 @@ pub const ALCHITRY_CU: Board = Board {
         acc_write_stage: false,
         dram_write_stage: false,
         adder_tree: false,
+        head_register: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -337,6 +343,7 @@ pub const ULX3S_85F: Board = Board {
         acc_write_stage: false,
         dram_write_stage: false,
         adder_tree: false,
+        head_register: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -363,6 +370,7 @@ pub const ULX3S_85F: Board = Board {
         acc_write_stage: true,
         dram_write_stage: false,
         adder_tree: false,
+        head_register: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -398,6 +406,7 @@ pub const ULX3S_25F: Board = Board {
         acc_write_stage: true,
         dram_write_stage: false,
         adder_tree: false,
+        head_register: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -425,6 +434,7 @@ pub const ULX3S_25F: Board = Board {
         acc_write_stage: true,
         dram_write_stage: false,
         adder_tree: false,
+        head_register: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -479,6 +489,7 @@ mod tests {
                 assert_eq!(built.acc_write_stage, p.acc_write_stage, "{what}");
                 assert_eq!(built.dram_write_stage, p.dram_write_stage, "{what}");
                 assert_eq!(built.adder_tree, p.adder_tree, "{what}");
+                assert_eq!(built.head_register, p.head_register, "{what}");
                 assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
                 assert_eq!(r.pnr.seed, p.pnr_seed, "{what}");
                 assert_eq!(b.default_seed(dtype, p.mhz), p.pnr_seed, "{what}");

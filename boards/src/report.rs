@@ -73,6 +73,10 @@ pub struct Built {
     /// adder_tree`; absent in reports from before it existed, whose arrays were systolic).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adder_tree: bool,
+    /// The blocking machine's candidate registered after the FIFO (`systole_hdl::TopConfig::
+    /// head_register`; absent in reports from before it existed, which were built without).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub head_register: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

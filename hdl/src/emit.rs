@@ -53,6 +53,11 @@ pub enum EmitError {
     )]
     StagedAddDecoupled(u8),
     #[error(
+        "head_register with the decoupled schedule: the decoupled top always registers its \
+         candidate after the FIFO; the option is the blocking top's"
+    )]
+    HeadRegisterDecoupled,
+    #[error(
         "PE pairs (two INT8 products per iCE40 DSP) need an INT8 weight-stationary array of \
          two-stage PEs; this one is {dtype}, {dataflow}, {pe_stages} stage(s): use --dtype int8 \
          --pe-stages 2 (weight-stationary), or products one to a DSP"
@@ -142,6 +147,9 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
             dataflow: a.dataflow.short_name(),
             pe_stages: a.pe_stages,
         });
+    }
+    if top.head_register && a.schedule == Schedule::Decoupled {
+        return Err(EmitError::HeadRegisterDecoupled);
     }
     if top.adder_tree && !crate::array_tree::tree_fits(a) {
         return Err(EmitError::AdderTree {
@@ -519,6 +527,16 @@ mod tests {
             assert!(matches!(err, EmitError::StagedAddDecoupled(s) if s == add_stages));
             assert!(err.to_string().starts_with(&format!("add_stages = {add_stages} ")), "{err}");
         }
+    }
+
+    #[test]
+    fn head_registers_are_the_blocking_tops_option() {
+        let a = ArrayConfig::new(2, 2, Dtype::Bf16);
+        let head = |a: ArrayConfig| TopConfig { head_register: true, ..TopConfig::new(a) };
+        assert!(check(&head(a)).is_ok());
+        let err = check(&head(a.with_schedule(Schedule::Decoupled))).unwrap_err();
+        assert!(matches!(err, EmitError::HeadRegisterDecoupled));
+        assert!(err.to_string().starts_with("head_register with the decoupled schedule"), "{err}");
     }
 
     #[test]

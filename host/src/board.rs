@@ -86,7 +86,8 @@ fn list_text() -> String {
                 };
                 let staged =
                     write_stages(p.spad_write_stage, p.acc_write_stage, p.dram_write_stage)
-                        + adder_tree(p.adder_tree);
+                        + adder_tree(p.adder_tree)
+                        + head_register(p.head_register);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
                     p.rows,
@@ -172,6 +173,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         acc_write_stage: args.acc_write_stage.unwrap_or(preset.acc_write_stage),
         dram_write_stage: args.dram_write_stage.unwrap_or(preset.dram_write_stage),
         adder_tree: args.adder_tree.unwrap_or(preset.adder_tree),
+        head_register: args.head_register.unwrap_or(preset.head_register),
         pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
@@ -230,6 +232,16 @@ fn adder_tree(on: bool) -> &'static str {
     }
 }
 
+/// The words `board list` and `board build` add for a blocking machine whose candidate is
+/// registered after the FIFO.
+fn head_register(on: bool) -> &'static str {
+    if on {
+        ", candidate registered"
+    } else {
+        ""
+    }
+}
+
 /// What `report.json` records of the accelerator.
 pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
     let a = &top.array;
@@ -256,6 +268,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         acc_write_stage: top.acc_write_stage,
         dram_write_stage: top.dram_write_stage,
         adder_tree: top.adder_tree,
+        head_register: top.head_register,
         pe_products: Some(pe_products),
     }
 }
@@ -304,7 +317,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -331,6 +344,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         },
         write_stages(m.spad_write_stage, m.acc_write_stage, m.dram_write_stage),
         adder_tree(m.adder_tree),
+        head_register(m.head_register),
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),
@@ -579,6 +593,24 @@ mod tests {
         let decoupled = super::top_config(&b, &build_args(&["ulx3s", "--adder-tree", "true"]));
         let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
         assert!(err.contains("adder trees need") && err.contains("decoupled"), "{err}");
+    }
+
+    /// `--head-register true` registers a blocking machine's candidate (and the report says
+    /// so); the decoupled machine, which always has one, refuses the option, naming why.
+    #[test]
+    fn head_registers_are_built_on_blocking_machines() {
+        let b = super::board("ulx3s-25f").unwrap();
+        let top = super::top_config(&b, &build_args(&["ulx3s-25f", "--head-register", "true"]));
+        let top = top.unwrap();
+        assert!(top.head_register && systole_hdl::emit::check(&top).is_ok());
+        assert!(super::built(&top, super::PeProducts::Logic).head_register);
+        let plain = super::top_config(&b, &build_args(&["ulx3s-25f"])).unwrap();
+        assert!(!super::built(&plain, super::PeProducts::Logic).head_register);
+        let ulx3s = super::board("ulx3s").unwrap();
+        let decoupled =
+            super::top_config(&ulx3s, &build_args(&["ulx3s", "--head-register", "true"]));
+        let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
+        assert!(err.contains("decoupled top always registers its candidate"), "{err}");
     }
 
     /// `--pe-products dsp-pairs` pairs the iCEBreaker's PEs in its DSPs, two-stage unless asked

@@ -174,6 +174,11 @@ pub struct BoardBuildArgs {
     /// board's default build's).
     #[arg(long, value_name = "true|false")]
     pub adder_tree: Option<bool>,
+    /// Whether the blocking machine registers its candidate word after the FIFO (the same
+    /// results and cycles; the dispatch decision starts at flip-flops, not at the FIFO's block
+    /// RAM; the decoupled machine always has it; default: the board's default build's).
+    #[arg(long, value_name = "true|false")]
+    pub head_register: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

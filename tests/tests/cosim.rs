@@ -118,6 +118,15 @@ fn random_programs_match_the_cycle_machine_over_the_uart() {
         ..small(2, 2, Dtype::Int8, Dataflow::WeightStationary)
     };
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 5);
+    // And so again, the candidate registered after a FIFO of 3 words (`TopConfig::
+    // head_register`, as the ULX3S 85F's BF16 builds have it): the machine holds a fourth.
+    let top = TopConfig {
+        checks_at_queue: false,
+        head_register: true,
+        fifo_depth: 3,
+        ..small(2, 2, Dtype::Bf16, Dataflow::WeightStationary)
+    };
+    random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 6);
 }
 
 /// The decoupled machine (docs/DECISIONS.md 41): four units overlapping under the scoreboard,
@@ -393,12 +402,14 @@ fn requests_are_answered_as_the_emulator_answers() {
 /// Each kind of bad word, reaching the decoder after a valid store and before another: the
 /// fault code of core's first failing check, the first store done, nothing after it run.
 /// Every fault code, on machines that form it as each word is queued and from the FIFO's head
-/// (`TopConfig::checks_at_queue`, as the iCEBreaker builds it).
+/// (`TopConfig::checks_at_queue`, as the iCEBreaker builds it), and from the head on its way
+/// into the head register (`TopConfig::head_register`, as the ULX3S 85F's BF16 builds have it).
 #[test]
 fn bad_words_fault_with_their_code_and_stop_the_program() {
-    for checks_at_queue in [true, false] {
+    for (checks_at_queue, head_register) in [(true, false), (false, false), (false, true)] {
         bad_words_fault(&TopConfig {
             checks_at_queue,
+            head_register,
             ..small(2, 3, Dtype::Bf16, Dataflow::WeightStationary)
         });
     }
@@ -510,8 +521,9 @@ fn bad_words_fault(top: &TopConfig) {
         assert_eq!(
             (status.busy, status.done, status.fault),
             (false, false, Some(code)),
-            "{word:?}, checks at queue: {}",
-            top.checks_at_queue
+            "{word:?}, checks at queue: {}, head register: {}",
+            top.checks_at_queue,
+            top.head_register
         );
         let mut p = memory_header(0, 0);
         p.extend(40u16.to_le_bytes());

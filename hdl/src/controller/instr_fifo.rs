@@ -218,13 +218,14 @@ impl Logic for FootprintRam {
     }
 }
 
-/// A register after the FIFO's head (the decoupled top's): the dispatcher's candidate and its
-/// footprint leave flip-flops, not the FIFO's block RAM, whose unregistered output started the
-/// decoupled 85F build's critical path (docs/DECISIONS.md 59). It holds one word and takes the next from the
-/// FIFO whenever it is empty or its word is popped, so a word reaches the dispatcher one cycle
-/// later than without it (the machine is frozen meanwhile and frozen cycles are not counted:
-/// no result or cycle count changes) and a program streams one word a cycle as before.
-#[derive(LogicBlock, Default)]
+/// A register after the FIFO's head: the dispatcher's candidate (with its fault code, and its
+/// footprint when built `with_footprints`) leaves flip-flops, not the FIFO's block RAM, whose
+/// unregistered output started the decoupled 85F build's critical path (docs/DECISIONS.md 59)
+/// and the blocking 85F BF16 build's (102). It holds one word and takes the next from the FIFO
+/// whenever it is empty or its word is popped, so a word reaches the dispatcher one cycle later
+/// than without it (the machine is frozen meanwhile and frozen cycles are not counted: no result
+/// or cycle count changes) and a program streams one word a cycle as before.
+#[derive(LogicBlock)]
 pub struct HeadRegister {
     pub clock: Signal<In, Clock>,
     /// Empties the register (with the FIFO).
@@ -233,7 +234,7 @@ pub struct HeadRegister {
     pub in_valid: Signal<In, Bit>,
     pub in_word: Signal<In, Bits<128>>,
     pub in_fault: Signal<In, Bits<4>>,
-    pub in_fp: Signal<In, Footprint>,
+    pub in_fp: Optional<Signal<In, Footprint>>,
     /// Pops the FIFO's head into the register.
     pub take: Signal<Out, Bit>,
     /// The dispatcher takes the register's word (only while `valid`).
@@ -241,31 +242,64 @@ pub struct HeadRegister {
     pub valid: Signal<Out, Bit>,
     pub head: Signal<Out, Bits<128>>,
     pub head_fault: Signal<Out, Bits<4>>,
-    pub head_fp: Signal<Out, Footprint>,
+    pub head_fp: Optional<Signal<Out, Footprint>>,
     full: DFF<Bit>,
     word: DFF<Bits<128>>,
     fault: DFF<Bits<4>>,
-    fp: DFF<Footprint>,
+    fp: Optional<DFF<Footprint>>,
+}
+
+impl HeadRegister {
+    /// A head register that also holds the word's footprint when `with_footprints` (the
+    /// decoupled top's scoreboard reads it).
+    pub fn new(with_footprints: bool) -> HeadRegister {
+        HeadRegister {
+            clock: Default::default(),
+            clear: Default::default(),
+            in_valid: Default::default(),
+            in_word: Default::default(),
+            in_fault: Default::default(),
+            in_fp: Optional::default_when(with_footprints),
+            take: Default::default(),
+            pop: Default::default(),
+            valid: Default::default(),
+            head: Default::default(),
+            head_fault: Default::default(),
+            head_fp: Optional::default_when(with_footprints),
+            full: Default::default(),
+            word: Default::default(),
+            fault: Default::default(),
+            fp: Optional::default_when(with_footprints),
+        }
+    }
 }
 
 impl Logic for HeadRegister {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, full, word, fault, fp);
+        dff_setup!(self, clock, full, word, fault);
+        for _k in 0..self.fp.len() {
+            self.fp.clock.next = self.clock.val();
+            self.fp.d.next = self.fp.q.val();
+        }
         self.take.next =
             self.in_valid.val() && !self.clear.val() && (!self.full.q.val() || self.pop.val());
         if self.take.val() {
             self.word.d.next = self.in_word.val();
             self.fault.d.next = self.in_fault.val();
-            self.fp.d.next = self.in_fp.val();
             self.full.d.next = true;
         } else if self.pop.val() || self.clear.val() {
             self.full.d.next = false;
         }
+        for _k in 0..self.fp.len() {
+            if self.take.val() {
+                self.fp.d.next = self.in_fp.val();
+            }
+            self.head_fp.next = self.fp.q.val();
+        }
         self.valid.next = self.full.q.val();
         self.head.next = self.word.q.val();
         self.head_fault.next = self.fault.q.val();
-        self.head_fp.next = self.fp.q.val();
     }
 }
 
@@ -359,7 +393,7 @@ mod tests {
     /// cycle behind the FIFO's head, and `clear` empties it.
     #[test]
     fn head_register_streams_the_fifo_a_cycle_behind() {
-        let mut h = HeadRegister::default();
+        let mut h = HeadRegister::new(true);
         h.connect_all();
         h.in_valid.next = true;
         h.in_word.next = word(1);
@@ -403,6 +437,7 @@ mod tests {
     fn verilog_is_valid() {
         yosys_validate("fifo", &verilog_of(InstrFifo::new(5, false))).unwrap();
         yosys_validate("fifo", &verilog_of(InstrFifo::new(5, true))).unwrap();
-        yosys_validate("head_register", &verilog_of(HeadRegister::default())).unwrap();
+        yosys_validate("head_register", &verilog_of(HeadRegister::new(true))).unwrap();
+        yosys_validate("head_register", &verilog_of(HeadRegister::new(false))).unwrap();
     }
 }

@@ -6,12 +6,13 @@ use systole_core::{Dataflow, Dtype, Schedule};
 
 use super::{SpadLane, TopConfig, WordLane};
 use crate::array::Array;
-use crate::controller::{ArrayUnit, Dispatcher, InstrFifo, Sequencer, WeightLoader};
+use crate::controller::{ArrayUnit, Dispatcher, HeadRegister, InstrFifo, Sequencer, WeightLoader};
 use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
+use crate::optional::Optional;
 use crate::vector::{AccLane, AccOp, LaneBuild};
 
 /// The whole machine.
@@ -33,6 +34,9 @@ pub struct SystoleTop {
     spi: SpiSlave,
     engine: PacketEngine,
     fifo: InstrFifo,
+    /// The candidate registered after the FIFO (`TopConfig::head_register`), its fault code
+    /// with it.
+    head: Optional<HeadRegister>,
     /// The fault code of the word the host link queues, stored with it (or of the FIFO's head,
     /// built without `checks_at_queue`).
     word_fault: WordFault,
@@ -87,6 +91,7 @@ impl SystoleTop {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, config.schedule == Schedule::Decoupled),
+            head: Optional::when(top.head_register, || HeadRegister::new(false)),
             word_fault: WordFault::new(&config, false),
             candidate: Default::default(),
             dispatcher: Default::default(),
@@ -181,6 +186,23 @@ impl Logic for SystoleTop {
         self.dispatcher.fault_in.next = self.fifo.head_fault.val();
         if !self.checks_at_queue.val() {
             self.dispatcher.fault_in.next = self.word_fault.fault.val();
+        }
+        // Built with a head register, the FIFO's head (and its fault code, formed there when
+        // the checks are at the head) enters it, and the dispatcher decides on its word.
+        for _k in 0..self.head.len() {
+            self.head.clock.next = self.clock.val();
+            self.head.clear.next = self.dispatcher.fifo_clear.val();
+            self.head.in_valid.next = self.fifo.valid.val();
+            self.head.in_word.next = self.fifo.head.val();
+            self.head.in_fault.next = self.fifo.head_fault.val();
+            if !self.checks_at_queue.val() {
+                self.head.in_fault.next = self.word_fault.fault.val();
+            }
+            self.head.pop.next = self.dispatcher.pop.val();
+            self.fifo.pop.next = self.head.take.val();
+            self.dispatcher.head_valid.next = self.head.valid.val();
+            self.dispatcher.head_word.next = self.head.head.val();
+            self.dispatcher.fault_in.next = self.head.head_fault.val();
         }
         self.dispatcher.run.next = self.engine.run.val();
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();

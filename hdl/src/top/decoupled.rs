@@ -119,7 +119,7 @@ impl SystoleTopDecoupled {
             spi: Default::default(),
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, true),
-            head: HeadRegister::default(),
+            head: HeadRegister::new(true),
             queued: WordFault::new(&config, true),
             next_decoder: Default::default(),
             candidate: Default::default(),

@@ -83,6 +83,13 @@ pub struct TopConfig {
     /// registers: blocking weight-stationary INT8 only, where its sums wrap and a swap waits for
     /// the array to empty.
     pub adder_tree: bool,
+    /// The blocking machine's candidate registered after the FIFO
+    /// ([`crate::controller::HeadRegister`], as the decoupled machine always has it): the
+    /// dispatch decision starts at flip-flops rather than at the FIFO's block RAM output, and
+    /// a machine that checks words at the head forms their fault codes on the way in. A word
+    /// reaches the dispatcher a cycle later while the machine is frozen, so results and cycles
+    /// are the same; it costs the register's 133 flip-flops.
+    pub head_register: bool,
 }
 
 impl TopConfig {
@@ -108,6 +115,7 @@ impl TopConfig {
             dram_write_stage: false,
             pe_pairs: false,
             adder_tree: false,
+            head_register: false,
         }
     }
 
