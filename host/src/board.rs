@@ -168,7 +168,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
-        checks_at_queue: preset.checks_at_queue,
+        checks_at_queue: args.checks_at_queue.unwrap_or(preset.checks_at_queue),
         spad_write_stage: args.spad_write_stage.unwrap_or(preset.spad_write_stage),
         acc_write_stage: args.acc_write_stage.unwrap_or(preset.acc_write_stage),
         dram_write_stage: args.dram_write_stage.unwrap_or(preset.dram_write_stage),
@@ -317,7 +317,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -345,6 +345,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         write_stages(m.spad_write_stage, m.acc_write_stage, m.dram_write_stage),
         adder_tree(m.adder_tree),
         head_register(m.head_register),
+        if m.checks_words_at_queue() { "" } else { ", words checked at the FIFO's head" },
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),
@@ -569,6 +570,9 @@ mod tests {
         let ice = super::board("icebreaker").unwrap();
         let blocking = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
         assert!(!blocking.checks_words_at_queue(), "the iCEBreaker's preset checks the head");
+        let queued = ["icebreaker", "--checks-at-queue", "true"];
+        let queued = super::top_config(&ice, &build_args(&queued)).unwrap();
+        assert!(super::built(&queued, super::PeProducts::Dsp).checks_at_queue, "as asked");
         let decoupled =
             super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]));
         let built = super::built(&decoupled.unwrap(), super::PeProducts::Dsp);

@@ -179,6 +179,12 @@ pub struct BoardBuildArgs {
     /// RAM; the decoupled machine always has it; default: the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub head_register: Option<bool>,
+    /// Whether the blocking machine forms each word's fault code as the word is queued (a
+    /// second decoder beside the host link) or from the FIFO's head as it is decided on (the
+    /// same results and cycles in less logic; the decoupled machine always checks as it queues;
+    /// default: the board's default build's).
+    #[arg(long, value_name = "true|false")]
+    pub checks_at_queue: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]
