@@ -29,6 +29,13 @@ pub struct F32Add {
     round: F32Round,
 }
 
+impl F32Add {
+    /// The adder with the [`F32Align::parallel`] aligner.
+    pub fn parallel() -> F32Add {
+        F32Add { align: F32Align::parallel(), ..Default::default() }
+    }
+}
+
 impl Logic for F32Add {
     #[hdl_gen]
     fn update(&mut self) {
@@ -46,7 +53,19 @@ impl Logic for F32Add {
 
 /// The first half of [`F32Add`]: the operands read DAZ, ordered by magnitude, and the smaller
 /// one's significand aligned to the larger one's.
-#[derive(LogicBlock, Default)]
+///
+/// Built compact ([`F32Align::default`]), the operands are compared (31 bits), swapped, and
+/// the smaller one's significand shifted by the difference of the exponents they then have.
+/// Built [`F32Align::parallel`] (the accumulator lanes', whose operands come straight from the
+/// accumulators' block RAMs), the shift does not wait for the comparison: where the exponents
+/// differ, the smaller magnitude is the operand with the smaller exponent (DAZ leaves every
+/// exponent as it is), so both differences are formed at once, the one that is not negative is
+/// the shift, and its operand's significand is shifted; where they are equal nothing is shifted
+/// and the comparison picks the smaller significand at the end. Its longest path, an operand
+/// into the aligned significand, is then an 8-bit subtraction, the shifter and the sticky bit,
+/// beside the comparison rather than after it, in more logic (docs/DECISIONS.md 103). Both
+/// give the same bits.
+#[derive(LogicBlock)]
 pub struct F32Align {
     pub a: Signal<In, Bits<32>>,
     pub b: Signal<In, Bits<32>>,
@@ -59,15 +78,69 @@ pub struct F32Align {
     /// whether its fraction is non-zero (bit 0): what the sum's sign and the infinities and
     /// NaNs need of it.
     pub z_flags: Signal<Out, Bits<3>>,
+    /// Built to shift beside the comparison rather than after it.
+    parallel: Constant<Bit>,
     a_d: Signal<Local, Bits<32>>,
     b_d: Signal<Local, Bits<32>>,
+    /// The operand of smaller magnitude, DAZ.
     z: Signal<Local, Bits<32>>,
     ex: Signal<Local, Bits<8>>,
     ez: Signal<Local, Bits<8>>,
+    /// The smaller magnitude's significand (hidden bit and fraction).
+    z_sig: Signal<Local, Bits<24>>,
+    ea: Signal<Local, Bits<8>>,
+    eb: Signal<Local, Bits<8>>,
+    /// `a`'s exponent is below `b`'s.
+    a_below: Signal<Local, Bit>,
+    /// The exponents' difference both ways.
+    d_ab: Signal<Local, Bits<8>>,
+    d_ba: Signal<Local, Bits<8>>,
+    /// The shift, and the significand shifted: the smaller magnitude's (compact), or the
+    /// smaller exponent's, `b`'s when they are equal (parallel).
     d: Signal<Local, Bits<8>>,
-    /// The smaller significand at bits 50..27, shifted right by `d` (below 27): bits 50..24 are
-    /// its aligned 27 bits, bits 23..0 what the sticky bit holds.
+    sig: Signal<Local, Bits<24>>,
+    /// That significand at bits 50..27, shifted right by `d` (below 27): bits 50..24 are its
+    /// aligned 27 bits, bits 23..0 what the sticky bit holds.
     wide: Signal<Local, Bits<51>>,
+}
+
+impl F32Align {
+    /// The aligner whose shift does not wait for the operands' comparison.
+    pub fn parallel() -> F32Align {
+        Self::build(true)
+    }
+
+    fn build(parallel: bool) -> F32Align {
+        F32Align {
+            a: Default::default(),
+            b: Default::default(),
+            x: Default::default(),
+            mz: Default::default(),
+            z_flags: Default::default(),
+            parallel: Constant::new(parallel),
+            a_d: Default::default(),
+            b_d: Default::default(),
+            z: Default::default(),
+            ex: Default::default(),
+            ez: Default::default(),
+            z_sig: Default::default(),
+            ea: Default::default(),
+            eb: Default::default(),
+            a_below: Default::default(),
+            d_ab: Default::default(),
+            d_ba: Default::default(),
+            d: Default::default(),
+            sig: Default::default(),
+            wide: Default::default(),
+        }
+    }
+}
+
+/// The compact aligner.
+impl Default for F32Align {
+    fn default() -> Self {
+        Self::build(false)
+    }
 }
 
 impl Logic for F32Align {
@@ -82,7 +155,7 @@ impl Logic for F32Align {
         if !self.b.val().get_bits::<8>(23).any() {
             self.b_d.next = 0.into();
         }
-        // x: the operand of larger magnitude.
+        // x: the operand of larger magnitude; z the other.
         self.x.next = self.a_d.val();
         self.z.next = self.b_d.val();
         if self.a_d.val().get_bits::<31>(0) < self.b_d.val().get_bits::<31>(0) {
@@ -91,16 +164,36 @@ impl Logic for F32Align {
         }
         self.ex.next = self.x.val().get_bits::<8>(23);
         self.ez.next = self.z.val().get_bits::<8>(23);
+        self.z_sig.next = bit_cast::<24, 23>(self.z.val().get_bits::<23>(0))
+            | (bit_cast::<24, 1>(self.ez.val().any().into()) << 23);
+        self.ea.next = self.a.val().get_bits::<8>(23);
+        self.eb.next = self.b.val().get_bits::<8>(23);
+        self.a_below.next = self.ea.val() < self.eb.val();
+        self.d_ab.next = self.ea.val() - self.eb.val();
+        self.d_ba.next = self.eb.val() - self.ea.val();
         self.d.next = self.ex.val() - self.ez.val();
-        self.wide.next = ((bit_cast::<51, 23>(self.z.val().get_bits::<23>(0))
-            | (bit_cast::<51, 1>(self.ez.val().any().into()) << 23))
-            << 27)
-            >> self.d.val().get_bits::<5>(0);
+        self.sig.next = self.z_sig.val();
+        if self.parallel.val() {
+            self.d.next = self.d_ab.val();
+            self.sig.next = bit_cast::<24, 23>(self.b_d.val().get_bits::<23>(0))
+                | (bit_cast::<24, 1>(self.eb.val().any().into()) << 23);
+            if self.a_below.val() {
+                self.d.next = self.d_ba.val();
+                self.sig.next = bit_cast::<24, 23>(self.a_d.val().get_bits::<23>(0))
+                    | (bit_cast::<24, 1>(self.ea.val().any().into()) << 23);
+            }
+        }
+        self.wide.next =
+            (bit_cast::<51, 24>(self.sig.val()) << 27) >> self.d.val().get_bits::<5>(0);
         self.mz.next = bit_cast::<28, 27>(self.wide.val().get_bits::<27>(24))
             | bit_cast::<28, 1>(self.wide.val().get_bits::<24>(0).any().into());
         if self.d.val() >= 27 {
             // Every bit is past the sticky bit.
-            self.mz.next = bit_cast::<28, 1>(self.ez.val().any().into());
+            self.mz.next = bit_cast::<28, 1>(self.sig.val().get_bit(23).into());
+        }
+        if self.parallel.val() && (self.ea.val() == self.eb.val()) {
+            // Nothing shifts; the smaller significand is the comparison's.
+            self.mz.next = bit_cast::<28, 24>(self.z_sig.val()) << 3;
         }
         self.z_flags.next = (bit_cast::<3, 1>(self.z.val().get_bits::<1>(31)) << 2)
             | (bit_cast::<3, 1>(self.ez.val().all().into()) << 1)
@@ -266,12 +359,17 @@ mod tests {
     use proptest::prelude::*;
     use systole_core::numerics::bf16::{add_f32, f32_to_mem, ftz};
 
+    /// `a + b` by the adder with either aligner, which must agree.
     fn add(a: u32, b: u32) -> u32 {
-        let mut uut = F32Add::default();
-        uut.a.next = (a as u64).into();
-        uut.b.next = (b as u64).into();
-        settle(&mut uut);
-        uut.y.val().to_u32()
+        let sum = |mut uut: F32Add| {
+            uut.a.next = (a as u64).into();
+            uut.b.next = (b as u64).into();
+            settle(&mut uut);
+            uut.y.val().to_u32()
+        };
+        let (compact, parallel) = (sum(F32Add::default()), sum(F32Add::parallel()));
+        assert_eq!(compact, parallel, "the aligners differ on {a:#010x} + {b:#010x}");
+        compact
     }
 
     fn expected_add(a: u32, b: u32) -> u32 {

@@ -27,6 +27,7 @@ mod tests {
     fn verilog_is_valid() {
         for (name, v) in [
             ("f32_add", crate::testing::verilog_of(F32Add::default())),
+            ("f32_add_parallel", crate::testing::verilog_of(F32Add::parallel())),
             ("bf16_mul", crate::testing::verilog_of(Bf16Mul::default())),
             ("f32_mul", crate::testing::verilog_of(F32Mul::default())),
         ] {
@@ -57,6 +58,8 @@ mod verilog_tests {
         let vectors: Vec<Vec<(&str, u64)>> =
             pairs.iter().map(|&(a, b)| vec![("a", a as u64), ("b", b as u64)]).collect();
         let sums = yosys_eval(&verilog_of(F32Add::default()), &vectors, "y");
+        let parallel_sums = yosys_eval(&verilog_of(F32Add::parallel()), &vectors, "y");
+        assert_eq!(sums, parallel_sums, "the compact and parallel aligners");
         let products = yosys_eval(&verilog_of(F32Mul::default()), &vectors, "y");
         for (&(a, b), (&s, &p)) in pairs.iter().zip(sums.iter().zip(&products)) {
             let (fa, fb) = (ftz(f32::from_bits(a)), ftz(f32::from_bits(b)));

@@ -90,6 +90,8 @@ impl AccLaneBf16 {
             e_pre_q: (0..one(deep)).map(|_| DFF::default()).collect(),
             flags_q: (0..one(deep)).map(|_| DFF::default()).collect(),
             array_qq: (0..one(deep)).map(|_| DFF::default()).collect(),
+            // Its operands come straight from the accumulators' block RAMs.
+            align: F32Align::parallel(),
             ..Default::default()
         }
     }
