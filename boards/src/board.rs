@@ -281,13 +281,14 @@ pub const ALCHITRY_CU: Board = Board {
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
     },
-    // The 1 x 1 BF16 fits (6,983 cells). Its lanes register their product (`Scale` and `Axpy`
-    // take two cycles a row, DECISIONS 68): 15.25 MHz instead of 8.53, so the oscillator divided
-    // by 8 instead of 12. Fault codes come from the FIFO's head.
+    // The 1 x 1 BF16 fits (6,797 cells). Its lanes register their product (`Scale` and `Axpy`
+    // take two cycles a row, DECISIONS 68): 15.25 MHz instead of 8.53; with the lanes' aligner
+    // shifting beside its comparison (DECISIONS 103), 16.86 MHz: the oscillator divided by 6.
+    // Fault codes come from the FIFO's head.
     bf16: Some(Preset {
         rows: 1,
         cols: 1,
-        mhz: 12.5,
+        mhz: 16.666667,
         pe_products: PeProducts::Logic,
         convert_stages: 0,
         requant_cycles: 1,
@@ -413,14 +414,15 @@ pub const ULX3S_25F: Board = Board {
     },
     // The 3 x 3 BF16 with its lanes' product registered (DECISIONS 68), its PEs' too (69), its
     // lanes' f32 add staged (90), its accumulators' writes registered (88), its PEs' f32 add
-    // staged (98), its lanes' f32 multiply split (99) and its f32 adds in three stages (100)
-    // reaches 38.51 MHz (35.09 with the adds in two, 31.33 with the multiply in one cycle too,
-    // 24.04 with the PEs' add in one as well, 19.91 with the product registers alone): 37.5
+    // staged (98), its lanes' f32 multiply split (99), its f32 adds in three stages (100) and
+    // its lanes' aligner shifting beside its comparison (103) reaches 42.59 MHz (38.51 with the
+    // compact aligner, 35.09 with the adds in two as well, 31.33 with the multiply in one cycle
+    // too, 24.04 with the PEs' add in one as well, 19.91 with the product registers alone): 40
     // MHz from the PLL.
     bf16: Some(Preset {
         rows: 3,
         cols: 3,
-        mhz: 37.5,
+        mhz: 40.0,
         pe_products: PeProducts::Dsp,
         convert_stages: 0,
         requant_cycles: 1,
@@ -522,9 +524,9 @@ mod tests {
         // The 25F's INT8 runs at 55 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (55.0, ClockSource::Pll));
-        // The 25F's BF16 at 37.5 MHz from its PLL (its f32 adds in three stages and its lanes'
-        // multiply split, DECISIONS 98 to 100).
-        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 37.5);
+        // The 25F's BF16 at 40 MHz from its PLL (its f32 adds in three stages, its lanes'
+        // multiply split and their aligner parallel, DECISIONS 98 to 100 and 103).
+        assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 40.0);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
         // The 85F's BF16 is a smaller array than its INT8, at 28.125 MHz from its PLL.
@@ -537,12 +539,12 @@ mod tests {
         // No BF16 fits the iCEBreaker; an array asked for anyway takes the INT8 clock.
         assert!(ICEBREAKER.preset_config(Dtype::Bf16).is_none());
         assert_eq!(ICEBREAKER.default_clock(Dtype::Bf16), 16.125);
-        // The Alchitry Cu's INT8 at 40 MHz from its PLL; its BF16 the 100 MHz divided by 8.
+        // The Alchitry Cu's INT8 at 40 MHz from its PLL; its BF16 the 100 MHz divided by 6.
         let clock = ALCHITRY_CU.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (40.0, ClockSource::Pll));
         assert_eq!(
             clock_source(&ALCHITRY_CU, ALCHITRY_CU.default_clock(Dtype::Bf16)),
-            ClockSource::Divided(8)
+            ClockSource::Divided(6)
         );
     }
 }
