@@ -83,6 +83,9 @@ pub struct Preset {
     /// The blocking machine's candidate registered after the FIFO (`systole_hdl::TopConfig::
     /// head_register`).
     pub head_register: bool,
+    /// BF16 lanes whose f32 aligner shifts beside the comparison (`systole_hdl::TopConfig::
+    /// parallel_align`; INT8 builds have no aligner and say false).
+    pub parallel_align: bool,
     /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
     /// nextpnr's placement seed (`nextpnr::Pnr::seed`): nextpnr is deterministic for one
@@ -235,6 +238,7 @@ pub const ICEBREAKER: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         head_register: false,
+        parallel_align: false,
         pnr_aim_mhz: None,
         pnr_seed: 2,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
@@ -277,6 +281,7 @@ pub const ALCHITRY_CU: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         head_register: false,
+        parallel_align: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -303,6 +308,7 @@ pub const ALCHITRY_CU: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         head_register: false,
+        parallel_align: true,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -345,6 +351,7 @@ pub const ULX3S_85F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         head_register: false,
+        parallel_align: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -372,6 +379,7 @@ pub const ULX3S_85F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         head_register: false,
+        parallel_align: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -408,6 +416,7 @@ pub const ULX3S_25F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         head_register: false,
+        parallel_align: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -437,6 +446,7 @@ pub const ULX3S_25F: Board = Board {
         dram_write_stage: false,
         adder_tree: false,
         head_register: false,
+        parallel_align: true,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -492,6 +502,7 @@ mod tests {
                 assert_eq!(built.dram_write_stage, p.dram_write_stage, "{what}");
                 assert_eq!(built.adder_tree, p.adder_tree, "{what}");
                 assert_eq!(built.head_register, p.head_register, "{what}");
+                assert_eq!(built.parallel_align, p.parallel_align, "{what}");
                 assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
                 assert_eq!(r.pnr.seed, p.pnr_seed, "{what}");
                 assert_eq!(b.default_seed(dtype, p.mhz), p.pnr_seed, "{what}");

@@ -77,6 +77,11 @@ pub struct Built {
     /// head_register`; absent in reports from before it existed, which were built without).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub head_register: bool,
+    /// The BF16 lanes' f32 aligner shifting beside the comparison (`systole_hdl::TopConfig::
+    /// parallel_align`; absent in reports of INT8 builds and of builds from before it existed,
+    /// whose aligner was compact).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parallel_align: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

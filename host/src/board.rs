@@ -87,7 +87,8 @@ fn list_text() -> String {
                 let staged =
                     write_stages(p.spad_write_stage, p.acc_write_stage, p.dram_write_stage)
                         + adder_tree(p.adder_tree)
-                        + head_register(p.head_register);
+                        + head_register(p.head_register)
+                        + parallel_align(p.parallel_align);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
                     p.rows,
@@ -174,6 +175,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         dram_write_stage: args.dram_write_stage.unwrap_or(preset.dram_write_stage),
         adder_tree: args.adder_tree.unwrap_or(preset.adder_tree),
         head_register: args.head_register.unwrap_or(preset.head_register),
+        parallel_align: args.parallel_align.unwrap_or(preset.parallel_align),
         pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
@@ -242,6 +244,15 @@ fn head_register(on: bool) -> &'static str {
     }
 }
 
+/// The words `board list` and `board build` add for BF16 lanes whose aligner is parallel.
+fn parallel_align(on: bool) -> &'static str {
+    if on {
+        ", lanes aligning beside the compare"
+    } else {
+        ""
+    }
+}
+
 /// What `report.json` records of the accelerator.
 pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
     let a = &top.array;
@@ -269,6 +280,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         dram_write_stage: top.dram_write_stage,
         adder_tree: top.adder_tree,
         head_register: top.head_register,
+        parallel_align: top.parallel_align && a.dtype == Dtype::Bf16,
         pe_products: Some(pe_products),
     }
 }
@@ -317,7 +329,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -345,6 +357,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         write_stages(m.spad_write_stage, m.acc_write_stage, m.dram_write_stage),
         adder_tree(m.adder_tree),
         head_register(m.head_register),
+        parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),
         if m.checks_words_at_queue() { "" } else { ", words checked at the FIFO's head" },
         config.schedule.name(),
         b.name,
@@ -615,6 +628,25 @@ mod tests {
             super::top_config(&ulx3s, &build_args(&["ulx3s", "--head-register", "true"]));
         let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
         assert!(err.contains("decoupled top always registers its candidate"), "{err}");
+    }
+
+    /// A BF16 build's lanes align as the board's default does unless asked (and the report
+    /// says how); an INT8 machine has no aligner and its report says false.
+    #[test]
+    fn lanes_align_as_the_preset_or_as_asked() {
+        let b = super::board("ulx3s-25f").unwrap();
+        let parallel = |args: &[&str]| {
+            let top = super::top_config(&b, &build_args(args)).unwrap();
+            (top.parallel_align, super::built(&top, super::PeProducts::Dsp).parallel_align)
+        };
+        assert_eq!(parallel(&["ulx3s-25f", "--dtype", "bf16"]), (true, true));
+        let compact = ["ulx3s-25f", "--dtype", "bf16", "--parallel-align", "false"];
+        assert_eq!(parallel(&compact), (false, false));
+        let int8 = ["ulx3s-25f", "--parallel-align", "true"];
+        assert_eq!(parallel(&int8), (true, false), "no aligner in an INT8 machine");
+        let ulx3s = super::board("ulx3s").unwrap();
+        let top = super::top_config(&ulx3s, &build_args(&["ulx3s", "--dtype", "bf16"])).unwrap();
+        assert!(!top.parallel_align, "the 85F's BF16 default keeps the compact aligner");
     }
 
     /// `--pe-products dsp-pairs` pairs the iCEBreaker's PEs in its DSPs, two-stage unless asked

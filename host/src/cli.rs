@@ -185,6 +185,11 @@ pub struct BoardBuildArgs {
     /// default: the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub checks_at_queue: Option<bool>,
+    /// Whether the BF16 accumulator lanes' f32 aligner shifts beside the operands' comparison
+    /// (the same results and cycles; a shorter path from the accumulators in more logic;
+    /// default: the board's default build's).
+    #[arg(long, value_name = "true|false")]
+    pub parallel_align: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

@@ -105,7 +105,7 @@ impl SystoleTop {
             dram: top.dram(),
             array: Array::build(&config, top.pe_pairs, top.adder_tree),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
-            acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::of(&config))).collect(),
+            acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::for_top(top))).collect(),
             words: (0..c).map(|j| WordLane::new(j, c)).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))

@@ -136,7 +136,7 @@ impl SystoleTopDecoupled {
             array: Array::build(&config, top.pe_pairs, false),
             transposer: Transposer::new(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
-            acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::of(&config))).collect(),
+            acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::for_top(top))).collect(),
             // The array's lanes write its output rows and run no vector op.
             array_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::default())).collect(),
             words: (0..c).map(|j| WordLane::new(j, c)).collect(),

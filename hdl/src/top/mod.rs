@@ -90,6 +90,11 @@ pub struct TopConfig {
     /// reaches the dispatcher a cycle later while the machine is frozen, so results and cycles
     /// are the same; it costs the register's 133 flip-flops.
     pub head_register: bool,
+    /// The BF16 accumulator lanes' f32 aligner shifts beside the operands' magnitude comparison
+    /// rather than after it ([`crate::float::F32Align::parallel`]): a shorter path from the
+    /// accumulators' block RAMs, in more logic (docs/DECISIONS.md 103). The same bits either
+    /// way; INT8 machines have no aligner.
+    pub parallel_align: bool,
 }
 
 impl TopConfig {
@@ -116,6 +121,7 @@ impl TopConfig {
             pe_pairs: false,
             adder_tree: false,
             head_register: false,
+            parallel_align: true,
         }
     }
 

@@ -70,9 +70,14 @@ pub struct AccLaneBf16 {
 }
 
 impl AccLaneBf16 {
-    /// A lane with its product registered (`paced`) and split, and `add_registers` (0 to 2)
-    /// inside its f32 add.
-    pub(super) fn new(paced: bool, split: bool, add_registers: u8) -> AccLaneBf16 {
+    /// A lane with its product registered (`paced`) and split, `add_registers` (0 to 2) inside
+    /// its f32 add, and its aligner [`F32Align::parallel`] or compact.
+    pub(super) fn new(
+        paced: bool,
+        split: bool,
+        add_registers: u8,
+        parallel_align: bool,
+    ) -> AccLaneBf16 {
         assert!(paced || !split, "a split product is registered at both ends");
         assert!(add_registers <= 2, "an f32 add of at most three stages");
         let one = |on: bool| if on { 1 } else { 0 };
@@ -90,8 +95,7 @@ impl AccLaneBf16 {
             e_pre_q: (0..one(deep)).map(|_| DFF::default()).collect(),
             flags_q: (0..one(deep)).map(|_| DFF::default()).collect(),
             array_qq: (0..one(deep)).map(|_| DFF::default()).collect(),
-            // Its operands come straight from the accumulators' block RAMs.
-            align: F32Align::parallel(),
+            align: if parallel_align { F32Align::parallel() } else { F32Align::default() },
             ..Default::default()
         }
     }

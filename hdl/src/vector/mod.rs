@@ -95,6 +95,9 @@ pub struct LaneBuild {
     pub split: bool,
     pub add_registers: u8,
     pub int8_max: bool,
+    /// A BF16 lane's f32 aligner shifts beside the operands' comparison
+    /// ([`crate::float::F32Align::parallel`]; `TopConfig::parallel_align`).
+    pub parallel_align: bool,
 }
 
 impl LaneBuild {
@@ -105,7 +108,13 @@ impl LaneBuild {
             split: split_product(config),
             add_registers: add_registers(config),
             int8_max: config.int8_max,
+            parallel_align: false,
         }
+    }
+
+    /// The same lanes with their aligner built as `top` asks.
+    pub fn for_top(top: &crate::TopConfig) -> LaneBuild {
+        LaneBuild { parallel_align: top.parallel_align, ..LaneBuild::of(&top.array) }
     }
 }
 
@@ -160,7 +169,12 @@ impl AccLane {
             },
             bf16: match dtype {
                 Dtype::Bf16 => {
-                    vec![AccLaneBf16::new(build.paced, build.split, build.add_registers)]
+                    vec![AccLaneBf16::new(
+                        build.paced,
+                        build.split,
+                        build.add_registers,
+                        build.parallel_align,
+                    )]
                 }
                 Dtype::Int8 => vec![],
             },

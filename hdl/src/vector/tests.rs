@@ -185,7 +185,8 @@ proptest! {
             [(true, false, 0), (false, false, 1), (true, false, 1), (true, true, 0),
              (true, true, 1), (false, false, 2), (true, true, 2)]
         {
-            let build = LaneBuild { paced, split, add_registers, int8_max: true };
+            let parallel_align = add_registers != 1;
+            let build = LaneBuild { paced, split, add_registers, int8_max: true, parallel_align };
             prop_assert_eq!(
                 written(build, op, x, y, a, imm, w), want,
                 "{:?}: {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}",
@@ -264,7 +265,8 @@ fn verilog_is_valid() {
             (true, true, 1, true),
             (true, true, 2, true),
         ] {
-            let build = LaneBuild { paced, split, add_registers, int8_max };
+            let parallel_align = paced;
+            let build = LaneBuild { paced, split, add_registers, int8_max, parallel_align };
             let verilog = verilog_of(AccLane::new(dtype, build));
             yosys_validate("acc_lane", &verilog).unwrap();
         }
