@@ -376,7 +376,8 @@ fn conformance_with_staged_pes() {
 /// array with the normalised sums registered too, in the PEs (`pe_stages` 4: rows skewed three
 /// cycles a PE row) and in the lanes (`add_stages` 3: results two cycles later, an adding row
 /// two cycles more, an `Axpy` row five), checking words at the FIFO's head, registering the
-/// candidate after it and aligning the lanes' sums compactly, as the ULX3S 85F's BF16 builds do.
+/// candidate after it and aligning the lanes' sums compactly, as the ULX3S 85F's BF16 build
+/// of DECISIONS 102 did.
 #[test]
 fn conformance_with_staged_adds() {
     let staged = |top: TopConfig| TopConfig { array: top.array.with_add_stages(2), ..top };
@@ -391,8 +392,8 @@ fn conformance_with_staged_adds() {
         ..top
     };
     conformance(staged(pipelined(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary))), 33);
-    // The ULX3S 85F's BF16 builds: checked at the FIFO's head, the candidate registered, the
-    // lanes' aligner compact (the other machines' lanes align in parallel).
+    // The ULX3S 85F's BF16 build of DECISIONS 102: checked at the FIFO's head, the candidate
+    // registered, the lanes' aligner compact (the other machines' lanes align in parallel).
     let deep = |top: TopConfig| TopConfig {
         array: top.array.with_scale_cycles(3).with_pe_stages(4).with_add_stages(3),
         checks_at_queue: false,

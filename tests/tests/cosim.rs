@@ -119,7 +119,7 @@ fn random_programs_match_the_cycle_machine_over_the_uart() {
     };
     random_programs(&top, Framed { stream: UartLink::new(verilated(&top), 4) }, 12, 5);
     // And so again, the candidate registered after a FIFO of 3 words (`TopConfig::
-    // head_register`, as the ULX3S 85F's BF16 builds have it): the machine holds a fourth.
+    // head_register`, tried on the ULX3S 85F's BF16): the machine holds a fourth.
     let top = TopConfig {
         checks_at_queue: false,
         head_register: true,
@@ -403,7 +403,7 @@ fn requests_are_answered_as_the_emulator_answers() {
 /// fault code of core's first failing check, the first store done, nothing after it run.
 /// Every fault code, on machines that form it as each word is queued and from the FIFO's head
 /// (`TopConfig::checks_at_queue`, as the iCEBreaker builds it), and from the head on its way
-/// into the head register (`TopConfig::head_register`, as the ULX3S 85F's BF16 builds have it).
+/// into the head register (`TopConfig::head_register`, tried on the ULX3S 85F's BF16).
 #[test]
 fn bad_words_fault_with_their_code_and_stop_the_program() {
     for (checks_at_queue, head_register) in [(true, false), (false, false), (false, true)] {
