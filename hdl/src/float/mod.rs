@@ -1,6 +1,6 @@
 //! Floating point from `Bits` (rust-hdl has no float type): the BF16 multiplier and the f32
-//! multiplier of the BF16 datapath (`mul.rs`) and its f32 adder (`add.rs`), each one
-//! combinational block.
+//! multiplier of the BF16 datapath (`mul.rs`) and its f32 adder (`add.rs`, its first stage in
+//! `align.rs`), each one combinational block.
 //!
 //! All three follow core's datapath rules (docs/NUMERICS.md): operands with a zero exponent field
 //! (subnormals, zeros of either sign) are read as `+0` (DAZ), results below 2^-126 are written as
@@ -13,9 +13,11 @@
 pub const CANONICAL_NAN: u64 = 0x7FC0_0000;
 
 mod add;
+mod align;
 mod mul;
 
-pub use add::{F32Add, F32Align, F32Normalize, F32Round};
+pub use add::{F32Add, F32Normalize, F32Round};
+pub use align::F32Align;
 pub use mul::{Bf16Mul, F32Mul, F32MulProduct, F32MulRound};
 
 #[cfg(test)]
