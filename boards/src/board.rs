@@ -52,6 +52,9 @@ pub struct Preset {
     pub cols: u16,
     pub mhz: f64,
     pub pe_products: PeProducts,
+    /// With the products in logic, the PEs (the first of the array) that keep theirs in
+    /// multiplier blocks (`yosys::Products::in_multipliers`).
+    pub multiplier_pes: u32,
     /// Pipeline registers in its conversion lanes (`ArrayConfig::convert_stages`).
     pub convert_stages: u8,
     /// Cycles a requantized row takes in its conversion lanes (`ArrayConfig::requant_cycles`).
@@ -223,6 +226,7 @@ pub const ICEBREAKER: Board = Board {
         cols: 1,
         mhz: 16.125,
         pe_products: PeProducts::DspPairs,
+        multiplier_pes: 0,
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
@@ -268,6 +272,7 @@ pub const ALCHITRY_CU: Board = Board {
         cols: 1,
         mhz: 40.0,
         pe_products: PeProducts::Logic,
+        multiplier_pes: 0,
         convert_stages: 3,
         requant_cycles: 4,
         scale_cycles: 1,
@@ -295,6 +300,7 @@ pub const ALCHITRY_CU: Board = Board {
         cols: 1,
         mhz: 16.666667,
         pe_products: PeProducts::Logic,
+        multiplier_pes: 0,
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 2,
@@ -338,6 +344,7 @@ pub const ULX3S_85F: Board = Board {
         cols: 8,
         mhz: 33.3333,
         pe_products: PeProducts::Logic,
+        multiplier_pes: 0,
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
@@ -366,6 +373,7 @@ pub const ULX3S_85F: Board = Board {
         cols: 8,
         mhz: 28.125,
         pe_products: PeProducts::Dsp,
+        multiplier_pes: 0,
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 3,
@@ -403,6 +411,7 @@ pub const ULX3S_25F: Board = Board {
         cols: 4,
         mhz: 55.0,
         pe_products: PeProducts::Logic,
+        multiplier_pes: 0,
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
@@ -433,6 +442,7 @@ pub const ULX3S_25F: Board = Board {
         cols: 3,
         mhz: 40.0,
         pe_products: PeProducts::Dsp,
+        multiplier_pes: 0,
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 3,
@@ -512,6 +522,13 @@ mod tests {
                 let before = if ways.len() == 1 { ways[0] } else { PeProducts::Dsp };
                 assert_eq!(built.pe_products.unwrap_or(before), p.pe_products, "{what}");
                 assert!(ways.contains(&p.pe_products), "{what}: not a way its flow has");
+                assert_eq!(built.multiplier_pes, p.multiplier_pes, "{what}");
+                assert!(
+                    p.multiplier_pes == 0
+                        || (p.pe_products == PeProducts::Logic
+                            && p.multiplier_pes < c.pe_count() as u32),
+                    "{what}: some PEs' products in multipliers, the others in logic"
+                );
                 assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{what}: {r:?}");
                 // The critical path is what limits fmax: its delay is the clock period reached.
                 match &r.critical_path {

@@ -6,7 +6,7 @@ use crate::board::Board;
 use crate::nextpnr::Pnr;
 use crate::report::{self, Bitstream, Built, Report};
 use crate::tool::ToolError;
-use crate::yosys::PeProducts;
+use crate::yosys::Products;
 use crate::{nextpnr, pack, yosys};
 
 /// What to build: Verilog sources (file name, text) and the top module; `built` describes the
@@ -17,7 +17,7 @@ pub struct Design {
     pub sources: Vec<(String, String)>,
     pub top: String,
     pub built: Option<Built>,
-    pub pe_products: PeProducts,
+    pub pe_products: Products,
 }
 
 /// Why a build did not give a usable bitstream.
@@ -189,7 +189,7 @@ mod tests {
             sources: vec![("blink.v".into(), v)],
             top: "blink".into(),
             built: None,
-            pe_products: PeProducts::Dsp,
+            pe_products: Products::default(),
         }
     }
 

@@ -86,6 +86,14 @@ pub struct Built {
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe_products: Option<PeProducts>,
+    /// With the products in logic: how many PEs, the first of each array, kept theirs in
+    /// multiplier blocks (`yosys::Products::in_multipliers`; absent when none did).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub multiplier_pes: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn one_cycle() -> u8 {

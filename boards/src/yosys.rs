@@ -35,6 +35,35 @@ impl PeProducts {
 /// dataflows): the selection the Booth pass maps with [`PeProducts::Logic`].
 const PE_PRODUCTS: &str = "systole_top_array_*pes_mac*";
 
+/// Where a build forms its PEs' products: `way`, except that with [`PeProducts::Logic`] on an
+/// ECP5 board the first `in_multipliers` PEs of each dataflow's array (in its flat order, row
+/// by row) keep theirs in multiplier blocks. Every PE is one module in the emitted Verilog, so
+/// such a build flattens the design first and selects the PEs by instance name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Products {
+    pub way: PeProducts,
+    pub in_multipliers: u32,
+    /// The PEs in each dataflow's array.
+    pub pes: u32,
+}
+
+impl Products {
+    /// Every PE's product made as `way` says.
+    pub fn all(way: PeProducts) -> Products {
+        Products { way, in_multipliers: 0, pes: 0 }
+    }
+
+    /// The flattened design's PE products that the Booth pass maps: those of PEs
+    /// `in_multipliers..pes`, each as a selection pattern on its instance name
+    /// (`$flatten\array.\ws$0.\pes$5.\mac...`).
+    fn logic_pes(&self, top: &str) -> String {
+        (self.in_multipliers..self.pes)
+            .map(|i| format!("{top}/*.?pes${i}.?mac.*"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// Synthesizes `sources` (file names in `dir`) with top module `top` into `dir/netlist.json`,
 /// the PEs' products built as `products` says (ECP5 only: the iCE40 boards build them as their
 /// part allows); returns Yosys' cell statistics.
@@ -43,7 +72,7 @@ pub fn synthesize(
     dir: &Path,
     sources: &[&str],
     top: &str,
-    products: PeProducts,
+    products: Products,
 ) -> Result<String, ToolError> {
     // `-abc9`: ABC's timing-driven mapping; on the iCEBreaker's 1 x 1 systole_top it gives 4,306
     // LUTs and 1,413 carries where the default mapping gives 4,420 and 1,552 (DECISIONS 34).
@@ -60,8 +89,18 @@ pub fn synthesize(
             "hierarchy -top {top}; proc; opt; wreduce; booth; synth_ice40 -abc9 -top {top}; \
              delete t:$scopeinfo; write_json netlist.json"
         ),
-        Family::Ecp5 if products == PeProducts::Dsp => {
+        Family::Ecp5 if products.way == PeProducts::Dsp => {
             format!("synth_ecp5 -top {top} -json netlist.json")
+        }
+        // Some PEs' products in LUTs, the first ones' in multipliers: the design flattened, so
+        // that each PE is its own instance (the top module is the only one left; the board's
+        // wrapper names it). The selection must find the PEs it names.
+        Family::Ecp5 if products.in_multipliers > 0 => {
+            let logic = products.logic_pes(top);
+            format!(
+                "hierarchy -top {top}; proc; flatten; opt; wreduce; select -assert-min 1 \
+                 {logic}; booth {logic}; synth_ecp5 -top {top} -json netlist.json"
+            )
         }
         // The PEs' products in LUTs, the rest as before. On the 85F's 9 x 8 INT8 this trades 72
         // multipliers for about 12,000 LUTs, and router1 then routes the design several times

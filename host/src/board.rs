@@ -10,7 +10,7 @@ use systole_boards::flow::{self, Design, FlowError};
 use systole_boards::nextpnr::{Pnr, Router};
 use systole_boards::report::Built;
 use systole_boards::wrapper::{self, TopPort};
-use systole_boards::yosys::PeProducts;
+use systole_boards::yosys::{PeProducts, Products};
 use systole_boards::{Board, Preset};
 use systole_core::{ArrayConfig, Dtype, Schedule};
 
@@ -52,9 +52,11 @@ fn list_text() -> String {
                 };
                 // The PEs' products where the part's usual place is not: LUTs beside multipliers.
                 let products = match (b.dsps, p.pe_products) {
-                    (true, PeProducts::Logic) => ", PE products in logic",
-                    (_, PeProducts::DspPairs) => ", PE products two to a DSP",
-                    _ => "",
+                    (true, PeProducts::Logic) => {
+                        format!(", PE products in logic{}", multiplier_pes(p.multiplier_pes))
+                    }
+                    (_, PeProducts::DspPairs) => ", PE products two to a DSP".into(),
+                    _ => String::new(),
                 };
                 let stages = match p.convert_stages {
                     0 => String::new(),
@@ -213,6 +215,54 @@ pub fn pe_products(
     )
 }
 
+/// Where a build of `top` on `b` forms its PEs' products: [`pe_products`], with as many PEs in
+/// multiplier blocks as `--multiplier-pes` asks (else as many as the board's default build
+/// keeps there, if it is this array); refused where the products are not in logic or where it
+/// names every PE.
+pub fn products(
+    b: &Board,
+    top: &systole_hdl::TopConfig,
+    args: &BoardBuildArgs,
+) -> anyhow::Result<Products> {
+    let a = &top.array;
+    let way = pe_products(b, a.dtype, args.pe_products)?;
+    let pes = a.pe_count() as u32;
+    let preset =
+        b.preset(a.dtype).filter(|p| (p.rows, p.cols) == (a.rows, a.cols) && p.pe_products == way);
+    let in_multipliers =
+        args.multiplier_pes.unwrap_or_else(|| preset.map_or(0, |p| p.multiplier_pes));
+    if in_multipliers == 0 {
+        return Ok(Products::all(way));
+    }
+    if way != PeProducts::Logic || !b.dsps {
+        bail!(
+            "--multiplier-pes {in_multipliers}: only a build with its PEs' products in logic on \
+             a board with multipliers keeps some of them in multipliers (this build's are in {})",
+            way.name()
+        );
+    }
+    if in_multipliers >= pes {
+        bail!(
+            "--multiplier-pes {in_multipliers}: the {}x{} array has {pes} PEs, so at most {} \
+             can keep their products in multipliers beside those in logic (--pe-products dsp \
+             puts all of them there)",
+            a.rows,
+            a.cols,
+            pes - 1
+        );
+    }
+    Ok(Products { way, in_multipliers, pes })
+}
+
+/// `, the first 64 in multipliers`: the words `board list` and `board build` add for a build
+/// whose products are in logic but for some PEs'.
+fn multiplier_pes(n: u32) -> String {
+    match n {
+        0 => String::new(),
+        n => format!(", the first {n} in multipliers"),
+    }
+}
+
 /// `, scratchpad and DRAM writes registered` and the like: the memories built with a write
 /// stage, empty for none.
 fn write_stages(spad: bool, acc: bool, dram: bool) -> String {
@@ -254,7 +304,7 @@ fn parallel_align(on: bool) -> &'static str {
 }
 
 /// What `report.json` records of the accelerator.
-pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
+pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
     let a = &top.array;
     Built {
         rows: a.rows,
@@ -281,7 +331,8 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
         adder_tree: top.adder_tree,
         head_register: top.head_register,
         parallel_align: top.parallel_align && a.dtype == Dtype::Bf16,
-        pe_products: Some(pe_products),
+        pe_products: Some(products.way),
+        multiplier_pes: products.in_multipliers,
     }
 }
 
@@ -290,7 +341,7 @@ pub fn built(top: &systole_hdl::TopConfig, pe_products: PeProducts) -> Built {
 pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let b = board(&args.board)?;
     let top_config = top_config(&b, args)?;
-    let pe_products = pe_products(&b, top_config.array.dtype, args.pe_products)?;
+    let pe_products = products(&b, &top_config, args)?;
     let config = top_config.array;
     let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;
     let ports: Vec<TopPort> = emitted
@@ -330,7 +381,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
          conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
-         products in {}; nextpnr {}, seed {}{})",
+         products in {}{}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
         config.acc_depth,
@@ -363,7 +414,8 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         b.name,
         mhz(config.clock_mhz),
         args.out.display(),
-        pe_products.name(),
+        pe_products.way.name(),
+        multiplier_pes(pe_products.in_multipliers),
         pnr.router.name(),
         pnr.seed,
         pnr.aim_mhz.map_or(String::new(), |aim| format!(", aimed at {} MHz", mhz(aim)))
@@ -585,10 +637,13 @@ mod tests {
         assert!(!blocking.checks_words_at_queue(), "the iCEBreaker's preset checks the head");
         let queued = ["icebreaker", "--checks-at-queue", "true"];
         let queued = super::top_config(&ice, &build_args(&queued)).unwrap();
-        assert!(super::built(&queued, super::PeProducts::Dsp).checks_at_queue, "as asked");
+        assert!(
+            super::built(&queued, super::Products::all(super::PeProducts::Dsp)).checks_at_queue,
+            "as asked"
+        );
         let decoupled =
             super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]));
-        let built = super::built(&decoupled.unwrap(), super::PeProducts::Dsp);
+        let built = super::built(&decoupled.unwrap(), super::Products::all(super::PeProducts::Dsp));
         assert!(built.checks_at_queue, "a decoupled build records its checks at the queue");
         let err = super::top_config(&b, &build_args(&["ulx3s-25f", "--requant-cycles", "3"]))
             .unwrap_err()
@@ -605,7 +660,7 @@ mod tests {
         let top = super::top_config(&ice, &build_args(&["icebreaker", "--adder-tree", "true"]));
         let top = top.unwrap();
         assert!(top.adder_tree && systole_hdl::emit::check(&top).is_ok());
-        assert!(super::built(&top, super::PeProducts::DspPairs).adder_tree);
+        assert!(super::built(&top, super::Products::all(super::PeProducts::DspPairs)).adder_tree);
         let b = super::board("ulx3s").unwrap();
         let decoupled = super::top_config(&b, &build_args(&["ulx3s", "--adder-tree", "true"]));
         let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
@@ -620,14 +675,46 @@ mod tests {
         let top = super::top_config(&b, &build_args(&["ulx3s-25f", "--head-register", "true"]));
         let top = top.unwrap();
         assert!(top.head_register && systole_hdl::emit::check(&top).is_ok());
-        assert!(super::built(&top, super::PeProducts::Logic).head_register);
+        assert!(super::built(&top, super::Products::all(super::PeProducts::Logic)).head_register);
         let plain = super::top_config(&b, &build_args(&["ulx3s-25f"])).unwrap();
-        assert!(!super::built(&plain, super::PeProducts::Logic).head_register);
+        assert!(
+            !super::built(&plain, super::Products::all(super::PeProducts::Logic)).head_register
+        );
         let ulx3s = super::board("ulx3s").unwrap();
         let decoupled =
             super::top_config(&ulx3s, &build_args(&["ulx3s", "--head-register", "true"]));
         let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
         assert!(err.contains("decoupled top always registers its candidate"), "{err}");
+    }
+
+    /// `--multiplier-pes N` keeps the first N PEs' products in multipliers where the others
+    /// are in logic (and the report says how many); it is refused where the products are not
+    /// in logic, on a part without multipliers, and where it names every PE.
+    #[test]
+    fn some_pe_products_stay_in_multipliers_where_asked() {
+        let products = |board: &str, args: &[&str]| {
+            let b = super::board(board).unwrap();
+            let args = build_args(&[&[board], args].concat());
+            let top = super::top_config(&b, &args).unwrap();
+            super::products(&b, &top, &args).map_err(|e| e.to_string())
+        };
+        let mixed = products("ulx3s", &["--multiplier-pes", "64"]).unwrap();
+        let b = super::board("ulx3s").unwrap();
+        assert_eq!(mixed.way, super::PeProducts::Logic, "the 85F's INT8 default's way");
+        assert_eq!(
+            (mixed.in_multipliers, mixed.pes),
+            (64, b.int8.rows as u32 * b.int8.cols as u32)
+        );
+        let top = super::top_config(&b, &build_args(&["ulx3s"])).unwrap();
+        assert_eq!(super::built(&top, mixed).multiplier_pes, 64);
+        let none = products("ulx3s", &["--rows", "4", "--cols", "4"]).unwrap();
+        assert_eq!(none, super::Products::all(super::PeProducts::Logic), "not the preset's array");
+        let err = products("ulx3s", &["--pe-products", "dsp", "--multiplier-pes", "4"]);
+        assert!(err.unwrap_err().contains("only a build with its PEs' products in logic"));
+        let err = products("alchitry-cu", &["--multiplier-pes", "1"]).unwrap_err();
+        assert!(err.contains("on a board with multipliers"), "{err}");
+        let err = products("ulx3s", &["--rows", "2", "--cols", "2", "--multiplier-pes", "4"]);
+        assert!(err.unwrap_err().contains("the 2x2 array has 4 PEs, so at most 3"));
     }
 
     /// A BF16 build's lanes align as the board's default does unless asked (and the report
@@ -637,7 +724,10 @@ mod tests {
         let b = super::board("ulx3s-25f").unwrap();
         let parallel = |args: &[&str]| {
             let top = super::top_config(&b, &build_args(args)).unwrap();
-            (top.parallel_align, super::built(&top, super::PeProducts::Dsp).parallel_align)
+            (
+                top.parallel_align,
+                super::built(&top, super::Products::all(super::PeProducts::Dsp)).parallel_align,
+            )
         };
         assert_eq!(parallel(&["ulx3s-25f", "--dtype", "bf16"]), (true, true));
         let compact = ["ulx3s-25f", "--dtype", "bf16", "--parallel-align", "false"];

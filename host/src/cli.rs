@@ -123,6 +123,11 @@ pub struct BoardBuildArgs {
     /// two-stage PEs); on the Alchitry Cu, which has none, in logic (docs/BOARDS.md).
     #[arg(long, value_enum)]
     pub pe_products: Option<PeProductsArg>,
+    /// With the PEs' products in logic on an ECP5 board: how many PEs, the first of the
+    /// array row by row, keep theirs in multiplier blocks (fewer LUTs for the router; the same
+    /// results and cycles). Default: the board's default build's for its own array, else 0.
+    #[arg(long, value_name = "N")]
+    pub multiplier_pes: Option<u32>,
     /// Pipeline registers in the requantize and cast lanes, 0 to 3 (default: the board's
     /// default build's in the dtype); each conversion takes as many cycles more.
     #[arg(long)]

@@ -381,15 +381,15 @@ fn verilated_ws_array_matches_core_cycle_for_cycle() {
 }
 
 /// `systole board build --pe-products logic` on an ECP5 board: Yosys' Booth pass forms every
-/// PE's product in LUTs and nothing else, so the build uses exactly one multiplier block per PE
-/// fewer than the default, in both dtypes and both dataflows, and keeps the accumulator lanes'
-/// multipliers. Synthesis only (YoWASP Yosys, as the board flow runs it), with the ULX3S 25F's
-/// memories.
+/// PE's product in LUTs (but for those `--multiplier-pes` keeps in multipliers) and nothing
+/// else, so the build uses exactly one multiplier block fewer than the default per PE in logic,
+/// in both dtypes and both dataflows, and keeps the accumulator lanes' multipliers. Synthesis
+/// only (YoWASP Yosys, as the board flow runs it), with the ULX3S 25F's memories.
 #[test]
 fn ecp5_pe_products_in_logic_take_exactly_the_pes_multipliers_out() {
     use systole_boards::board::ULX3S_25F;
-    use systole_boards::yosys::{synthesize, PeProducts};
-    let mults = |config: &TopConfig, products: PeProducts| -> u64 {
+    use systole_boards::yosys::{synthesize, PeProducts, Products};
+    let mults = |config: &TopConfig, products: Products| -> u64 {
         let dir = tempfile::tempdir().expect("temp dir");
         write_top(config, dir.path());
         let stat = synthesize(&ULX3S_25F, dir.path(), &["systole_top.v"], TOP_MODULE, products)
@@ -417,16 +417,32 @@ fn ecp5_pe_products_in_logic_take_exactly_the_pes_multipliers_out() {
             fifo_depth: m.fifo_depth,
             ..TopConfig::new(array)
         };
+        // INT8 keeps one PE's product in a multiplier (the flattened flow that selects PEs by
+        // instance, `--multiplier-pes`), BF16 none (the flow that selects their module).
+        let pes = array.pe_count() as u32;
+        let in_multipliers = match dtype {
+            Dtype::Int8 => 1,
+            Dtype::Bf16 => 0,
+        };
+        let logic = Products { way: PeProducts::Logic, in_multipliers, pes };
         let (dsp, logic) = std::thread::scope(|s| {
-            let logic = s.spawn(|| mults(&config, PeProducts::Logic));
-            (mults(&config, PeProducts::Dsp), logic.join().expect("synthesis thread"))
+            let logic = s.spawn(|| mults(&config, logic));
+            (
+                mults(&config, Products::all(PeProducts::Dsp)),
+                logic.join().expect("synthesis thread"),
+            )
         });
         eprintln!(
-            "2x2 {} {}: {dsp} multipliers, {logic} with the PE products in logic",
+            "2x2 {} {}: {dsp} multipliers, {logic} with the PE products in logic but for \
+             {in_multipliers}",
             dtype.name(),
             dataflow.short_name()
         );
         assert!(logic > 0, "{config:?}: the accumulator lanes keep their multipliers");
-        assert_eq!(dsp, logic + array.pe_count(), "{config:?}: one multiplier per PE");
+        assert_eq!(
+            dsp,
+            logic + array.pe_count() - in_multipliers as u64,
+            "{config:?}: one multiplier per PE in logic"
+        );
     }
 }
