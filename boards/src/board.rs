@@ -333,18 +333,18 @@ pub const ULX3S_85F: Board = Board {
     clock_mhz: 25.0,
     constraints: include_str!("../ulx3s/ulx3s.lpf"),
     constraints_name: "ulx3s.lpf",
-    // 144 PEs with their products in LUTs (multipliers slow the router past about 100 of them,
-    // DECISIONS 38) and three conversion stages, decoupled: the transpose buffer in LUT RAM, the
-    // candidate and its decoded fields registered (DECISIONS 59, 67), the host link's verdict
-    // registered (79), the scratchpad's writes registered (84, 87), route at 41.09 MHz in 88% of
-    // the LUTs, built for 33.33 MHz from the PLL (DECISIONS 85), where its 256^3 GEMM runs at 94%
-    // of peak (the blocking 18 x 8 reached 40.78 MHz but 42%).
+    // 144 PEs, 96 of them with their products in multipliers and 48 in LUTs (DECISIONS 38, 104),
+    // and three conversion stages, decoupled: the transpose buffer in LUT RAM, the candidate and
+    // its decoded fields registered (DECISIONS 59, 67), the host link's verdict registered (79),
+    // the scratchpad's writes registered (84, 87), route at 39.7 MHz in 63% of the LUTs, built
+    // for 37.5 MHz from the PLL and aimed at 33.33 (DECISIONS 91, 104), where its 256^3 GEMM
+    // runs at 94% of peak (the blocking 18 x 8 reached 40.78 MHz but 42%).
     int8: Preset {
         rows: 18,
         cols: 8,
-        mhz: 33.3333,
+        mhz: 37.5,
         pe_products: PeProducts::Logic,
-        multiplier_pes: 0,
+        multiplier_pes: 96,
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
@@ -359,7 +359,7 @@ pub const ULX3S_85F: Board = Board {
         adder_tree: false,
         head_register: false,
         parallel_align: false,
-        pnr_aim_mhz: None,
+        pnr_aim_mhz: Some(33.3333),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
@@ -548,7 +548,7 @@ mod tests {
     #[test]
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
-        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 33.3333);
+        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 37.5);
         // The 25F's INT8 runs at 55 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (55.0, ClockSource::Pll));
