@@ -400,18 +400,18 @@ pub const ULX3S_25F: Board = Board {
     name: "ulx3s-25f",
     title: "ULX3S (Lattice ECP5 LFE5U-25F)",
     device: &["--25k", "--package", "CABGA381"],
-    // 8 x 4 with the PEs' products in LUTs (72% of them; the lanes take 16 of the 28
-    // multipliers), three conversion stages, no INT8 multiply on the vector path (DECISIONS
-    // 52), registered array controls and forwarding compares (DECISIONS 53), each word's
-    // fault code formed as it is queued (DECISIONS 56), the scratchpad's and the accumulators'
-    // writes registered (DECISIONS 84, 88): run at 55 MHz from the PLL (DECISIONS 89; 60 missed).
-    // The iCE40 boards' memories.
+    // 10 x 4, the first 12 PEs' products in the multipliers the lanes leave free (they take 16
+    // of the 28) and the other 28 in LUTs (DECISIONS 104; 80% of the LUTs), three conversion
+    // stages, no INT8 multiply on the vector path (DECISIONS 52), registered array controls and
+    // forwarding compares (DECISIONS 53), each word's fault code formed as it is queued
+    // (DECISIONS 56), the scratchpad's and the accumulators' writes registered (DECISIONS 84,
+    // 88): run at 55 MHz from the PLL (DECISIONS 89). The iCE40 boards' memories.
     int8: Preset {
-        rows: 8,
+        rows: 10,
         cols: 4,
         mhz: 55.0,
         pe_products: PeProducts::Logic,
-        multiplier_pes: 0,
+        multiplier_pes: 12,
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
