@@ -8,7 +8,9 @@
 //! (`*_free`: idle at the start of the next cycle), and the array's matmuls, whose durations
 //! are fixed at dispatch, count down in their slots (a count `n` in `t - 1` means in flight
 //! until the end of `t - 2 + n`, so at `t` when `n >= 2`). Each unit's instruction in flight and
-//! each slot keep their [`Footprint`]; the candidate's is compared with all seven at once.
+//! each slot keep their [`Footprint`], and the candidate's seven conflicts with them are
+//! registered: formed in the cycle before, from the word the head register takes and what will
+//! be in flight (the candidate itself where it dispatches), so the decision starts at flip-flops.
 //!
 //! The array's rules: a weight-stationary `Matmul` enters once the one before it has fed its
 //! rows (`feed` counts them down) into a free slot of [`ARRAY_SLOTS`]; with `swap`, once a
@@ -41,6 +43,10 @@ pub struct DecoupledDispatcher {
     /// The instruction, as decoded.
     pub ins: Decoded,
     pub fp: Signal<In, Footprint>,
+    /// The footprint of the word the head register takes in this cycle (the FIFO's head), and
+    /// whether it takes it: the candidate's conflicts are formed from them a cycle ahead.
+    pub next_fp: Signal<In, Footprint>,
+    pub take: Signal<In, Bit>,
     /// The weight bank the newest matmul uses (the stream unit's; 0 output-stationary).
     pub active: Signal<In, Bits<2>>,
     pub load_free: Signal<In, Bit>,
@@ -78,8 +84,14 @@ pub struct DecoupledDispatcher {
     /// Cycles left until the next matmul may enter, and until each bank's last matmul has left.
     feed: DFF<Bits<18>>,
     bank_left: Vec<DFF<Bits<18>>>,
-    /// The candidate against the load, weight and vector units' and each slot's footprint.
+    /// The next candidate (`next_fp`) against the load, weight and vector units' and each
+    /// slot's footprint, and against the candidate, which is in flight once it dispatches.
     checks: Vec<Conflict>,
+    ahead: Conflict,
+    /// The candidate's conflict with each footprint in `checks`' order, registered: always
+    /// `Conflict(fp, ...)` of the registers as they are while the candidate is valid, so the
+    /// dispatch decision starts at flip-flops, not at the comparators (docs/DECISIONS.md 105).
+    conflict_q: Vec<DFF<Bit>>,
     weight_stationary: Constant<Bit>,
     /// `timing::ws_latency`: `R + C - 1`, one more on two-stage PEs.
     skew: Constant<Bits<18>>,
@@ -123,6 +135,8 @@ impl DecoupledDispatcher {
             head_word: Default::default(),
             fault_in: Default::default(),
             fp: Default::default(),
+            next_fp: Default::default(),
+            take: Default::default(),
             active: Default::default(),
             load_free: Default::default(),
             vector_free: Default::default(),
@@ -156,6 +170,8 @@ impl DecoupledDispatcher {
             feed: Default::default(),
             bank_left: (0..WEIGHT_BANKS).map(|_| Default::default()).collect(),
             checks: (0..3 + ARRAY_SLOTS).map(|_| Default::default()).collect(),
+            ahead: Default::default(),
+            conflict_q: (0..3 + ARRAY_SLOTS).map(|_| Default::default()).collect(),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),
             skew: constant(systole_core::timing::ws_latency(config)),
             code_no_weights: constant(FaultCode::NoWeightsLoaded as u64),
@@ -224,26 +240,37 @@ impl Logic for DecoupledDispatcher {
         self.checks[2].b.next = self.fp_vector.q.val();
         self.hazard.next = (!self.is_load.val()
             && self.load_busy.val()
-            && self.checks[0].conflict.val())
+            && self.conflict_q[0].q.val())
             || (!self.ins.load_weights.val()
                 && self.wl_busy.val()
-                && self.checks[1].conflict.val())
-            || (!self.is_vector.val() && self.vector_busy.val() && self.checks[2].conflict.val());
+                && self.conflict_q[1].q.val())
+            || (!self.is_vector.val() && self.vector_busy.val() && self.conflict_q[2].q.val());
         self.array_busy.next = false;
         self.slot_free.next = false;
         for s in 0..self.slot_fp.len() {
             self.checks[s + 3].b.next = self.slot_fp[s].q.val();
             if self.slot_left[s].q.val() > 1 {
                 self.array_busy.next = true;
-                if !self.is_array.val() && self.checks[s + 3].conflict.val() {
+                if !self.is_array.val() && self.conflict_q[s + 3].q.val() {
                     self.hazard.next = true;
                 }
             } else if self.slot_next.q.val() == s.to_bits() {
                 self.slot_free.next = true;
             }
         }
+        // The conflicts of the next cycle's candidate: the word taken against what will be in
+        // flight (a footprint the candidate replaces if it dispatches, else the one there), or
+        // held while no word is taken. After a dispatch with no word taken the register holds
+        // no valid candidate, and the word that comes is taken first.
+        self.ahead.a.next = self.next_fp.val();
+        self.ahead.b.next = self.fp.val();
         for c in 0..self.checks.len() {
-            self.checks[c].a.next = self.fp.val();
+            self.checks[c].a.next = self.next_fp.val();
+            self.conflict_q[c].clock.next = self.clock.val();
+            self.conflict_q[c].d.next = self.conflict_q[c].q.val();
+            if self.take.val() {
+                self.conflict_q[c].d.next = self.checks[c].conflict.val();
+            }
         }
         self.all_idle.next = !self.load_busy.val()
             && !self.vector_busy.val()
@@ -341,18 +368,22 @@ impl Logic for DecoupledDispatcher {
             }
             if self.go_load.val() {
                 self.fp_load.d.next = self.fp.val();
-            }
-            if self.go_vector.val() {
-                self.fp_vector.d.next = self.fp.val();
+                self.conflict_q[0].d.next = self.ahead.conflict.val();
             }
             if self.go_wl.val() {
                 self.fp_wl.d.next = self.fp.val();
+                self.conflict_q[1].d.next = self.ahead.conflict.val();
                 self.pending.d.next = true;
+            }
+            if self.go_vector.val() {
+                self.fp_vector.d.next = self.fp.val();
+                self.conflict_q[2].d.next = self.ahead.conflict.val();
             }
             if self.go_arr.val() {
                 for s in 0..self.slot_fp.len() {
                     if self.slot_next.q.val() == s.to_bits() {
                         self.slot_fp[s].d.next = self.fp.val();
+                        self.conflict_q[s + 3].d.next = self.ahead.conflict.val();
                         self.slot_left[s].d.next = self.duration.val();
                     }
                 }
@@ -467,9 +498,26 @@ mod tests {
             Bench { config: *config, d, left: [0; 3], active: 0 }
         }
 
-        /// Presents `ins` as the FIFO's head (or nothing) and settles the candidate's signals.
-        fn present(&mut self, ins: Option<&Instruction>) {
-            let config = self.config;
+        /// The footprint of `ins` (or of nothing).
+        fn footprint(&self, ins: Option<&Instruction>) -> Footprint {
+            let word = ins.map_or(0, |i| encode(i).unwrap().0);
+            let mut dec = Decoder::default();
+            dec.connect_all();
+            dec.word.next = word.to_bits();
+            settle(&mut dec);
+            let mut f = FootprintOf::new(&self.config);
+            f.connect_all();
+            DecodedOut::join(&mut dec.out, &mut f.ins);
+            f.dram_end.next = ins.map_or(0, |i| end_of(&self.config, i)).into();
+            settle(&mut f);
+            f.fp.val()
+        }
+
+        /// Presents `ins` as the head register's word (or nothing) and `next` as the FIFO's
+        /// head behind it, and settles the candidate's signals; the head register takes `next`
+        /// when the candidate leaves.
+        fn present(&mut self, ins: Option<&Instruction>, next: Option<&Instruction>) {
+            let (fp, next_fp) = (self.footprint(ins), self.footprint(next));
             let d = &mut self.d;
             d.head_valid.next = ins.is_some();
             let word = ins.map_or(0, |i| encode(i).unwrap().0);
@@ -477,31 +525,33 @@ mod tests {
             dec.connect_all();
             dec.word.next = word.to_bits();
             settle(&mut dec);
-            let mut f = FootprintOf::new(&config);
-            f.connect_all();
             DecodedOut::join(&mut dec.out, &mut d.ins);
-            DecodedOut::join(&mut dec.out, &mut f.ins);
             d.head_word.next = word.to_bits();
-            f.dram_end.next = ins.map_or(0, |i| end_of(&config, i)).into();
-            settle(&mut f);
-            d.fp.next = f.fp.val();
+            d.fp.next = fp;
+            d.next_fp.next = next_fp;
+            d.take.next = false;
             d.active.next = (self.active as u64).into();
             d.load_free.next = self.left[0] <= 1;
             d.wl_free.next = self.left[1] <= 1;
             d.vector_free.next = self.left[2] <= 1;
+            settle(d);
+            d.take.next = d.pop.val() && next.is_some();
             settle(d);
         }
 
         /// Runs a valid program: each instruction's dispatch cycle, counted from the first, or
         /// the index of the faulting one; and the cycles the dispatcher counted.
         fn run(&mut self, program: &[Instruction]) -> (Result<Vec<u64>, usize>, u64) {
+            // The first word enters the head register as the program starts.
             self.d.run.next = true;
+            self.d.next_fp.next = self.footprint(program.first());
+            self.d.take.next = true;
             tick(&mut self.d, |d| &mut d.clock);
             self.d.run.next = false;
             let (mut pc, mut at, mut t) = (0usize, vec![], 0u64);
             let mut first = None;
             while self.d.running.val() {
-                self.present(program.get(pc));
+                self.present(program.get(pc), program.get(pc + 1));
                 if self.d.pop.val() {
                     let ins = program[pc];
                     let start = *first.get_or_insert(t + 1);

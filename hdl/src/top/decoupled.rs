@@ -228,6 +228,8 @@ impl Logic for SystoleTopDecoupled {
         self.candidate.take.next = self.head.take.val();
         DecodedOut::join(&mut self.candidate.out, &mut self.dispatcher.ins);
         self.dispatcher.fp.next = self.head.head_fp.val();
+        self.dispatcher.next_fp.next = self.fifo.head_fp.val();
+        self.dispatcher.take.next = self.head.take.val();
         self.dispatcher.load_free.next = self.ld.free.val();
         self.dispatcher.vector_free.next = self.vu.free.val();
         self.dispatcher.wl_free.next = self.wl.free.val();
