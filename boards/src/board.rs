@@ -336,13 +336,14 @@ pub const ULX3S_85F: Board = Board {
     // 144 PEs, 96 of them with their products in multipliers and 48 in LUTs (DECISIONS 38, 104),
     // and three conversion stages, decoupled: the transpose buffer in LUT RAM, the candidate and
     // its decoded fields registered (DECISIONS 59, 67), the host link's verdict registered (79),
-    // the scratchpad's writes registered (84, 87), route at 39.7 MHz in 63% of the LUTs, built
-    // for 37.5 MHz from the PLL and aimed at 33.33 (DECISIONS 91, 104), where its 256^3 GEMM
-    // runs at 94% of peak (the blocking 18 x 8 reached 40.78 MHz but 42%).
+    // the scratchpad's writes registered (84, 87), the scoreboard's conflicts registered a cycle
+    // ahead (105), route at 40.8 MHz in 67% of the LUTs, built for 40 MHz from the PLL and aimed
+    // at 33.33 (DECISIONS 91, 104), where its 256^3 GEMM runs at 94% of peak (the blocking
+    // 18 x 8 reached 40.78 MHz but 42%).
     int8: Preset {
         rows: 18,
         cols: 8,
-        mhz: 37.5,
+        mhz: 40.0,
         pe_products: PeProducts::Logic,
         multiplier_pes: 96,
         convert_stages: 3,
@@ -549,7 +550,7 @@ mod tests {
     #[test]
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
-        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 37.5);
+        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 40.0);
         // The 25F's INT8 runs at 55 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (55.0, ClockSource::Pll));
