@@ -241,9 +241,7 @@ impl Logic for DecoupledDispatcher {
         self.hazard.next = (!self.is_load.val()
             && self.load_busy.val()
             && self.conflict_q[0].q.val())
-            || (!self.ins.load_weights.val()
-                && self.wl_busy.val()
-                && self.conflict_q[1].q.val())
+            || (!self.ins.load_weights.val() && self.wl_busy.val() && self.conflict_q[1].q.val())
             || (!self.is_vector.val() && self.vector_busy.val() && self.conflict_q[2].q.val());
         self.array_busy.next = false;
         self.slot_free.next = false;
