@@ -496,13 +496,18 @@ mod tests {
             Bench { config: *config, d, left: [0; 3], active: 0 }
         }
 
-        /// The footprint of `ins` (or of nothing).
-        fn footprint(&self, ins: Option<&Instruction>) -> Footprint {
-            let word = ins.map_or(0, |i| encode(i).unwrap().0);
+        /// `ins` (or nothing) decoded.
+        fn decoded(ins: Option<&Instruction>) -> Decoder {
             let mut dec = Decoder::default();
             dec.connect_all();
-            dec.word.next = word.to_bits();
+            dec.word.next = ins.map_or(0, |i| encode(i).unwrap().0).to_bits();
             settle(&mut dec);
+            dec
+        }
+
+        /// The footprint of `ins` (or of nothing).
+        fn footprint(&self, ins: Option<&Instruction>) -> Footprint {
+            let mut dec = Bench::decoded(ins);
             let mut f = FootprintOf::new(&self.config);
             f.connect_all();
             DecodedOut::join(&mut dec.out, &mut f.ins);
@@ -518,13 +523,9 @@ mod tests {
             let (fp, next_fp) = (self.footprint(ins), self.footprint(next));
             let d = &mut self.d;
             d.head_valid.next = ins.is_some();
-            let word = ins.map_or(0, |i| encode(i).unwrap().0);
-            let mut dec = Decoder::default();
-            dec.connect_all();
-            dec.word.next = word.to_bits();
-            settle(&mut dec);
+            let mut dec = Bench::decoded(ins);
             DecodedOut::join(&mut dec.out, &mut d.ins);
-            d.head_word.next = word.to_bits();
+            d.head_word.next = dec.word.val();
             d.fp.next = fp;
             d.next_fp.next = next_fp;
             d.take.next = false;
