@@ -105,6 +105,9 @@ pub const PE_STAGES: [u8; 4] = [1, 2, 3, 4];
 /// cycle; 2, its aligned operands registered before the sum is formed; 3, the sum's normalised
 /// significand and exponent registered before it is rounded too.
 pub const ADD_STAGES: [u8; 3] = [1, 2, 3];
+/// Most read stages a machine's memories have ([`ArrayConfig::read_stages`]): one, the block
+/// RAM's own output register (or a register beside it).
+pub const MAX_READ_STAGES: u8 = 1;
 
 /// One accelerator instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -168,6 +171,16 @@ pub struct ArrayConfig {
     /// row that adds (`BiasAdd`, `BiasRelu`, `Add`, `Axpy`) is read that many cycles more
     /// (`timing::vector_row_cycles`); the bits are the same.
     pub add_stages: u8,
+    /// Registers after each memory's read port: 0, a read's word is used in the cycle after
+    /// its address (the block RAM's read register), or 1 on a machine whose memories register
+    /// the word once more before it is used (the ECP5 block RAM's output register: 0.94 ns
+    /// from the clock instead of 5.6, docs/DECISIONS.md 106). Every instruction but `Sync` and
+    /// `Halt` reads a memory in its first cycle, so each of its rows lands `read_stages`
+    /// cycles later and it takes as many cycles more (`timing::row_lands`,
+    /// `timing::duration`, `timing::ws_latency`, `timing::os_latency`): the rows of one
+    /// instruction still follow each other every cycle, and their bits are the same.
+    /// 0 to [`MAX_READ_STAGES`].
+    pub read_stages: u8,
 }
 
 /// Why an [`ArrayConfig`] is not buildable: a field out of its range, or `PeAddStaged`,
@@ -187,6 +200,7 @@ pub enum ConfigError {
     PeStages { stages: u8 },
     PeAddStaged { stages: u8, dtype: Dtype, dataflow: Dataflow, schedule: Schedule },
     AddStages { stages: u8, dtype: Dtype },
+    ReadStages { stages: u8 },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -257,6 +271,11 @@ impl core::fmt::Display for ConfigError {
                 "add_stages = {stages}: an INT8 machine's lanes add 32-bit integers in one \
                  cycle (add_stages = 1); 2 and 3 are for the f32 adder of BF16 lanes"
             ),
+            ConfigError::ReadStages { stages } => write!(
+                f,
+                "read_stages = {stages}: a memory's read word passes 0 to {MAX_READ_STAGES} \
+                 registers after the block RAM's read register"
+            ),
         }
     }
 }
@@ -280,6 +299,7 @@ impl ArrayConfig {
             pe_stages: 1,
             int8_max: true,
             add_stages: 1,
+            read_stages: 0,
         }
     }
 
@@ -331,6 +351,11 @@ impl ArrayConfig {
 
     pub const fn with_add_stages(mut self, stages: u8) -> ArrayConfig {
         self.add_stages = stages;
+        self
+    }
+
+    pub const fn with_read_stages(mut self, stages: u8) -> ArrayConfig {
+        self.read_stages = stages;
         self
     }
 
@@ -398,6 +423,9 @@ impl ArrayConfig {
         };
         if !add_ok {
             return Err(ConfigError::AddStages { stages: self.add_stages, dtype: self.dtype });
+        }
+        if self.read_stages > MAX_READ_STAGES {
+            return Err(ConfigError::ReadStages { stages: self.read_stages });
         }
         ArrayConfig::check_clock(self.clock_mhz)
     }
@@ -487,6 +515,10 @@ mod tests {
                 Err(ConfigError::AddStages { stages, dtype: config.dtype })
             );
         }
+        assert_eq!(ok.with_read_stages(MAX_READ_STAGES).validate(), Ok(()));
+        let err = ok.with_read_stages(2).validate().unwrap_err();
+        assert_eq!(err, ConfigError::ReadStages { stages: 2 });
+        assert!(err.to_string().starts_with("read_stages = 2:"), "{err}");
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());
         // A clock so low that cycles as time overflow to `inf` us, or print 300 digits.

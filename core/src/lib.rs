@@ -51,8 +51,8 @@ pub mod timing;
 pub mod train;
 
 pub use config::{
-    ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, ADD_STAGES, MAX_CONVERT_STAGES, PE_STAGES,
-    REQUANT_CYCLES, SCALE_CYCLES,
+    ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, ADD_STAGES, MAX_CONVERT_STAGES,
+    MAX_READ_STAGES, PE_STAGES, REQUANT_CYCLES, SCALE_CYCLES,
 };
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};
 pub use machine::{Machine, MachineError, Region, Stats};

@@ -182,7 +182,7 @@ impl Status {
 /// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16),
 /// dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
 /// depth (2), schedule (1: 0 blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2;
-/// `int8_max` in bit 3; `add_stages - 1` in bits 4..5),
+/// `int8_max` in bit 3; `add_stages - 1` in bits 4..5; `read_stages` in bit 6),
 /// conversion lanes (1: pipeline stages in
 /// bits 0..3, 0 to `MAX_CONVERT_STAGES`; log2 of `requant_cycles` in bits 4..5; `scale_cycles
 /// - 1` in bits 6..7, which for 1 and 2 is the log2 these bits held before 3 existed).
@@ -212,7 +212,8 @@ impl Identity {
         b[22] = c.schedule.code()
             | (c.pe_stages - 1) << 1
             | (c.int8_max as u8) << 3
-            | (c.add_stages - 1) << 4;
+            | (c.add_stages - 1) << 4
+            | c.read_stages << 6;
         b[23] = c.convert_stages
             | (c.requant_cycles.trailing_zeros() as u8) << 4
             | (c.scale_cycles - 1) << 6;
@@ -222,7 +223,7 @@ impl Identity {
     /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
     pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
         use crate::config::{ArrayConfig, Dataflow, Dtype, Schedule};
-        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] >> 6 != 0 {
+        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] >> 7 != 0 {
             return Err(ProtocolError::Field);
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -246,6 +247,7 @@ impl Identity {
             pe_stages: 1 + ((b[22] >> 1) & 3),
             int8_max: b[22] >> 3 & 1 == 1,
             add_stages: 1 + (b[22] >> 4 & 3),
+            read_stages: b[22] >> 6 & 1,
         };
         config.validate().map_err(|_| ProtocolError::Field)?;
         Ok(Identity {

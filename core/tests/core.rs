@@ -14,6 +14,7 @@ mod machines;
 mod modules;
 mod numerics;
 mod pooled_compiled;
+mod read_stages;
 mod reorder;
 mod training;
 mod updates;

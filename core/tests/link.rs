@@ -188,7 +188,8 @@ fn identify_reports_the_config_the_device_was_built_for() {
     let paced = bf16.with_convert_stages(2).with_scale_cycles(2);
     let staged = paced.with_pe_stages(2).with_schedule(systole_core::Schedule::Decoupled);
     let added = paced.with_pe_stages(2).with_add_stages(2);
-    for config in [bf16, lean, lean.with_convert_stages(0), paced, staged, added] {
+    let read = staged.with_read_stages(systole_core::MAX_READ_STAGES);
+    for config in [bf16, lean, lean.with_convert_stages(0), paced, staged, added, read] {
         let mut link = linked(config, 4096, vec![]);
         let id = link.identify(config.clock_mhz).unwrap();
         assert_eq!(id.config, config);

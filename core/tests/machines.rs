@@ -90,9 +90,10 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
         prop::sample::select(&systole_core::SCALE_CYCLES[..]),
         prop::sample::select(&systole_core::PE_STAGES[..]),
         prop::sample::select(&systole_core::ADD_STAGES[..]),
+        0..=systole_core::MAX_READ_STAGES,
     );
     (shape, rest).prop_map(
-        |((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p, s, pe, add))| {
+        |((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p, s, pe, add, read))| {
             let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
             let mut cfg = ArrayConfig::new(r, c, dtype).with_dataflow(if ws {
                 Dataflow::WeightStationary
@@ -107,7 +108,8 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
                 .with_requant_cycles(p)
                 .with_scale_cycles(s)
                 // An INT8 lane adds in one cycle (`ArrayConfig::add_stages`).
-                .with_add_stages(if int8 { 1 } else { add });
+                .with_add_stages(if int8 { 1 } else { add })
+                .with_read_stages(read);
             // Only some machines may stage their PEs' add; the others draw two stages instead.
             cfg.with_pe_stages(if pe >= 3 && !cfg.may_stage_pe_add() { 2 } else { pe })
         },

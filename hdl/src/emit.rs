@@ -69,6 +69,12 @@ pub enum EmitError {
          this one is {dtype}, {dataflow}, {schedule}: build it systolic"
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
+    #[error(
+        "read_stages = {0}: the RTL's memories have no output registers yet; core models them \
+         for their cycles (docs/DECISIONS.md 106), and no machine is built with them: use \
+         read_stages 0"
+    )]
+    ReadStages(u8),
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -147,6 +153,9 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
             dataflow: a.dataflow.short_name(),
             pe_stages: a.pe_stages,
         });
+    }
+    if a.read_stages > 0 {
+        return Err(EmitError::ReadStages(a.read_stages));
     }
     if top.head_register && a.schedule == Schedule::Decoupled {
         return Err(EmitError::HeadRegisterDecoupled);
@@ -519,6 +528,11 @@ mod tests {
         assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES + 1, ..ok }).is_err());
         assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
         assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
+        // Core models memories with output registers; the RTL does not build them yet.
+        let read = TopConfig::new(ok.array.with_read_stages(1));
+        let err = check(&read).unwrap_err();
+        assert!(matches!(err, EmitError::ReadStages(1)), "{err}");
+        assert!(err.to_string().starts_with("read_stages = 1: "), "{err}");
         for add_stages in [2, 3] {
             let staged = ArrayConfig::new(2, 2, Dtype::Bf16).with_add_stages(add_stages);
             assert!(check(&TopConfig::new(staged)).is_ok());

@@ -499,6 +499,11 @@ pub struct ArrayArgs {
     /// inference; the boards' builds say theirs).
     #[arg(long, default_value_t = DEFAULT_ARRAY.int8_max, action = clap::ArgAction::Set, value_name = "true|false")]
     pub int8_max: bool,
+    /// Registers after each memory's read port: 0, or 1 for memories that register their read
+    /// word once more (the ECP5 block RAM's output register), which makes every instruction a
+    /// cycle longer. Core's model only: no RTL builds them yet (docs/DECISIONS.md 106).
+    #[arg(long, default_value_t = 0)]
+    pub read_stages: u8,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -527,6 +532,7 @@ impl ArrayArgs {
             pe_stages: self.pe_stages,
             int8_max: self.int8_max,
             add_stages: self.add_stages,
+            read_stages: self.read_stages,
         }
     }
 }

@@ -104,6 +104,8 @@ impl GemmPlan {
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
         let k = k as u64;
         let (a, b) = (self.layout.a, self.layout.b);
+        // Cycles every instruction but `Halt` takes more on memories with output registers.
+        let late = self.config.read_stages as u64;
         // Cycles to load one row of `len` elements from a view whose elements are `stride` apart.
         let row = |len: u64, stride: u32| load_row_cycles(len as u16, stride);
         // One output block of `mb` rows and `nj` columns, from its first load to its epilogue.
@@ -120,13 +122,20 @@ impl GemmPlan {
                         * (full * row(r, a.col_stride)
                             + if rest > 0 { row(rest, a.col_stride) } else { 0 });
                     let b_rows = k * row(nj, b.col_stride);
-                    b_rows + a_rows + groups * (r + d) + (kt - groups) * d.max(r + 1) + epilogue
+                    // A `Load` of B and one of A each k-tile; a weight load takes `R + late`.
+                    let (loads, weights) = (2 * kt * late, r + late);
+                    b_rows
+                        + a_rows
+                        + loads
+                        + groups * (weights + d)
+                        + (kt - groups) * d.max(weights + 1)
+                        + epilogue
                 }
                 Dataflow::OutputStationary => {
                     let kc = ceil_div(k, self.k_chunk as u64);
                     // A^T rows gather `mb` elements down a column of A; B rows are rows of B.
                     k * (row(mb, a.row_stride) + row(nj, b.col_stride) + 1)
-                        + kc * (crate::timing::os_latency(&self.config) + mb)
+                        + kc * (2 * late + crate::timing::os_latency(&self.config) + mb)
                         + epilogue
                 }
             }
@@ -150,6 +159,12 @@ impl GemmPlan {
             let view = full * row(r, a.col_stride) + tail(row(rest, a.col_stride));
             let ones = full + tail(1);
             total = total + ceil_div(n as u64, c) * ones - ceil_div(n as u64, c) * view;
+            // In a last m-block of more rows than that one, the row's loads come beside the
+            // view's: one `Load` more a k-tile.
+            let last_mb = m as u64 - (ceil_div(m as u64, self.mb as u64) - 1) * self.mb as u64;
+            if last_mb > 1 {
+                total += ceil_div(n as u64, c) * ceil_div(k, r) * late;
+            }
         }
         total
     }

@@ -122,8 +122,8 @@ impl Epilogue {
 
     /// Sequencer cycles (one per row, `requant_cycles` per requantized row,
     /// `timing::vector_row_cycles` per row of a bias add and of an update's axpys, and
-    /// `convert_stages` more per conversion: `timing::row_lands`) and instructions spent on one
-    /// output block of `mb` rows.
+    /// `convert_stages` more per conversion: `timing::row_lands`, and `read_stages` more per
+    /// instruction) and instructions spent on one output block of `mb` rows.
     pub(super) fn cost(&self, mb: u64, config: &ArrayConfig) -> (u64, u64) {
         let mut cycles = 0;
         let mut count = 0;
@@ -170,7 +170,8 @@ impl Epilogue {
             add(u.copy.is_some() as u64, mb);
             conversions += u.copy.is_some() as u64;
         }
-        (cycles + conversions * config.convert_stages as u64, count)
+        let late = config.read_stages as u64;
+        (cycles + conversions * config.convert_stages as u64 + count * late, count)
     }
 }
 

@@ -63,7 +63,14 @@ pub const fn converts(ins: &Instruction) -> bool {
 /// reading the row when it lands gives the same bits as reading it when the lanes did. A
 /// vector row takes [`vector_row_cycles`] `P`: it is read for `P` cycles (the lanes' product
 /// or aligned operands registered in the first) and lands in the last, `P * (r + 1) - 1`.
+/// Every row lands [`ArrayConfig::read_stages`] cycles later again: its reads pass the
+/// memories' output registers first.
 pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
+    config.read_stages as u64 + row_lands_unregistered(config, ins, r)
+}
+
+/// [`row_lands`] on memories without output registers.
+fn row_lands_unregistered(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
     match *ins {
         Instruction::Vector { op, .. } => vector_row_cycles(config, op) * (r + 1) - 1,
         Instruction::Requantize { .. } => {
@@ -114,28 +121,33 @@ pub const fn pe_row_cycles(config: &ArrayConfig) -> u64 {
     }
 }
 
-/// Weight-stationary: cycles from an input row entering the array's left edge to its result
-/// row written to the accumulators. The row reaches PE row `i` after `S i` cycles ([`S =
-/// pe_row_cycles`](pe_row_cycles)), so column `j` of the bottom PE row makes its sum `S (R - 1)
-/// + j` cycles after the row entered, plus one for each register inside a PE (the product's on
-/// `pe_stages` 2 to 4, the aligned operands' on 3 and 4, the normalised sum's on 4; all but the
-/// product's are in `S`), and the de-skewed row is written the cycle
-/// after column `C - 1`'s sum: `S R + C - 1`, plus one for PEs that register their products,
-/// plus [`lane_latency`].
+/// Weight-stationary: cycles from the cycle an input row is read for to its result row written
+/// to the accumulators. The row enters the array's left edge [`ArrayConfig::read_stages`]
+/// cycles after that and reaches PE row `i` after `S i` cycles more ([`S =
+/// pe_row_cycles`](pe_row_cycles)), so column `j` of the bottom PE row makes its sum
+/// `S (R - 1) + j` cycles after the row entered, plus one for each register inside a PE (the
+/// product's on `pe_stages` 2 to 4, the aligned operands' on 3 and 4, the normalised sum's on
+/// 4; all but the product's are in `S`), and the de-skewed row is written the cycle after
+/// column `C - 1`'s sum: `S R + C - 1`, plus one for PEs that register their products, plus
+/// [`lane_latency`], plus the read stages.
 pub const fn ws_latency(config: &ArrayConfig) -> u64 {
     let product = (config.pe_stages > 1) as u64;
     pe_row_cycles(config) * config.rows as u64 + config.cols as u64 - 1
         + product
         + lane_latency(config)
+        + config.read_stages as u64
 }
 
 /// Output-stationary: cycles of a `MatmulOs` before its first result row is drained, less its
 /// `k`: PE `(i, j)` takes pair `k` in cycle `k + i + j`, so PE `(R - 1, C - 1)`'s last sum is
 /// made in cycle `k + R + C - 3` and the drain starts after it, `pe_stages - 1` cycles later
 /// for PEs that register their products: `R + C - 2 + pe_stages - 1`, plus [`lane_latency`]
-/// (the drained rows pass the lanes as the weight-stationary ones do).
+/// (the drained rows pass the lanes as the weight-stationary ones do), plus
+/// [`ArrayConfig::read_stages`]: the pairs are read that many cycles before they enter.
 pub const fn os_latency(config: &ArrayConfig) -> u64 {
-    config.rows as u64 + config.cols as u64 - 2 + config.pe_stages as u64 - 1 + lane_latency(config)
+    config.rows as u64 + config.cols as u64 - 2 + config.pe_stages as u64 - 1
+        + lane_latency(config)
+        + config.read_stages as u64
 }
 
 /// Cycles each unit stays busy for one instruction.
@@ -149,9 +161,9 @@ pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
         Instruction::Vector { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
         Instruction::Store { rows, .. }
         | Instruction::LoadAcc { rows, .. }
-        | Instruction::StoreSpad { rows, .. } => rows as u64,
+        | Instruction::StoreSpad { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
         Instruction::Sync | Instruction::Halt => 1,
-        Instruction::LoadWeights { .. } => r,
+        Instruction::LoadWeights { .. } => r + config.read_stages as u64,
         Instruction::Matmul { rows, .. } => rows as u64 + ws_latency(config),
         Instruction::MatmulOs { k, rows, .. } => k as u64 + os_latency(config) + rows as u64,
     }

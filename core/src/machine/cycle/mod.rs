@@ -28,6 +28,12 @@
 //!
 //! `Halt` dispatches when every unit is idle; its cycle is the last one counted.
 //!
+//! On memories with output registers ([`ArrayConfig::read_stages`] 1) every unit's work starts
+//! that many cycles after its dispatch: each row lands later (`timing::row_lands`), the weight
+//! loader shifts its first row later, and a matmul's rows enter the array later
+//! (`timing::ws_latency`, `timing::os_latency`); each instruction takes as many cycles more.
+//! A row still has the bits it had: nothing writes what a unit reads while it is in flight.
+//!
 //! The decoupled schedule's rules are in `timing::decoupled`'s docs.
 //!
 //! # The array
@@ -209,13 +215,18 @@ impl<A: Arith> CycleMachine<A> {
         }
     }
 
-    /// One cycle of the weight loader: its bank shifts down a row; the top row takes tile row
-    /// `R - 1 - tau` (zero past the tile's `k` rows and `n` columns). Whether it finished.
+    /// One cycle of the weight loader: after its first `read_stages` cycles (its first row's
+    /// reads passing the memory's output registers), its bank shifts down a row each cycle;
+    /// the top row takes tile row `R - 1 - step` (zero past the tile's `k` rows and `n`
+    /// columns). Whether it finished.
     fn step_weight_load(&mut self, wl: &mut WeightLoad) -> bool {
         let (r, c) = self.dims();
+        let filling = self.mem.config.read_stages as usize;
+        wl.tau += 1;
+        let Some(step) = (wl.tau - 1).checked_sub(filling) else { return false };
         let bank = &mut self.banks[wl.bank];
         bank.w.copy_within(0..(r - 1) * c, c);
-        let tile_row = r - 1 - wl.tau;
+        let tile_row = r - 1 - step;
         let zero = A::operand(A::Elem::default());
         for j in 0..c {
             bank.w[j] = if tile_row < wl.k as usize && j < wl.n as usize {
@@ -224,13 +235,12 @@ impl<A: Arith> CycleMachine<A> {
                 zero
             };
         }
-        wl.tau += 1;
-        if wl.tau == r {
+        if step + 1 == r {
             bank.k = wl.k;
             bank.n = wl.n;
             self.shadow_full = true;
         }
-        wl.tau == r
+        step + 1 == r
     }
 
     /// Starts a matmul in cycle `t` (swapping the shadow in first when asked); returns its
@@ -281,8 +291,11 @@ impl<A: Arith> CycleMachine<A> {
     fn step_array(&mut self, t: u64) -> bool {
         let Some(first) = self.array_ops.front() else { return false };
         if matches!(first.ins, Instruction::MatmulOs { .. }) {
-            let tau = (t - first.at) as usize;
-            self.step_os(tau);
+            // Its pairs enter `read_stages` cycles after the cycle they are read for.
+            let filling = self.mem.config.read_stages as u64;
+            if let Some(tau) = (t - first.at).checked_sub(filling) {
+                self.step_os(tau as usize);
+            }
         } else {
             self.step_ws(t);
         }
@@ -407,8 +420,10 @@ impl<A: Arith> CycleMachine<A> {
         let (r, c) = self.dims();
         let k = k as usize;
         let compute = k + r + c - 2;
-        // Registered products: the sums are final `pe_stages - 1` cycles later.
-        let drain = k + crate::timing::os_latency(&self.mem.config) as usize;
+        // Registered products: the sums are final `pe_stages - 1` cycles later (`tau` counts
+        // from the pairs' entry, `os_latency` from their reads).
+        let config = &self.mem.config;
+        let drain = k + (crate::timing::os_latency(config) - config.read_stages as u64) as usize;
         if tau >= compute {
             let Some(i) = tau.checked_sub(drain) else { return };
             if i < rows as usize {
