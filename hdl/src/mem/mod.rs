@@ -1,0 +1,34 @@
+//! The machine's memories: block-RAM lanes, row memories built from them (scratchpad and
+//! accumulator), and the byte-banked DRAM.
+//!
+//! Every RAM here has a registered read port, so that Yosys maps it to block RAM (iCE40 EBR,
+//! ECP5 DP16KD). Its memory carries Yosys' `no_rw_check`: what the block RAM returns for a
+//! read of the word being written does not matter, because the forwarding below (or the
+//! user, for a read-first RAM) never uses it; without it Yosys adds its own bypass in logic
+//! cells (about 450 iCE40 cells and 500 flip-flops for a 1 x 1 machine). All but the
+//! instruction FIFO and the request buffer (which never use a word in the cycle they write it)
+//! are *write-first*: a read issued in the cycle of a write to the same word returns the new
+//! word (the DRAM as a whole: its banks are read-first and it forwards for them). The controller issues each read one cycle ahead of the cycle that uses
+//! its data (from the next state of the unit that reads, docs/HARDWARE.md), and with write-first
+//! forwarding that is indistinguishable from reading in the cycle of use, which is what core's
+//! `CycleMachine` does: a row written in cycle `t` is seen by a read for cycle `t + 1`.
+//!
+//! * [`Ram`]: one lane, `depth` words of `T`, one write port and one read port with an enable
+//!   (off while the machine is frozen, so the read register holds its word).
+//! * [`RowRam`]: `lanes` RAMs sharing their row addresses, written lane by lane: a scratchpad or
+//!   accumulator row in one cycle. A memory with two read ports is two `RowRam`s written alike
+//!   (docs/DECISIONS.md).
+//! * [`Rotator`]: a byte barrel rotator, `out[i] = in[(i + amount) mod n]`.
+//! * [`Dram`]: `banks` one-byte RAMs (a power of two at least as wide as any row) and two
+//!   rotators, so a contiguous row of up to `banks` bytes at any byte address is read or written
+//!   in one cycle.
+
+mod dram;
+mod ram;
+mod rotator;
+mod row_ram;
+
+pub use dram::{dram_banks, Dram};
+pub use ram::Ram;
+pub use rotator::Rotator;
+pub use row_ram::RowRam;

@@ -1,0 +1,70 @@
+//! A row of RAM lanes sharing their addresses.
+
+use rust_hdl::prelude::*;
+
+use super::Ram;
+
+/// `lanes` RAM lanes addressed by one row: a row of a scratchpad or accumulator per cycle.
+/// Lane `j` is written where `write_lane[j]` is set (a whole row, or one host element).
+#[derive(LogicBlock)]
+pub struct RowRam<const W: usize> {
+    pub clock: Signal<In, Clock>,
+    pub read_enable: Signal<In, Bit>,
+    pub read_address: Signal<In, Bits<16>>,
+    pub read_data: Vec<Signal<Out, Bits<W>>>,
+    pub write_address: Signal<In, Bits<16>>,
+    pub write_data: Vec<Signal<In, Bits<W>>>,
+    pub write_lane: Vec<Signal<In, Bit>>,
+    lanes: Vec<Ram<W, 16>>,
+}
+
+impl<const W: usize> RowRam<W> {
+    pub fn new(lanes: usize, depth: usize) -> Self {
+        RowRam::with_bits(lanes, depth, W)
+    }
+
+    /// Lanes that keep the low `bits` of each word.
+    pub fn with_bits(lanes: usize, depth: usize, bits: usize) -> Self {
+        RowRam {
+            clock: Default::default(),
+            read_enable: Default::default(),
+            read_address: Default::default(),
+            read_data: (0..lanes).map(|_| Default::default()).collect(),
+            write_address: Default::default(),
+            write_data: (0..lanes).map(|_| Default::default()).collect(),
+            write_lane: (0..lanes).map(|_| Default::default()).collect(),
+            lanes: (0..lanes).map(|_| Ram::with_bits(depth, bits)).collect(),
+        }
+    }
+
+    /// The same memory with its lanes' writes registered ([`Ram::with_write_stage`]).
+    pub fn with_write_stage(self) -> Self {
+        RowRam { lanes: self.lanes.into_iter().map(Ram::with_write_stage).collect(), ..self }
+    }
+}
+
+impl<const W: usize> Logic for RowRam<W> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        for j in 0..self.lanes.len() {
+            self.lanes[j].clock.next = self.clock.val();
+            self.lanes[j].read_enable.next = self.read_enable.val();
+            self.lanes[j].read_address.next = self.read_address.val();
+            self.lanes[j].write_address.next = self.write_address.val();
+            self.lanes[j].write_data.next = self.write_data[j].val();
+            self.lanes[j].write_enable.next = self.write_lane[j].val();
+            self.read_data[j].next = self.lanes[j].read_data.val();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::verilog_of;
+
+    #[test]
+    fn verilog_is_valid() {
+        yosys_validate("row_ram", &verilog_of(RowRam::<16>::with_bits(3, 64, 8))).unwrap();
+    }
+}
