@@ -278,6 +278,13 @@ pub fn emit_array(config: &ArrayConfig) -> Result<Emitted, EmitError> {
     finish(&raw, ARRAY_MODULE)
 }
 
+/// The Verilog of one block (a memory, a lane) as the top module `top`, its ports named as its
+/// fields, for co-simulating that block alone against its rust-hdl model.
+pub fn block_verilog<B: Block>(mut block: B) -> String {
+    block.connect_all();
+    generate_verilog(&block)
+}
+
 fn finish(raw: &str, top: &str) -> Result<Emitted, EmitError> {
     let instances = split_modules(raw).len();
     let verilog = c_identifier_ports(&dedup_modules(raw, "top", top)?, top);

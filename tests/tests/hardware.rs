@@ -328,6 +328,60 @@ fn dot<A: systole_core::Arith>(a: &[u16], w: &[Vec<u16>], j: usize) -> u32 {
     A::acc_to_bits(s)
 }
 
+/// A RAM lane with a read stage (`Ram::with_read_stage`), Verilated: random writes and
+/// reads, some disabled, show after the next enabled cycle the word a write-first RAM read in
+/// the read's cycle, or the word written to its address in that next cycle.
+#[test]
+fn verilated_ram_read_stage_forwards_the_next_cycles_write() {
+    use systole_sim::build::Port;
+    let verilog = systole_hdl::emit::block_verilog(
+        systole_hdl::mem::Ram::<16, 16>::with_bits(16, 12).with_read_stage(),
+    );
+    let ports = [
+        Port::input("clock", 1),
+        Port::input("read_enable", 1),
+        Port::input("read_address", 16),
+        Port::output("read_data", 16),
+        Port::input("write_enable", 1),
+        Port::input("write_address", 16),
+        Port::input("write_data", 16),
+    ];
+    let mut m = systole_sim::build_model(&verilog, "top", &ports, &Default::default())
+        .unwrap_or_else(|err| panic!("verilating the RAM failed: {err}"));
+    let port = |m: &systole_sim::Model, name: &str| m.port(name).expect("port");
+    let [re, ra, rd, we, wa, wd] =
+        ["read_enable", "read_address", "read_data", "write_enable", "write_address", "write_data"]
+            .map(|name| port(&m, name));
+    let mut mem = [0u64; 16];
+    let (mut seed, mut last_read, mut pending, mut shown, mut forwarded) = (9u64, 0, 0, 0, 0);
+    for cycle in 0..3000 {
+        let write = lcg(&mut seed) % 3 > 0;
+        let w_addr = if lcg(&mut seed) % 3 == 0 { last_read } else { lcg(&mut seed) % 16 };
+        let r_addr = if lcg(&mut seed) % 3 == 0 { w_addr } else { lcg(&mut seed) % 16 };
+        let read = lcg(&mut seed) % 8 > 0;
+        let data = lcg(&mut seed) & 0xFFFF;
+        for (p, v) in
+            [(re, read as u64), (ra, r_addr), (we, write as u64), (wa, w_addr), (wd, data)]
+        {
+            m.set_u64(p, v).unwrap();
+        }
+        m.tick(1);
+        if write {
+            mem[w_addr as usize] = data & 0xFFF;
+        }
+        if read {
+            let hit = write && w_addr == last_read;
+            forwarded += hit as u32;
+            shown = if hit { data & 0xFFF } else { pending };
+            // A write-first read sees this cycle's write.
+            pending = mem[r_addr as usize];
+            last_read = r_addr;
+        }
+        assert_eq!(m.get_u64(rd).unwrap(), shown, "cycle {cycle}");
+    }
+    assert!(forwarded > 200, "writes forwarded past the read stage: {forwarded}");
+}
+
 #[test]
 fn verilated_ws_array_matches_core_cycle_for_cycle() {
     for config in [ArrayConfig::new(3, 4, Dtype::Int8), ArrayConfig::new(4, 2, Dtype::Bf16)] {

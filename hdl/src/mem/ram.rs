@@ -35,6 +35,13 @@ pub struct Ram<const W: usize, const A: usize> {
     _late_written: Bits<W>,
     /// Built in flip-flops ([`Ram::in_logic`]).
     _in_logic: bool,
+    /// Built with a read stage ([`Ram::with_read_stage`]): the last enabled read's address, the
+    /// word the stage holds, and the write of the stage's cycle to that address.
+    _read_stage: bool,
+    _read_address: usize,
+    _out: Bits<W>,
+    _hit: bool,
+    _written2: Bits<W>,
 }
 
 impl<const W: usize, const A: usize> Ram<W, A> {
@@ -73,6 +80,11 @@ impl<const W: usize, const A: usize> Ram<W, A> {
             _late_forward: false,
             _late_written: Bits::<W>::default(),
             _in_logic: false,
+            _read_stage: false,
+            _read_address: 0,
+            _out: Bits::<W>::default(),
+            _hit: false,
+            _written2: Bits::<W>::default(),
         }
     }
 
@@ -84,6 +96,29 @@ impl<const W: usize, const A: usize> Ram<W, A> {
     /// data pins across the chip.
     pub fn with_write_stage(self) -> Self {
         Ram { _write_stage: true, ..self }
+    }
+
+    /// The same write-first RAM with a read stage: the word read moves through one more
+    /// register before it is used, so a read issued in enabled cycle `t` shows, after the next
+    /// enabled cycle `t'`, the word as it is after the writes of `t'` (the new word where `t'`
+    /// writes it, else the word a plain RAM shows after `t`: write-first over both cycles).
+    /// The logic after the RAM starts at that register, which can sit beside the block RAM,
+    /// not at the block RAM's data pins (5.83 ns of clock-to-out on the ECP5); every user
+    /// takes the word a cycle later (`ArrayConfig::read_stages`, docs/DECISIONS.md 106).
+    pub fn with_read_stage(self) -> Self {
+        assert!(self._write_first, "a read stage is for write-first RAMs");
+        Ram { _read_stage: true, ..self }
+    }
+
+    /// The word the RAM's registered read shows: the read register's, or a word forwarded to it.
+    fn first_stage(&self) -> Bits<W> {
+        if self._forward {
+            self._written
+        } else if self._late_forward {
+            self._late_written
+        } else {
+            self._read
+        }
     }
 
     /// The same RAM built in flip-flops (Yosys' `ram_style = "logic"`), not in a block RAM:
@@ -141,6 +176,12 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
             let we = self.write_enable.val() && wa < self._mem.len();
             let word = self.stored(self.write_data.val());
             if self.read_enable.val() {
+                if self._read_stage {
+                    self._out = self.first_stage();
+                    self._hit = we && wa == self._read_address;
+                    self._written2 = word;
+                }
+                self._read_address = ra;
                 self._read = self._mem.get(ra).copied().unwrap_or_default();
                 self._forward = self._write_first && we && ra == wa;
                 self._written = word;
@@ -160,12 +201,10 @@ impl<const W: usize, const A: usize> Logic for Ram<W, A> {
                 self._mem[wa] = word;
             }
         }
-        self.read_data.next = if self._forward {
-            self._written
-        } else if self._late_forward {
-            self._late_written
-        } else {
-            self._read
+        self.read_data.next = match (self._read_stage, self._hit) {
+            (false, _) => self.first_stage(),
+            (true, true) => self._written2,
+            (true, false) => self._out,
         };
     }
 
@@ -211,6 +250,7 @@ always @(*) read_data = read_q;
             (&ra, &wa, &kept),
             self._write_first,
             self._write_stage,
+            self._read_stage,
         ))
     }
 }
@@ -218,26 +258,36 @@ always @(*) read_data = read_q;
 /// The Verilog of a RAM that forwards: `mem` and its registered read, with (`write_first`) the
 /// bypass that returns a word written in the cycle of its read, and (`staged`) a register
 /// (`late_*`) that writes pass before they reach `mem`, from which a read issued while a word
-/// waits there takes it. `[msb, amsb, last]` are the word's and the address's top bits and the
-/// last word.
+/// waits there takes it, and (`read_stage`) the register the word then passes (`out_q`), with
+/// the write of that register's cycle to the word's address forwarded past it (`hit_q`,
+/// `written2_q`). `[msb, amsb, last]` are the word's and the address's top bits and the last
+/// word.
 fn forwarding_verilog(
     attributes: &str,
     [msb, amsb, last]: [usize; 3],
     (ra, wa, kept): (&str, &str, &str),
     write_first: bool,
     staged: bool,
+    read_stage: bool,
 ) -> String {
     let pick = |first: &[&'static str], late: &[&'static str]| -> Vec<&'static str> {
         let first = if write_first { first } else { &[] };
         first.iter().chain(if staged { late } else { &[] }).copied().collect()
     };
-    let data: Vec<&str> =
-        ["read_q"].into_iter().chain(pick(&["written_q"], &["late_data", "late_q"])).collect();
+    let second: &[&str] = if read_stage { &["out_q", "written2_q"] } else { &[] };
+    let data: Vec<&str> = ["read_q"]
+        .into_iter()
+        .chain(pick(&["written_q"], &["late_data", "late_q"]))
+        .chain(second.iter().copied())
+        .collect();
     let addresses: Vec<&str> = ["read_address_q"]
         .into_iter()
         .chain(pick(&["write_address_q"], &["late_address", "late_address_q"]))
         .collect();
-    let flags = pick(&["write_q"], &["late_write", "late_write_q"]);
+    let mut flags = pick(&["write_q"], &["late_write", "late_write_q"]);
+    if read_stage {
+        flags.push("hit_q");
+    }
     let mut v = format!("{attributes} reg [{msb}:0] mem [0:{last}];\n");
     for (width, names) in [(msb, &data), (amsb, &addresses)] {
         for name in names {
@@ -246,6 +296,9 @@ fn forwarding_verilog(
     }
     for name in &flags {
         v += &format!("reg {name};\n");
+    }
+    if read_stage {
+        v += &format!("reg [{msb}:0] first;\n");
     }
     v += "initial begin\n";
     for name in data.iter().chain(&addresses).chain(&flags) {
@@ -261,6 +314,12 @@ fn forwarding_verilog(
         v += &format!("   if (write_enable) mem[{wa}] <= {kept};\n");
     }
     v += &format!("end\nalways @(posedge clock) begin\n   if (read_enable) begin\n      read_q <= mem[{ra}];\n");
+    if read_stage {
+        v += &format!(
+            "      out_q <= first;\n      hit_q <= write_enable && {wa} == read_address_q;\n      \
+             written2_q <= {kept};\n"
+        );
+    }
     if write_first {
         v += &format!(
             "      written_q <= {kept};\n      read_address_q <= {ra};\n      \
@@ -273,7 +332,8 @@ fn forwarding_verilog(
         v += "      late_q <= late_data;\n      late_address_q <= late_address;\n      \
               late_write_q <= late_write;\n";
     }
-    v += "   end\nend\nalways @(*) read_data = ";
+    v += "   end\nend\n";
+    v += if read_stage { "always @(*) first = " } else { "always @(*) read_data = " };
     if write_first {
         v += "(write_q && write_address_q == read_address_q) ? written_q";
         v += if staged { "\n   : " } else { " : " };
@@ -282,6 +342,9 @@ fn forwarding_verilog(
         v += "(late_write_q && late_address_q == read_address_q) ? late_q : ";
     }
     v += "read_q;\n";
+    if read_stage {
+        v += "always @(*) read_data = hit_q ? written2_q : out_q;\n";
+    }
     v
 }
 
@@ -342,6 +405,73 @@ mod tests {
         yosys_validate("ram_read_first_staged", &verilog_of(read_first)).unwrap();
     }
 
+    /// A read stage shows, after the next enabled cycle, what the plain RAM showed for the read
+    /// or the word that cycle writes to its address: random writes and reads (of the word being
+    /// written, of the word written a cycle before, and others), some while the read is
+    /// disabled, with and without a write stage and a narrow word; and its Verilog is valid.
+    #[test]
+    fn a_read_stage_shows_the_read_a_cycle_later_and_forwards_that_cycles_write() {
+        for (seed, bits, write_stage) in [(3, 16, false), (4, 16, true), (5, 9, false)] {
+            let make = || {
+                let ram = Ram::<16, 16>::with_bits(16, bits);
+                if write_stage {
+                    ram.with_write_stage()
+                } else {
+                    ram
+                }
+            };
+            read_stage_follows(make(), make().with_read_stage(), seed);
+        }
+        let ram = Ram::<16, 16>::new(100).with_read_stage();
+        yosys_validate("ram_read_stage", &verilog_of(ram)).unwrap();
+        let ram = Ram::<16, 16>::new(100).with_write_stage().with_read_stage();
+        yosys_validate("ram_read_write_stage", &verilog_of(ram)).unwrap();
+    }
+
+    fn read_stage_follows(mut plain: Ram<16, 16>, mut staged: Ram<16, 16>, seed: u64) {
+        plain.connect_all();
+        staged.connect_all();
+        let mut rng = systole_core::check::SplitMix(seed);
+        let mut next = |n: u64| rng.next_u64() % n;
+        let mask = (1u64 << plain._bits) - 1;
+        // The plain RAM's word for the last enabled read, and that read's address.
+        let (mut pending, mut last_read, mut last_write) = (0u64, 0u64, 0u64);
+        let (mut shown, mut forwarded) = (0u64, 0u32);
+        for cycle in 0..4000 {
+            let we = next(3) > 0;
+            let wa = match next(3) {
+                0 => last_read,
+                _ => next(16),
+            };
+            let ra = match next(3) {
+                0 => wa,
+                1 => last_write,
+                _ => next(16),
+            };
+            let (re, data) = (next(8) > 0, next(1 << 16));
+            for ram in [&mut plain, &mut staged] {
+                ram.write_enable.next = we;
+                ram.write_address.next = wa.into();
+                ram.write_data.next = data.into();
+                ram.read_address.next = ra.into();
+                ram.read_enable.next = re;
+                tick(ram, |r| &mut r.clock);
+            }
+            if re {
+                let hit = we && wa == last_read;
+                forwarded += hit as u32;
+                shown = if hit { data & mask } else { pending };
+                pending = plain.read_data.val().index() as u64;
+                last_read = ra;
+            }
+            assert_eq!(staged.read_data.val().index() as u64, shown, "cycle {cycle}");
+            if we {
+                last_write = wa;
+            }
+        }
+        assert!(forwarded > 300, "writes forwarded past the read stage: {forwarded}");
+    }
+
     fn reads_match(mut plain: Ram<16, 16>, mut staged: Ram<16, 16>, seed: u64) {
         plain.connect_all();
         staged.connect_all();
@@ -398,19 +528,23 @@ mod tests {
     }
 
     /// Yosys maps a RAM lane to the FPGA's block RAM (iCE40 EBR, ECP5 DP16KD), read register
-    /// and enable included, with or without a write stage; only the write-first bypass (and the
-    /// write register) stays in logic.
+    /// and enable included, with or without a write stage or a read stage; only the write-first
+    /// bypass (and the write register, and the read stage) stays in logic.
     #[test]
     fn ram_infers_block_ram_on_ice40_and_ecp5() {
         let dir = std::env::temp_dir().join(format!("systole-bram-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("ram.v");
         let targets = [("synth_ice40", "SB_RAM40_4K", 4u64), ("synth_ecp5", "DP16KD", 1)];
-        for ((synth, cell, want), staged) in
-            targets.into_iter().flat_map(|target| [(target, false), (target, true)])
+        for ((synth, cell, want), stage) in
+            targets.into_iter().flat_map(|target| [(target, 0), (target, 1), (target, 2)])
         {
             let ram = Ram::<16, 16>::new(1024);
-            let ram = if staged { ram.with_write_stage() } else { ram };
+            let ram = match stage {
+                0 => ram,
+                1 => ram.with_write_stage(),
+                _ => ram.with_read_stage(),
+            };
             std::fs::write(&file, verilog_of(ram)).unwrap();
             let stat = dir.join(format!("{synth}.txt"));
             let script = format!(
@@ -426,7 +560,7 @@ mod tests {
                 .lines()
                 .find(|l| l.trim_start().starts_with(cell))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok());
-            assert_eq!(count, Some(want), "{synth} (write stage: {staged}): {cell}s:\n{text}");
+            assert_eq!(count, Some(want), "{synth} (variant {stage}): {cell}s:\n{text}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -41,6 +41,11 @@ impl<const W: usize> RowRam<W> {
     pub fn with_write_stage(self) -> Self {
         RowRam { lanes: self.lanes.into_iter().map(Ram::with_write_stage).collect(), ..self }
     }
+
+    /// The same memory with its lanes' reads passing one more register ([`Ram::with_read_stage`]).
+    pub fn with_read_stage(self) -> Self {
+        RowRam { lanes: self.lanes.into_iter().map(Ram::with_read_stage).collect(), ..self }
+    }
 }
 
 impl<const W: usize> Logic for RowRam<W> {
@@ -66,5 +71,7 @@ mod tests {
     #[test]
     fn verilog_is_valid() {
         yosys_validate("row_ram", &verilog_of(RowRam::<16>::with_bits(3, 64, 8))).unwrap();
+        let read_stage = RowRam::<16>::with_bits(3, 64, 8).with_read_stage();
+        yosys_validate("row_ram_read_stage", &verilog_of(read_stage)).unwrap();
     }
 }
