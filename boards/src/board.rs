@@ -369,11 +369,13 @@ pub const ULX3S_85F: Board = Board {
     // add staged (90), the accumulators' writes registered (88) and the PEs' f32 add staged
     // (98), built for the oscillator's 25 MHz, it routes at 26.8 MHz in 90% of the LUTs; with
     // its lanes' multiply split (99), built for 28.125 MHz from the PLL, at 31.42 MHz; built
-    // for 30 MHz and aimed at 28.125, at 31.70 MHz.
+    // for 30 MHz and aimed at 28.125, at 31.73 MHz. With the candidate registered after the
+    // FIFO (102) and the lanes aligning beside the compare (103), built for 32.14 MHz from the
+    // PLL and aimed at 31.25, at 33.56 MHz.
     bf16: Some(Preset {
         rows: 8,
         cols: 8,
-        mhz: 30.0,
+        mhz: 32.1429,
         pe_products: PeProducts::Dsp,
         multiplier_pes: 0,
         convert_stages: 0,
@@ -388,9 +390,9 @@ pub const ULX3S_85F: Board = Board {
         acc_write_stage: true,
         dram_write_stage: false,
         adder_tree: false,
-        head_register: false,
-        parallel_align: false,
-        pnr_aim_mhz: Some(28.125),
+        head_register: true,
+        parallel_align: true,
+        pnr_aim_mhz: Some(31.25),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
@@ -559,9 +561,9 @@ mod tests {
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 40.0);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
-        // The 85F's BF16 is a smaller array than its INT8, at 30 MHz from its PLL.
+        // The 85F's BF16 is a smaller array than its INT8, at 32.14 MHz from its PLL.
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
-        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 30.0));
+        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 32.1429));
         assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
         // The iCEBreaker's INT8 at 16.125 MHz from its PLL (its lowest output above 16 MHz).
         let clock = ICEBREAKER.default_config().clock_mhz;

@@ -736,7 +736,7 @@ mod tests {
         assert_eq!(parallel(&int8), (true, false), "no aligner in an INT8 machine");
         let ulx3s = super::board("ulx3s").unwrap();
         let top = super::top_config(&ulx3s, &build_args(&["ulx3s", "--dtype", "bf16"])).unwrap();
-        assert!(!top.parallel_align, "the 85F's BF16 default keeps the compact aligner");
+        assert!(top.parallel_align, "the 85F's BF16 default aligns beside the compare too");
     }
 
     /// `--pe-products dsp-pairs` pairs the iCEBreaker's PEs in its DSPs, two-stage unless asked
