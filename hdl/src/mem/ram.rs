@@ -527,6 +527,28 @@ mod tests {
         assert_eq!(ram.read_data.val().index(), 0x5A);
     }
 
+    /// Yosys' statistics for `ram` synthesised by `synth` (`synth_ice40`, `synth_ecp5`) in `dir`:
+    /// each cell type's count, 0 for the types it did not use.
+    fn synthesised(dir: &std::path::Path, ram: Ram<16, 16>, synth: &str) -> impl Fn(&str) -> u64 {
+        let (file, stat) = (dir.join("ram.v"), dir.join(format!("{synth}.txt")));
+        std::fs::write(&file, verilog_of(ram)).unwrap();
+        let script = format!(
+            "read_verilog {}; {synth} -top top; tee -q -o {} stat",
+            file.display(),
+            stat.display()
+        );
+        let out = std::process::Command::new("yosys").args(["-q", "-p", &script]).output();
+        let out = out.expect("yosys must be installed (apt-get install yosys)");
+        assert!(out.status.success(), "{synth}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&stat).unwrap();
+        move |cell: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(cell))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .unwrap_or(0)
+        }
+    }
+
     /// Yosys maps a RAM lane to the FPGA's block RAM (iCE40 EBR, ECP5 DP16KD), read register
     /// and enable included, with or without a write stage or a read stage; only the write-first
     /// bypass (and the write register, and the read stage) stays in logic.
@@ -534,7 +556,6 @@ mod tests {
     fn ram_infers_block_ram_on_ice40_and_ecp5() {
         let dir = std::env::temp_dir().join(format!("systole-bram-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("ram.v");
         let targets = [("synth_ice40", "SB_RAM40_4K", 4u64), ("synth_ecp5", "DP16KD", 1)];
         for ((synth, cell, want), stage) in
             targets.into_iter().flat_map(|target| [(target, 0), (target, 1), (target, 2)])
@@ -545,22 +566,8 @@ mod tests {
                 1 => ram.with_write_stage(),
                 _ => ram.with_read_stage(),
             };
-            std::fs::write(&file, verilog_of(ram)).unwrap();
-            let stat = dir.join(format!("{synth}.txt"));
-            let script = format!(
-                "read_verilog {}; {synth} -top top; tee -q -o {} stat",
-                file.display(),
-                stat.display()
-            );
-            let out = std::process::Command::new("yosys").args(["-q", "-p", &script]).output();
-            let out = out.expect("yosys must be installed (apt-get install yosys)");
-            assert!(out.status.success(), "{synth}: {}", String::from_utf8_lossy(&out.stderr));
-            let text = std::fs::read_to_string(&stat).unwrap();
-            let count = text
-                .lines()
-                .find(|l| l.trim_start().starts_with(cell))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok());
-            assert_eq!(count, Some(want), "{synth} (variant {stage}): {cell}s:\n{text}");
+            let cells = synthesised(&dir, ram, synth);
+            assert_eq!(cells(cell), want, "{synth} (variant {stage}): {cell}s");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -571,25 +578,8 @@ mod tests {
     fn ram_in_logic_takes_no_block_ram() {
         let dir = std::env::temp_dir().join(format!("systole-logic-ram-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("ram.v");
-        let stat = dir.join("stat.txt");
         let count = |ram: Ram<16, 16>| {
-            std::fs::write(&file, verilog_of(ram)).unwrap();
-            let script = format!(
-                "read_verilog {}; synth_ice40 -top top; tee -q -o {} stat",
-                file.display(),
-                stat.display()
-            );
-            let out = std::process::Command::new("yosys").args(["-q", "-p", &script]).output();
-            let out = out.expect("yosys must be installed (apt-get install yosys)");
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            let text = std::fs::read_to_string(&stat).unwrap();
-            let cells = |name: &str| {
-                text.lines()
-                    .find(|l| l.trim_start().starts_with(name))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
+            let cells = synthesised(&dir, ram, "synth_ice40");
             (cells("SB_RAM40_4K"), cells("SB_DFFE"))
         };
         assert_eq!(count(Ram::read_first(16)).0, 1, "a 16 x 16 RAM in a block RAM");
