@@ -8,7 +8,6 @@ use systole_core::timing::{duration, row_lands};
 use systole_core::{ArrayConfig, Dtype, Requant, Schedule, MAX_READ_STAGES};
 
 fn one_of_each(rows: u16) -> Vec<Instruction> {
-    let stride = |len: u16| len as u32;
     vec![
         Instruction::Load {
             spad_row: 0,
@@ -26,10 +25,10 @@ fn one_of_each(rows: u16) -> Vec<Instruction> {
             row_stride: 1,
             elem_stride: 8,
         },
-        Instruction::Store { acc_row: 0, dram_addr: 0, rows, len: 4, row_stride: stride(16) },
-        Instruction::LoadAcc { acc_row: 0, dram_addr: 0, rows, len: 4, row_stride: stride(16) },
-        Instruction::StoreSpad { spad_row: 0, dram_addr: 0, rows, len: 4, row_stride: stride(4) },
-        Instruction::StoreBf16 { acc_row: 0, dram_addr: 0, rows, len: 4, row_stride: stride(8) },
+        Instruction::Store { acc_row: 0, dram_addr: 0, rows, len: 4, row_stride: 16 },
+        Instruction::LoadAcc { acc_row: 0, dram_addr: 0, rows, len: 4, row_stride: 16 },
+        Instruction::StoreSpad { spad_row: 0, dram_addr: 0, rows, len: 4, row_stride: 4 },
+        Instruction::StoreBf16 { acc_row: 0, dram_addr: 0, rows, len: 4, row_stride: 8 },
         Instruction::CastBf16 { acc_row: 0, spad_row: 0, rows },
         Instruction::Requantize {
             acc_row: 0,

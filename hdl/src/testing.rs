@@ -26,10 +26,7 @@ pub fn tick<B: Block>(uut: &mut B, clock: impl Fn(&mut B) -> &mut Signal<In, Clo
 }
 
 /// The Verilog of a block, connected as a top level.
-pub fn verilog_of<B: Block>(mut uut: B) -> String {
-    uut.connect_all();
-    generate_verilog(&uut)
-}
+pub use crate::emit::block_verilog as verilog_of;
 
 /// f32 bit patterns: random bits, bf16-shaped values, and the special cases (zeros of both
 /// signs, subnormals, the smallest and largest normals, infinities, NaN with payloads).

@@ -159,12 +159,8 @@ impl GemmPlan {
             let view = full * row(r, a.col_stride) + tail(row(rest, a.col_stride));
             let ones = full + tail(1);
             total = total + ceil_div(n as u64, c) * ones - ceil_div(n as u64, c) * view;
-            // In a last m-block of more rows than that one, the row's loads come beside the
-            // view's: one `Load` more a k-tile.
-            let last_mb = m as u64 - (ceil_div(m as u64, self.mb as u64) - 1) * self.mb as u64;
-            if last_mb > 1 {
-                total += ceil_div(n as u64, c) * ceil_div(k, r) * late;
-            }
+            // Where the row's loads come beside the view's, each is one instruction more.
+            total += self.split_loads() * late;
         }
         total
     }

@@ -423,6 +423,22 @@ impl GemmPlan {
         }
     }
 
+    /// `Load`s of A's last row beside its view's: A's last row from `a_last_row` is a load of
+    /// its own in the last m-block (each k-tile of each n-tile, or of the block when A is
+    /// resident), unless the block is that row alone.
+    fn split_loads(&self) -> u64 {
+        let GemmShape { m, k, n } = self.shape;
+        let (r, c) = (self.config.rows as u64, self.config.cols as u64);
+        let last_mb = m - (m.div_ceil(self.mb) - 1) * self.mb;
+        let resident = matches!(self.pipeline, Some(p) if p.resident);
+        match self.layout.a_last_row {
+            Some(_) if last_mb > 1 => {
+                ceil_div(k as u64, r) * if resident { 1 } else { ceil_div(n as u64, c) }
+            }
+            _ => 0,
+        }
+    }
+
     /// Instructions [`emit`](Self::emit) produces, `Halt` included.
     pub fn instruction_count(&self) -> u64 {
         let GemmShape { m, k, n } = self.shape;
@@ -438,14 +454,7 @@ impl GemmPlan {
         let mblocks = ceil_div(m as u64, self.mb as u64);
         let kt = ceil_div(k as u64, r);
         let resident = matches!(self.pipeline, Some(p) if p.resident);
-        // A's last row from `a_last_row` is a load of its own in the last m-block, unless the
-        // block is that row alone.
-        let last_mb = m - (mblocks as u32 - 1) * self.mb;
-        let split_loads = match self.layout.a_last_row {
-            Some(_) if last_mb > 1 => kt * if resident { 1 } else { nt },
-            _ => 0,
-        };
-        split_loads
+        self.split_loads()
             + if resident {
                 // A resident A chunk is loaded once per m-block, not once per n-tile.
                 mblocks * (nt * (per_tile - kt) + kt) + 1

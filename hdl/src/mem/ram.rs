@@ -450,12 +450,7 @@ mod tests {
             };
             let (re, data) = (next(8) > 0, next(1 << 16));
             for ram in [&mut plain, &mut staged] {
-                ram.write_enable.next = we;
-                ram.write_address.next = wa.into();
-                ram.write_data.next = data.into();
-                ram.read_address.next = ra.into();
-                ram.read_enable.next = re;
-                tick(ram, |r| &mut r.clock);
+                cycle_of(ram, (we, wa, data), (re, ra));
             }
             if re {
                 let hit = we && wa == last_read;
@@ -470,6 +465,16 @@ mod tests {
             }
         }
         assert!(forwarded > 300, "writes forwarded past the read stage: {forwarded}");
+    }
+
+    /// One clock of `ram` with a write (`enable`, address, data) and a read (`enable`, address).
+    fn cycle_of(ram: &mut Ram<16, 16>, (we, wa, data): (bool, u64, u64), (re, ra): (bool, u64)) {
+        ram.write_enable.next = we;
+        ram.write_address.next = wa.into();
+        ram.write_data.next = data.into();
+        ram.read_address.next = ra.into();
+        ram.read_enable.next = re;
+        tick(ram, |r| &mut r.clock);
     }
 
     fn reads_match(mut plain: Ram<16, 16>, mut staged: Ram<16, 16>, seed: u64) {
@@ -489,12 +494,7 @@ mod tests {
             forwarded_late += (ra == last_write && ra != wa) as u32;
             let (re, data) = (next(8) > 0, next(1 << 16));
             for ram in [&mut plain, &mut staged] {
-                ram.write_enable.next = we;
-                ram.write_address.next = wa.into();
-                ram.write_data.next = data.into();
-                ram.read_address.next = ra.into();
-                ram.read_enable.next = re;
-                tick(ram, |r| &mut r.clock);
+                cycle_of(ram, (we, wa, data), (re, ra));
             }
             assert_eq!(staged.read_data.val(), plain.read_data.val(), "cycle {cycle}");
             if we {
