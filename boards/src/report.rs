@@ -45,6 +45,10 @@ pub struct Built {
     /// before it existed: 1).
     #[serde(default = "one_cycle")]
     pub add_stages: u8,
+    /// Registers after each memory's read port (`ArrayConfig::read_stages`; absent in reports
+    /// of builds without, and from before it existed).
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub read_stages: u8,
     /// Whether the INT8 lanes have their comparator (`ArrayConfig::int8_max`; absent in reports
     /// from before it existed, which were built without).
     #[serde(default)]
@@ -93,6 +97,10 @@ pub struct Built {
 }
 
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u8(n: &u8) -> bool {
     *n == 0
 }
 

@@ -70,9 +70,9 @@ pub enum EmitError {
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
     #[error(
-        "read_stages = {0}: the RTL's memories have no output registers yet; core models them \
-         for their cycles (docs/DECISIONS.md 106), and no machine is built with them: use \
-         read_stages 0"
+        "read_stages = {0}: the decoupled machine's units do not wait for registered reads yet \
+         (docs/DECISIONS.md 106); the blocking machine builds them: use read_stages 0 or the \
+         blocking schedule"
     )]
     ReadStages(u8),
 }
@@ -154,7 +154,7 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
             pe_stages: a.pe_stages,
         });
     }
-    if a.read_stages > 0 {
+    if a.read_stages > 0 && a.schedule == Schedule::Decoupled {
         return Err(EmitError::ReadStages(a.read_stages));
     }
     if top.head_register && a.schedule == Schedule::Decoupled {
@@ -535,9 +535,10 @@ mod tests {
         assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES + 1, ..ok }).is_err());
         assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
         assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
-        // Core models memories with output registers; the RTL does not build them yet.
-        let read = TopConfig::new(ok.array.with_read_stages(1));
-        let err = check(&read).unwrap_err();
+        // The blocking machine registers its memories' reads; the decoupled one not yet.
+        assert!(check(&TopConfig::new(ok.array.with_read_stages(1))).is_ok());
+        let decoupled = ok.array.with_schedule(Schedule::Decoupled).with_read_stages(1);
+        let err = check(&TopConfig::new(decoupled)).unwrap_err();
         assert!(matches!(err, EmitError::ReadStages(1)), "{err}");
         assert!(err.to_string().starts_with("read_stages = 1: "), "{err}");
         for add_stages in [2, 3] {

@@ -209,6 +209,7 @@ pub fn board_build(
             .with_scale_cycles(built.scale_cycles)
             .with_pe_stages(built.pe_stages)
             .with_add_stages(built.add_stages)
+            .with_read_stages(built.read_stages)
             .with_schedule(schedule)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;

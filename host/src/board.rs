@@ -163,6 +163,9 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     if let Some(int8_max) = args.int8_max {
         config.int8_max = int8_max;
     }
+    if let Some(stages) = args.read_stages {
+        config.read_stages = stages;
+    }
     if let Some(schedule) = args.schedule {
         config.schedule = schedule.into();
     }
@@ -322,6 +325,7 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
         scale_cycles: a.scale_cycles,
         pe_stages: a.pe_stages,
         add_stages: a.add_stages,
+        read_stages: a.read_stages,
         int8_max: a.int8_max,
         schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_words_at_queue(),
@@ -380,7 +384,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}{}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -406,6 +410,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             _ => "",
         },
         write_stages(m.spad_write_stage, m.acc_write_stage, m.dram_write_stage),
+        if config.read_stages > 0 { ", memory reads registered" } else { "" },
         adder_tree(m.adder_tree),
         head_register(m.head_register),
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),

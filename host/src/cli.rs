@@ -160,6 +160,11 @@ pub struct BoardBuildArgs {
     /// default: the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub int8_max: Option<bool>,
+    /// Registers after each memory's read port: 0, or 1 with the block RAM's read word
+    /// registered once more (a shorter path from every memory; every instruction a cycle
+    /// longer; blocking builds only; default: the board's default build's).
+    #[arg(long)]
+    pub read_stages: Option<u8>,
     /// Whether the scratchpad registers its writes on the way in (the same results and
     /// cycles; a `Load`'s path from DRAM ends at flip-flops; default: the board's default
     /// build's).
@@ -501,7 +506,8 @@ pub struct ArrayArgs {
     pub int8_max: bool,
     /// Registers after each memory's read port: 0, or 1 for memories that register their read
     /// word once more (the ECP5 block RAM's output register), which makes every instruction a
-    /// cycle longer. Core's model only: no RTL builds them yet (docs/DECISIONS.md 106).
+    /// cycle longer. The blocking machine builds them; the decoupled one not yet
+    /// (docs/DECISIONS.md 106).
     #[arg(long, default_value_t = 0)]
     pub read_stages: u8,
 }

@@ -183,7 +183,7 @@ fn conformance(top: TopConfig, seed: u64) {
     let what = |case: &str| {
         format!(
             "{}x{} {} {} {} ({} conversion stages, requantize {} cycles a row, Scale and Axpy {}, \
-             PEs {}, lane adds {}): {case}",
+             PEs {}, lane adds {}, read stages {}): {case}",
             config.rows,
             config.cols,
             config.dtype.name(),
@@ -193,7 +193,8 @@ fn conformance(top: TopConfig, seed: u64) {
             config.requant_cycles,
             config.scale_cycles,
             config.pe_stages,
-            config.add_stages
+            config.add_stages,
+            config.read_stages
         )
     };
     let build = RtlBuild::new(&top, &BuildOptions::default())
@@ -567,4 +568,48 @@ fn the_suite_fits_every_array() {
             }
         }
     }
+}
+
+/// Memories that register their read words once more (`ArrayConfig::read_stages` 1, the ECP5
+/// block RAM's output register; docs/DECISIONS.md 106): every instruction starts its work a
+/// cycle after dispatch and lands its rows a cycle later, on every machine. The blocking
+/// machine only (the decoupled one refuses it): with every write stage and the candidate
+/// registered; output-stationary with staged PEs, paced products and staged adds; the 85F's
+/// BF16 pipeline; and serial requantization on a column.
+#[test]
+fn conformance_with_read_stages() {
+    let read = |top: TopConfig| TopConfig { array: top.array.with_read_stages(1), ..top };
+    let written = |top: TopConfig| TopConfig {
+        array: top.array.with_convert_stages(3),
+        spad_write_stage: true,
+        acc_write_stage: true,
+        dram_write_stage: true,
+        head_register: true,
+        checks_at_queue: false,
+        ..top
+    };
+    conformance(read(written(conformance_top(4, Dtype::Int8, Dataflow::WeightStationary))), 51);
+    let os = |top: TopConfig| TopConfig {
+        array: top
+            .array
+            .with_pe_stages(2)
+            .with_convert_stages(1)
+            .with_scale_cycles(2)
+            .with_add_stages(2),
+        ..top
+    };
+    conformance(read(os(conformance_top(3, Dtype::Bf16, Dataflow::OutputStationary))), 52);
+    let deep = |top: TopConfig| TopConfig {
+        array: top.array.with_scale_cycles(3).with_pe_stages(4).with_add_stages(3),
+        head_register: true,
+        ..top
+    };
+    conformance(read(deep(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary))), 53);
+    let serial = |top: TopConfig| TopConfig {
+        array: top.array.with_convert_stages(2).with_requant_cycles(4).with_pe_stages(2),
+        ..top
+    };
+    let mut tall = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
+    tall.array.cols = 1;
+    conformance(read(serial(tall)), 54);
 }

@@ -8,12 +8,19 @@ use systole_core::{timing, ArrayConfig};
 
 use crate::decode::{constant, holding};
 use crate::delay::Delay;
+use crate::optional::Optional;
 use crate::vector::AccOp;
 
 /// The array unit: a weight-stationary `Matmul` (`rows + R + C - 1` cycles) or an
 /// output-stationary `MatmulOs` (`k + R + C - 2 + rows`), feeding the array and writing its
 /// output rows to the accumulators; one cycle more each on PEs that register their products
 /// (core's `timing::duration`).
+///
+/// Built with read stages (`ArrayConfig::read_stages`), the rows it reads enter the array as
+/// many cycles later, and its output rows leave as many cycles later (`timing::ws_latency` and
+/// `timing::os_latency` count them): the feed, swap and restart controls pass as many
+/// registers, and the accumulator row an accumulating write reads is addressed a cycle
+/// earlier again.
 #[derive(LogicBlock)]
 pub struct ArrayUnit {
     pub clock: Signal<In, Clock>,
@@ -75,6 +82,10 @@ pub struct ArrayUnit {
     op_now: Signal<Local, AccOp>,
     last: Signal<Local, Bit>,
     writing: Signal<Local, Bit>,
+    /// Built with read stages: the array's input controls on their way to meet the rows.
+    late_feed: Optional<Delay<Bit>>,
+    late_swap: Optional<Delay<Bit>>,
+    late_first: Optional<Delay<Bit>>,
 }
 
 impl ArrayUnit {
@@ -82,6 +93,7 @@ impl ArrayUnit {
         let ws = config.dataflow == systole_core::Dataflow::WeightStationary;
         let latency = if ws { timing::ws_latency(config) } else { timing::os_latency(config) };
         let late = timing::lane_latency(config);
+        let staged = config.read_stages > 0;
         ArrayUnit {
             ins: Default::default(),
             clock: Default::default(),
@@ -127,6 +139,9 @@ impl ArrayUnit {
             op_now: Default::default(),
             last: Default::default(),
             writing: Default::default(),
+            late_feed: Optional::when(staged, || Delay::new(config.read_stages as usize)),
+            late_swap: Optional::when(staged, || Delay::new(config.read_stages as usize)),
+            late_first: Optional::when(staged, || Delay::new(config.read_stages as usize)),
         }
     }
 }
@@ -225,6 +240,20 @@ impl Logic for ArrayUnit {
         self.swap_now.next = self.swap_q.q.val();
         self.first.next = self.first_q.q.val();
         self.drain.next = self.writing.val();
+        for _s in 0..self.late_feed.len() {
+            self.late_feed.clock.next = self.clock.val();
+            self.late_swap.clock.next = self.clock.val();
+            self.late_first.clock.next = self.clock.val();
+            self.late_feed.enable.next = self.enable.val();
+            self.late_swap.enable.next = self.enable.val();
+            self.late_first.enable.next = self.enable.val();
+            self.late_feed.d_in.next = self.feed_q.q.val();
+            self.late_swap.d_in.next = self.swap_q.q.val();
+            self.late_first.d_in.next = self.first_q.q.val();
+            self.feed.next = self.late_feed.d_out.val();
+            self.swap_now.next = self.late_swap.d_out.val();
+            self.first.next = self.late_first.d_out.val();
+        }
         self.op_now.next = AccOp::Overwrite;
         if self.accumulating.q.val() {
             self.op_now.next = AccOp::Accumulate;
@@ -243,6 +272,13 @@ impl Logic for ArrayUnit {
         self.acc_read.next = self.acc_ptr.q.val();
         if self.writing.val() {
             self.acc_read.next = self.acc_ptr.q.val() + 1;
+        }
+        // Built with read stages, the read is for the row that leaves two cycles on: one
+        // further for each of this cycle's and the next's writes.
+        for _s in 0..self.late_feed.len() {
+            self.acc_read.next = self.acc_ptr.q.val()
+                + bit_cast::<16, 1>(self.writing.val().into())
+                + bit_cast::<16, 1>(self.writing_q.d.val().into());
         }
         if self.free.val() {
             self.spad_read_a.next = self.ins.a_row.val();

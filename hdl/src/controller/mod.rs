@@ -55,6 +55,7 @@ mod decoupled;
 mod dispatcher;
 mod footprint;
 mod instr_fifo;
+mod seq_writes;
 mod sequencer;
 mod stream_unit;
 mod weight_loader;

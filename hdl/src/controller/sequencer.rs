@@ -37,13 +37,14 @@ use rust_hdl::prelude::*;
 use crate::decoded::Decoded;
 use systole_core::{ArrayConfig, Schedule};
 
+use super::seq_writes::SeqWrites;
 use crate::decode::{constant, holding};
 use crate::delay::Delay;
 use crate::optional::Optional;
 use crate::vector::AccOp;
 
-// The drain counter (`tail`, two bits) counts up to `MAX_CONVERT_STAGES - 1`.
-const _: () = assert!(systole_core::MAX_CONVERT_STAGES <= 4);
+// The drain counter (`tail`, two bits) counts up to `MAX_CONVERT_STAGES + MAX_READ_STAGES - 1`.
+const _: () = assert!(systole_core::MAX_CONVERT_STAGES + systole_core::MAX_READ_STAGES <= 4);
 
 /// The sequencer: `Load`, `Store`, `Vector`, `CastBf16`, `Requantize`, `LoadAcc`, `StoreSpad`,
 /// `StoreBf16` one row per cycle (a strided `Load` gathers one element per cycle, a transposing one goes
@@ -170,6 +171,17 @@ pub struct Sequencer {
     conv_spad_row: Delay<Bits<16>>,
     conv_store: Delay<Bit>,
     conv_dram_address: Delay<Bits<32>>,
+    /// This cycle's datapath controls, and those the datapath takes (the same, or built with
+    /// read stages, `late`'s); nothing at all (an idle cycle, and a read-stage tail's).
+    now: Signal<Local, SeqWrites>,
+    shown: Signal<Local, SeqWrites>,
+    idle: Constant<SeqWrites>,
+    late: Optional<Delay<SeqWrites>>,
+    /// Built with read stages (`ArrayConfig::read_stages`): every instruction but `Sync` ends
+    /// with a tail of as many cycles (a conversion's follows its pipeline's, `tail_last` then
+    /// counting both) while its last rows' registered reads arrive and are written; this is
+    /// the last cycle of such a tail.
+    read_tail_last: Optional<Constant<Bits<2>>>,
     /// Built for the decoupled schedule: transposing loads exist.
     decoupled: Constant<Bit>,
     /// A BF16 machine: `CastBf16` and `StoreBf16` run, `Requantize` never does (and the
@@ -286,8 +298,10 @@ impl Sequencer {
             half: Default::default(),
             tailing: Default::default(),
             tail: Default::default(),
-            pipelined: Constant::new(config.convert_stages > 0),
-            tail_last: constant(config.convert_stages.saturating_sub(1) as u64),
+            pipelined: Constant::new(config.convert_stages > 0 || config.read_stages > 0),
+            tail_last: constant(
+                (config.convert_stages + config.read_stages).saturating_sub(1) as u64
+            ),
             requant_last: if crate::convert::serial_requant(config) {
                 vec![constant(config.requant_cycles as u64 - 1)]
             } else {
@@ -307,6 +321,15 @@ impl Sequencer {
             conv_spad_row: Delay::new(config.convert_stages as usize),
             conv_store: Delay::new(config.convert_stages as usize),
             conv_dram_address: Delay::new(config.convert_stages as usize),
+            now: Default::default(),
+            shown: Default::default(),
+            idle: Constant::new(SeqWrites::default()),
+            late: Optional::when(config.read_stages > 0, || {
+                Delay::new(config.read_stages as usize)
+            }),
+            read_tail_last: Optional::when(config.read_stages > 0, || {
+                constant(config.read_stages as u64 - 1)
+            }),
             decoupled: Constant::new(config.schedule == Schedule::Decoupled),
             bf16: Constant::new(config.dtype == systole_core::Dtype::Bf16),
             rows_bits: constant(holding(config.spad_depth.max(config.acc_depth) as u64)),
@@ -436,6 +459,20 @@ impl Logic for Sequencer {
                 || self.k_load_acc.q.val()
                 || self.k_store_spad.q.val()
                 || self.k_store_bf16.q.val());
+        for _s in 0..self.read_tail_last.len() {
+            self.last.next = (self.tailing.q.val()
+                && ((self.converting.val() && (self.tail.q.val() == self.tail_last.val()))
+                    || (!self.converting.val()
+                        && (self.tail.q.val() == self.read_tail_last.val()))))
+                || !(self.k_load.q.val()
+                    || self.k_store.q.val()
+                    || self.k_vector.q.val()
+                    || self.k_cast.q.val()
+                    || self.k_requant.q.val()
+                    || self.k_load_acc.q.val()
+                    || self.k_store_spad.q.val()
+                    || self.k_store_bf16.q.val());
+        }
         self.free.next = !self.busy.q.val() || self.last.val();
         self.acc_first.next = self.ins.acc_row.val();
         if self.ins.vector.val() {
@@ -614,8 +651,9 @@ impl Logic for Sequencer {
             }
         }
         self.busy_next.next = self.busy.d.val();
-        self.is_load.next = self.busy.q.val() && self.k_load.q.val();
-        self.is_store.next = self.busy.q.val() && self.k_store.q.val();
+        self.now.next = self.idle.val();
+        self.now.next.is_load = self.busy.q.val() && self.k_load.q.val();
+        self.now.next.is_store = self.busy.q.val() && self.k_store.q.val();
         // A conversion's writes come `convert_stages` cycles after its reads, with the lanes'
         // results; a reset (`busy` falls) drops those still in the pipeline.
         self.conv_store.d_in.next =
@@ -626,53 +664,96 @@ impl Logic for Sequencer {
             && (self.k_cast.q.val() || self.k_requant.q.val())
             && !self.tailing.q.val();
         self.conv_spad_row.d_in.next = self.spad_ptr.q.val();
-        self.is_store_bf16.next = self.busy.q.val() && self.conv_store.d_out.val();
-        self.gather.next = self.gathering.q.val();
-        self.broadcast.next = self.broadcasting.q.val();
-        self.element.next = self.elem.q.val();
-        self.length.next = self.n_len.q.val();
-        self.spad_write.next = (self.busy.q.val() && self.row_last.val() && self.k_load.q.val())
-            || (self.busy.q.val() && self.conv_spad_write.d_out.val());
-        self.spad_write_row.next = self.conv_spad_row.d_out.val();
+        self.now.next.is_store_bf16 = self.busy.q.val() && self.conv_store.d_out.val();
+        self.now.next.gather = self.gathering.q.val();
+        self.now.next.broadcast = self.broadcasting.q.val();
+        self.now.next.element = self.elem.q.val();
+        self.now.next.length = self.n_len.q.val();
+        self.now.next.spad_write =
+            (self.busy.q.val() && self.row_last.val() && self.k_load.q.val())
+                || (self.busy.q.val() && self.conv_spad_write.d_out.val());
+        self.now.next.spad_write_row = self.conv_spad_row.d_out.val();
         if self.k_load.q.val() {
-            self.spad_write_row.next = self.spad_ptr.q.val();
+            self.now.next.spad_write_row = self.spad_ptr.q.val();
         }
-        self.lanes_busy.next =
+        self.now.next.lanes_busy =
             self.busy.q.val() && (self.k_vector.q.val() || self.k_load_acc.q.val());
         // A paced row writes in its last cycle (`k_paced` is a constant zero where the lanes
         // are neither paced nor staged, so the write is the plain one there).
-        self.acc_write.next = self.lanes_busy.val()
+        self.now.next.acc_write = self.now.val().lanes_busy
             && (!self.k_paced.q.val()
                 || self.elem.q.val().get_bits::<3>(0) == self.pace_last.q.val());
-        self.acc_write_row.next = self.acc_ptr.q.val();
-        self.acc_op.next = self.op.q.val();
-        self.dram_write_address.next = self.dram_row.q.val();
+        self.now.next.acc_write_row = self.acc_ptr.q.val();
+        self.now.next.acc_op = self.op.q.val();
+        self.now.next.dram_write_address = self.dram_row.q.val();
         if self.k_store_bf16.q.val() {
-            self.dram_write_address.next = self.conv_dram_address.d_out.val();
+            self.now.next.dram_write_address = self.conv_dram_address.d_out.val();
         }
-        self.dram_write_count.next = 0.into();
+        self.now.next.dram_write_count = 0.into();
         if self.busy.q.val() && self.k_store.q.val() {
-            self.dram_write_count.next = self.n_len.q.val() << 2;
+            self.now.next.dram_write_count = self.n_len.q.val() << 2;
         }
         // A `StoreBf16` runs on BF16 configs only, whose elements are its 2 bytes.
-        if (self.busy.q.val() && self.k_store_spad.q.val()) || self.is_store_bf16.val() {
-            self.dram_write_count.next = self.n_len.q.val() << self.elem_shift.val();
+        if (self.busy.q.val() && self.k_store_spad.q.val()) || self.now.val().is_store_bf16 {
+            self.now.next.dram_write_count = self.n_len.q.val() << self.elem_shift.val();
         }
-        self.immediate.next = self.imm_q.q.val();
-        self.requant_multiplier.next = self.imm_q.q.val();
-        self.requant_shift.next = self.shift_q.q.val();
-        self.requant_zero_point.next = self.zp.q.val();
+        self.now.next.immediate = self.imm_q.q.val();
+        self.now.next.requant_multiplier = self.imm_q.q.val();
+        self.now.next.requant_shift = self.shift_q.q.val();
+        self.now.next.requant_zero_point = self.zp.q.val();
         // Block `b` fills half `b mod 2` (`half`) while block `b - 1` drains from the other.
         for _k in 0..self.transpose_write.len() {
-            self.transpose_write.next = self.enable.val()
+            self.now.next.transpose_write = self.enable.val()
                 && self.busy.q.val()
                 && self.k_transpose.q.val()
                 && self.filling.val();
-            self.transpose_read.next =
+            self.now.next.transpose_read =
                 self.busy.q.val() && self.k_transpose.q.val() && self.draining.q.val();
-            self.transpose_half.next = self.half.q.val();
-            self.transpose_next_row.next = self.drain_cont.val();
-            self.transpose_next_half.next = self.half_cont.val();
+            self.now.next.transpose_half = self.half.q.val();
+            self.now.next.transpose_next_row = self.drain_cont.val();
+            self.now.next.transpose_next_half = self.half_cont.val();
+        }
+        // What reaches the datapath: this cycle's controls, or (built with read stages) those
+        // of `read_stages` cycles before, when the rows they name arrive from the registered
+        // reads. An instruction's own read-stage tail sends nothing (a conversion's tail
+        // carries its pipelined writes).
+        self.shown.next = self.now.val();
+        for _s in 0..self.late.len() {
+            self.late.clock.next = self.clock.val();
+            self.late.enable.next = self.enable.val();
+            self.late.d_in.next = self.now.val();
+            if self.tailing.q.val() && !self.converting.val() {
+                self.late.d_in.next = self.idle.val();
+            }
+            self.shown.next = self.late.d_out.val();
+        }
+        self.is_load.next = self.shown.val().is_load;
+        self.is_store.next = self.shown.val().is_store;
+        self.is_store_bf16.next = self.shown.val().is_store_bf16;
+        self.gather.next = self.shown.val().gather;
+        self.broadcast.next = self.shown.val().broadcast;
+        self.element.next = self.shown.val().element;
+        self.length.next = self.shown.val().length;
+        self.spad_write.next = self.shown.val().spad_write;
+        self.spad_write_row.next = self.shown.val().spad_write_row;
+        self.acc_write.next = self.shown.val().acc_write;
+        self.acc_write_row.next = self.shown.val().acc_write_row;
+        self.lanes_busy.next = self.shown.val().lanes_busy;
+        self.acc_op.next = self.shown.val().acc_op;
+        self.dram_write_address.next = self.shown.val().dram_write_address;
+        self.dram_write_count.next = self.shown.val().dram_write_count;
+        self.immediate.next = self.shown.val().immediate;
+        self.requant_multiplier.next = self.shown.val().requant_multiplier;
+        self.requant_shift.next = self.shown.val().requant_shift;
+        self.requant_zero_point.next = self.shown.val().requant_zero_point;
+        for _k in 0..self.transpose_write.len() {
+            // The transpose buffer has no enable of its own: a frozen cycle writes nothing
+            // (`now`'s is low then; a registered one may not be).
+            self.transpose_write.next = self.shown.val().transpose_write && self.enable.val();
+            self.transpose_read.next = self.shown.val().transpose_read;
+            self.transpose_half.next = self.shown.val().transpose_half;
+            self.transpose_next_row.next = self.shown.val().transpose_next_row;
+            self.transpose_next_half.next = self.shown.val().transpose_next_half;
         }
         // The reads for the next cycle: a continuing instruction's, else (free) the candidate's
         // first, whether or not it dispatches. That keeps the program checks, which decide

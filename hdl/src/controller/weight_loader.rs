@@ -7,9 +7,13 @@ use crate::decoded::Decoded;
 use systole_core::ArrayConfig;
 
 use crate::decode::constant;
+use crate::delay::Delay;
+use crate::optional::Optional;
 
 /// The weight loader: `LoadWeights` in R cycles, tile row `R - 1 - tau` entering the shadow's
-/// top row in cycle `tau` (zero past the tile's rows and columns).
+/// top row in cycle `tau` (zero past the tile's rows and columns). Built with read stages
+/// (`ArrayConfig::read_stages`) it takes as many cycles more: its reads are addressed as
+/// before, and the shift and its row's controls pass as many registers, to meet the rows.
 #[derive(LogicBlock)]
 pub struct WeightLoader {
     pub clock: Signal<In, Clock>,
@@ -35,10 +39,17 @@ pub struct WeightLoader {
     n: DFF<Bits<16>>,
     last_row: Constant<Bits<16>>,
     last: Signal<Local, Bit>,
+    /// Built with read stages: the last cycle (`R - 1 + read_stages`), and the shift, the row's
+    /// validity and the columns on their way to the array.
+    last_tau: Optional<Constant<Bits<16>>>,
+    late_shift: Optional<Delay<Bit>>,
+    late_valid: Optional<Delay<Bit>>,
+    late_columns: Optional<Delay<Bits<16>>>,
 }
 
 impl WeightLoader {
     pub fn new(config: &ArrayConfig) -> WeightLoader {
+        let staged = config.read_stages > 0;
         WeightLoader {
             ins: Default::default(),
             clock: Default::default(),
@@ -58,6 +69,12 @@ impl WeightLoader {
             n: Default::default(),
             last_row: constant(config.rows as u64 - 1),
             last: Default::default(),
+            last_tau: Optional::when(staged, || {
+                constant(config.rows as u64 - 1 + config.read_stages as u64)
+            }),
+            late_shift: Optional::when(staged, || Delay::new(config.read_stages as usize)),
+            late_valid: Optional::when(staged, || Delay::new(config.read_stages as usize)),
+            late_columns: Optional::when(staged, || Delay::new(config.read_stages as usize)),
         }
     }
 }
@@ -67,6 +84,9 @@ impl Logic for WeightLoader {
     fn update(&mut self) {
         dff_setup!(self, clock, busy, tau, base, k, n);
         self.last.next = self.tau.q.val() == self.last_row.val();
+        for _s in 0..self.last_tau.len() {
+            self.last.next = self.tau.q.val() == self.last_tau.val();
+        }
         self.free.next = !self.busy.q.val() || self.last.val();
         self.finishing.next = self.busy.q.val() && self.last.val();
         if self.enable.val() {
@@ -90,6 +110,23 @@ impl Logic for WeightLoader {
         self.shift.next = self.busy.q.val();
         self.row_valid.next = (self.last_row.val() - self.tau.q.val()) < self.k.q.val();
         self.columns.next = self.n.q.val();
+        // Built with read stages, each row's controls wait for its registered read; the
+        // read-stage tail's cycles shift nothing.
+        for _s in 0..self.late_shift.len() {
+            self.late_shift.clock.next = self.clock.val();
+            self.late_valid.clock.next = self.clock.val();
+            self.late_columns.clock.next = self.clock.val();
+            self.late_shift.enable.next = self.enable.val();
+            self.late_valid.enable.next = self.enable.val();
+            self.late_columns.enable.next = self.enable.val();
+            self.late_shift.d_in.next =
+                self.busy.q.val() && (self.tau.q.val() <= self.last_row.val());
+            self.late_valid.d_in.next = (self.last_row.val() - self.tau.q.val()) < self.k.q.val();
+            self.late_columns.d_in.next = self.n.q.val();
+            self.shift.next = self.late_shift.d_out.val();
+            self.row_valid.next = self.late_valid.d_out.val();
+            self.columns.next = self.late_columns.d_out.val();
+        }
         // The next cycle's read: a continuing load's row, else (free) the candidate's first,
         // whether or not it dispatches (the program checks stay off the address pins).
         self.spad_read.next = self.base.q.val() + (self.last_row.val() - (self.tau.q.val() + 1));

@@ -3,6 +3,7 @@
 use rust_hdl::prelude::*;
 
 use super::{Ram, Rotator};
+use crate::optional::Optional;
 
 /// Banks of a DRAM for rows of up to `row_bytes` bytes: the smallest power of two that holds one.
 pub fn dram_banks(row_bytes: usize) -> usize {
@@ -19,6 +20,11 @@ pub fn dram_banks(row_bytes: usize) -> usize {
 /// forwards a byte written in the cycle of its read, compared in the cycle of use as
 /// [`Ram`]'s own forwarding is, with the registers shared by the banks rather than one set
 /// per bank.
+///
+/// Built with a read stage ([`Dram::with_read_stage`]), each bank's byte (forwarded as above)
+/// passes one more register before the rotation, and a byte written to the read's word of a
+/// bank in that register's cycle is forwarded past it, as [`Ram::with_read_stage`] does. A
+/// DRAM built without one emits none of its parts.
 #[derive(LogicBlock)]
 pub struct Dram {
     pub clock: Signal<In, Clock>,
@@ -58,6 +64,20 @@ pub struct Dram {
     read_low: Signal<Local, Bits<32>>,
     write_low: Signal<Local, Bits<32>>,
     write_amount: Signal<Local, Bits<16>>,
+    /// The read stage (each `Vec` one per bank, or empty): the rotation of the staged row,
+    /// each bank's byte as the plain DRAM shows it, and the byte written in the stage's cycle
+    /// to the read's word of each bank, with whether it was.
+    staged_offset: Optional<DFF<Bits<16>>>,
+    staged: Vec<DFF<Bits<8>>>,
+    hit: Vec<DFF<Bit>>,
+    written2: Vec<DFF<Bits<8>>>,
+    /// The word written now, compared with the registered read's word as `same_word` and the
+    /// two `behind`s compare the registered write's; bank k holds the write's wrapped tail.
+    write_word_now: Optional<Signal<Local, Bits<32>>>,
+    same_word_now: Optional<Signal<Local, Bit>>,
+    read_word_behind_now: Optional<Signal<Local, Bit>>,
+    write_word_behind_now: Optional<Signal<Local, Bit>>,
+    write_wraps_now: Vec<Signal<Local, Bit>>,
 }
 
 impl Dram {
@@ -66,6 +86,28 @@ impl Dram {
     /// write rotator ends at flip-flops beside it.
     pub fn with_write_stage(self) -> Dram {
         Dram { banks: self.banks.into_iter().map(Ram::with_write_stage).collect(), ..self }
+    }
+
+    /// The same DRAM with a read stage (type docs): a read issued in `t` and used in `t + 2`
+    /// sees the bytes written in `t + 1` as the plain DRAM's read sees those of `t`
+    /// (`ArrayConfig::read_stages`, docs/DECISIONS.md 106).
+    pub fn with_read_stage(self) -> Dram {
+        let banks = self.banks.len();
+        fn per_bank<T: Default>(banks: usize) -> Vec<T> {
+            (0..banks).map(|_| T::default()).collect()
+        }
+        Dram {
+            staged_offset: Optional::default_when(true),
+            staged: per_bank(banks),
+            hit: per_bank(banks),
+            written2: per_bank(banks),
+            write_word_now: Optional::default_when(true),
+            same_word_now: Optional::default_when(true),
+            read_word_behind_now: Optional::default_when(true),
+            write_word_behind_now: Optional::default_when(true),
+            write_wraps_now: per_bank(banks),
+            ..self
+        }
     }
 
     /// `bytes` of DRAM in `banks` banks (a power of two).
@@ -105,6 +147,15 @@ impl Dram {
             read_low: Default::default(),
             write_low: Default::default(),
             write_amount: Default::default(),
+            staged_offset: Optional::none(),
+            staged: vec![],
+            hit: vec![],
+            written2: vec![],
+            write_word_now: Optional::none(),
+            same_word_now: Optional::none(),
+            read_word_behind_now: Optional::none(),
+            write_word_behind_now: Optional::none(),
+            write_wraps_now: vec![],
         }
     }
 
@@ -182,6 +233,52 @@ impl Logic for Dram {
                 self.read_rotate.data_in[k].next = self.written[k].q.val();
             }
             self.read_data[k].next = self.read_rotate.data_out[k].val();
+        }
+        // The read stage: the row's rotation and each bank's byte move on with each enabled
+        // read, or the byte written now to bank k's word of the registered read does.
+        for _s in 0..self.staged_offset.len() {
+            self.staged_offset.clock.next = self.clock.val();
+            self.staged_offset.d.next = self.staged_offset.q.val();
+            if self.read_enable.val() {
+                self.staged_offset.d.next = self.read_offset.q.val();
+            }
+            self.read_rotate.amount.next = self.staged_offset.q.val();
+            self.write_word_now.next =
+                (self.write_address.val() >> self.bank_bits.val()) & self.word_mask.val();
+            self.same_word_now.next = self.read_word.q.val() == self.write_word_now.val();
+            self.read_word_behind_now.next =
+                ((self.read_word.q.val() + 1) & self.word_mask.val()) == self.write_word_now.val();
+            self.write_word_behind_now.next =
+                self.read_word.q.val() == ((self.write_word_now.val() + 1) & self.word_mask.val());
+        }
+        for k in 0..self.staged.len() {
+            self.staged[k].clock.next = self.clock.val();
+            self.hit[k].clock.next = self.clock.val();
+            self.written2[k].clock.next = self.clock.val();
+            self.staged[k].d.next = self.staged[k].q.val();
+            self.hit[k].d.next = self.hit[k].q.val();
+            self.written2[k].d.next = self.written2[k].q.val();
+            self.write_wraps_now[k].next = self.write_low.val() > k.to_bits();
+            if self.read_enable.val() {
+                self.staged[k].d.next = self.banks[k].read_data.val();
+                if self.forward[k].val() {
+                    self.staged[k].d.next = self.written[k].q.val();
+                }
+                self.written2[k].d.next = self.write_rotate.data_out[k].val();
+                self.hit[k].d.next = self.banks[k].write_enable.val()
+                    && ((self.read_wraps[k].val() == self.write_wraps_now[k].val()
+                        && self.same_word_now.val())
+                        || (self.read_wraps[k].val()
+                            && !self.write_wraps_now[k].val()
+                            && self.read_word_behind_now.val())
+                        || (!self.read_wraps[k].val()
+                            && self.write_wraps_now[k].val()
+                            && self.write_word_behind_now.val()));
+            }
+            self.read_rotate.data_in[k].next = self.staged[k].q.val();
+            if self.hit[k].q.val() {
+                self.read_rotate.data_in[k].next = self.written2[k].q.val();
+            }
         }
     }
 }
@@ -261,9 +358,71 @@ mod tests {
         }
     }
 
+    /// With a read stage, the row read in an enabled cycle shows after the next enabled cycle,
+    /// with the bytes that cycle writes into it: rows at random byte addresses, some across the
+    /// bank wrap and the end of the DRAM's words, some reads disabled, with and without the
+    /// banks' write stage.
+    #[test]
+    fn a_read_stage_shows_the_row_a_cycle_later_with_that_cycles_writes() {
+        for (seed, d) in [(11, Dram::new(64, 8)), (12, Dram::new(64, 8).with_write_stage())] {
+            read_stage_forwards(d.with_read_stage(), seed);
+        }
+    }
+
+    fn read_stage_forwards(mut d: Dram, mut state: u64) {
+        d.connect_all();
+        let mut model = [0u8; 64];
+        // The plain DRAM's row for the last enabled read, its address, and the row shown.
+        let (mut pending, mut last_read, mut shown) = ([0u8; 8], 0usize, [0u8; 8]);
+        let mut forwarded = 0;
+        for cycle in 0..3000 {
+            let seed = (crate::testing::lcg_step(&mut state) >> 32) as u32;
+            let count = (seed >> 20) as usize % 9;
+            let wa = match seed % 3 {
+                0 => (last_read + (seed >> 8) as usize % 5).min(56),
+                _ => (seed >> 8) as usize % 57,
+            };
+            let ra = (seed >> 4) as usize % 57;
+            let re = (seed >> 28) % 8 > 0;
+            for i in 0..8 {
+                d.write_data[i].next = ((seed >> (i + 2)) as u64 & 0xFF).into();
+            }
+            d.write_address.next = (wa as u64).into();
+            d.write_count.next = (count as u64).into();
+            d.read_address.next = (ra as u64).into();
+            d.read_enable.next = re;
+            tick(&mut d, |d| &mut d.clock);
+            if re {
+                for (i, byte) in shown.iter_mut().enumerate() {
+                    let a = last_read + i;
+                    *byte = if (wa..wa + count).contains(&a) {
+                        forwarded += 1;
+                        ((seed >> (a - wa + 2)) & 0xFF) as u8
+                    } else {
+                        pending[i]
+                    };
+                }
+            }
+            for i in 0..count {
+                model[wa + i] = ((seed >> (i + 2)) & 0xFF) as u8;
+            }
+            if re {
+                pending.copy_from_slice(&model[ra..ra + 8]);
+                last_read = ra;
+            }
+            for (i, &want) in shown.iter().enumerate() {
+                let got = d.read_data[i].val().index() as u8;
+                assert_eq!(got, want, "cycle {cycle}: byte {i} of the read of {last_read}");
+            }
+        }
+        assert!(forwarded > 1000, "bytes forwarded past the read stage: {forwarded}");
+    }
+
     #[test]
     fn verilog_is_valid() {
         yosys_validate("dram", &verilog_of(Dram::new(1000, 16))).unwrap();
         yosys_validate("dram_staged", &verilog_of(Dram::new(1000, 16).with_write_stage())).unwrap();
+        let read_stage = Dram::new(1000, 16).with_write_stage().with_read_stage();
+        yosys_validate("dram_read_stage", &verilog_of(read_stage)).unwrap();
     }
 }

@@ -126,34 +126,38 @@ impl TopConfig {
     }
 
     /// One of the scratchpad's two read ports: a row of `spad_width` lanes of one element each,
-    /// with the write stage if built with one.
+    /// with the write stage if built with one, and the read stage if `read_stages` asks for one.
     pub(crate) fn spad(&self) -> RowRam<16> {
         let a = &self.array;
         let ram =
             RowRam::with_bits(a.spad_width(), a.spad_depth as usize, 8 * a.dtype.elem_bytes());
-        if self.spad_write_stage {
-            ram.with_write_stage()
+        let ram = if self.spad_write_stage { ram.with_write_stage() } else { ram };
+        if a.read_stages > 0 {
+            ram.with_read_stage()
         } else {
             ram
         }
     }
 
     /// An accumulator memory of `cols` lanes and `depth` rows (one copy of one bank), with the
-    /// write stage if built with one.
+    /// write stage if built with one, and the read stage if `read_stages` asks for one.
     pub(crate) fn acc(&self, depth: usize) -> RowRam<32> {
         let ram = RowRam::new(self.array.cols as usize, depth);
-        if self.acc_write_stage {
-            ram.with_write_stage()
+        let ram = if self.acc_write_stage { ram.with_write_stage() } else { ram };
+        if self.array.read_stages > 0 {
+            ram.with_read_stage()
         } else {
             ram
         }
     }
 
-    /// The DRAM, in [`TopConfig::dram_banks`] banks, with the write stage if built with one.
+    /// The DRAM, in [`TopConfig::dram_banks`] banks, with the write stage if built with one,
+    /// and the read stage if `read_stages` asks for one.
     pub(crate) fn dram(&self) -> Dram {
         let dram = Dram::new(self.dram_bytes, self.dram_banks());
-        if self.dram_write_stage {
-            dram.with_write_stage()
+        let dram = if self.dram_write_stage { dram.with_write_stage() } else { dram };
+        if self.array.read_stages > 0 {
+            dram.with_read_stage()
         } else {
             dram
         }
