@@ -8,7 +8,8 @@
 //! accumulators). Port X of a bank serves the vector unit's destination word (vector ops,
 //! `Store`, casts) when the vector unit reads there, else the array's word to accumulate into,
 //! else (no program running) the host. Port Y serves the vector unit's source row. Reads are
-//! registered: each read's bank is remembered a cycle to route the word back to its reader.
+//! registered: each read's bank is remembered a cycle to route the word back to its reader (two
+//! on memories with a read stage, `ArrayConfig::read_stages`).
 //! Writes come from the vector unit, the load unit (`LoadAcc`) and the array, at most one per
 //! bank.
 
@@ -16,6 +17,7 @@ use rust_hdl::prelude::*;
 
 use crate::decode::constant;
 use crate::mem::RowRam;
+use crate::optional::Optional;
 use crate::top::TopConfig;
 
 /// Two accumulator banks behind per-unit ports.
@@ -63,6 +65,10 @@ pub struct AccBanks {
     vector_x_bank: DFF<Bit>,
     vector_y_bank: DFF<Bit>,
     array_x_bank: DFF<Bit>,
+    /// Built with read stages: the bank each reader read two cycles ago passes these first.
+    vector_x_early: Optional<DFF<Bit>>,
+    vector_y_early: Optional<DFF<Bit>>,
+    array_x_early: Optional<DFF<Bit>>,
     vx1: Signal<Local, Bit>,
     vy1: Signal<Local, Bit>,
     ax1: Signal<Local, Bit>,
@@ -121,6 +127,9 @@ impl AccBanks {
             vector_x_bank: Default::default(),
             vector_y_bank: Default::default(),
             array_x_bank: Default::default(),
+            vector_x_early: Optional::default_when(config.read_stages > 0),
+            vector_y_early: Optional::default_when(config.read_stages > 0),
+            array_x_early: Optional::default_when(config.read_stages > 0),
             vx1: Default::default(),
             vy1: Default::default(),
             ax1: Default::default(),
@@ -177,6 +186,26 @@ impl Logic for AccBanks {
         }
         if self.host.val() {
             self.array_x_bank.d.next = self.hx1.val();
+        }
+        for _s in 0..self.vector_x_early.len() {
+            self.vector_x_early.clock.next = self.clock.val();
+            self.vector_y_early.clock.next = self.clock.val();
+            self.array_x_early.clock.next = self.clock.val();
+            self.vector_x_early.d.next = self.vector_x_early.q.val();
+            self.vector_y_early.d.next = self.vector_y_early.q.val();
+            self.array_x_early.d.next = self.array_x_early.q.val();
+            if self.enable.val() {
+                self.vector_x_early.d.next = self.vx1.val();
+                self.vector_y_early.d.next = self.vy1.val();
+                self.array_x_early.d.next = self.ax1.val();
+                self.vector_x_bank.d.next = self.vector_x_early.q.val();
+                self.vector_y_bank.d.next = self.vector_y_early.q.val();
+                self.array_x_bank.d.next = self.array_x_early.q.val();
+            }
+            if self.host.val() {
+                self.array_x_early.d.next = self.hx1.val();
+                self.array_x_bank.d.next = self.array_x_early.q.val();
+            }
         }
         // Writes: the writer whose row is in the bank.
         self.w0_vector.next = self.vector_write.val() && (self.vector_row.val() < self.split.val());

@@ -70,9 +70,9 @@ pub enum EmitError {
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
     #[error(
-        "read_stages = {0}: the decoupled machine's units do not wait for registered reads yet \
-         (docs/DECISIONS.md 106); the blocking machine builds them: use read_stages 0 or the \
-         blocking schedule"
+        "read_stages = {0}: the decoupled machine does not register its memories' reads yet \
+         (docs/DECISIONS.md 106); the blocking one does: use read_stages 0 or the blocking \
+         schedule"
     )]
     ReadStages(u8),
 }

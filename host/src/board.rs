@@ -88,6 +88,7 @@ fn list_text() -> String {
                 };
                 let staged =
                     write_stages(p.spad_write_stage, p.acc_write_stage, p.dram_write_stage)
+                        + read_stages(p.read_stages)
                         + adder_tree(p.adder_tree)
                         + head_register(p.head_register)
                         + parallel_align(p.parallel_align);
@@ -278,6 +279,15 @@ fn write_stages(spad: bool, acc: bool, dram: bool) -> String {
     }
 }
 
+/// What a build's memory reads pass (`ArrayConfig::read_stages`), for the build's description.
+fn read_stages(stages: u8) -> &'static str {
+    if stages > 0 {
+        ", memory reads registered"
+    } else {
+        ""
+    }
+}
+
 /// The words `board list` and `board build` add for an array summed in adder trees.
 fn adder_tree(on: bool) -> &'static str {
     if on {
@@ -410,7 +420,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
             _ => "",
         },
         write_stages(m.spad_write_stage, m.acc_write_stage, m.dram_write_stage),
-        if config.read_stages > 0 { ", memory reads registered" } else { "" },
+        read_stages(config.read_stages),
         adder_tree(m.adder_tree),
         head_register(m.head_register),
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),

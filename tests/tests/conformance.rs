@@ -448,7 +448,8 @@ fn conformance_16x16_decoupled() {
 /// One step of the default MLP (`systole train`'s 64-64-10, batch 32), a convolution and a
 /// LeNet-shaped CNN (max and average pooling) on a 4x4 BF16 RTL, the accelerator `systole train
 /// --machine rtl --rows 4 --cols 4` builds (blocking and decoupled; LeNet also on the blocking
-/// machine with paced lanes and two-stage PEs, as the BF16 boards build it): loss, predictions,
+/// machine with paced lanes and two-stage PEs, as the BF16 boards build it, there with
+/// registered memory reads too): loss, predictions,
 /// cycles and every parameter equal the cycle machine's, bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
@@ -495,6 +496,15 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
                 .with_scale_cycles(2)
                 .with_pe_stages(2)
                 .with_add_stages(2),
+            &every_net[2..],
+        ),
+        // Memories that register their reads (`read_stages` 1), with the lanes and PEs above.
+        (
+            ArrayConfig::new(4, 4, Dtype::Bf16)
+                .with_scale_cycles(2)
+                .with_pe_stages(2)
+                .with_add_stages(2)
+                .with_read_stages(1),
             &every_net[2..],
         ),
     ] {
@@ -573,9 +583,9 @@ fn the_suite_fits_every_array() {
 /// Memories that register their read words once more (`ArrayConfig::read_stages` 1, the ECP5
 /// block RAM's output register; docs/DECISIONS.md 106): every instruction starts its work a
 /// cycle after dispatch and lands its rows a cycle later, on every machine. The blocking
-/// machine only (the decoupled one refuses it): with every write stage and the candidate
-/// registered; output-stationary with staged PEs, paced products and staged adds; the 85F's
-/// BF16 pipeline; and serial requantization on a column.
+/// machine with every write stage and the candidate registered; output-stationary with staged
+/// PEs, paced products and staged adds; the 85F's BF16 pipeline; serial requantization on a
+/// column. The decoupled machine refuses it (`EmitError::ReadStages`).
 #[test]
 fn conformance_with_read_stages() {
     let read = |top: TopConfig| TopConfig { array: top.array.with_read_stages(1), ..top };

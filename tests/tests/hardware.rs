@@ -234,6 +234,17 @@ fn whole_top_lints_clean_in_verilator() {
     for config in configs() {
         lint(&config);
     }
+    // Memories that register their reads, with and without the write stages beside them.
+    for dtype in [Dtype::Int8, Dtype::Bf16] {
+        let read = TopConfig::new(ArrayConfig::new(4, 4, dtype).with_read_stages(1));
+        lint(&read);
+        lint(&TopConfig {
+            spad_write_stage: true,
+            acc_write_stage: true,
+            dram_write_stage: true,
+            ..read
+        });
+    }
 }
 
 /// Every kind of top, at 2 x 2: both dtypes, both dataflows, both schedules. The larger arrays

@@ -8,7 +8,8 @@ use rust_hdl::prelude::*;
 use crate::vector::AccOp;
 
 /// One cycle of the sequencer's datapath controls (each field is the `Sequencer` output of
-/// the same name).
+/// the same name; the transpose buffer's controls, which only decoupled machines have, are
+/// delayed beside the buffer, in `top::decoupled`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, LogicStruct)]
 pub struct SeqWrites {
     pub is_load: Bit,
@@ -30,9 +31,4 @@ pub struct SeqWrites {
     pub requant_multiplier: Bits<32>,
     pub requant_shift: Bits<5>,
     pub requant_zero_point: Bits<8>,
-    pub transpose_write: Bit,
-    pub transpose_read: Bit,
-    pub transpose_half: Bit,
-    pub transpose_next_row: Bits<16>,
-    pub transpose_next_half: Bit,
 }

@@ -703,15 +703,15 @@ impl Logic for Sequencer {
         self.now.next.requant_zero_point = self.zp.q.val();
         // Block `b` fills half `b mod 2` (`half`) while block `b - 1` drains from the other.
         for _k in 0..self.transpose_write.len() {
-            self.now.next.transpose_write = self.enable.val()
+            self.transpose_write.next = self.enable.val()
                 && self.busy.q.val()
                 && self.k_transpose.q.val()
                 && self.filling.val();
-            self.now.next.transpose_read =
+            self.transpose_read.next =
                 self.busy.q.val() && self.k_transpose.q.val() && self.draining.q.val();
-            self.now.next.transpose_half = self.half.q.val();
-            self.now.next.transpose_next_row = self.drain_cont.val();
-            self.now.next.transpose_next_half = self.half_cont.val();
+            self.transpose_half.next = self.half.q.val();
+            self.transpose_next_row.next = self.drain_cont.val();
+            self.transpose_next_half.next = self.half_cont.val();
         }
         // What reaches the datapath: this cycle's controls, or (built with read stages) those
         // of `read_stages` cycles before, when the rows they name arrive from the registered
@@ -746,15 +746,6 @@ impl Logic for Sequencer {
         self.requant_multiplier.next = self.shown.val().requant_multiplier;
         self.requant_shift.next = self.shown.val().requant_shift;
         self.requant_zero_point.next = self.shown.val().requant_zero_point;
-        for _k in 0..self.transpose_write.len() {
-            // The transpose buffer has no enable of its own: a frozen cycle writes nothing
-            // (`now`'s is low then; a registered one may not be).
-            self.transpose_write.next = self.shown.val().transpose_write && self.enable.val();
-            self.transpose_read.next = self.shown.val().transpose_read;
-            self.transpose_half.next = self.shown.val().transpose_half;
-            self.transpose_next_row.next = self.shown.val().transpose_next_row;
-            self.transpose_next_half.next = self.shown.val().transpose_next_half;
-        }
         // The reads for the next cycle: a continuing instruction's, else (free) the candidate's
         // first, whether or not it dispatches. That keeps the program checks, which decide
         // `start`, off the memories' address pins; a read nobody dispatched for is never used

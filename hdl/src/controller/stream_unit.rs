@@ -14,6 +14,11 @@
 //! needs is issued the cycle before, from the line's next state.
 //! The unit never needs to know where one matmul ends inside the array: every row carries its own.
 //!
+//! Built with read stages (`ArrayConfig::read_stages`), a row read for cycle `d + m` arrives
+//! that many cycles later: `feed` and `tag` pass as many registers to meet it, the line (whose
+//! `L` counts the stages) still starts from the undelayed feed, and the accumulator read is
+//! issued two cycles ahead, from the next state of the line's second-to-last stage.
+//!
 //! # Wiring in `top.rs` (weight-stationary, decoupled; in place of [`super::ArrayUnit`])
 //!
 //! * `enable` is the machine's `en`, `abort` the dispatcher's (a reset empties the feed and the
@@ -49,6 +54,8 @@ use systole_core::scoreboard::{ARRAY_SLOTS, WEIGHT_BANKS};
 use systole_core::ArrayConfig;
 
 use crate::decode::constant;
+use crate::delay::Delay;
+use crate::optional::Optional;
 use crate::pe::TAG_BITS;
 use crate::vector::AccOp;
 
@@ -110,6 +117,9 @@ pub struct StreamUnit {
     next_bank: Signal<Local, Bits<TAG_BITS>>,
     last_feed: Signal<Local, Bit>,
     staying: Signal<Local, Bits<3>>,
+    /// Built with read stages: the feed and its tag on their way to meet the rows.
+    late_feed: Optional<Delay<Bit>>,
+    late_tag: Optional<Delay<Bits<TAG_BITS>>>,
     /// `timing::ws_latency` (`R + C - 1` on one-stage PEs): stages of the metadata line.
     _stages: usize,
 }
@@ -120,6 +130,7 @@ impl StreamUnit {
             (0..stages).map(|_| DFF::default()).collect()
         }
         let stages = systole_core::timing::ws_latency(config) as usize;
+        let late = config.read_stages > 0;
         StreamUnit {
             ins: Default::default(),
             clock: Default::default(),
@@ -156,6 +167,8 @@ impl StreamUnit {
             next_bank: Default::default(),
             last_feed: Default::default(),
             staying: Default::default(),
+            late_feed: Optional::when(late, || Delay::new(config.read_stages as usize)),
+            late_tag: Optional::when(late, || Delay::new(config.read_stages as usize)),
             _stages: stages,
         }
     }
@@ -271,6 +284,19 @@ impl Logic for StreamUnit {
         }
         for s in (self._stages - 1)..self._stages {
             self.acc_read.next = self.row[s].d.val();
+        }
+        for _k in 0..self.late_feed.len() {
+            self.late_feed.clock.next = self.clock.val();
+            self.late_tag.clock.next = self.clock.val();
+            self.late_feed.enable.next = self.enable.val();
+            self.late_tag.enable.next = self.enable.val();
+            self.late_feed.d_in.next = self.feeding.q.val();
+            self.late_tag.d_in.next = self.bank.q.val();
+            self.feed.next = self.late_feed.d_out.val();
+            self.tag.next = self.late_tag.d_out.val();
+            for s in (self._stages - 2)..(self._stages - 1) {
+                self.acc_read.next = self.row[s].d.val();
+            }
         }
     }
 }

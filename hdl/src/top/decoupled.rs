@@ -17,7 +17,7 @@
 //!   the other.
 
 use rust_hdl::prelude::*;
-use systole_core::{Dataflow, Dtype};
+use systole_core::{ArrayConfig, Dataflow, Dtype};
 
 use super::{SpadLane, TopConfig, WordLane};
 use crate::acc_banks::AccBanks;
@@ -28,8 +28,10 @@ use crate::controller::{
 use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
 use crate::decoded::{DecodedOut, DecodedRegister};
+use crate::delay::Delay;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
 use crate::mem::{Dram, RowRam};
+use crate::optional::Optional;
 use crate::transpose::Transposer;
 use crate::vector::{AccLane, AccOp, LaneBuild};
 
@@ -75,6 +77,13 @@ pub struct SystoleTopDecoupled {
     array: Array,
     /// The load unit's transpose buffer, between the DRAM rows and the scratchpad lanes.
     transposer: Transposer,
+    /// Built with read stages: the load unit's transpose controls on their way to meet the
+    /// DRAM rows they name (its other controls are delayed inside it).
+    late_write: Optional<Delay<Bit>>,
+    late_read: Optional<Delay<Bit>>,
+    late_half: Optional<Delay<Bit>>,
+    late_next_row: Optional<Delay<Bits<16>>>,
+    late_next_half: Optional<Delay<Bit>>,
     spad_lanes: Vec<SpadLane>,
     /// The vector unit's accumulator lanes, and the array's.
     acc_lanes: Vec<AccLane>,
@@ -97,6 +106,9 @@ pub struct SystoleTopDecoupled {
 impl SystoleTopDecoupled {
     pub fn new(top: &TopConfig) -> SystoleTopDecoupled {
         let config = top.array;
+        fn late<T: Synth>(config: &ArrayConfig) -> Optional<Delay<T>> {
+            Optional::when(config.read_stages > 0, || Delay::new(config.read_stages as usize))
+        }
         let (c, w) = (config.cols as usize, config.spad_width());
         let dtype = config.dtype;
         let ws = config.dataflow == Dataflow::WeightStationary;
@@ -135,6 +147,11 @@ impl SystoleTopDecoupled {
             dram: top.dram(),
             array: Array::build(&config, top.pe_pairs, false),
             transposer: Transposer::new(&config),
+            late_write: late(&config),
+            late_read: late(&config),
+            late_half: late(&config),
+            late_next_row: late(&config),
+            late_next_half: late(&config),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
             acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::for_top(top))).collect(),
             // The array's lanes write its output rows and run no vector op.
@@ -408,6 +425,29 @@ impl Logic for SystoleTopDecoupled {
             self.transposer.column.next = self.ld.element.val();
             self.transposer.next_row.next = self.ld.transpose_next_row.val();
             self.transposer.next_half.next = self.ld.transpose_next_half.val();
+        }
+        for _k in 0..self.late_write.len() {
+            self.late_write.clock.next = self.clock.val();
+            self.late_read.clock.next = self.clock.val();
+            self.late_half.clock.next = self.clock.val();
+            self.late_next_row.clock.next = self.clock.val();
+            self.late_next_half.clock.next = self.clock.val();
+            self.late_write.enable.next = self.en.val();
+            self.late_read.enable.next = self.en.val();
+            self.late_half.enable.next = self.en.val();
+            self.late_next_row.enable.next = self.en.val();
+            self.late_next_half.enable.next = self.en.val();
+            self.late_write.d_in.next = self.ld.transpose_write.val();
+            self.late_read.d_in.next = self.ld.transpose_read.val();
+            self.late_half.d_in.next = self.ld.transpose_half.val();
+            self.late_next_row.d_in.next = self.ld.transpose_next_row.val();
+            self.late_next_half.d_in.next = self.ld.transpose_next_half.val();
+            // The buffer has no enable of its own: a frozen cycle writes nothing.
+            self.transposer.write.next = self.late_write.d_out.val() && self.en.val();
+            self.transposer.read.next = self.late_read.d_out.val();
+            self.transposer.half.next = self.late_half.d_out.val();
+            self.transposer.next_row.next = self.late_next_row.d_out.val();
+            self.transposer.next_half.next = self.late_next_half.d_out.val();
         }
         for j in 0..self.cast.len() {
             self.cast[j].clock.next = self.clock.val();
