@@ -122,6 +122,8 @@ pub struct StreamUnit {
     late_tag: Optional<Delay<Bits<TAG_BITS>>>,
     /// `timing::ws_latency` (`R + C - 1` on one-stage PEs): stages of the metadata line.
     _stages: usize,
+    /// The line's second-to-last stage (built with read stages, the line has two or more).
+    _second_last: usize,
 }
 
 impl StreamUnit {
@@ -170,6 +172,7 @@ impl StreamUnit {
             late_feed: Optional::when(late, || Delay::new(config.read_stages as usize)),
             late_tag: Optional::when(late, || Delay::new(config.read_stages as usize)),
             _stages: stages,
+            _second_last: stages.saturating_sub(2),
         }
     }
 }
@@ -294,7 +297,7 @@ impl Logic for StreamUnit {
             self.late_tag.d_in.next = self.bank.q.val();
             self.feed.next = self.late_feed.d_out.val();
             self.tag.next = self.late_tag.d_out.val();
-            for s in (self._stages - 2)..(self._stages - 1) {
+            for s in self._second_last..(self._second_last + 1) {
                 self.acc_read.next = self.row[s].d.val();
             }
         }
