@@ -69,12 +69,6 @@ pub enum EmitError {
          this one is {dtype}, {dataflow}, {schedule}: build it systolic"
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
-    #[error(
-        "read_stages = {0}: the decoupled machine does not register its memories' reads yet \
-         (docs/DECISIONS.md 106); the blocking one does: use read_stages 0 or the blocking \
-         schedule"
-    )]
-    ReadStages(u8),
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -153,9 +147,6 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
             dataflow: a.dataflow.short_name(),
             pe_stages: a.pe_stages,
         });
-    }
-    if a.read_stages > 0 && a.schedule == Schedule::Decoupled {
-        return Err(EmitError::ReadStages(a.read_stages));
     }
     if top.head_register && a.schedule == Schedule::Decoupled {
         return Err(EmitError::HeadRegisterDecoupled);
@@ -535,12 +526,10 @@ mod tests {
         assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES + 1, ..ok }).is_err());
         assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
         assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
-        // The blocking machine registers its memories' reads; the decoupled one not yet.
+        // Both machines register their memories' reads when asked.
         assert!(check(&TopConfig::new(ok.array.with_read_stages(1))).is_ok());
         let decoupled = ok.array.with_schedule(Schedule::Decoupled).with_read_stages(1);
-        let err = check(&TopConfig::new(decoupled)).unwrap_err();
-        assert!(matches!(err, EmitError::ReadStages(1)), "{err}");
-        assert!(err.to_string().starts_with("read_stages = 1: "), "{err}");
+        assert!(check(&TopConfig::new(decoupled)).is_ok());
         for add_stages in [2, 3] {
             let staged = ArrayConfig::new(2, 2, Dtype::Bf16).with_add_stages(add_stages);
             assert!(check(&TopConfig::new(staged)).is_ok());

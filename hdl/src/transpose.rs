@@ -60,6 +60,10 @@ use systole_core::{ArrayConfig, Dtype, Schedule};
 #[derive(LogicBlock)]
 pub struct Transposer {
     pub clock: Signal<In, Clock>,
+    /// The machine's clock enable: the row and half to read move only in enabled cycles, so a
+    /// frozen cycle keeps the row named before it (with read stages the names arrive delayed,
+    /// and a frozen cycle would otherwise take the one after).
+    pub enable: Signal<In, Bit>,
     /// The DRAM row of this cycle.
     pub dram: Vec<Signal<In, Bits<8>>>,
     /// Write the DRAM row into column `column` of half `half`.
@@ -99,6 +103,7 @@ impl Transposer {
         let es = dtype.elem_bytes();
         Transposer {
             clock: Default::default(),
+            enable: Default::default(),
             dram: (0..width * es).map(|_| Default::default()).collect(),
             write: Default::default(),
             column: Default::default(),
@@ -147,8 +152,10 @@ impl Logic for Transposer {
                     self._banks[k][h * p + e] = word;
                 }
             }
-            self._row = self.next_row.val().index();
-            self._read_half = !self.next_half.val() as usize;
+            if self.enable.val() {
+                self._row = self.next_row.val().index();
+                self._read_half = !self.next_half.val() as usize;
+            }
         }
         for k in 0..self.out.len() {
             self.out[k].next = self.dram[k].val();
@@ -191,7 +198,7 @@ initial begin
    row_q = 0;
    read_half_q = 1;
 end
-always @(posedge clock) begin
+always @(posedge clock) if (enable) begin
    row_q <= next_row[{abm}:0];
    read_half_q <= ~next_half;
 end
@@ -209,7 +216,7 @@ reg [{ebm}:0] bank_{k} [0:{last}];
 wire [{ab}:0] next_at_{k} = (next_row[{abm}:0] > {ab}'d{k}) ? ({ab1}'d{kw} - {{1'b0, next_row[{abm}:0]}}) : ({ab1}'d{k} - {{1'b0, next_row[{abm}:0]}});
 reg [{abm}:0] at_{k};
 initial at_{k} = {k};
-always @(posedge clock) at_{k} <= next_at_{k}[{abm}:0];
+always @(posedge clock) if (enable) at_{k} <= next_at_{k}[{abm}:0];
 wire [{ebm}:0] word_{k} = bank_{k}[{{read_half_q, at_{k}}}];
 always @(posedge clock) if (write) bank_{k}[{{half, column[{abm}:0]}}] <= skewed[{hi}:{lo}];
 initial for (n = 0; n < {depth}; n = n + 1) bank_{k}[n] = 0;
@@ -303,6 +310,7 @@ mod tests {
             let es = dtype.elem_bytes();
             let mut t = Transposer::with_width(w, dtype);
             t.connect_all();
+            t.enable.next = true;
             // Byte `b` of element (i, e) of half h.
             let byte =
                 |h: usize, i: usize, e: usize, b: usize| (h << 7 | i << 4 | e << 1 | b) as u64;

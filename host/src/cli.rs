@@ -162,7 +162,7 @@ pub struct BoardBuildArgs {
     pub int8_max: Option<bool>,
     /// Registers after each memory's read port: 0, or 1 with the block RAM's read word
     /// registered once more (a shorter path from every memory; every instruction a cycle
-    /// longer; blocking builds only; default: the board's default build's).
+    /// longer; default: the board's default build's).
     #[arg(long)]
     pub read_stages: Option<u8>,
     /// Whether the scratchpad registers its writes on the way in (the same results and
@@ -506,8 +506,7 @@ pub struct ArrayArgs {
     pub int8_max: bool,
     /// Registers after each memory's read port: 0, or 1 for memories that register their read
     /// word once more (the ECP5 block RAM's output register), which makes every instruction a
-    /// cycle longer. The blocking machine builds them; the decoupled one not yet
-    /// (docs/DECISIONS.md 106).
+    /// cycle longer (docs/DECISIONS.md 106).
     #[arg(long, default_value_t = 0)]
     pub read_stages: u8,
 }

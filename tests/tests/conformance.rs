@@ -448,8 +448,8 @@ fn conformance_16x16_decoupled() {
 /// One step of the default MLP (`systole train`'s 64-64-10, batch 32), a convolution and a
 /// LeNet-shaped CNN (max and average pooling) on a 4x4 BF16 RTL, the accelerator `systole train
 /// --machine rtl --rows 4 --cols 4` builds (blocking and decoupled; LeNet also on the blocking
-/// machine with paced lanes and two-stage PEs, as the BF16 boards build it, there with
-/// registered memory reads too): loss, predictions,
+/// machine with paced lanes and two-stage PEs, as the BF16 boards build it, and on both with
+/// registered memory reads): loss, predictions,
 /// cycles and every parameter equal the cycle machine's, bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
@@ -498,7 +498,15 @@ fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
                 .with_add_stages(2),
             &every_net[2..],
         ),
-        // Memories that register their reads (`read_stages` 1), with the lanes and PEs above.
+        // Memories that register their reads (`read_stages` 1): under the decoupled schedule
+        // (the transposing loads of the backward pass, streamed matmuls, frozen cycles), and
+        // under the blocking one with the lanes and PEs above.
+        (
+            ArrayConfig::new(4, 4, Dtype::Bf16)
+                .with_schedule(Schedule::Decoupled)
+                .with_read_stages(1),
+            &every_net[2..],
+        ),
         (
             ArrayConfig::new(4, 4, Dtype::Bf16)
                 .with_scale_cycles(2)
@@ -585,7 +593,9 @@ fn the_suite_fits_every_array() {
 /// cycle after dispatch and lands its rows a cycle later, on every machine. The blocking
 /// machine with every write stage and the candidate registered; output-stationary with staged
 /// PEs, paced products and staged adds; the 85F's BF16 pipeline; serial requantization on a
-/// column. The decoupled machine refuses it (`EmitError::ReadStages`).
+/// column; and the decoupled machine as the 85F's INT8 build has it (streamed matmuls, the
+/// scratchpad's write stage, pipelined conversions), output-stationary in BF16, and with
+/// paired products.
 #[test]
 fn conformance_with_read_stages() {
     let read = |top: TopConfig| TopConfig { array: top.array.with_read_stages(1), ..top };
@@ -622,4 +632,15 @@ fn conformance_with_read_stages() {
     let mut tall = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
     tall.array.cols = 1;
     conformance(read(serial(tall)), 54);
+    let streamed = |top: TopConfig| TopConfig {
+        array: top.array.with_convert_stages(3),
+        spad_write_stage: true,
+        ..top
+    };
+    conformance(read(streamed(decoupled(4, Dtype::Int8, Dataflow::WeightStationary))), 55);
+    let staged = |top: TopConfig| TopConfig { array: top.array.with_pe_stages(2), ..top };
+    conformance(read(staged(decoupled(3, Dtype::Bf16, Dataflow::OutputStationary))), 56);
+    let paired =
+        |top: TopConfig| TopConfig { array: top.array.with_pe_stages(2), pe_pairs: true, ..top };
+    conformance(read(paired(decoupled(2, Dtype::Int8, Dataflow::WeightStationary))), 57);
 }

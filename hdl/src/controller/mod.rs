@@ -21,12 +21,13 @@
 //!
 //! # Registered reads
 //!
-//! Built with `ArrayConfig::read_stages` 1 (blocking machines), every memory's read word
+//! Built with `ArrayConfig::read_stages` 1, every memory's read word
 //! passes one more register ([`crate::mem::Ram::with_read_stage`],
 //! [`crate::mem::Dram::with_read_stage`]), so a read addressed in `t - 1` is used in `t + 1`. The
 //! units address their reads exactly as above; what they drive into the datapath with the
 //! rows (the sequencer's [`seq_writes::SeqWrites`], the weight loader's shift, the array
-//! unit's feed, swap and restart) passes as many registers to meet them, the array unit's
+//! unit's feed, swap and restart, the stream unit's feed and tag, the transpose buffer's
+//! controls) passes as many registers to meet them, the array unit's
 //! output rows already leave that much later (core's `timing::ws_latency` counts it), and
 //! each instruction ends with a tail of as many cycles in which its last writes land: core's
 //! "every instruction starts its work a cycle after dispatch".

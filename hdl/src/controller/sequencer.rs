@@ -1052,6 +1052,7 @@ mod tests {
             self.seq.clock.next = self.clock.val();
             self.seq.enable.next = self.enable.val();
             self.transposer.clock.next = self.clock.val();
+            self.transposer.enable.next = self.enable.val();
             for k in 0..self.transposer.dram.len() {
                 self.transposer.dram[k].next = self.dram[k].val();
             }

@@ -415,6 +415,7 @@ impl Logic for SystoleTopDecoupled {
             }
         }
         self.transposer.clock.next = self.clock.val();
+        self.transposer.enable.next = self.en.val();
         for k in 0..self.transposer.dram.len() {
             self.transposer.dram[k].next = self.dram.read_data[k].val();
         }
