@@ -86,6 +86,10 @@ pub struct Built {
     /// whose aligner was compact).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub parallel_align: bool,
+    /// The machine checks its words itself (`systole_hdl::TopConfig::program_checks`; absent
+    /// when it does, as every build before the option did).
+    #[serde(default = "checked", skip_serializing_if = "is_true")]
+    pub program_checks: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,6 +98,14 @@ pub struct Built {
     /// multiplier blocks (`yosys::Products::in_multipliers`; absent when none did).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub multiplier_pes: u32,
+}
+
+fn checked() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -438,6 +438,19 @@ pub enum DecodeError {
     Reserved { opcode: Opcode, first_bit: u8, value: u128 },
 }
 
+impl DecodeError {
+    /// The fault code a device's decoder gives a word with this error.
+    pub fn fault_code(&self) -> crate::fault::FaultCode {
+        use crate::fault::FaultCode;
+        match self {
+            DecodeError::Opcode { .. } => FaultCode::Opcode,
+            DecodeError::Field { .. } => FaultCode::Field,
+            DecodeError::UnusedField { .. } => FaultCode::UnusedField,
+            DecodeError::Reserved { .. } => FaultCode::Reserved,
+        }
+    }
+}
+
 impl core::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match *self {

@@ -467,6 +467,7 @@ pub mod emulator {
                         config: *self.machine.config(),
                         dram_bytes: self.machine.region_size(crate::machine::Region::Dram) as u32,
                         fifo_depth: FIFO_DEPTH as u16,
+                        program_checks: true,
                     };
                     let b = id.to_bytes();
                     payload[..b.len()].copy_from_slice(&b);

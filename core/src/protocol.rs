@@ -179,8 +179,8 @@ impl Status {
 
 /// What the accelerator is, as `Identify` returns it: everything a host needs to drive it.
 ///
-/// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16),
-/// dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
+/// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16, in
+/// bit 0; bit 1 set on a device built without its program checks), dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
 /// depth (2), schedule (1: 0 blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2;
 /// `int8_max` in bit 3; `add_stages - 1` in bits 4..5; `read_stages` in bit 6),
 /// conversion lanes (1: pipeline stages in
@@ -193,6 +193,14 @@ pub struct Identity {
     pub config: crate::config::ArrayConfig,
     pub dram_bytes: u32,
     pub fifo_depth: u16,
+    /// Whether the device checks each instruction word against its build (the checks of
+    /// [`crate::machine::validate_program`] past the word's encoding: dataflow, dtype, widths,
+    /// memory ranges, the DRAM extent) and faults on one that fails. A device built without
+    /// them (a part too small to hold the checker) still faults on a word its decoder cannot
+    /// read and on `NoWeightsLoaded`, but runs a word that fails another check with undefined
+    /// results: its host validates every program before it sends a word of it, as
+    /// `LinkMachine::run` and the firmware's driver do.
+    pub program_checks: bool,
 }
 
 impl Identity {
@@ -203,7 +211,7 @@ impl Identity {
         b[0..2].copy_from_slice(&self.isa_version.to_le_bytes());
         b[2..4].copy_from_slice(&c.rows.to_le_bytes());
         b[4..6].copy_from_slice(&c.cols.to_le_bytes());
-        b[6] = (c.dtype == Dtype::Bf16) as u8;
+        b[6] = (c.dtype == Dtype::Bf16) as u8 | (!self.program_checks as u8) << 1;
         b[7] = (c.dataflow == Dataflow::OutputStationary) as u8;
         b[8..12].copy_from_slice(&c.spad_depth.to_le_bytes());
         b[12..16].copy_from_slice(&c.acc_depth.to_le_bytes());
@@ -223,7 +231,7 @@ impl Identity {
     /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
     pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
         use crate::config::{ArrayConfig, Dataflow, Dtype, Schedule};
-        if b.len() != IDENTITY_BYTES || b[6] > 1 || b[7] > 1 || b[22] >> 7 != 0 {
+        if b.len() != IDENTITY_BYTES || b[6] > 3 || b[7] > 1 || b[22] >> 7 != 0 {
             return Err(ProtocolError::Field);
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -231,7 +239,7 @@ impl Identity {
         let config = ArrayConfig {
             rows: u16_at(2),
             cols: u16_at(4),
-            dtype: if b[6] == 1 { Dtype::Bf16 } else { Dtype::Int8 },
+            dtype: if b[6] & 1 == 1 { Dtype::Bf16 } else { Dtype::Int8 },
             dataflow: if b[7] == 1 {
                 Dataflow::OutputStationary
             } else {
@@ -255,6 +263,7 @@ impl Identity {
             config,
             dram_bytes: u32_at(16),
             fifo_depth: u16_at(20),
+            program_checks: b[6] & 2 == 0,
         })
     }
 }
@@ -559,6 +568,27 @@ mod tests {
             let n = encode_response(&Response::Err(code), &mut buf).unwrap();
             assert_eq!(parse_response(&buf[..n]), Ok(Response::Err(code)));
         }
+    }
+
+    /// A device built without its program checks says so in bit 1 of byte 6, beside its dtype;
+    /// an identity from before that bit (clear) is a checking device's.
+    #[test]
+    fn identities_say_whether_the_device_checks_its_words() {
+        let checked = Identity {
+            isa_version: crate::isa::ISA_VERSION,
+            config: crate::ArrayConfig::new(4, 1, crate::Dtype::Bf16),
+            dram_bytes: 4096,
+            fifo_depth: 16,
+            program_checks: true,
+        };
+        let lean = Identity { program_checks: false, ..checked };
+        let (a, b) = (checked.to_bytes(), lean.to_bytes());
+        assert_eq!((a[6], b[6]), (1, 3));
+        assert_eq!(Identity::from_bytes(&a, 100.0), Ok(checked));
+        assert_eq!(Identity::from_bytes(&b, 100.0), Ok(lean));
+        let mut unknown = b;
+        unknown[6] = 4;
+        assert_eq!(Identity::from_bytes(&unknown, 100.0), Err(ProtocolError::Field));
     }
 
     /// Every single corrupted byte, every truncation and every extension of every sample frame

@@ -16,12 +16,13 @@
 
 use embedded_hal::delay::DelayNs;
 use embedded_hal::spi::SpiDevice;
-use systole_core::isa::Word;
+use systole_core::isa::{decode, Word};
+use systole_core::machine::check_instruction;
 use systole_core::machine::Region;
 use systole_core::protocol::{
-    encode_request, frame_len, parse_response, ErrorCode, Identity, ProtocolError, Request,
-    Response, Status, HEADER_BYTES, IDENTITY_BYTES, MAX_DATA, MAX_FRAME, MAX_PAYLOAD, MAX_WORDS,
-    RESPONSE_SYNC, SPI_FILLER, SPI_IDLE, STATUS_BYTES,
+    encode_request, frame_len, parse_response, ErrorCode, FaultCode, Identity, ProtocolError,
+    Request, Response, Status, HEADER_BYTES, IDENTITY_BYTES, MAX_DATA, MAX_FRAME, MAX_PAYLOAD,
+    MAX_WORDS, RESPONSE_SYNC, SPI_FILLER, SPI_IDLE, STATUS_BYTES,
 };
 use systole_core::{Dataflow, Dtype};
 
@@ -139,6 +140,9 @@ pub struct Systole<SPI, D> {
     spi: SPI,
     delay: D,
     options: Options,
+    /// The accelerator read last, where it was built without its program checks: the driver
+    /// then makes them before it sends a program ([`Error::Invalid`]).
+    unchecked: Option<Identity>,
 }
 
 /// What one driver call returns.
@@ -169,7 +173,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
 
     /// A driver with its own poll limits and clock. Sends nothing.
     pub fn with_options(spi: SPI, delay: D, options: Options) -> Self {
-        Systole { spi, delay, options }
+        Systole { spi, delay, options, unchecked: None }
     }
 
     /// One request, and its OK payload copied into `out` (as much as fits); returns the
@@ -296,14 +300,38 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
         self.read_status().map(|s| s.cycles)
     }
 
-    /// What the accelerator says it is (its clock is [`Options::clock_mhz`]).
+    /// What the accelerator says it is (its clock is [`Options::clock_mhz`]). An accelerator
+    /// built without its program checks (`Identity::program_checks`) is remembered: from then
+    /// on [`write_program`](Self::write_program) and [`run_program`](Self::run_program) check
+    /// every word against it before they send one. Read it (or [`identify`](Self::identify)
+    /// it) before the first program on such a part.
     pub fn read_identity(&mut self) -> Result<Identity, SPI::Error> {
         let mut buf = [0u8; IDENTITY_BYTES];
         let n = self.call(&Request::Identify, &mut buf)?;
         if n != IDENTITY_BYTES {
             return Err(Error::Protocol(ProtocolError::Field));
         }
-        Ok(Identity::from_bytes(&buf, self.options.clock_mhz)?)
+        let identity = Identity::from_bytes(&buf, self.options.clock_mhz)?;
+        self.unchecked = (!identity.program_checks).then_some(identity);
+        Ok(identity)
+    }
+
+    /// The program checks an accelerator built without them leaves to its driver: every word
+    /// decodes and passes core's `check_instruction` against the accelerator read last.
+    fn check_words(&self, program: &Program<'_>) -> Result<(), SPI::Error> {
+        let Some(id) = self.unchecked else { return Ok(()) };
+        for index in 0..program.len() {
+            let bytes = program.word(index).ok_or(ProtocolError::Field)?;
+            let word = Word(u128::from_le_bytes(bytes));
+            let checked = decode(word).map_err(|e| e.fault_code()).and_then(|ins| {
+                check_instruction(&id.config, &ins, id.dram_bytes as usize)
+                    .map_err(|k| k.fault_code().unwrap_or(FaultCode::Field))
+            });
+            if let Err(code) = checked {
+                return Err(Error::Invalid { index, code });
+            }
+        }
+        Ok(())
     }
 
     /// Reads the identity and refuses an accelerator that is not `expected`: the same ISA
@@ -372,6 +400,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
     ) -> Result<usize, SPI::Error> {
         let program = program.into();
         program.check()?;
+        self.check_words(&program)?;
         let free = self.read_status()?.fifo_free;
         self.upload(&program, from, free)
     }
@@ -449,6 +478,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
     ) -> Result<Status, SPI::Error> {
         let program = program.into();
         program.check()?;
+        self.check_words(&program)?;
         let tries = self.options.tries.max(1);
         let mut attempt = 1;
         let sent = loop {

@@ -21,6 +21,15 @@ pub enum Error<E> {
     Device(ErrorCode),
     /// The controller stopped the program with this fault code.
     Fault(FaultCode),
+    /// Word `index` of a program fails the program checks of an accelerator built without
+    /// them (`Identity::program_checks`), which its driver makes in their place: `code` is the
+    /// fault a checking device would have stopped on. Nothing of the program was sent.
+    Invalid {
+        /// The word's index in the program.
+        index: usize,
+        /// The fault code of its first failing check.
+        code: FaultCode,
+    },
     /// The accelerator is not the one the caller expects (a blob's target, say): `field` is the
     /// first that differs.
     Mismatch {
@@ -103,6 +112,11 @@ impl<E: core::fmt::Debug> core::fmt::Display for Error<E> {
             Error::Checksum => write!(f, "corrupted response (CRC mismatch) after every retry"),
             Error::Device(code) => write!(f, "the accelerator refused the request: {code:?}"),
             Error::Fault(code) => write!(f, "the controller stopped the program: fault {code:?}"),
+            Error::Invalid { index, code } => write!(
+                f,
+                "program word {index} fails the accelerator's program checks (fault {code:?}); \
+                 the accelerator leaves them to its driver, so nothing was sent"
+            ),
             Error::Mismatch { field, expected, found } => {
                 write!(f, "the accelerator's {} is {found}, expected {expected}", field.name())
             }

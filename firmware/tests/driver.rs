@@ -84,6 +84,7 @@ fn identity() -> Identity {
         config: ArrayConfig { clock_mhz: 12.0, ..ArrayConfig::new(4, 4, Dtype::Int8) },
         dram_bytes: 1 << 16,
         fifo_depth: 64,
+        program_checks: true,
     }
 }
 
@@ -411,6 +412,55 @@ fn run_program_keeps_the_fifo_fed() {
     .concat();
     let mut d = driver(&expect);
     assert_eq!(d.run_program(&w[..]).unwrap(), done);
+    finish(d);
+}
+
+/// An accelerator built without its program checks leaves them to the driver once it has read
+/// its identity: a word past the scratchpad's end is refused with the fault a checking device
+/// gives it, before anything of the program is sent; a valid program runs as on any device,
+/// and a checking device's driver sends words unchecked, as before.
+#[test]
+fn the_driver_checks_the_words_of_an_accelerator_without_program_checks() {
+    let lean = Identity { program_checks: false, ..identity() };
+    let mut bad = words(3);
+    let deep =
+        Instruction::LoadWeights { spad_row: lean.config.spad_depth as u16, rows: 1, cols: 1 };
+    bad[1] = encode(&deep).unwrap();
+    let good = words(2);
+    let b = word_bytes(&good);
+    let done = Status { done: true, cycles: 5, ..idle_status(8) };
+    let expect = [
+        exchange(&Request::Identify, &Response::Ok(&lean.to_bytes())),
+        ok(&Request::Reset),
+        status_exchange(idle_status(8)),
+        ok(&Request::WriteInstructions(&b)),
+        ok(&Request::Run),
+        status_exchange(done),
+    ]
+    .concat();
+    let mut d = driver(&expect);
+    assert_eq!(d.read_identity().unwrap(), lean);
+    let err = d.run_program(&bad[..]).unwrap_err();
+    assert_eq!(err, Error::Invalid { index: 1, code: FaultCode::Range });
+    assert!(err.to_string().contains("program word 1"), "{err}");
+    assert_eq!(
+        d.write_program(&bad[..], 0),
+        Err(Error::Invalid { index: 1, code: FaultCode::Range })
+    );
+    assert_eq!(d.run_program(&good[..]).unwrap(), done);
+    finish(d);
+    // A checking accelerator's driver leaves the checks to it.
+    let checked = identity();
+    let bb = word_bytes(&bad);
+    let expect = [
+        exchange(&Request::Identify, &Response::Ok(&checked.to_bytes())),
+        status_exchange(idle_status(8)),
+        ok(&Request::WriteInstructions(&bb)),
+    ]
+    .concat();
+    let mut d = driver(&expect);
+    d.read_identity().unwrap();
+    assert_eq!(d.write_program(&bad[..], 0).unwrap(), 3);
     finish(d);
 }
 

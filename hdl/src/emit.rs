@@ -58,6 +58,12 @@ pub enum EmitError {
     )]
     HeadRegisterDecoupled,
     #[error(
+        "program checks off with the decoupled schedule: the decoupled top forms each word's \
+         footprint beside its checks as it queues it, and is built with them; leaving the \
+         checks to the host is the blocking top's option (for small parts)"
+    )]
+    ProgramChecksDecoupled,
+    #[error(
         "PE pairs (two INT8 products per iCE40 DSP) need an INT8 weight-stationary array of \
          two-stage PEs; this one is {dtype}, {dataflow}, {pe_stages} stage(s): use --dtype int8 \
          --pe-stages 2 (weight-stationary), or products one to a DSP"
@@ -150,6 +156,9 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     }
     if top.head_register && a.schedule == Schedule::Decoupled {
         return Err(EmitError::HeadRegisterDecoupled);
+    }
+    if !top.program_checks && a.schedule == Schedule::Decoupled {
+        return Err(EmitError::ProgramChecksDecoupled);
     }
     if top.adder_tree && !crate::array_tree::tree_fits(a) {
         return Err(EmitError::AdderTree {
@@ -548,6 +557,16 @@ mod tests {
         let err = check(&head(a.with_schedule(Schedule::Decoupled))).unwrap_err();
         assert!(matches!(err, EmitError::HeadRegisterDecoupled));
         assert!(err.to_string().starts_with("head_register with the decoupled schedule"), "{err}");
+    }
+
+    #[test]
+    fn leaving_the_checks_to_the_host_is_the_blocking_tops_option() {
+        let a = ArrayConfig::new(2, 1, Dtype::Int8);
+        let lean = |a: ArrayConfig| TopConfig { program_checks: false, ..TopConfig::new(a) };
+        assert!(check(&lean(a)).is_ok());
+        let err = check(&lean(a.with_schedule(Schedule::Decoupled))).unwrap_err();
+        assert!(matches!(err, EmitError::ProgramChecksDecoupled));
+        assert!(err.to_string().starts_with("program checks off with the decoupled"), "{err}");
     }
 
     #[test]

@@ -91,7 +91,8 @@ fn list_text() -> String {
                         + read_stages(p.read_stages)
                         + adder_tree(p.adder_tree)
                         + head_register(p.head_register)
-                        + parallel_align(p.parallel_align);
+                        + parallel_align(p.parallel_align)
+                        + program_checks(p.program_checks);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
                     p.rows,
@@ -182,6 +183,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         adder_tree: args.adder_tree.unwrap_or(preset.adder_tree),
         head_register: args.head_register.unwrap_or(preset.head_register),
         parallel_align: args.parallel_align.unwrap_or(preset.parallel_align),
+        program_checks: args.program_checks.unwrap_or(preset.program_checks),
         pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
@@ -307,6 +309,16 @@ fn head_register(on: bool) -> &'static str {
     }
 }
 
+/// The words `board list` and `board build` add for a machine that leaves its program checks
+/// to its host.
+fn program_checks(on: bool) -> &'static str {
+    if on {
+        ""
+    } else {
+        ", words checked by the host"
+    }
+}
+
 /// The words `board list` and `board build` add for BF16 lanes whose aligner is parallel.
 fn parallel_align(on: bool) -> &'static str {
     if on {
@@ -345,6 +357,7 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
         adder_tree: top.adder_tree,
         head_register: top.head_register,
         parallel_align: top.parallel_align && a.dtype == Dtype::Bf16,
+        program_checks: top.program_checks,
         pe_products: Some(products.way),
         multiplier_pes: products.in_multipliers,
     }
@@ -394,7 +407,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}{}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -424,7 +437,12 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         adder_tree(m.adder_tree),
         head_register(m.head_register),
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),
-        if m.checks_words_at_queue() { "" } else { ", words checked at the FIFO's head" },
+        program_checks(m.program_checks),
+        if m.checks_words_at_queue() || !m.program_checks {
+            ""
+        } else {
+            ", words checked at the FIFO's head"
+        },
         config.schedule.name(),
         b.name,
         mhz(config.clock_mhz),
@@ -680,6 +698,29 @@ mod tests {
         let decoupled = super::top_config(&b, &build_args(&["ulx3s", "--adder-tree", "true"]));
         let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
         assert!(err.contains("adder trees need") && err.contains("decoupled"), "{err}");
+    }
+
+    /// `--program-checks false` leaves a blocking machine's program checks to its host: the
+    /// report records it (and omits it on a checking machine, as reports before the option
+    /// did), and the decoupled machine refuses it, naming why.
+    #[test]
+    fn program_checks_are_left_to_the_host_on_blocking_machines() {
+        let ice = super::board("icebreaker").unwrap();
+        let args = build_args(&["icebreaker", "--program-checks", "false"]);
+        let top = super::top_config(&ice, &args).unwrap();
+        assert!(!top.program_checks && systole_hdl::emit::check(&top).is_ok());
+        let lean = super::built(&top, super::Products::all(super::PeProducts::DspPairs));
+        assert!(!lean.program_checks);
+        let json = serde_json::to_string(&lean).unwrap();
+        assert!(json.contains(r#""program_checks":false"#), "{json}");
+        let args = build_args(&["icebreaker", "--program-checks", "true"]);
+        let plain = super::top_config(&ice, &args).unwrap();
+        let checked = super::built(&plain, super::Products::all(super::PeProducts::DspPairs));
+        assert!(!serde_json::to_string(&checked).unwrap().contains("program_checks"));
+        let b = super::board("ulx3s").unwrap();
+        let args = build_args(&["ulx3s", "--program-checks", "false"]);
+        let err = systole_hdl::emit::check(&super::top_config(&b, &args).unwrap()).unwrap_err();
+        assert!(err.to_string().contains("decoupled"), "{err}");
     }
 
     /// `--head-register true` registers a blocking machine's candidate (and the report says

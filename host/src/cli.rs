@@ -200,6 +200,13 @@ pub struct BoardBuildArgs {
     /// default: the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub parallel_align: Option<bool>,
+    /// Whether the blocking machine checks each word against its build itself (the program
+    /// checks: dataflow, dtype, widths, ranges, the DRAM extent), or leaves them to its host,
+    /// which validates every program before it sends a word (fewer cells and a shorter
+    /// dispatch path on a small part; the identity says so; default: the board's default
+    /// build's).
+    #[arg(long, value_name = "true|false")]
+    pub program_checks: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

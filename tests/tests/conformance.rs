@@ -596,6 +596,17 @@ fn the_suite_fits_every_array() {
 /// column; and the decoupled machine as the 85F's INT8 build has it (streamed matmuls, the
 /// scratchpad's write stage, pipelined conversions), output-stationary in BF16, and with
 /// paired products.
+/// A machine built without its program checks, as the iCEBreaker's small machine may be: every
+/// program the host validated runs with the checking machine's bits and cycles.
+#[test]
+fn conformance_without_program_checks() {
+    let mut tall = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
+    tall.array = tall.array.with_pe_stages(2).with_convert_stages(3);
+    tall.array.cols = 1;
+    let lean = TopConfig { program_checks: false, checks_at_queue: false, pe_pairs: true, ..tall };
+    conformance(lean, 58);
+}
+
 #[test]
 fn conformance_with_read_stages() {
     let read = |top: TopConfig| TopConfig { array: top.array.with_read_stages(1), ..top };

@@ -403,13 +403,18 @@ fn requests_are_answered_as_the_emulator_answers() {
 /// fault code of core's first failing check, the first store done, nothing after it run.
 /// Every fault code, on machines that form it as each word is queued and from the FIFO's head
 /// (`TopConfig::checks_at_queue`, as the iCEBreaker builds it), and from the head on its way
-/// into the head register (`TopConfig::head_register`, tried on the ULX3S 85F's BF16).
+/// into the head register (`TopConfig::head_register`, tried on the ULX3S 85F's BF16). A
+/// machine built without its program checks (`TopConfig::program_checks`) still stops on
+/// every decoder's fault, and says in its identity that it leaves the rest to its host.
 #[test]
 fn bad_words_fault_with_their_code_and_stop_the_program() {
-    for (checks_at_queue, head_register) in [(true, false), (false, false), (false, true)] {
+    for (checks_at_queue, head_register, program_checks) in
+        [(true, false, true), (false, false, true), (false, true, true), (false, false, false)]
+    {
         bad_words_fault(&TopConfig {
             checks_at_queue,
             head_register,
+            program_checks,
             ..small(2, 3, Dtype::Bf16, Dataflow::WeightStationary)
         });
     }
@@ -494,8 +499,14 @@ fn bad_words_fault(top: &TopConfig) {
             other => panic!("{frame:02x?}: {other:?}"),
         }
     };
+    let identity = call(&mut link, request(&Request::Identify));
+    let identity = protocol::Identity::from_bytes(&identity, top.array.clock_mhz).unwrap();
+    assert_eq!(identity.program_checks, top.program_checks);
+    let decoders =
+        [FaultCode::Opcode, FaultCode::Reserved, FaultCode::Field, FaultCode::UnusedField];
+    let bad = bad.iter().filter(|(_, code)| top.program_checks || decoders.contains(code));
     let acc_row0: Vec<u8> = (0..12u8).map(|i| i.wrapping_mul(29).wrapping_add(3)).collect();
-    for (word, code) in bad {
+    for &(word, code) in bad {
         let mut p = memory_header(2, 0);
         p.extend(&acc_row0);
         call(&mut link, raw_frame(2, &p, 0));
@@ -521,9 +532,10 @@ fn bad_words_fault(top: &TopConfig) {
         assert_eq!(
             (status.busy, status.done, status.fault),
             (false, false, Some(code)),
-            "{word:?}, checks at queue: {}, head register: {}",
+            "{word:?}, checks at queue: {}, head register: {}, program checks: {}",
             top.checks_at_queue,
-            top.head_register
+            top.head_register,
+            top.program_checks
         );
         let mut p = memory_header(0, 0);
         p.extend(40u16.to_le_bytes());

@@ -218,7 +218,13 @@ pub fn build(
         matches!(ins, crate::isa::Instruction::Vector { op: crate::isa::VectorOp::Max, .. })
     });
     let config = &ArrayConfig { int8_max: config.dtype == Dtype::Int8 && uses_max, ..*config };
-    let target = Identity { isa_version: ISA_VERSION, config: *config, dram_bytes, fifo_depth: 0 };
+    let target = Identity {
+        isa_version: ISA_VERSION,
+        config: *config,
+        dram_bytes,
+        fifo_depth: 0,
+        program_checks: true,
+    };
     let input = Buffer {
         addr: elems(graph.input),
         format: Format::input_of(config.dtype),

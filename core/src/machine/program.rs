@@ -1,7 +1,7 @@
 //! Static checks of a program against an `ArrayConfig` and a DRAM size.
 
 use crate::config::{ArrayConfig, Dataflow, Dtype};
-use crate::fault::Region;
+use crate::fault::{FaultCode, Region};
 use crate::isa::{DecodeError, Instruction, Opcode, VectorOp};
 use crate::scoreboard::dram_end;
 
@@ -21,6 +21,22 @@ pub enum ProgramErrorKind {
     Range { opcode: Opcode, region: Region, start: u64, end: u64, size: u64 },
     /// The program has no `Halt`.
     NoHalt,
+}
+
+impl ProgramErrorKind {
+    /// The fault code a device that checks its words gives a word with this error
+    /// (`protocol::Identity::program_checks`); `None` for [`ProgramErrorKind::NoHalt`], which
+    /// is a program's error, not a word's.
+    pub fn fault_code(&self) -> Option<FaultCode> {
+        Some(match self {
+            ProgramErrorKind::Encoding(e) => e.fault_code(),
+            ProgramErrorKind::Dataflow { .. } => FaultCode::Dataflow,
+            ProgramErrorKind::Dtype { .. } => FaultCode::Dtype,
+            ProgramErrorKind::TooWide { .. } => FaultCode::TooWide,
+            ProgramErrorKind::Range { .. } => FaultCode::Range,
+            ProgramErrorKind::NoHalt => return None,
+        })
+    }
 }
 
 /// A rejected program: the first bad instruction and why.

@@ -14,7 +14,9 @@ use crate::decoded::DecodedOut;
 use crate::optional::Optional;
 
 /// The fault code core's `validate_program` gives one word (0 if none): the decoder's, else the
-/// checker's; and, built `with_footprint`, the word's footprint.
+/// checker's; and, built `with_footprint`, the word's footprint. Built without the program
+/// checks (`TopConfig::program_checks`), the decoder's alone: synthesis then drops the
+/// checker, whose code nothing reads.
 #[derive(LogicBlock)]
 pub struct WordFault {
     pub word: Signal<In, Bits<128>>,
@@ -27,10 +29,13 @@ pub struct WordFault {
     decoder: Decoder,
     checks: Checker,
     footprint: Optional<FootprintOf>,
+    /// Present on a machine built without its program checks: the checker's code is then
+    /// dropped. Absent, it leaves no trace in the Verilog.
+    unchecked: Optional<Constant<Bit>>,
 }
 
 impl WordFault {
-    pub fn new(config: &ArrayConfig, with_footprint: bool) -> WordFault {
+    pub fn new(config: &ArrayConfig, with_footprint: bool, program_checks: bool) -> WordFault {
         WordFault {
             word: Default::default(),
             extent_over: Default::default(),
@@ -40,6 +45,7 @@ impl WordFault {
             decoder: Default::default(),
             checks: Checker::new(config),
             footprint: Optional::when(with_footprint, || FootprintOf::new(config)),
+            unchecked: Optional::when(!program_checks, || Constant::new(true)),
         }
     }
 }
@@ -51,6 +57,9 @@ impl Logic for WordFault {
         DecodedOut::join(&mut self.decoder.out, &mut self.checks.ins);
         self.checks.extent_over.next = self.extent_over.val();
         self.fault.next = self.checks.fault.val();
+        for _k in 0..self.unchecked.len() {
+            self.fault.next = 0.into();
+        }
         if self.decoder.fault.val().any() {
             self.fault.next = self.decoder.fault.val();
         }
@@ -82,7 +91,7 @@ mod tests {
     #[test]
     fn the_word_fault_is_the_decoders_before_the_checkers() {
         let config = ArrayConfig::new(2, 2, Dtype::Int8);
-        let mut w = WordFault::new(&config, false);
+        let mut w = WordFault::new(&config, false, true);
         w.connect_all();
         let word = |ins: &Instruction| encode(ins).unwrap().0;
         let halt = word(&Instruction::Halt);
@@ -116,10 +125,43 @@ mod tests {
         assert_eq!(fault_of(&mut w, word(&os), false), FaultCode::Dataflow as u64);
     }
 
+    /// Without the program checks, only the decoder's faults remain: a word past a memory's end
+    /// or the DRAM's, or of the other dataflow, passes.
+    #[test]
+    fn without_program_checks_the_word_fault_is_the_decoders() {
+        let config = ArrayConfig::new(2, 2, Dtype::Int8);
+        let mut w = WordFault::new(&config, false, false);
+        w.connect_all();
+        let word = |ins: &Instruction| encode(ins).unwrap().0;
+        let halt = word(&Instruction::Halt);
+        assert_eq!(fault_of(&mut w, halt | 1 << 120, false), FaultCode::Reserved as u64);
+        assert_eq!(fault_of(&mut w, 0, false), FaultCode::Opcode as u64);
+        let deep = Instruction::Load {
+            spad_row: config.spad_depth as u16,
+            dram_addr: 0,
+            rows: 1,
+            len: 1,
+            row_stride: 0,
+            elem_stride: 1,
+        };
+        assert_eq!(fault_of(&mut w, word(&deep), true), 0);
+        let os = Instruction::MatmulOs {
+            a_row: 0,
+            b_row: 0,
+            k: 1,
+            acc_row: 0,
+            rows: 1,
+            cols: 1,
+            accumulate: false,
+        };
+        assert_eq!(fault_of(&mut w, word(&os), false), 0);
+    }
+
     #[test]
     fn verilog_is_valid() {
         let config = ArrayConfig::new(2, 2, Dtype::Int8);
-        yosys_validate("word_fault", &verilog_of(WordFault::new(&config, false))).unwrap();
-        yosys_validate("word_fault", &verilog_of(WordFault::new(&config, true))).unwrap();
+        yosys_validate("word_fault", &verilog_of(WordFault::new(&config, false, true))).unwrap();
+        yosys_validate("word_fault", &verilog_of(WordFault::new(&config, true, true))).unwrap();
+        yosys_validate("word_fault", &verilog_of(WordFault::new(&config, false, false))).unwrap();
     }
 }

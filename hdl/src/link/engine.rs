@@ -154,6 +154,9 @@ pub struct PacketEngine {
     spad_last_lane: Constant<Bits<16>>,
     acc_last_lane: Constant<Bits<16>>,
     bf16: Constant<Bit>,
+    /// Present on a machine built without its program checks: a word's DRAM extent then does
+    /// not count. Absent, it leaves no trace in the Verilog.
+    unchecked: Optional<Constant<Bit>>,
     max_payload: Constant<Bits<16>>,
     /// The bits a response's payload length (at most `MAX_DATA`) and its byte index (at most
     /// the payload's end and its checksum) can have (docs/DECISIONS.md 94).
@@ -284,6 +287,7 @@ impl PacketEngine {
             spad_last_lane: constant(map.spad_lanes - 1),
             acc_last_lane: constant(map.acc_lanes - 1),
             bf16: Constant::new(es == Dtype::Bf16.elem_bytes() as u64),
+            unchecked: Optional::when(!map.program_checks, || Constant::new(true)),
             max_payload: constant(MAX_PAYLOAD as u64),
             payload_bits: constant(holding(MAX_DATA.max(IDENTITY_BYTES) as u64)),
             index_bits: constant(holding(
@@ -378,6 +382,9 @@ impl Logic for PacketEngine {
         self.extent.check.next = self.state.q.val() == LinkState::PushCheck;
         self.extent.word.next = self.assembly.q.val();
         self.fifo_extent_over.next = self.extent.bad.val();
+        for _k in 0..self.unchecked.len() {
+            self.fifo_extent_over.next = false;
+        }
         for _k in 0..self.fifo_end.len() {
             self.fifo_end.next = self.extent.end_byte.val();
         }
@@ -878,7 +885,7 @@ mod tests {
             encode_request, encode_response, Request, Response, Status, MAX_FRAME,
         };
         let config = ArrayConfig::new(2, 3, Dtype::Int8);
-        let map = HostMap::new(&config, 512, 9, 4);
+        let map = HostMap::new(&config, 512, 9, 4, true);
         let mut engine = PacketEngine::new(map);
         engine.connect_all();
         let frame = |req: Request<'_>| {
@@ -909,7 +916,7 @@ mod tests {
         yosys_validate("uart_tx", &verilog_of(UartTx::new(8))).unwrap();
         yosys_validate("spi_slave", &verilog_of(SpiSlave::default())).unwrap();
         let config = ArrayConfig::new(2, 3, Dtype::Bf16);
-        let map = HostMap::new(&config, 1024, 16, 8);
+        let map = HostMap::new(&config, 1024, 16, 8, true);
         yosys_validate("packet_engine", &verilog_of(PacketEngine::new(map))).unwrap();
     }
 }

@@ -21,23 +21,29 @@ pub struct HostMap {
     pub identity: [u8; IDENTITY_BYTES],
     /// Queue each word's DRAM end with it (the decoupled schedule's scoreboard compares spans).
     pub queue_ends: bool,
+    /// The machine checks its words (`TopConfig::program_checks`): the engine's DRAM extent
+    /// check counts, and the identity says so.
+    pub program_checks: bool,
 }
 
 impl HostMap {
     /// The map of `config` with `dram_bytes` of DRAM (below 2^32), a FIFO of `fifo_depth` words
-    /// and a UART of `uart_divisor`: a frame that pauses for 1,024 byte times (at most `2^24 - 1`
-    /// cycles, 0.17 s at 100 MHz, so the counter is 24 bits) is dropped.
+    /// and a UART of `uart_divisor`, checking its words or not (`program_checks`): a frame that
+    /// pauses for 1,024 byte times (at most `2^24 - 1` cycles, 0.17 s at 100 MHz, so the
+    /// counter is 24 bits) is dropped.
     pub fn new(
         config: &ArrayConfig,
         dram_bytes: u64,
         fifo_depth: u16,
         uart_divisor: u16,
+        program_checks: bool,
     ) -> HostMap {
         let identity = Identity {
             isa_version: ISA_VERSION,
             config: *config,
             dram_bytes: dram_bytes as u32,
             fifo_depth,
+            program_checks,
         };
         let es = config.dtype.elem_bytes() as u64;
         HostMap {
@@ -50,6 +56,7 @@ impl HostMap {
             uart_patience: (uart_divisor as u64 * 10 * 1024).min((1 << 24) - 1),
             identity: identity.to_bytes(),
             queue_ends: config.schedule == systole_core::Schedule::Decoupled,
+            program_checks,
         }
     }
 }

@@ -72,8 +72,13 @@ impl SystoleTop {
         let config = top.array;
         let (c, w) = (config.cols as usize, config.spad_width());
         let dtype = config.dtype;
-        let map =
-            HostMap::new(&config, top.dram_bytes as u64, top.fifo_depth as u16, top.uart_divisor);
+        let map = HostMap::new(
+            &config,
+            top.dram_bytes as u64,
+            top.fifo_depth as u16,
+            top.uart_divisor,
+            top.program_checks,
+        );
         SystoleTop {
             clock: Default::default(),
             reset: Default::default(),
@@ -92,7 +97,7 @@ impl SystoleTop {
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, config.schedule == Schedule::Decoupled),
             head: Optional::when(top.head_register, || HeadRegister::new(false)),
-            word_fault: WordFault::new(&config, false),
+            word_fault: WordFault::new(&config, false, top.program_checks),
             candidate: Default::default(),
             dispatcher: Default::default(),
             seq: Sequencer::new(&config),

@@ -112,8 +112,13 @@ impl SystoleTopDecoupled {
         let (c, w) = (config.cols as usize, config.spad_width());
         let dtype = config.dtype;
         let ws = config.dataflow == Dataflow::WeightStationary;
-        let map =
-            HostMap::new(&config, top.dram_bytes as u64, top.fifo_depth as u16, top.uart_divisor);
+        let map = HostMap::new(
+            &config,
+            top.dram_bytes as u64,
+            top.fifo_depth as u16,
+            top.uart_divisor,
+            true,
+        );
         SystoleTopDecoupled {
             clock: Default::default(),
             reset: Default::default(),
@@ -132,7 +137,7 @@ impl SystoleTopDecoupled {
             engine: PacketEngine::new(map),
             fifo: InstrFifo::new(top.fifo_depth, true),
             head: HeadRegister::new(true),
-            queued: WordFault::new(&config, true),
+            queued: WordFault::new(&config, true, true),
             next_decoder: Default::default(),
             candidate: Default::default(),
             dispatcher: DecoupledDispatcher::new(&config),

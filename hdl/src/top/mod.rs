@@ -95,6 +95,15 @@ pub struct TopConfig {
     /// accumulators' block RAMs, in more logic (docs/DECISIONS.md 103). The same bits either
     /// way; INT8 machines have no aligner.
     pub parallel_align: bool,
+    /// The blocking machine checks each word against its build as the FIFO hands it on (the
+    /// [`crate::decode::Checker`]'s dataflow, dtype, width and range checks and the host link's
+    /// DRAM extent check), faulting on one that fails (true, the default). Built without them
+    /// (a part too small to hold the checker) it faults only on a word its decoder cannot read
+    /// and on `NoWeightsLoaded`, and says so in its identity
+    /// (`systole_core::protocol::Identity::program_checks`): its host validates every program
+    /// before it sends a word, as `LinkMachine::run` and the firmware's driver do. Results and
+    /// cycles of every valid program are the same (docs/DECISIONS.md 107).
+    pub program_checks: bool,
 }
 
 impl TopConfig {
@@ -122,6 +131,7 @@ impl TopConfig {
             adder_tree: false,
             head_register: false,
             parallel_align: true,
+            program_checks: true,
         }
     }
 
@@ -247,7 +257,7 @@ mod tests {
                 at += 1;
             }
         }
-        let identity = crate::link::HostMap::new(&array, 16, 2, 4).identity;
+        let identity = crate::link::HostMap::new(&array, 16, 2, 4, true).identity;
         let mut want = [0u8; MAX_FRAME];
         let k = systole_core::protocol::encode_response(
             &systole_core::protocol::Response::Ok(&identity),
