@@ -86,34 +86,18 @@ mod tests {
         w.fault.val().index() as u64
     }
 
-    /// The combination of the two codes (each is checked against core on its own: the
-    /// decoder's and the checker's tests).
-    #[test]
-    fn the_word_fault_is_the_decoders_before_the_checkers() {
-        let config = ArrayConfig::new(2, 2, Dtype::Int8);
-        let mut w = WordFault::new(&config, false, true);
-        w.connect_all();
-        let word = |ins: &Instruction| encode(ins).unwrap().0;
-        let halt = word(&Instruction::Halt);
-        assert_eq!(fault_of(&mut w, halt, false), 0);
-        assert_eq!(fault_of(&mut w, halt | 1 << 120, false), FaultCode::Reserved as u64);
-        // The extent counts only for DRAM instructions.
-        assert_eq!(fault_of(&mut w, halt, true), 0);
-        let load = |spad_row: u16| Instruction::Load {
-            spad_row,
-            dram_addr: 0,
-            rows: 1,
-            len: 1,
-            row_stride: 0,
-            elem_stride: 1,
-        };
-        assert_eq!(fault_of(&mut w, word(&load(0)), false), 0);
-        assert_eq!(fault_of(&mut w, word(&load(0)), true), FaultCode::Range as u64);
-        let deep = load(config.spad_depth as u16);
-        assert_eq!(fault_of(&mut w, word(&deep), false), FaultCode::Range as u64);
-        // Both fault: the decoder's code wins.
-        assert_eq!(fault_of(&mut w, word(&deep) | 1 << 127, true), FaultCode::Reserved as u64);
-        let os = Instruction::MatmulOs {
+    fn word(ins: &Instruction) -> u128 {
+        encode(ins).unwrap().0
+    }
+
+    /// A one-row `Load` into scratchpad row `spad_row`.
+    fn load(spad_row: u16) -> Instruction {
+        Instruction::Load { spad_row, dram_addr: 0, rows: 1, len: 1, row_stride: 0, elem_stride: 1 }
+    }
+
+    /// An output-stationary matmul, which a weight-stationary machine refuses.
+    fn matmul_os() -> Instruction {
+        Instruction::MatmulOs {
             a_row: 0,
             b_row: 0,
             k: 1,
@@ -121,8 +105,28 @@ mod tests {
             rows: 1,
             cols: 1,
             accumulate: false,
-        };
-        assert_eq!(fault_of(&mut w, word(&os), false), FaultCode::Dataflow as u64);
+        }
+    }
+
+    /// The combination of the two codes (each is checked against core on its own: the
+    /// decoder's and the checker's tests).
+    #[test]
+    fn the_word_fault_is_the_decoders_before_the_checkers() {
+        let config = ArrayConfig::new(2, 2, Dtype::Int8);
+        let mut w = WordFault::new(&config, false, true);
+        w.connect_all();
+        let halt = word(&Instruction::Halt);
+        assert_eq!(fault_of(&mut w, halt, false), 0);
+        assert_eq!(fault_of(&mut w, halt | 1 << 120, false), FaultCode::Reserved as u64);
+        // The extent counts only for DRAM instructions.
+        assert_eq!(fault_of(&mut w, halt, true), 0);
+        assert_eq!(fault_of(&mut w, word(&load(0)), false), 0);
+        assert_eq!(fault_of(&mut w, word(&load(0)), true), FaultCode::Range as u64);
+        let deep = load(config.spad_depth as u16);
+        assert_eq!(fault_of(&mut w, word(&deep), false), FaultCode::Range as u64);
+        // Both fault: the decoder's code wins.
+        assert_eq!(fault_of(&mut w, word(&deep) | 1 << 127, true), FaultCode::Reserved as u64);
+        assert_eq!(fault_of(&mut w, word(&matmul_os()), false), FaultCode::Dataflow as u64);
     }
 
     /// Without the program checks, only the decoder's faults remain: a word past a memory's end
@@ -132,29 +136,12 @@ mod tests {
         let config = ArrayConfig::new(2, 2, Dtype::Int8);
         let mut w = WordFault::new(&config, false, false);
         w.connect_all();
-        let word = |ins: &Instruction| encode(ins).unwrap().0;
         let halt = word(&Instruction::Halt);
         assert_eq!(fault_of(&mut w, halt | 1 << 120, false), FaultCode::Reserved as u64);
         assert_eq!(fault_of(&mut w, 0, false), FaultCode::Opcode as u64);
-        let deep = Instruction::Load {
-            spad_row: config.spad_depth as u16,
-            dram_addr: 0,
-            rows: 1,
-            len: 1,
-            row_stride: 0,
-            elem_stride: 1,
-        };
+        let deep = load(config.spad_depth as u16);
         assert_eq!(fault_of(&mut w, word(&deep), true), 0);
-        let os = Instruction::MatmulOs {
-            a_row: 0,
-            b_row: 0,
-            k: 1,
-            acc_row: 0,
-            rows: 1,
-            cols: 1,
-            accumulate: false,
-        };
-        assert_eq!(fault_of(&mut w, word(&os), false), 0);
+        assert_eq!(fault_of(&mut w, word(&matmul_os()), false), 0);
     }
 
     #[test]
