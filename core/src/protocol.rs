@@ -180,10 +180,10 @@ impl Status {
 /// What the accelerator is, as `Identify` returns it: everything a host needs to drive it.
 ///
 /// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16, in
-/// bit 0; bit 1 set on a device built without its program checks), dataflow (1: 0 WS, 1 OS), scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO
-/// depth (2), schedule (1: 0 blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2;
-/// `int8_max` in bit 3; `add_stages - 1` in bits 4..5; `read_stages` in bit 6),
-/// conversion lanes (1: pipeline stages in
+/// bit 0; bit 1 set on a device built without its program checks), dataflow (1: 0 WS, 1 OS),
+/// scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO depth (2), schedule (1: 0
+/// blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2; `int8_max` in bit 3;
+/// `add_stages - 1` in bits 4..5; `read_stages` in bit 6), conversion lanes (1: pipeline stages in
 /// bits 0..3, 0 to `MAX_CONVERT_STAGES`; log2 of `requant_cycles` in bits 4..5; `scale_cycles
 /// - 1` in bits 6..7, which for 1 and 2 is the log2 these bits held before 3 existed).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -15,7 +15,7 @@
 //! at the first try. Each test prints its row of the table in docs/ROBUSTNESS.md
 //! (`cargo test -p systole-tests --test systole faults -- --nocapture`).
 
-use systole_core::isa::{decode, encode, DecodeError, Instruction, Word};
+use systole_core::isa::{decode, encode, Instruction, Word};
 use systole_core::link::{ByteStream, Framed, LinkMachine, Transport, TransportError};
 use systole_core::machine::{check_instruction, golden, GoldenKind, ProgramErrorKind, Region};
 use systole_core::protocol::{
@@ -545,33 +545,14 @@ enum Outcome {
     Waiting,
 }
 
-fn fault_of_decode(e: DecodeError) -> FaultCode {
-    match e {
-        DecodeError::Opcode { .. } => FaultCode::Opcode,
-        DecodeError::Field { .. } => FaultCode::Field,
-        DecodeError::UnusedField { .. } => FaultCode::UnusedField,
-        DecodeError::Reserved { .. } => FaultCode::Reserved,
-    }
-}
-
-fn fault_of_check(kind: ProgramErrorKind) -> FaultCode {
-    match kind {
-        ProgramErrorKind::Encoding(e) => fault_of_decode(e),
-        ProgramErrorKind::Dataflow { .. } => FaultCode::Dataflow,
-        ProgramErrorKind::Dtype { .. } => FaultCode::Dtype,
-        ProgramErrorKind::TooWide { .. } => FaultCode::TooWide,
-        ProgramErrorKind::Range { .. } => FaultCode::Range,
-        ProgramErrorKind::NoHalt => unreachable!("a single instruction has a Halt or not"),
-    }
-}
-
 /// Core's outcome for `words`, run on `reference` (whose memories it changes as the device's).
 fn predict(top: &TopConfig, words: &[Word], reference: &mut dyn Machine) -> Outcome {
     let mut program = Vec::new();
     let mut stop = None;
     for &w in words {
-        let checked = decode(w).map_err(fault_of_decode).and_then(|ins| {
-            check_instruction(&top.array, &ins, top.dram_bytes).map_err(fault_of_check)?;
+        let checked = decode(w).map_err(|e| e.fault_code()).and_then(|ins| {
+            check_instruction(&top.array, &ins, top.dram_bytes)
+                .map_err(|k| k.fault_code().expect("one instruction's error"))?;
             Ok(ins)
         });
         match checked {

@@ -482,15 +482,10 @@ mod tests {
     fn core_fault(config: &ArrayConfig, dram: u64, ins: &Instruction) -> u64 {
         match validate_program(config, &[*ins, Instruction::Halt], dram as usize) {
             Ok(()) => 0,
-            Err(e) => {
-                (match e.kind {
-                    ProgramErrorKind::Dataflow { .. } => FaultCode::Dataflow,
-                    ProgramErrorKind::Dtype { .. } => FaultCode::Dtype,
-                    ProgramErrorKind::TooWide { .. } => FaultCode::TooWide,
-                    ProgramErrorKind::Range { .. } => FaultCode::Range,
-                    other => panic!("{other:?}"),
-                }) as u64
-            }
+            Err(e) => match e.kind {
+                ProgramErrorKind::Encoding(_) | ProgramErrorKind::NoHalt => panic!("{e:?}"),
+                kind => kind.fault_code().expect("one instruction's error") as u64,
+            },
         }
     }
 
