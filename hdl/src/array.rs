@@ -136,7 +136,9 @@ impl ArrayWs {
             swap: Optional::default_when(!tagged),
             load_bank: Optional::default_when(tagged),
             out: vec_port(c),
-            pes: (0..r * c).map(|_| PeWs::new(mac(), weights)).collect(),
+            pes: (0..r * c)
+                .map(|k| PeWs::new(mac(), weights).summing((k / c + 1) as u32))
+                .collect(),
             pairs: array_pairs::pairs_for(if paired { r * c } else { 0 }),
             skew: (0..r).map(|i| Delay::new(i * row_cycles)).collect(),
             skew_tag: (0..if tagged { r } else { 0 }).map(Delay::new).collect(),

@@ -3,7 +3,8 @@
 //!
 //! For each array (2x2, 4x4, 8x8, 16x16; INT8 and BF16; weight-stationary, and 4x4
 //! output-stationary; under the blocking schedule and the decoupled one) the three machines start from the same random memories and run the same
-//! programs one after the other: tiled GEMMs of awkward shapes (1x1x1, sides one past the
+//! programs one after the other: in INT8 first a GEMM of extreme products (each column's
+//! largest and smallest partial sums), then tiled GEMMs of awkward shapes (1x1x1, sides one past the
 //! array's, K longer than the scratchpad holds, random), every vector-unit op, the cast or
 //! requantization to the scratchpad, and a GEMM with a fused epilogue. After every program each
 //! memory is compared whole, bit for bit (functional == cycle == RTL), and the RTL's cycle count
@@ -19,7 +20,7 @@ use systole_core::isa::{Instruction, VectorOp};
 use systole_core::layers::{Layer, Net, Shape};
 use systole_core::machine::{golden, validate_program, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
-use systole_core::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape};
+use systole_core::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView};
 use systole_core::train::AccelTrainer;
 use systole_core::{ArrayConfig, Dataflow, Dtype, Machine, MachineError, Requant, Schedule};
 use systole_hdl::TopConfig;
@@ -57,6 +58,43 @@ fn gemm_case(config: &ArrayConfig, dram: usize, shape: GemmShape, epilogue: Epil
     Case { name, program }
 }
 
+/// INT8: where [`extremes_case`] finds its operands: A (2 x R) at 0, B (R x C) after it, C
+/// after that.
+fn extremes_layout(config: &ArrayConfig) -> (GemmShape, GemmLayout) {
+    let (r, c) = (config.rows as u32, config.cols as u32);
+    let shape = GemmShape { m: 2, k: r, n: c };
+    let layout = GemmLayout {
+        a: MatrixView::row_major(0, r),
+        b: MatrixView::row_major(2 * r, c),
+        c: (2 * r + r * c).div_ceil(4) * 4,
+        a_last_row: None,
+    };
+    (shape, layout)
+}
+
+/// INT8: a GEMM whose products are all extremes and whose K is the array's rows, so that each
+/// column of a weight-stationary array carries the largest sums its PEs can form (B's even
+/// columns, `-128 * -128` each) or the smallest (odd ones, `-128 * 127`): the PEs build their
+/// partial sums no wider than those (`int8::product_sum_bits`). [`extreme_operands`] writes
+/// the operands before the suite's first program, which this is.
+fn extremes_case(config: &ArrayConfig, dram: usize) -> Case {
+    let (shape, layout) = extremes_layout(config);
+    let plan = GemmPlan::with_epilogue(config, shape, layout, Epilogue::STORE).expect("plan");
+    assert!(layout.c as usize + 8 * config.cols as usize <= dram, "{shape:?} in {dram} bytes");
+    let mut program = Vec::new();
+    plan.emit(&mut |i| program.push(i));
+    Case { name: format!("gemm {}x{}x{} of extreme products", shape.m, shape.k, shape.n), program }
+}
+
+fn extreme_operands(config: &ArrayConfig, dram: &mut [u8]) {
+    let (shape, layout) = extremes_layout(config);
+    let (a, b) = (layout.a.addr as usize, layout.b.addr as usize);
+    dram[a..a + (shape.m * shape.k) as usize].fill(i8::MIN as u8);
+    for (i, byte) in dram[b..b + (shape.k * shape.n) as usize].iter_mut().enumerate() {
+        *byte = if i % shape.n as usize % 2 == 0 { i8::MIN as u8 } else { i8::MAX as u8 };
+    }
+}
+
 /// The largest GEMM of up to these sides that fits `dram` (shrinking K, then M and N).
 fn fitting(config: &ArrayConfig, dram: usize, mut shape: GemmShape) -> GemmShape {
     while GemmLayout::packed(config, &shape).map_or(true, |(_, n)| n > dram) {
@@ -76,6 +114,9 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
     let n = config.rows as u32;
     let (spad, acc) = (config.spad_depth, config.acc_depth);
     let mut cases = Vec::new();
+    if config.dtype == Dtype::Int8 {
+        cases.push(extremes_case(&config, dram));
+    }
     let mut shapes = vec![
         GemmShape { m: 1, k: 1, n: 1 },
         GemmShape { m: n + 1, k: 2 * n + 3, n: (n - 1).max(1) },
@@ -202,7 +243,10 @@ fn conformance(top: TopConfig, seed: u64) {
     let mut functional = golden(GoldenKind::Functional, config, top.dram_bytes).unwrap();
     let mut cycle = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
     let mut rtl = build.machine().unwrap();
-    let start = Image::random(&config, &rtl, seed);
+    let mut start = Image::random(&config, &rtl, seed);
+    if config.dtype == Dtype::Int8 {
+        extreme_operands(&config, &mut start.dram);
+    }
     for m in [functional.as_mut(), cycle.as_mut(), &mut rtl as &mut dyn Machine] {
         start.load_into(m).unwrap_or_else(|e| panic!("{}: {e}", what("loading")));
     }

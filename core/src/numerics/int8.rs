@@ -102,6 +102,27 @@ impl Requant {
     }
 }
 
+/// The largest INT8 product, `-128 * -128`; the smallest is `-128 * 127`.
+const PRODUCT_MAX: u64 = 1 << 14;
+
+/// Bits of two's complement that hold every sum of `n` INT8 products (`n >= 1`), at most 32.
+///
+/// Each product lies in `[-16256, 16384]`, so a sum of `n` lies in `[-16256 n, 16384 n]`. A
+/// weight-stationary column's partial sum leaving PE row `i` is such a sum of `i + 1`, zero
+/// entering the top: the hardware builds that register and its adder in these bits and
+/// sign-extends them to the i32 the model adds in, the same bits with no wrap-around.
+pub const fn product_sum_bits(n: u32) -> u32 {
+    let max = PRODUCT_MAX * n as u64;
+    // `2^(b-1) - 1 >= max` for the smallest such `b`: the bits below `max`'s top bit, its top
+    // bit, and the sign.
+    let bits = 64 - max.leading_zeros() + 1;
+    if bits < 32 {
+        bits
+    } else {
+        32
+    }
+}
+
 /// Symmetric per-tensor quantization (zero point 0) of a real value: `round(x / scale)`, halves
 /// away from zero, saturated to i8 (NaN gives 0). The host quantizes weights and the host or the
 /// firmware quantizes inputs with it, so every side writes the same bytes.
@@ -145,6 +166,21 @@ pub fn rounding_shift_right(x: i32, shift: u8) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn product_sums_fit_their_bits_and_no_fewer() {
+        let fits = |v: i64, bits: u32| v >= -(1i64 << (bits - 1)) && v < (1i64 << (bits - 1));
+        for n in 1..=4096u32 {
+            let bits = product_sum_bits(n);
+            let (lo, hi) = (-128 * 127 * n as i64, 128 * 128 * n as i64);
+            assert!(fits(lo, bits) && fits(hi, bits), "{n} products in {bits} bits");
+            assert!(bits == 32 || !fits(hi, bits - 1), "{n} products fit {} bits", bits - 1);
+        }
+        assert_eq!(product_sum_bits(1), 16);
+        assert_eq!(product_sum_bits(8), 19);
+        assert_eq!(product_sum_bits(1 << 17), 32);
+        assert_eq!(product_sum_bits(u32::MAX), 32);
+    }
 
     #[test]
     fn known_values() {

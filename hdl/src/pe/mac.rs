@@ -333,6 +333,11 @@ impl Mac {
         }
     }
 
+    /// Whether the MAC is INT8's.
+    pub fn is_int8(&self) -> bool {
+        !(self.int8.is_empty() && self.int8_staged.is_empty() && self.int8_paired.is_empty())
+    }
+
     /// Whether the product is formed in a DSP outside ([`Mac::paired`]).
     pub fn is_paired(&self) -> bool {
         self.product.is_some()

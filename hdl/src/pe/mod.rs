@@ -8,6 +8,7 @@
 //! and drained upwards a row per cycle.
 
 use rust_hdl::prelude::*;
+use systole_core::numerics::int8;
 use systole_core::scoreboard::WEIGHT_BANKS;
 use systole_core::{ArrayConfig, Schedule};
 
@@ -91,6 +92,11 @@ pub struct PeWs {
     shadow: Optional<DFF<Bits<16>>>,
     active: Optional<DFF<Bits<16>>>,
     banks: Vec<DFF<Bits<16>>>,
+    /// INT8 PEs: the partial sum's bits ([`PeWs::summing`]), its sign bit, and the bits above,
+    /// which copy the sign. Absent, they leave no trace in the Verilog.
+    sum_low: Optional<Constant<Bits<32>>>,
+    sum_sign: Optional<Constant<Bits<32>>>,
+    sum_high: Optional<Constant<Bits<32>>>,
     mac: Mac,
 }
 
@@ -122,8 +128,25 @@ impl PeWs {
             shadow: Optional::default_when(!tagged),
             active: Optional::default_when(!tagged),
             banks: (0..if tagged { WEIGHT_BANKS } else { 0 }).map(|_| DFF::default()).collect(),
+            sum_low: Optional::none(),
+            sum_sign: Optional::none(),
+            sum_high: Optional::none(),
             mac,
         }
+    }
+
+    /// An INT8 PE whose partial sum is a sum of `products` products (`i + 1` in PE row `i`):
+    /// its sum register and adder hold [`int8::product_sum_bits`] of them, sign-extended on
+    /// `p_out` (the same bits). A BF16 PE, or a sum that needs all 32 bits, is left as it is.
+    pub fn summing(mut self, products: u32) -> PeWs {
+        let bits = int8::product_sum_bits(products);
+        if self.mac.is_int8() && bits < 32 {
+            let low = (1u64 << bits) - 1;
+            self.sum_low = Optional::some(Constant::new(low.to_bits()));
+            self.sum_sign = Optional::some(Constant::new((1u64 << (bits - 1)).to_bits()));
+            self.sum_high = Optional::some(Constant::new((0xFFFF_FFFF & !low).to_bits()));
+        }
+        self
     }
 
     fn tagged(&self) -> bool {
@@ -177,6 +200,12 @@ mod kernels {
                 }
                 self.a.d.next = self.a_in.val();
                 self.p.d.next = self.mac.y.val();
+                for _k in 0..self.sum_low.len() {
+                    self.p.d.next = self.mac.y.val() & self.sum_low.val();
+                    if (self.mac.y.val() & self.sum_sign.val()).any() {
+                        self.p.d.next = self.mac.y.val() | self.sum_high.val();
+                    }
+                }
             }
             self.a_out.next = self.a.q.val();
             self.p_out.next = self.p.q.val();
@@ -222,6 +251,12 @@ mod kernels {
                 self.a.d.next = self.a_in.val();
                 self.tag.d.next = self.tag_in.val();
                 self.p.d.next = self.mac.y.val();
+                for _k in 0..self.sum_low.len() {
+                    self.p.d.next = self.mac.y.val() & self.sum_low.val();
+                    if (self.mac.y.val() & self.sum_sign.val()).any() {
+                        self.p.d.next = self.mac.y.val() | self.sum_high.val();
+                    }
+                }
             }
             self.a_out.next = self.a.q.val();
             self.tag_out.next = self.tag.q.val();
