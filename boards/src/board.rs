@@ -352,17 +352,18 @@ pub const ULX3S_85F: Board = Board {
     // ahead (105), route at 40.8 MHz in 67% of the LUTs, built for 40 MHz from the PLL and aimed
     // at 33.33 (DECISIONS 91, 104), where its 256^3 GEMM runs at 94% of peak (the blocking
     // 18 x 8 reached 40.78 MHz but 42%). With every memory's reads registered (106, 109), built
-    // for 45 MHz and aimed at 37.5, at 48.3 MHz in 64%.
+    // for 45 MHz and aimed at 37.5, at 48.3 MHz in 64%; with the PEs' products registered too
+    // (110), built for 50 MHz and aimed at 41.67, at 50.7 MHz in 61%.
     int8: Preset {
         rows: 18,
         cols: 8,
-        mhz: 45.0,
+        mhz: 50.0,
         pe_products: PeProducts::Logic,
         multiplier_pes: 96,
         convert_stages: 3,
         requant_cycles: 1,
         scale_cycles: 1,
-        pe_stages: 1,
+        pe_stages: 2,
         add_stages: 1,
         int8_max: false,
         read_stages: 1,
@@ -375,7 +376,7 @@ pub const ULX3S_85F: Board = Board {
         head_register: false,
         parallel_align: false,
         program_checks: true,
-        pnr_aim_mhz: Some(37.5),
+        pnr_aim_mhz: Some(41.6667),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
     },
@@ -575,7 +576,7 @@ mod tests {
     #[test]
     fn bf16_builds_default_to_their_own_array_and_clock() {
         use crate::wrapper::{clock_source, ClockSource};
-        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 45.0);
+        assert_eq!(ULX3S_85F.default_clock(Dtype::Int8), 50.0);
         // The 25F's INT8 runs at 55 MHz from its PLL.
         let clock = ULX3S_25F.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ULX3S_25F, clock)), (55.0, ClockSource::Pll));

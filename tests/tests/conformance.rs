@@ -687,8 +687,9 @@ fn conformance_with_read_stages() {
     let mut tall = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
     tall.array.cols = 1;
     conformance(read(serial(tall)), 54);
+    // The 85F's INT8 default's shape (DECISIONS 109): tagged weights, two-stage PEs.
     let streamed = |top: TopConfig| TopConfig {
-        array: top.array.with_convert_stages(3),
+        array: top.array.with_convert_stages(3).with_pe_stages(2),
         spad_write_stage: true,
         ..top
     };
