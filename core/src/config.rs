@@ -77,6 +77,30 @@ impl Schedule {
     }
 }
 
+/// How a machine's DRAM moves bytes to and from its other memories ([`ArrayConfig::dram_port`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DramPort {
+    /// A row a cycle: the DRAM in byte banks, each contiguous row of a transfer read or written
+    /// in one cycle and rotated to its lanes; a strided gather takes a cycle per element.
+    Row,
+    /// A byte a cycle: one byte-wide memory, every row of a `Load`, `Store`, `LoadAcc`,
+    /// `StoreSpad` or `StoreBf16` a cycle per byte it moves, contiguous or not. For parts too
+    /// small for the banks and rotations of a wide array's rows (docs/DECISIONS.md 111); the
+    /// blocking schedule only.
+    Byte,
+}
+
+impl DramPort {
+    pub const ALL: [DramPort; 2] = [DramPort::Row, DramPort::Byte];
+    pub const fn name(self) -> &'static str {
+        match self {
+            DramPort::Row => "row",
+            DramPort::Byte => "byte",
+        }
+    }
+}
+
 /// Largest array side.
 pub const MAX_SIDE: u16 = 256;
 /// Memory depths are addressed by 16-bit row fields in the ISA.
@@ -181,11 +205,17 @@ pub struct ArrayConfig {
     /// instruction still follow each other every cycle, and their bits are the same.
     /// 0 to [`MAX_READ_STAGES`].
     pub read_stages: u8,
+    /// How the DRAM moves bytes ([`DramPort`]): a row a cycle, or a byte a cycle, in which case
+    /// each row of a DRAM transfer takes a cycle per byte (`timing::load_row_cycles`,
+    /// `timing::row_lands`); the bits are the same.
+    pub dram_port: DramPort,
 }
 
 /// Why an [`ArrayConfig`] is not buildable: a field out of its range, or `PeAddStaged`,
 /// `pe_stages` 3 or 4 on a machine whose PEs may not stage their add
-/// ([`ArrayConfig::may_stage_pe_add`]).
+/// ([`ArrayConfig::may_stage_pe_add`]), or `BytePortDecoupled`, a byte-wide DRAM port on the
+/// decoupled schedule, whose load unit times its transposing loads and its scoreboard its spans
+/// on the row port.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ConfigError {
@@ -201,6 +231,7 @@ pub enum ConfigError {
     PeAddStaged { stages: u8, dtype: Dtype, dataflow: Dataflow, schedule: Schedule },
     AddStages { stages: u8, dtype: Dtype },
     ReadStages { stages: u8 },
+    BytePortDecoupled,
 }
 
 impl core::fmt::Display for ConfigError {
@@ -276,6 +307,12 @@ impl core::fmt::Display for ConfigError {
                 "read_stages = {stages}: a memory's read word passes 0 to {MAX_READ_STAGES} \
                  registers after the block RAM's read register"
             ),
+            ConfigError::BytePortDecoupled => write!(
+                f,
+                "dram_port = byte: a DRAM that moves a byte a cycle is built for the blocking \
+                 schedule only (the decoupled load unit and scoreboard time rows of the row \
+                 port); use the blocking schedule or dram_port = row"
+            ),
         }
     }
 }
@@ -300,6 +337,7 @@ impl ArrayConfig {
             int8_max: true,
             add_stages: 1,
             read_stages: 0,
+            dram_port: DramPort::Row,
         }
     }
 
@@ -356,6 +394,11 @@ impl ArrayConfig {
 
     pub const fn with_read_stages(mut self, stages: u8) -> ArrayConfig {
         self.read_stages = stages;
+        self
+    }
+
+    pub const fn with_dram_port(mut self, port: DramPort) -> ArrayConfig {
+        self.dram_port = port;
         self
     }
 
@@ -426,6 +469,9 @@ impl ArrayConfig {
         }
         if self.read_stages > MAX_READ_STAGES {
             return Err(ConfigError::ReadStages { stages: self.read_stages });
+        }
+        if self.dram_port == DramPort::Byte && self.schedule == Schedule::Decoupled {
+            return Err(ConfigError::BytePortDecoupled);
         }
         ArrayConfig::check_clock(self.clock_mhz)
     }
@@ -519,6 +565,10 @@ mod tests {
         let err = ok.with_read_stages(2).validate().unwrap_err();
         assert_eq!(err, ConfigError::ReadStages { stages: 2 });
         assert!(err.to_string().starts_with("read_stages = 2:"), "{err}");
+        assert_eq!(ok.with_dram_port(DramPort::Byte).validate(), Ok(()));
+        let err = ok.with_dram_port(DramPort::Byte).with_schedule(Schedule::Decoupled).validate();
+        assert_eq!(err, Err(ConfigError::BytePortDecoupled));
+        assert!(err.unwrap_err().to_string().starts_with("dram_port = byte:"));
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());
         // A clock so low that cycles as time overflow to `inf` us, or print 300 digits.

@@ -51,7 +51,7 @@ pub mod timing;
 pub mod train;
 
 pub use config::{
-    ArrayConfig, ConfigError, Dataflow, Dtype, Schedule, ADD_STAGES, MAX_CONVERT_STAGES,
+    ArrayConfig, ConfigError, Dataflow, DramPort, Dtype, Schedule, ADD_STAGES, MAX_CONVERT_STAGES,
     MAX_READ_STAGES, PE_STAGES, REQUANT_CYCLES, SCALE_CYCLES,
 };
 pub use isa::{decode, encode, DecodeError, Instruction, Opcode, VectorOp, Word};

@@ -180,7 +180,8 @@ impl Status {
 /// What the accelerator is, as `Identify` returns it: everything a host needs to drive it.
 ///
 /// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16, in
-/// bit 0; bit 1 set on a device built without its program checks), dataflow (1: 0 WS, 1 OS),
+/// bit 0; bit 1 set on a device built without its program checks; bit 2 set on one whose DRAM
+/// moves a byte a cycle, [`DramPort::Byte`](crate::config::DramPort)), dataflow (1: 0 WS, 1 OS),
 /// scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO depth (2), schedule (1: 0
 /// blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2; `int8_max` in bit 3;
 /// `add_stages - 1` in bits 4..5; `read_stages` in bit 6), conversion lanes (1: pipeline stages in
@@ -205,13 +206,15 @@ pub struct Identity {
 
 impl Identity {
     pub fn to_bytes(&self) -> [u8; IDENTITY_BYTES] {
-        use crate::config::{Dataflow, Dtype};
+        use crate::config::{Dataflow, DramPort, Dtype};
         let c = &self.config;
         let mut b = [0u8; IDENTITY_BYTES];
         b[0..2].copy_from_slice(&self.isa_version.to_le_bytes());
         b[2..4].copy_from_slice(&c.rows.to_le_bytes());
         b[4..6].copy_from_slice(&c.cols.to_le_bytes());
-        b[6] = (c.dtype == Dtype::Bf16) as u8 | (!self.program_checks as u8) << 1;
+        b[6] = (c.dtype == Dtype::Bf16) as u8
+            | (!self.program_checks as u8) << 1
+            | ((c.dram_port == DramPort::Byte) as u8) << 2;
         b[7] = (c.dataflow == Dataflow::OutputStationary) as u8;
         b[8..12].copy_from_slice(&c.spad_depth.to_le_bytes());
         b[12..16].copy_from_slice(&c.acc_depth.to_le_bytes());
@@ -230,8 +233,8 @@ impl Identity {
 
     /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
     pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
-        use crate::config::{ArrayConfig, Dataflow, Dtype, Schedule};
-        if b.len() != IDENTITY_BYTES || b[6] > 3 || b[7] > 1 || b[22] >> 7 != 0 {
+        use crate::config::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
+        if b.len() != IDENTITY_BYTES || b[6] > 7 || b[7] > 1 || b[22] >> 7 != 0 {
             return Err(ProtocolError::Field);
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -256,6 +259,7 @@ impl Identity {
             int8_max: b[22] >> 3 & 1 == 1,
             add_stages: 1 + (b[22] >> 4 & 3),
             read_stages: b[22] >> 6 & 1,
+            dram_port: if b[6] & 4 == 4 { DramPort::Byte } else { DramPort::Row },
         };
         config.validate().map_err(|_| ProtocolError::Field)?;
         Ok(Identity {
@@ -587,8 +591,32 @@ mod tests {
         assert_eq!(Identity::from_bytes(&a, 100.0), Ok(checked));
         assert_eq!(Identity::from_bytes(&b, 100.0), Ok(lean));
         let mut unknown = b;
-        unknown[6] = 4;
+        unknown[6] = 8;
         assert_eq!(Identity::from_bytes(&unknown, 100.0), Err(ProtocolError::Field));
+    }
+
+    /// A device whose DRAM moves a byte a cycle says so in bit 2 of byte 6; an identity from
+    /// before that bit (clear) is a row port's, and a byte port on the decoupled schedule, which
+    /// no device is built as, is refused.
+    #[test]
+    fn identities_say_how_the_dram_moves_bytes() {
+        use crate::config::{DramPort, Schedule};
+        let config = crate::ArrayConfig::new(8, 1, crate::Dtype::Int8);
+        let row = Identity {
+            isa_version: crate::isa::ISA_VERSION,
+            config,
+            dram_bytes: 4096,
+            fifo_depth: 16,
+            program_checks: false,
+        };
+        let byte = Identity { config: config.with_dram_port(DramPort::Byte), ..row };
+        let (a, b) = (row.to_bytes(), byte.to_bytes());
+        assert_eq!((a[6], b[6]), (2, 6));
+        assert_eq!(Identity::from_bytes(&a, 100.0), Ok(row));
+        assert_eq!(Identity::from_bytes(&b, 100.0), Ok(byte));
+        let decoupled = Identity { config: byte.config.with_schedule(Schedule::Decoupled), ..byte };
+        let bytes = decoupled.to_bytes();
+        assert_eq!(Identity::from_bytes(&bytes, 100.0), Err(ProtocolError::Field));
     }
 
     /// Every single corrupted byte, every truncation and every extension of every sample frame

@@ -3,6 +3,7 @@
 //! `systole-tests`.
 
 mod banks;
+mod byte_port;
 mod cnn;
 mod cnn_common;
 mod cnn_compiled;

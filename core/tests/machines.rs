@@ -6,7 +6,7 @@ use systole_core::check::{
 use systole_core::machine::GoldenKind;
 use systole_core::reference;
 use systole_core::tiler::GemmShape;
-use systole_core::{ArrayConfig, Bf16, Dataflow, Dtype, Int8, Schedule, BF16};
+use systole_core::{ArrayConfig, Bf16, Dataflow, DramPort, Dtype, Int8, Schedule, BF16};
 
 pub(crate) fn reference_gemm(
     config: &ArrayConfig,
@@ -80,7 +80,7 @@ use systole_core::timing;
 use systole_core::Requant;
 
 pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
-    let shape = (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>());
+    let shape = (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>(), any::<bool>());
     let rest = (
         0u32..48,
         0u32..24,
@@ -93,7 +93,10 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
         0..=systole_core::MAX_READ_STAGES,
     );
     (shape, rest).prop_map(
-        |((r, c, int8, ws), (extra_spad, extra_acc, decoupled, stages, p, s, pe, add, read))| {
+        |(
+            (r, c, int8, ws, byte),
+            (extra_spad, extra_acc, decoupled, stages, p, s, pe, add, read),
+        )| {
             let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
             let mut cfg = ArrayConfig::new(r, c, dtype).with_dataflow(if ws {
                 Dataflow::WeightStationary
@@ -109,7 +112,9 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
                 .with_scale_cycles(s)
                 // An INT8 lane adds in one cycle (`ArrayConfig::add_stages`).
                 .with_add_stages(if int8 { 1 } else { add })
-                .with_read_stages(read);
+                .with_read_stages(read)
+                // A DRAM that moves a byte a cycle is built for the blocking schedule only.
+                .with_dram_port(if byte && !decoupled { DramPort::Byte } else { DramPort::Row });
             // Only some machines may stage their PEs' add; the others draw two stages instead.
             cfg.with_pe_stages(if pe >= 3 && !cfg.may_stage_pe_add() { 2 } else { pe })
         },

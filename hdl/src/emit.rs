@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rust_hdl::prelude::*;
 use serde::Serialize;
-use systole_core::{ArrayConfig, ConfigError, Dataflow, Dtype, Schedule};
+use systole_core::{ArrayConfig, ConfigError, Dataflow, DramPort, Dtype, Schedule};
 
 use crate::array::{ArrayOs, ArrayWs};
 use crate::top::{SystoleTop, SystoleTopDecoupled, TopConfig, MAX_DRAM_BYTES};
@@ -75,6 +75,11 @@ pub enum EmitError {
          this one is {dtype}, {dataflow}, {schedule}: build it systolic"
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
+    #[error(
+        "dram_port = byte: core models a DRAM that moves a byte a cycle (docs/DECISIONS.md 111), \
+         but the RTL builds the row port only so far; emit the machine with dram_port = row"
+    )]
+    BytePort,
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -159,6 +164,9 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     }
     if !top.program_checks && a.schedule == Schedule::Decoupled {
         return Err(EmitError::ProgramChecksDecoupled);
+    }
+    if a.dram_port != DramPort::Row {
+        return Err(EmitError::BytePort);
     }
     if top.adder_tree && !crate::array_tree::tree_fits(a) {
         return Err(EmitError::AdderTree {
@@ -567,6 +575,16 @@ mod tests {
         let err = check(&lean(a.with_schedule(Schedule::Decoupled))).unwrap_err();
         assert!(matches!(err, EmitError::ProgramChecksDecoupled));
         assert!(err.to_string().starts_with("program checks off with the decoupled"), "{err}");
+    }
+
+    /// Core models a byte-wide DRAM port; until the RTL builds one, emission refuses it.
+    #[test]
+    fn the_byte_port_is_not_built_yet() {
+        let byte =
+            TopConfig::new(ArrayConfig::new(8, 1, Dtype::Int8).with_dram_port(DramPort::Byte));
+        let err = check(&byte).unwrap_err();
+        assert!(matches!(err, EmitError::BytePort), "{err}");
+        assert!(err.to_string().starts_with("dram_port = byte:"), "{err}");
     }
 
     #[test]

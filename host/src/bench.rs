@@ -577,13 +577,17 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let bench =
         Bench { config, fmax_mhz, projected, cpu: CpuPeak::of_this_machine(), gpu, gpu_report };
     println!(
-        "accelerator: {}x{} {}{} {} array at {} MHz (peak {}MAC/s); projection: {}x{} at {} MHz\nCPU: \
-         {} at {:.0} MHz, peak assumed {}MAC/s ({})",
+        "accelerator: {}x{} {}{} {} array{} at {} MHz (peak {}MAC/s); projection: {}x{} at {} \
+         MHz\nCPU: {} at {:.0} MHz, peak assumed {}MAC/s ({})",
         config.rows,
         config.cols,
         config.dataflow.short_name(),
         crate::report::schedule_word(&config),
         config.dtype.name(),
+        match config.dram_port {
+            systole_core::DramPort::Row => "",
+            systole_core::DramPort::Byte => ", its DRAM a byte a cycle",
+        },
         config.clock_mhz,
         si(peak_of(&config)),
         projected_rows,

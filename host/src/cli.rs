@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use systole_core::machine::GoldenKind;
-use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
+use systole_core::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
 
 use crate::dataset::Source;
 
@@ -516,6 +516,11 @@ pub struct ArrayArgs {
     /// cycle longer (docs/DECISIONS.md 106).
     #[arg(long, default_value_t = 0)]
     pub read_stages: u8,
+    /// How the DRAM moves bytes: row, a row of a transfer a cycle; byte, a byte a cycle, for
+    /// parts too small for the row port's banks (the blocking schedule only; docs/DECISIONS.md
+    /// 111).
+    #[arg(long, value_enum, default_value_t = DramPortArg::Row)]
+    pub dram_port: DramPortArg,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -545,6 +550,22 @@ impl ArrayArgs {
             int8_max: self.int8_max,
             add_stages: self.add_stages,
             read_stages: self.read_stages,
+            dram_port: self.dram_port.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DramPortArg {
+    Row,
+    Byte,
+}
+
+impl From<DramPortArg> for DramPort {
+    fn from(p: DramPortArg) -> DramPort {
+        match p {
+            DramPortArg::Row => DramPort::Row,
+            DramPortArg::Byte => DramPort::Byte,
         }
     }
 }

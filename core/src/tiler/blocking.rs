@@ -107,10 +107,10 @@ impl GemmPlan {
         // Cycles every instruction but `Halt` takes more on memories with output registers.
         let late = self.config.read_stages as u64;
         // Cycles to load one row of `len` elements from a view whose elements are `stride` apart.
-        let row = |len: u64, stride: u32| load_row_cycles(len as u16, stride);
+        let row = |len: u64, stride: u32| load_row_cycles(&self.config, len as u16, stride);
         // One output block of `mb` rows and `nj` columns, from its first load to its epilogue.
         let block = |mb: u64, nj: u64| -> u64 {
-            let (epilogue, _) = self.epilogue.cost(mb, &self.config);
+            let (epilogue, _) = self.epilogue.cost((mb, nj), &self.config);
             match self.config.dataflow {
                 Dataflow::WeightStationary => {
                     let kt = ceil_div(k, r);
@@ -157,7 +157,7 @@ impl GemmPlan {
             let (full, rest) = (k / r, k % r);
             let tail = |cost: u64| if rest > 0 { cost } else { 0 };
             let view = full * row(r, a.col_stride) + tail(row(rest, a.col_stride));
-            let ones = full + tail(1);
+            let ones = full * row(r, 1) + tail(row(rest, 1));
             total = total + ceil_div(n as u64, c) * ones - ceil_div(n as u64, c) * view;
             // Where the row's loads come beside the view's, each is one instruction more.
             total += self.split_loads() * late;

@@ -4,7 +4,7 @@
 use crate::config::ArrayConfig;
 use crate::isa::VectorOp;
 use crate::numerics::Requant;
-use crate::timing::vector_row_cycles;
+use crate::timing::{transfer_row_cycles, vector_row_cycles};
 
 /// Cast of the finished accumulators to scratchpad elements, stored row-major `M x N` at
 /// `addr` (one element each): BF16 when `requant` is `None`, INT8 requantized otherwise.
@@ -121,41 +121,46 @@ impl Epilogue {
     }
 
     /// Sequencer cycles (one per row, `requant_cycles` per requantized row,
-    /// `timing::vector_row_cycles` per row of a bias add and of an update's axpys, and
-    /// `convert_stages` more per conversion: `timing::row_lands`, and `read_stages` more per
-    /// instruction) and instructions spent on one output block of `mb` rows.
-    pub(super) fn cost(&self, mb: u64, config: &ArrayConfig) -> (u64, u64) {
+    /// `timing::vector_row_cycles` per row of a bias add and of an update's axpys,
+    /// `timing::transfer_row_cycles` per row of a DRAM transfer, and `convert_stages` more per
+    /// conversion: `timing::row_lands`, and `read_stages` more per instruction) and instructions
+    /// spent on one output block of `mb` rows and `nj` columns.
+    pub(super) fn cost(&self, (mb, nj): (u64, u64), config: &ArrayConfig) -> (u64, u64) {
         let mut cycles = 0;
         let mut count = 0;
         let mut add = |passes: u64, rows: u64| {
             cycles += passes * rows;
             count += passes;
         };
+        // Cycles a row of `bytes`-byte elements spends on the DRAM.
+        let transfer = |bytes: u64| transfer_row_cycles(config, nj as u16, bytes);
+        let (words, elems) = (transfer(4), transfer(config.dtype.elem_bytes() as u64));
         // Conversions (`Requantize`, `StoreBf16`) each drain the lanes' pipeline.
         let mut conversions = 0;
         if self.bias.is_some() {
-            add(1, 1);
+            add(1, words);
             add(1, mb * vector_row_cycles(config, VectorOp::BiasAdd));
         }
         if self.relu_grad_mask.is_some() {
-            add(2, mb);
+            add(1, mb * words);
+            add(1, mb);
         }
         // A ReLU after a bias add is the same pass (`BiasRelu`).
         if self.relu && self.bias.is_none() {
             add(1, mb);
         }
         if self.store {
-            add(1, mb);
+            add(1, mb * words);
         }
         match self.cast {
             Some(CastTo { requant: Some(_), .. }) => {
                 // `Requantize` (`requant_cycles` a row), then `StoreSpad`.
                 add(1, mb * config.requant_cycles as u64);
-                add(1, mb);
+                add(1, mb * elems);
                 conversions += 1;
             }
             Some(CastTo { requant: None, .. }) => {
-                add(1, mb);
+                add(1, mb * transfer(2));
                 conversions += 1;
             }
             None => {}
@@ -163,11 +168,11 @@ impl Epilogue {
         if let Some(u) = self.update {
             let momentum = u.velocity.is_some() as u64;
             // Loads of p (and v); the decay and momentum axpys; p's axpy; stores; the bf16 copy.
-            add(1 + momentum, mb);
+            add(1 + momentum, mb * words);
             let axpys = (f32::from_bits(u.weight_decay) != 0.0) as u64 + momentum + 1;
             add(axpys, mb * vector_row_cycles(config, VectorOp::Axpy));
-            add(1 + momentum, mb);
-            add(u.copy.is_some() as u64, mb);
+            add(1 + momentum, mb * words);
+            add(u.copy.is_some() as u64, mb * transfer(2));
             conversions += u.copy.is_some() as u64;
         }
         let late = config.read_stages as u64;

@@ -444,7 +444,7 @@ impl GemmPlan {
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
         let nt = ceil_div(n as u64, c);
-        let (_, epilogue) = self.epilogue.cost(0, &self.config);
+        let (_, epilogue) = self.epilogue.cost((0, 0), &self.config);
         let per_tile = match self.config.dataflow {
             // Two loads, a weight load and a matmul per k-tile, then the epilogue.
             Dataflow::WeightStationary => 4 * ceil_div(k as u64, r) + epilogue,
@@ -480,7 +480,10 @@ impl GemmPlan {
     /// OS, per m-tile of `mi` rows, with `KC = ceil(K / kc)` chunks:
     /// `NT * (3K + KC*(L' + mi) + E(mi))`, `L'` being `timing::os_latency` (`R + C - 2`). Plus
     /// one cycle for `Halt`. A plain GEMM's
-    /// epilogue is its store, `E(mb) = mb`.
+    /// epilogue is its store, `E(mb) = mb`. On a DRAM that moves a byte a cycle
+    /// ([`DramPort::Byte`](crate::config::DramPort)) each load row costs
+    /// `timing::load_row_cycles` and each row of an epilogue's transfer
+    /// `timing::transfer_row_cycles` instead of one.
     ///
     /// Under [`Schedule::Decoupled`](crate::config::Schedule) the count is the timing model's
     /// over the emitted program, one step per instruction.

@@ -8,18 +8,29 @@
 mod decoupled;
 pub use decoupled::Scheduler as DecoupledScheduler;
 
-use crate::config::{ArrayConfig, Schedule};
+use crate::config::{ArrayConfig, DramPort, Schedule};
 use crate::fault::ExecErrorKind;
 use crate::isa::{Instruction, VectorOp};
 
-/// Cycles `Load` spends on one row: one when its elements are contiguous in DRAM (or it has a
-/// single element, or repeats one), else one per element. A contiguous row is one wide read of
-/// byte-banked DRAM; a strided gather (a transposed operand) touches arbitrary banks.
-pub const fn load_row_cycles(len: u16, elem_stride: u32) -> u64 {
-    if elem_stride <= 1 || len == 1 {
-        1
-    } else {
-        len as u64
+/// Cycles `Load` spends on one row of `len` elements: on the row port one when its elements are
+/// contiguous in DRAM (or it has a single element, or repeats one), else one per element; a
+/// contiguous row is one wide read of byte-banked DRAM, a strided gather (a transposed operand)
+/// touches arbitrary banks. On the byte port ([`DramPort::Byte`]) one per byte, whatever the
+/// stride.
+pub const fn load_row_cycles(config: &ArrayConfig, len: u16, elem_stride: u32) -> u64 {
+    match config.dram_port {
+        DramPort::Byte => len as u64 * config.dtype.elem_bytes() as u64,
+        DramPort::Row if elem_stride <= 1 || len == 1 => 1,
+        DramPort::Row => len as u64,
+    }
+}
+
+/// Cycles the DRAM side of a `Store`, `LoadAcc`, `StoreSpad` or `StoreBf16` spends on one row of
+/// `len` elements of `bytes` bytes: one on the row port, `len * bytes` on the byte port.
+pub const fn transfer_row_cycles(config: &ArrayConfig, len: u16, bytes: u64) -> u64 {
+    match config.dram_port {
+        DramPort::Row => 1,
+        DramPort::Byte => len as u64 * bytes,
     }
 }
 
@@ -33,6 +44,7 @@ pub const fn transposes(config: &ArrayConfig, ins: &Instruction) -> bool {
     match *ins {
         Instruction::Load { rows, len, row_stride, elem_stride, .. } => {
             matches!(config.schedule, Schedule::Decoupled)
+                && matches!(config.dram_port, DramPort::Row)
                 && row_stride == 1
                 && elem_stride > 1
                 && len > 1
@@ -63,6 +75,9 @@ pub const fn converts(ins: &Instruction) -> bool {
 /// reading the row when it lands gives the same bits as reading it when the lanes did. A
 /// vector row takes [`vector_row_cycles`] `P`: it is read for `P` cycles (the lanes' product
 /// or aligned operands registered in the first) and lands in the last, `P * (r + 1) - 1`.
+/// On the byte port a DRAM transfer's row takes [`load_row_cycles`] or
+/// [`transfer_row_cycles`] `P` and lands in its last, `P * (r + 1) - 1`, and a `StoreBf16`'s
+/// `convert_stages` after that (its row is held in the lanes while its bytes are written).
 /// Every row lands [`ArrayConfig::read_stages`] cycles later again: its reads pass the
 /// memories' output registers first.
 pub fn row_lands(config: &ArrayConfig, ins: &Instruction, r: u64) -> u64 {
@@ -77,6 +92,9 @@ fn row_lands_unregistered(config: &ArrayConfig, ins: &Instruction, r: u64) -> u6
             let p = config.requant_cycles as u64;
             p * (r + 1) - 1 + config.convert_stages as u64
         }
+        Instruction::StoreBf16 { len, .. } => {
+            (r + 1) * transfer_row_cycles(config, len, 2) - 1 + config.convert_stages as u64
+        }
         _ if converts(ins) => r + config.convert_stages as u64,
         Instruction::Load { len, .. } if transposes(config, ins) => {
             let w = config.spad_width() as u64;
@@ -84,7 +102,13 @@ fn row_lands_unregistered(config: &ArrayConfig, ins: &Instruction, r: u64) -> u6
             (r / w) * len.max(w) + len + r % w
         }
         Instruction::Load { len, elem_stride, .. } => {
-            (r + 1) * load_row_cycles(len, elem_stride) - 1
+            (r + 1) * load_row_cycles(config, len, elem_stride) - 1
+        }
+        Instruction::Store { len, .. } | Instruction::LoadAcc { len, .. } => {
+            (r + 1) * transfer_row_cycles(config, len, 4) - 1
+        }
+        Instruction::StoreSpad { len, .. } => {
+            (r + 1) * transfer_row_cycles(config, len, config.dtype.elem_bytes() as u64) - 1
         }
         _ => r,
     }
