@@ -17,7 +17,20 @@ impl GemmPlan {
         let b = self.layout.b;
         let kt = k.div_ceil(r);
         let g = self.group;
+        // A chunk `ki` (resident) or the group's `t`-th (streamed) sits after the B tiles; a
+        // cast goes after the resident chunks, or over the streamed ones once they are done.
+        let a_row = |t: u32, ki: u32| {
+            let slot = if self.a_resident { ki } else { t };
+            (g * r + slot * self.mb) as u16
+        };
+        let cast_row = (g * r + if self.a_resident { kt * self.mb } else { 0 }) as u16;
         for (m0, mb) in Self::tiles(m, self.mb) {
+            if self.a_resident {
+                for ki in 0..kt {
+                    let k0 = ki * r;
+                    self.load_a(sink, a_row(0, ki), (m0, mb), (k0, r.min(k - k0)));
+                }
+            }
             for (n0, nj) in Self::tiles(n, c) {
                 for g0 in (0..kt).step_by(g as usize) {
                     let tiles = g0..(g0 + g).min(kt);
@@ -32,8 +45,9 @@ impl GemmPlan {
                             row_stride: b.row_stride,
                             elem_stride: b.col_stride,
                         });
-                        let a_row = (g * r + t as u32 * self.mb) as u16;
-                        self.load_a(sink, a_row, (m0, mb), (k0, kk));
+                        if !self.a_resident {
+                            self.load_a(sink, a_row(t as u32, ki), (m0, mb), (k0, kk));
+                        }
                     }
                     for (t, ki) in tiles.enumerate() {
                         let kk = r.min(k - ki * r);
@@ -43,7 +57,7 @@ impl GemmPlan {
                             cols: nj as u16,
                         });
                         sink(Instruction::Matmul {
-                            a_row: (g * r + t as u32 * self.mb) as u16,
+                            a_row: a_row(t as u32, ki),
                             acc_row: 0,
                             rows: mb as u16,
                             swap: true,
@@ -51,7 +65,7 @@ impl GemmPlan {
                         });
                     }
                 }
-                self.emit_epilogue(sink, (m0, mb, n0, nj), (g * r) as u16, 0, false);
+                self.emit_epilogue(sink, (m0, mb, n0, nj), cast_row, 0, false);
             }
         }
     }
@@ -108,22 +122,25 @@ impl GemmPlan {
         let late = self.config.read_stages as u64;
         // Cycles to load one row of `len` elements from a view whose elements are `stride` apart.
         let row = |len: u64, stride: u32| load_row_cycles(&self.config, len as u16, stride);
+        // A chunk rows are k-tile wide: R, and the remainder for the last one.
+        let (full, rest) = (k / r, k % r);
+        // Cycles to load the rows of all of an m-block's A chunks: `KT` loads of `mb` rows.
+        let a_chunks = |mb: u64| {
+            mb * (full * row(r, a.col_stride) + if rest > 0 { row(rest, a.col_stride) } else { 0 })
+        };
+        let kt = ceil_div(k, r);
         // One output block of `mb` rows and `nj` columns, from its first load to its epilogue.
         let block = |mb: u64, nj: u64| -> u64 {
             let (epilogue, _) = self.epilogue.cost((mb, nj), &self.config);
             match self.config.dataflow {
                 Dataflow::WeightStationary => {
-                    let kt = ceil_div(k, r);
                     let groups = ceil_div(kt, self.group as u64);
                     let d = mb + crate::timing::ws_latency(&self.config);
-                    // A chunk rows are k-tile wide: R, and the remainder for the last one.
-                    let (full, rest) = (k / r, k % r);
-                    let a_rows = mb
-                        * (full * row(r, a.col_stride)
-                            + if rest > 0 { row(rest, a.col_stride) } else { 0 });
+                    // A resident A is loaded once per m-block (below), not here.
+                    let a_rows = (!self.a_resident as u64) * a_chunks(mb);
                     let b_rows = k * row(nj, b.col_stride);
                     // A `Load` of B and one of A each k-tile; a weight load takes `R + late`.
-                    let (loads, weights) = (2 * kt * late, r + late);
+                    let (loads, weights) = ((2 - self.a_resident as u64) * kt * late, r + late);
                     b_rows
                         + a_rows
                         + loads
@@ -145,6 +162,10 @@ impl GemmPlan {
         };
         let mut total = 0;
         for (m_count, mb) in split(m as u64, self.mb as u64) {
+            // A resident m-block's A chunks, loaded before its first n-tile.
+            if self.a_resident {
+                total += m_count * (a_chunks(mb) + kt * late);
+            }
             for (n_count, nj) in split(n as u64, c) {
                 if m_count > 0 && n_count > 0 {
                     total += m_count * n_count * block(mb, nj);
@@ -154,11 +175,12 @@ impl GemmPlan {
         if self.layout.a_last_row.is_some() {
             // A's last row is one contiguous row a k-tile, in each n-tile of the last m-block,
             // instead of a row of the view.
-            let (full, rest) = (k / r, k % r);
             let tail = |cost: u64| if rest > 0 { cost } else { 0 };
             let view = full * row(r, a.col_stride) + tail(row(rest, a.col_stride));
             let ones = full * row(r, 1) + tail(row(rest, 1));
-            total = total + ceil_div(n as u64, c) * ones - ceil_div(n as u64, c) * view;
+            // Once per n-tile, or once for the block when A is resident.
+            let times = if self.a_resident { 1 } else { ceil_div(n as u64, c) };
+            total = total + times * ones - times * view;
             // Where the row's loads come beside the view's, each is one instruction more.
             total += self.split_loads() * late;
         }

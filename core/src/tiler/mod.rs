@@ -11,7 +11,10 @@
 //! B tiles and A chunks fit the scratchpad together. For each m-block, n-tile and group: load the
 //! group's B tiles and A chunks, then `LoadWeights` / `Matmul` pairs; the shadow registers load
 //! tile `t + 1` while tile `t` streams. The first k-tile overwrites the accumulators, the rest add
-//! to them; after the last group the block is stored (`blocking.rs`). Under the decoupled
+//! to them; after the last group the block is stored (`blocking.rs`). Where it costs fewer
+//! cycles, an m-block's `KT` A chunks are instead loaded once, before its first n-tile, and stay
+//! in the scratchpad for all of them (**resident**, `mb <= (spad_depth - R) / KT` rows; a
+//! requantizing epilogue's `mb` rows come after them). Under the decoupled
 //! schedule the same tiles are software-pipelined instead, with buffers rotating in the
 //! scratchpad and output blocks alternating accumulator banks (`pipeline.rs`).
 //!
@@ -223,6 +226,9 @@ pub struct GemmPlan {
     pipeline: Option<Pipeline>,
     /// The accumulator bank (0 or 1) of a pipelined program's first block; blocks alternate.
     first_bank: u32,
+    /// Blocking WS: each m-block's A chunks are loaded once, for all its n-tiles, and stay in
+    /// the scratchpad (`blocking.rs`).
+    a_resident: bool,
     /// Where a pipelined program issues an update's loads.
     update_loads: UpdateLoads,
 }
@@ -314,7 +320,7 @@ impl GemmPlan {
         if mb == 0 || needed > config.acc_depth {
             return Err(TileError::AccCapacity { needed, acc_depth: config.acc_depth });
         }
-        Ok(GemmPlan {
+        let plan = GemmPlan {
             config: *config,
             shape,
             layout,
@@ -325,7 +331,33 @@ impl GemmPlan {
             pipeline,
             first_bank: 0,
             update_loads: UpdateLoads::Late,
+            a_resident: false,
+        };
+        Ok(match plan.with_a_resident() {
+            Some(resident) if resident.body_cycles() < plan.body_cycles() => resident,
+            _ => plan,
         })
+    }
+
+    /// The blocking weight-stationary plan whose m-blocks keep their A chunks in the scratchpad
+    /// for all their n-tiles, if one m-block row fits: `mb` rows of each of the `KT` chunks, a
+    /// requantization's `mb` rows, and at least one B tile of `R` rows.
+    fn with_a_resident(&self) -> Option<GemmPlan> {
+        let config = &self.config;
+        if self.pipeline.is_some() || config.dataflow != Dataflow::WeightStationary {
+            return None;
+        }
+        let r = config.rows as u32;
+        let kt = self.shape.k.div_ceil(r);
+        let cast = self.epilogue.cast.is_some_and(|c| c.requant.is_some()) as u32;
+        let mb = (config.spad_depth.checked_sub(r)? / (kt + cast)).min(self.mb);
+        let free = config.spad_depth - (kt + cast) * mb;
+        (mb > 0).then_some(GemmPlan { mb, group: kt.min(free / r), a_resident: true, ..*self })
+    }
+
+    /// Whether each m-block's A chunks are loaded once for all its n-tiles.
+    fn resident(&self) -> bool {
+        self.a_resident || matches!(self.pipeline, Some(p) if p.resident)
     }
 
     /// The same plan with its first output block in accumulator bank `bank % 2`, so that a
@@ -430,7 +462,7 @@ impl GemmPlan {
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
         let last_mb = m - (m.div_ceil(self.mb) - 1) * self.mb;
-        let resident = matches!(self.pipeline, Some(p) if p.resident);
+        let resident = self.resident();
         match self.layout.a_last_row {
             Some(_) if last_mb > 1 => {
                 ceil_div(k as u64, r) * if resident { 1 } else { ceil_div(n as u64, c) }
@@ -453,7 +485,7 @@ impl GemmPlan {
         };
         let mblocks = ceil_div(m as u64, self.mb as u64);
         let kt = ceil_div(k as u64, r);
-        let resident = matches!(self.pipeline, Some(p) if p.resident);
+        let resident = self.resident();
         self.split_loads()
             + if resident {
                 // A resident A chunk is loaded once per m-block, not once per n-tile.
