@@ -110,17 +110,19 @@ pub struct ArrayWs {
 
 impl ArrayWs {
     pub fn new(config: &ArrayConfig) -> ArrayWs {
-        ArrayWs::build(config, false)
+        ArrayWs::build(config, false, true)
     }
 
     /// The array with each two PEs' products formed in one [`DspPair`] (the last PE alone in
     /// one when there are an odd number): INT8 PEs of two stages, the DSP's product register
     /// standing for theirs.
     pub fn paired(config: &ArrayConfig) -> ArrayWs {
-        ArrayWs::build(config, true)
+        ArrayWs::build(config, true, true)
     }
 
-    fn build(config: &ArrayConfig, paired: bool) -> ArrayWs {
+    /// The array, paired or not; with `narrow` each INT8 PE's partial sum as wide as the sums it
+    /// holds ([`PeWs::summing`]), else 32 bits in every PE, the RTL before DECISIONS 108.
+    fn build(config: &ArrayConfig, paired: bool, narrow: bool) -> ArrayWs {
         let (r, c) = (config.rows as usize, config.cols as usize);
         let weights = WsWeights::of(config);
         let tagged = weights == WsWeights::Tagged;
@@ -137,7 +139,14 @@ impl ArrayWs {
             load_bank: Optional::default_when(tagged),
             out: vec_port(c),
             pes: (0..r * c)
-                .map(|k| PeWs::new(mac(), weights).summing((k / c + 1) as u32))
+                .map(|k| {
+                    let pe = PeWs::new(mac(), weights);
+                    if narrow {
+                        pe.summing((k / c + 1) as u32)
+                    } else {
+                        pe
+                    }
+                })
                 .collect(),
             pairs: array_pairs::pairs_for(if paired { r * c } else { 0 }),
             skew: (0..r).map(|i| Delay::new(i * row_cycles)).collect(),
@@ -493,13 +502,14 @@ pub struct Array {
 
 impl Array {
     pub fn new(config: &ArrayConfig) -> Array {
-        Array::build(config, false, false)
+        Array::build(config, false, false, true)
     }
 
     /// The array of `config`, its PEs' products formed two to a DSP when `paired` (weight
     /// stationary only: [`ArrayWs::paired`]), its columns summed in adder trees when `tree`
-    /// ([`ArrayTree`]: blocking weight-stationary INT8 only).
-    pub fn build(config: &ArrayConfig, paired: bool, tree: bool) -> Array {
+    /// ([`ArrayTree`]: blocking weight-stationary INT8 only), its systolic INT8 PEs' partial
+    /// sums as wide as they need when `narrow` ([`PeWs::summing`], `TopConfig::narrow_sums`).
+    pub fn build(config: &ArrayConfig, paired: bool, tree: bool, narrow: bool) -> Array {
         let ws = config.dataflow == Dataflow::WeightStationary;
         assert!(ws || !paired, "only the weight-stationary array pairs its PEs");
         let tagged = tagged(config);
@@ -516,7 +526,7 @@ impl Array {
             first: Default::default(),
             drain: Default::default(),
             out: vec_port(config.cols as usize),
-            ws: if systolic { vec![ArrayWs::build(config, paired)] } else { vec![] },
+            ws: if systolic { vec![ArrayWs::build(config, paired, narrow)] } else { vec![] },
             os: if ws { vec![] } else { vec![ArrayOs::new(config)] },
             tree: if tree { vec![ArrayTree::new(config, paired)] } else { vec![] },
         }
@@ -876,6 +886,27 @@ mod tests {
         let tagged = ArrayConfig::new(3, 2, Dtype::Bf16).with_schedule(Schedule::Decoupled);
         yosys_validate("array_ws_tagged", &verilog_of(ArrayWs::new(&tagged))).unwrap();
         yosys_validate("array_tagged", &verilog_of(Array::new(&tagged))).unwrap();
+    }
+
+    /// INT8 PEs narrow their sums by default; an array built without (`narrow` false, the 85F's
+    /// default, `TopConfig::narrow_sums`) has no trace of the masks, and computes the same.
+    #[test]
+    fn narrowed_sums_are_an_option_that_leaves_no_trace_when_off() {
+        let cfg = ArrayConfig::new(3, 2, Dtype::Int8);
+        let narrow = verilog_of(Array::build(&cfg, false, false, true));
+        let wide = verilog_of(Array::build(&cfg, false, false, false));
+        assert!(narrow.contains("sum_low") && !wide.contains("sum_low"));
+        let byte = |v: i8| v as u8 as u16;
+        let w: Vec<Vec<u16>> = [[-128i8, 127], [-128, -128], [127, -1]]
+            .iter()
+            .map(|r| r.iter().map(|&v| byte(v)).collect())
+            .collect();
+        let a: Vec<Vec<u16>> = [[-128i8, -128, 127], [5, -7, 3]]
+            .iter()
+            .map(|r| r.iter().map(|&v| byte(v)).collect())
+            .collect();
+        let run = |arr| run_ws_array(arr, &cfg, &w, &a);
+        assert_eq!(run(ArrayWs::build(&cfg, false, false)), run(ArrayWs::new(&cfg)));
     }
 
     /// A blocking array has its `swap` and no trace of tags; a tagged one the reverse.

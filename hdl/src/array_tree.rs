@@ -505,11 +505,11 @@ mod tests {
                 let cfg = ArrayConfig::new(rows, cols, Dtype::Int8).with_pe_stages(stages);
                 let what = format!("{rows}x{cols}, {stages} stage(s), paired {paired}");
                 let (steps, want) = program(&cfg, &mut seed, 6);
-                let tree = run(Array::build(&cfg, paired, true), &steps);
+                let tree = run(Array::build(&cfg, paired, true, true), &steps);
                 for (cycle, row) in &want {
                     assert_eq!(&tree[*cycle], row, "{what}: cycle {cycle}");
                 }
-                let systolic = run(Array::build(&cfg, paired, false), &steps);
+                let systolic = run(Array::build(&cfg, paired, false, true), &steps);
                 assert_eq!(tree, systolic, "{what}");
             }
         }

@@ -92,7 +92,8 @@ fn list_text() -> String {
                         + adder_tree(p.adder_tree)
                         + head_register(p.head_register)
                         + parallel_align(p.parallel_align)
-                        + program_checks(p.program_checks);
+                        + program_checks(p.program_checks)
+                        + narrow_sums(p.narrow_sums);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
                     p.rows,
@@ -184,6 +185,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         head_register: args.head_register.unwrap_or(preset.head_register),
         parallel_align: args.parallel_align.unwrap_or(preset.parallel_align),
         program_checks: args.program_checks.unwrap_or(preset.program_checks),
+        narrow_sums: args.narrow_sums.unwrap_or(preset.narrow_sums),
         pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
@@ -309,6 +311,15 @@ fn head_register(on: bool) -> &'static str {
     }
 }
 
+/// The words `board list` and `board build` add for an INT8 machine whose PEs keep 32-bit sums.
+fn narrow_sums(on: bool) -> &'static str {
+    if on {
+        ""
+    } else {
+        ", PE sums 32 bits"
+    }
+}
+
 /// The words `board list` and `board build` add for a machine that leaves its program checks
 /// to its host.
 fn program_checks(on: bool) -> &'static str {
@@ -358,6 +369,7 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
         head_register: top.head_register,
         parallel_align: top.parallel_align && a.dtype == Dtype::Bf16,
         program_checks: top.program_checks,
+        narrow_sums: top.narrow_sums || a.dtype == Dtype::Bf16,
         pe_products: Some(products.way),
         multiplier_pes: products.in_multipliers,
     }
@@ -407,7 +419,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}{}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -438,6 +450,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         head_register(m.head_register),
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),
         program_checks(m.program_checks),
+        narrow_sums(m.narrow_sums || config.dtype == Dtype::Bf16),
         if m.checks_words_at_queue() || !m.program_checks {
             ""
         } else {

@@ -207,6 +207,11 @@ pub struct BoardBuildArgs {
     /// build's).
     #[arg(long, value_name = "true|false")]
     pub program_checks: Option<bool>,
+    /// Whether each INT8 PE's partial sum is as wide as the sums it can hold (docs/DECISIONS.md
+    /// 108), or 32 bits in every PE; the same bits either way (default: the board's default
+    /// build's).
+    #[arg(long, value_name = "true|false")]
+    pub narrow_sums: Option<bool>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

@@ -108,7 +108,7 @@ impl SystoleTop {
             acc_x: top.acc(config.acc_depth as usize),
             acc_y: top.acc(config.acc_depth as usize),
             dram: top.dram(),
-            array: Array::build(&config, top.pe_pairs, top.adder_tree),
+            array: Array::build(&config, top.pe_pairs, top.adder_tree, top.narrow_sums),
             spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
             acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::for_top(top))).collect(),
             words: (0..c).map(|j| WordLane::new(j, c)).collect(),

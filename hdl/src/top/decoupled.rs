@@ -150,7 +150,7 @@ impl SystoleTopDecoupled {
             spad_b: top.spad(),
             acc: AccBanks::new(top),
             dram: top.dram(),
-            array: Array::build(&config, top.pe_pairs, false),
+            array: Array::build(&config, top.pe_pairs, false, top.narrow_sums),
             transposer: Transposer::new(&config),
             late_write: late(&config),
             late_read: late(&config),

@@ -104,6 +104,10 @@ pub struct TopConfig {
     /// before it sends a word, as `LinkMachine::run` and the firmware's driver do. Results and
     /// cycles of every valid program are the same (docs/DECISIONS.md 107).
     pub program_checks: bool,
+    /// Each systolic INT8 PE's partial sum is as wide as the sums it can hold (true, the
+    /// default: docs/DECISIONS.md 108), or 32 bits in every PE (the RTL before it, which the
+    /// 85F's measured INT8 default was built on: DECISIONS 113). The same bits either way.
+    pub narrow_sums: bool,
 }
 
 impl TopConfig {
@@ -132,6 +136,7 @@ impl TopConfig {
             head_register: false,
             parallel_align: true,
             program_checks: true,
+            narrow_sums: true,
         }
     }
 
