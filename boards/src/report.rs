@@ -88,12 +88,12 @@ pub struct Built {
     pub parallel_align: bool,
     /// The machine checks its words itself (`systole_hdl::TopConfig::program_checks`; absent
     /// when it does, as every build before the option did).
-    #[serde(default = "checked", skip_serializing_if = "is_true")]
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub program_checks: bool,
     /// Each INT8 PE's partial sum as wide as the sums it holds (`systole_hdl::TopConfig::
     /// narrow_sums`; absent when it is, as in every BF16 build; false in the 85F's INT8 default,
     /// built on the RTL before DECISIONS 108).
-    #[serde(default = "checked", skip_serializing_if = "is_true")]
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub narrow_sums: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
@@ -105,7 +105,7 @@ pub struct Built {
     pub multiplier_pes: u32,
 }
 
-fn checked() -> bool {
+fn yes() -> bool {
     true
 }
 

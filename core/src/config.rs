@@ -91,16 +91,6 @@ pub enum DramPort {
     Byte,
 }
 
-impl DramPort {
-    pub const ALL: [DramPort; 2] = [DramPort::Row, DramPort::Byte];
-    pub const fn name(self) -> &'static str {
-        match self {
-            DramPort::Row => "row",
-            DramPort::Byte => "byte",
-        }
-    }
-}
-
 /// Largest array side.
 pub const MAX_SIDE: u16 = 256;
 /// Memory depths are addressed by 16-bit row fields in the ISA.

@@ -584,10 +584,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         config.dataflow.short_name(),
         crate::report::schedule_word(&config),
         config.dtype.name(),
-        match config.dram_port {
-            systole_core::DramPort::Row => "",
-            systole_core::DramPort::Byte => ", its DRAM a byte a cycle",
-        },
+        crate::report::dram_port_words(&config),
         config.clock_mhz,
         si(peak_of(&config)),
         projected_rows,

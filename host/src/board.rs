@@ -369,7 +369,7 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
         head_register: top.head_register,
         parallel_align: top.parallel_align && a.dtype == Dtype::Bf16,
         program_checks: top.program_checks,
-        narrow_sums: top.narrow_sums || a.dtype == Dtype::Bf16,
+        narrow_sums: !top.wide_sums(),
         pe_products: Some(products.way),
         multiplier_pes: products.in_multipliers,
     }
@@ -450,7 +450,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         head_register(m.head_register),
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),
         program_checks(m.program_checks),
-        narrow_sums(m.narrow_sums || config.dtype == Dtype::Bf16),
+        narrow_sums(!m.wide_sums()),
         if m.checks_words_at_queue() || !m.program_checks {
             ""
         } else {

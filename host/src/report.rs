@@ -83,6 +83,15 @@ pub struct ArrayReport {
     pub clock_mhz: f64,
 }
 
+/// What a line of text adds after an array for a DRAM that moves a byte a cycle; nothing for
+/// the row port, so the default's lines stay as they were.
+pub fn dram_port_words(config: &ArrayConfig) -> &'static str {
+    match config.dram_port {
+        systole_core::DramPort::Row => "",
+        systole_core::DramPort::Byte => ", its DRAM a byte a cycle",
+    }
+}
+
 /// " decoupled" after an array's dataflow in a line of text when it runs the decoupled
 /// schedule; nothing for the default, so the default's lines stay as they were.
 pub fn schedule_word(config: &ArrayConfig) -> &'static str {

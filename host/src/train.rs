@@ -140,12 +140,13 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     );
     let on = match accel {
         Some(c) => format!(
-            "bf16 on the {} machine, {}x{} {}{} array",
+            "bf16 on the {} machine, {}x{} {}{} array{}",
             machine_name(args),
             c.rows,
             c.cols,
             c.dataflow.short_name(),
-            crate::report::schedule_word(&c)
+            crate::report::schedule_word(&c),
+            crate::report::dram_port_words(&c)
         ),
         None => "f32 on the CPU reference".into(),
     };

@@ -89,6 +89,12 @@ impl Epilogue {
     }
 
     /// Why this epilogue cannot run, if it cannot: an update runs alone.
+    /// Scratchpad rows the epilogue needs per output row: one for a requantization, which
+    /// passes through the scratchpad on its way to DRAM, else none.
+    pub(super) fn spad_rows_per_row(&self) -> u32 {
+        self.cast.is_some_and(|c| c.requant.is_some()) as u32
+    }
+
     pub(super) fn check(&self) -> Result<(), &'static str> {
         let others = self.bias.is_some()
             || self.relu_grad_mask.is_some()

@@ -349,7 +349,7 @@ impl GemmPlan {
         }
         let r = config.rows as u32;
         let kt = self.shape.k.div_ceil(r);
-        let cast = self.epilogue.cast.is_some_and(|c| c.requant.is_some()) as u32;
+        let cast = self.epilogue.spad_rows_per_row();
         let mb = (config.spad_depth.checked_sub(r)? / (kt + cast)).min(self.mb);
         let free = config.spad_depth - (kt + cast) * mb;
         (mb > 0).then_some(GemmPlan { mb, group: kt.min(free / r), a_resident: true, ..*self })

@@ -44,7 +44,7 @@ impl Pipeline {
         let (per_row, bias_row) = epilogue.acc_rows();
         let acc_mb = (config.acc_depth / 2).saturating_sub(bias_row) / per_row;
         // Only a requantization goes through the scratchpad.
-        let cast = epilogue.cast.is_some_and(|c| c.requant.is_some()) as u32;
+        let cast = epilogue.spad_rows_per_row();
         let candidates =
             [(3, false), (2, false), (3, true), (2, true)].map(|(buffers, resident)| {
                 // Scratchpad rows per block row: an A row per buffer (streamed) or per k-tile in

@@ -116,6 +116,12 @@ impl TopConfig {
     pub fn checks_words_at_queue(&self) -> bool {
         self.checks_at_queue || self.array.schedule == Schedule::Decoupled
     }
+
+    /// Whether the machine built keeps 32-bit partial sums in PEs that could narrow them: INT8
+    /// PEs built without [`TopConfig::narrow_sums`] (BF16 PEs sum in f32 either way).
+    pub fn wide_sums(&self) -> bool {
+        !self.narrow_sums && self.array.dtype == systole_core::Dtype::Int8
+    }
 }
 
 impl TopConfig {
