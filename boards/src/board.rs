@@ -1,7 +1,7 @@
 //! The boards: their FPGA, clock, constraint file, and the accelerator each builds by default in
 //! each dtype (array, memories, clock), with the report of the measured build of that default.
 
-use systole_core::{ArrayConfig, Dtype, Schedule};
+use systole_core::{ArrayConfig, DramPort, Dtype, Schedule};
 
 use crate::yosys::PeProducts;
 
@@ -70,6 +70,8 @@ pub struct Preset {
     pub int8_max: bool,
     /// Registers after each memory's read port (`ArrayConfig::read_stages`).
     pub read_stages: u8,
+    /// How its DRAM moves bytes (`ArrayConfig::dram_port`): a row a cycle, or a byte.
+    pub dram_port: DramPort,
     /// How its controller issues instructions (`ArrayConfig::schedule`): the blocking top, or
     /// the decoupled one, whose units overlap.
     pub schedule: Schedule,
@@ -152,6 +154,7 @@ impl Board {
             .with_add_stages(p.add_stages)
             .with_int8_max(p.int8_max)
             .with_read_stages(p.read_stages)
+            .with_dram_port(p.dram_port)
             .with_schedule(p.schedule);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
@@ -243,6 +246,7 @@ pub const ICEBREAKER: Board = Board {
         add_stages: 1,
         int8_max: false,
         read_stages: 0,
+        dram_port: DramPort::Row,
         schedule: Schedule::Blocking,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
@@ -292,6 +296,7 @@ pub const ALCHITRY_CU: Board = Board {
         add_stages: 1,
         int8_max: false,
         read_stages: 0,
+        dram_port: DramPort::Row,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         spad_write_stage: false,
@@ -323,6 +328,7 @@ pub const ALCHITRY_CU: Board = Board {
         add_stages: 1,
         int8_max: false,
         read_stages: 0,
+        dram_port: DramPort::Row,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         spad_write_stage: false,
@@ -373,6 +379,7 @@ pub const ULX3S_85F: Board = Board {
         add_stages: 1,
         int8_max: false,
         read_stages: 1,
+        dram_port: DramPort::Row,
         schedule: Schedule::Decoupled,
         checks_at_queue: true,
         spad_write_stage: true,
@@ -410,6 +417,7 @@ pub const ULX3S_85F: Board = Board {
         add_stages: 2,
         int8_max: false,
         read_stages: 0,
+        dram_port: DramPort::Row,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         spad_write_stage: false,
@@ -451,6 +459,7 @@ pub const ULX3S_25F: Board = Board {
         add_stages: 1,
         int8_max: false,
         read_stages: 0,
+        dram_port: DramPort::Row,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         spad_write_stage: true,
@@ -485,6 +494,7 @@ pub const ULX3S_25F: Board = Board {
         add_stages: 3,
         int8_max: false,
         read_stages: 1,
+        dram_port: DramPort::Row,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
         spad_write_stage: false,
@@ -544,6 +554,7 @@ mod tests {
                 assert_eq!(built.add_stages, c.add_stages, "{what}");
                 assert_eq!(built.int8_max, c.int8_max, "{what}");
                 assert_eq!(built.read_stages, c.read_stages, "{what}");
+                assert_eq!(built.dram_port, c.dram_port.name(), "{what}");
                 assert_eq!(built.schedule, c.schedule.name(), "{what}");
                 assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
                 assert_eq!(built.spad_write_stage, p.spad_write_stage, "{what}");

@@ -49,6 +49,10 @@ pub struct Built {
     /// of builds without, and from before it existed).
     #[serde(default, skip_serializing_if = "is_zero_u8")]
     pub read_stages: u8,
+    /// How the DRAM moves bytes, `row` or `byte` (`ArrayConfig::dram_port`; absent for the
+    /// row port, which every build before the byte port had).
+    #[serde(default = "row_port", skip_serializing_if = "is_row_port")]
+    pub dram_port: String,
     /// Whether the INT8 lanes have their comparator (`ArrayConfig::int8_max`; absent in reports
     /// from before it existed, which were built without).
     #[serde(default)]
@@ -107,6 +111,14 @@ pub struct Built {
 
 fn yes() -> bool {
     true
+}
+
+fn row_port() -> String {
+    systole_core::DramPort::Row.name().into()
+}
+
+fn is_row_port(port: &str) -> bool {
+    port == systole_core::DramPort::Row.name()
 }
 
 fn is_true(b: &bool) -> bool {

@@ -91,6 +91,16 @@ pub enum DramPort {
     Byte,
 }
 
+impl DramPort {
+    /// Its name on the command line and in build reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DramPort::Row => "row",
+            DramPort::Byte => "byte",
+        }
+    }
+}
+
 /// Largest array side.
 pub const MAX_SIDE: u16 = 256;
 /// Memory depths are addressed by 16-bit row fields in the ISA.

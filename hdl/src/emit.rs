@@ -76,10 +76,10 @@ pub enum EmitError {
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
     #[error(
-        "dram_port = byte: core models a DRAM that moves a byte a cycle (docs/DECISIONS.md 111), \
-         but the RTL builds the row port only so far; emit the machine with dram_port = row"
+        "dram_port = byte with bf16: the RTL builds the byte port for INT8 machines only \
+         (docs/DECISIONS.md 114; core models it for both); emit this one with dram_port = row"
     )]
-    BytePort,
+    BytePortBf16,
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -165,8 +165,8 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     if !top.program_checks && a.schedule == Schedule::Decoupled {
         return Err(EmitError::ProgramChecksDecoupled);
     }
-    if a.dram_port != DramPort::Row {
-        return Err(EmitError::BytePort);
+    if a.dram_port == DramPort::Byte && a.dtype == Dtype::Bf16 {
+        return Err(EmitError::BytePortBf16);
     }
     if top.adder_tree && !crate::array_tree::tree_fits(a) {
         return Err(EmitError::AdderTree {
@@ -577,14 +577,16 @@ mod tests {
         assert!(err.to_string().starts_with("program checks off with the decoupled"), "{err}");
     }
 
-    /// Core models a byte-wide DRAM port; until the RTL builds one, emission refuses it.
+    /// The RTL builds the byte port on INT8 machines; emission refuses a BF16 one by name.
     #[test]
-    fn the_byte_port_is_not_built_yet() {
+    fn the_byte_port_is_built_for_int8() {
         let byte =
-            TopConfig::new(ArrayConfig::new(8, 1, Dtype::Int8).with_dram_port(DramPort::Byte));
-        let err = check(&byte).unwrap_err();
-        assert!(matches!(err, EmitError::BytePort), "{err}");
-        assert!(err.to_string().starts_with("dram_port = byte:"), "{err}");
+            |dtype| TopConfig::new(ArrayConfig::new(8, 1, dtype).with_dram_port(DramPort::Byte));
+        assert!(check(&byte(Dtype::Int8)).is_ok());
+        assert_eq!(byte(Dtype::Int8).dram_banks(), 1);
+        let err = check(&byte(Dtype::Bf16)).unwrap_err();
+        assert!(matches!(err, EmitError::BytePortBf16), "{err}");
+        assert!(err.to_string().starts_with("dram_port = byte with bf16:"), "{err}");
     }
 
     #[test]

@@ -584,7 +584,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         config.dataflow.short_name(),
         crate::report::schedule_word(&config),
         config.dtype.name(),
-        crate::report::dram_port_words(&config),
+        crate::report::dram_port_words(config.dram_port),
         config.clock_mhz,
         si(peak_of(&config)),
         projected_rows,

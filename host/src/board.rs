@@ -93,7 +93,8 @@ fn list_text() -> String {
                         + head_register(p.head_register)
                         + parallel_align(p.parallel_align)
                         + program_checks(p.program_checks)
-                        + narrow_sums(p.narrow_sums);
+                        + narrow_sums(p.narrow_sums)
+                        + crate::report::dram_port_words(p.dram_port);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
                     p.rows,
@@ -171,6 +172,9 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     }
     if let Some(schedule) = args.schedule {
         config.schedule = schedule.into();
+    }
+    if let Some(port) = args.dram_port {
+        config.dram_port = port.into();
     }
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     let preset = b.preset(dtype).unwrap_or(&b.int8);
@@ -359,6 +363,7 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
         pe_stages: a.pe_stages,
         add_stages: a.add_stages,
         read_stages: a.read_stages,
+        dram_port: a.dram_port.name().into(),
         int8_max: a.int8_max,
         schedule: a.schedule.name().into(),
         checks_at_queue: top.checks_words_at_queue(),
@@ -419,7 +424,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}{}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -451,6 +456,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),
         program_checks(m.program_checks),
         narrow_sums(!m.wide_sums()),
+        crate::report::dram_port_words(config.dram_port),
         if m.checks_words_at_queue() || !m.program_checks {
             ""
         } else {

@@ -212,6 +212,11 @@ pub struct BoardBuildArgs {
     /// build's).
     #[arg(long, value_name = "true|false")]
     pub narrow_sums: Option<bool>,
+    /// row: the DRAM moves a row a cycle in byte banks; byte: one byte a cycle, every row of a
+    /// DRAM transfer a cycle per byte, in far fewer cells (INT8, blocking; docs/DECISIONS.md
+    /// 114). Default: the board's default build's.
+    #[arg(long, value_enum)]
+    pub dram_port: Option<DramPortArg>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a
     /// scoreboard and matmuls stream (docs/HARDWARE.md). Default: the board's default build's.
     #[arg(long, value_enum)]

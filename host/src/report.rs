@@ -85,8 +85,8 @@ pub struct ArrayReport {
 
 /// What a line of text adds after an array for a DRAM that moves a byte a cycle; nothing for
 /// the row port, so the default's lines stay as they were.
-pub fn dram_port_words(config: &ArrayConfig) -> &'static str {
-    match config.dram_port {
+pub fn dram_port_words(port: systole_core::DramPort) -> &'static str {
+    match port {
         systole_core::DramPort::Row => "",
         systole_core::DramPort::Byte => ", its DRAM a byte a cycle",
     }

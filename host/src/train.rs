@@ -146,7 +146,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             c.cols,
             c.dataflow.short_name(),
             crate::report::schedule_word(&c),
-            crate::report::dram_port_words(&c)
+            crate::report::dram_port_words(c.dram_port)
         ),
         None => "f32 on the CPU reference".into(),
     };

@@ -22,7 +22,9 @@ use systole_core::machine::{golden, validate_program, GoldenKind};
 use systole_core::params::{Params, SplitMix64};
 use systole_core::tiler::{CastTo, Epilogue, GemmLayout, GemmPlan, GemmShape, MatrixView};
 use systole_core::train::AccelTrainer;
-use systole_core::{ArrayConfig, Dataflow, Dtype, Machine, MachineError, Requant, Schedule};
+use systole_core::{
+    ArrayConfig, Dataflow, DramPort, Dtype, Machine, MachineError, Requant, Schedule,
+};
 use systole_hdl::TopConfig;
 use systole_sim::compare::{first_difference, localize, Image, Outcome, Pair};
 use systole_sim::{rtl_top_config, rtl_top_config_exact, BuildOptions, RtlBuild};
@@ -224,7 +226,7 @@ fn conformance(top: TopConfig, seed: u64) {
     let what = |case: &str| {
         format!(
             "{}x{} {} {} {} ({} conversion stages, requantize {} cycles a row, Scale and Axpy {}, \
-             PEs {}, lane adds {}, read stages {}): {case}",
+             PEs {}, lane adds {}, read stages {}, DRAM port {:?}): {case}",
             config.rows,
             config.cols,
             config.dtype.name(),
@@ -235,7 +237,8 @@ fn conformance(top: TopConfig, seed: u64) {
             config.scale_cycles,
             config.pe_stages,
             config.add_stages,
-            config.read_stages
+            config.read_stages,
+            config.dram_port
         )
     };
     let build = RtlBuild::new(&top, &BuildOptions::default())
@@ -632,14 +635,6 @@ fn the_suite_fits_every_array() {
     }
 }
 
-/// Memories that register their read words once more (`ArrayConfig::read_stages` 1, the ECP5
-/// block RAM's output register; docs/DECISIONS.md 106): every instruction starts its work a
-/// cycle after dispatch and lands its rows a cycle later, on every machine. The blocking
-/// machine with every write stage and the candidate registered; output-stationary with staged
-/// PEs, paced products and staged adds; the 85F's BF16 pipeline; serial requantization on a
-/// column; and the decoupled machine as the 85F's INT8 build has it (streamed matmuls, the
-/// scratchpad's write stage, pipelined conversions), output-stationary in BF16, and with
-/// paired products.
 /// A machine built without its program checks, as the iCEBreaker's small machine may be: every
 /// program the host validated runs with the checking machine's bits and cycles.
 #[test]
@@ -651,6 +646,14 @@ fn conformance_without_program_checks() {
     conformance(lean, 58);
 }
 
+/// Memories that register their read words once more (`ArrayConfig::read_stages` 1, the ECP5
+/// block RAM's output register; docs/DECISIONS.md 106): every instruction starts its work a
+/// cycle after dispatch and lands its rows a cycle later, on every machine. The blocking
+/// machine with every write stage and the candidate registered; output-stationary with staged
+/// PEs, paced products and staged adds; the 85F's BF16 pipeline; serial requantization on a
+/// column; and the decoupled machine as the 85F's INT8 build has it (streamed matmuls, the
+/// scratchpad's write stage, pipelined conversions), output-stationary in BF16, and with
+/// paired products.
 #[test]
 fn conformance_with_read_stages() {
     let read = |top: TopConfig| TopConfig { array: top.array.with_read_stages(1), ..top };
@@ -699,4 +702,28 @@ fn conformance_with_read_stages() {
     let paired =
         |top: TopConfig| TopConfig { array: top.array.with_pe_stages(2), pe_pairs: true, ..top };
     conformance(read(paired(decoupled(2, Dtype::Int8, Dataflow::WeightStationary))), 57);
+}
+
+/// A DRAM that moves a byte a cycle (`ArrayConfig::dram_port`, docs/DECISIONS.md 114): every
+/// row of a `Load`, `Store`, `LoadAcc` or `StoreSpad` takes a cycle per byte, on every
+/// machine. Both dataflows; the iCEBreaker's column of eight as its byte-port build has it
+/// (products paired in DSPs, pipelined conversions, checks left to the host); and with every
+/// memory's reads registered.
+#[test]
+fn conformance_with_a_byte_port() {
+    let byte =
+        |top: TopConfig| TopConfig { array: top.array.with_dram_port(DramPort::Byte), ..top };
+    conformance(byte(conformance_top(4, Dtype::Int8, Dataflow::WeightStationary)), 61);
+    conformance(byte(conformance_top(3, Dtype::Int8, Dataflow::OutputStationary)), 62);
+    let square = conformance_top(8, Dtype::Int8, Dataflow::WeightStationary);
+    let column = TopConfig {
+        array: ArrayConfig { cols: 1, ..square.array }.with_pe_stages(2).with_convert_stages(3),
+        pe_pairs: true,
+        program_checks: false,
+        checks_at_queue: false,
+        ..square
+    };
+    conformance(byte(column), 63);
+    let read = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
+    conformance(byte(TopConfig { array: read.array.with_read_stages(1), ..read }), 64);
 }

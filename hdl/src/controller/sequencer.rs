@@ -31,11 +31,23 @@
 //! docs say. Built for the blocking schedule, the sequencer has no transpose controls and every
 //! transposing register's input is a constant, which synthesis removes: the blocking sequencer
 //! has its ports and synthesises to the cells it had.
+//!
+//! # The byte port (INT8, blocking)
+//!
+//! Built for `DramPort::Byte`, the DRAM is one byte wide and every row of a DRAM transfer takes
+//! a cycle per byte (core's `timing::load_row_cycles` and `timing::transfer_row_cycles`):
+//! `elem` counts the row's bytes, `n_len` holds how many (`len`, or `4 len` for a `Store` or
+//! `LoadAcc`), and the row ends, and lands, in the last. A `Load` of more than one element
+//! gathers (its lanes' row-buffer registers keep each byte, `element` naming the lane); a
+//! `LoadAcc` gathers its words in `crate::top::ByteWord`s and writes the accumulator row in
+//! the last cycle; a `Store` or `StoreSpad` writes its byte each cycle at `dram_ptr` (byte
+//! `element mod 4` of word `element / 4`, or element `element`), stepping one byte a cycle
+//! and `row_stride` from row to row. On the row port all of this folds away to constants.
 
 use rust_hdl::prelude::*;
 
 use crate::decoded::Decoded;
-use systole_core::{ArrayConfig, Schedule};
+use systole_core::{ArrayConfig, DramPort, Schedule};
 
 use super::seq_writes::SeqWrites;
 use crate::decode::{constant, holding};
@@ -198,6 +210,12 @@ pub struct Sequencer {
     block_step: Constant<Bits<32>>,
     /// log2 of the scratchpad element's bytes.
     elem_shift: Constant<Bits<2>>,
+    /// Built with the byte port (`ArrayConfig::dram_port`, module docs): every DRAM transfer
+    /// moves its rows a byte a cycle.
+    byte_port: Constant<Bit>,
+    /// The candidate's cycles a row: its `len`, or on the byte port its bytes for a `Store` or
+    /// `LoadAcc` (`len * 4`).
+    span: Signal<Local, Bits<16>>,
     row_last: Signal<Local, Bit>,
     /// The instruction's last row ends in this cycle.
     final_row: Signal<Local, Bit>,
@@ -227,6 +245,10 @@ impl Sequencer {
     pub fn new(config: &ArrayConfig) -> Sequencer {
         let w = config.spad_width();
         let decoupled = config.schedule == Schedule::Decoupled;
+        let byte_port = config.dram_port == DramPort::Byte;
+        // On the byte port `elem` counts a row's bytes, four a word.
+        let elems = w.max(config.cols as usize).max(4);
+        let elems = if byte_port { elems.max(4 * config.cols as usize) } else { elems };
         Sequencer {
             ins: Default::default(),
             clock: Default::default(),
@@ -333,10 +355,12 @@ impl Sequencer {
             decoupled: Constant::new(config.schedule == Schedule::Decoupled),
             bf16: Constant::new(config.dtype == systole_core::Dtype::Bf16),
             rows_bits: constant(holding(config.spad_depth.max(config.acc_depth) as u64)),
-            elem_bits: constant(holding(w.max(config.cols as usize).max(4) as u64)),
+            elem_bits: constant(holding(elems as u64)),
             width_last: constant(w as u64 - 1),
             block_step: constant((w * config.dtype.elem_bytes()) as u64),
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
+            byte_port: Constant::new(byte_port),
+            span: Default::default(),
             row_last: Default::default(),
             final_row: Default::default(),
             converting: Default::default(),
@@ -474,6 +498,10 @@ impl Logic for Sequencer {
                     || self.k_store_bf16.q.val());
         }
         self.free.next = !self.busy.q.val() || self.last.val();
+        self.span.next = self.ins.len.val();
+        if self.byte_port.val() && (self.ins.store.val() || self.ins.load_acc.val()) {
+            self.span.next = self.ins.len.val() << 2;
+        }
         self.acc_first.next = self.ins.acc_row.val();
         if self.ins.vector.val() {
             self.acc_first.next = self.ins.dst.val();
@@ -610,14 +638,21 @@ impl Logic for Sequencer {
                 self.n_rows.d.next = self.ins.rows.val() & self.rows_bits.val();
                 self.row_at_last.d.next = self.ins.rows.val() == 1;
                 self.elem.d.next = 0.into();
-                self.n_len.d.next = self.ins.len.val() & self.elem_bits.val();
-                self.elem_at_last.d.next = self.ins.len.val() == 1;
+                self.n_len.d.next = self.span.val() & self.elem_bits.val();
+                self.elem_at_last.d.next = self.span.val() == 1;
                 // timing::load_row_cycles: one cycle per element unless contiguous or single
-                // (or transposing).
-                self.gathering.d.next = self.ins.load.val()
+                // (or transposing); on the byte port a cycle per byte of every DRAM transfer
+                // (`timing::transfer_row_cycles`).
+                self.gathering.d.next = (self.ins.load.val()
                     && (self.ins.elem_stride.val() > 1)
                     && (self.ins.len.val() > 1)
-                    && !self.transposes.val();
+                    && !self.transposes.val())
+                    || (self.byte_port.val()
+                        && (self.span.val() > 1)
+                        && (self.ins.load.val()
+                            || self.ins.store.val()
+                            || self.ins.load_acc.val()
+                            || self.ins.store_spad.val()));
                 self.k_transpose.d.next = self.transposes.val();
                 self.draining.d.next = false;
                 self.drain_row.d.next = 0.into();
@@ -639,6 +674,9 @@ impl Logic for Sequencer {
                     self.row_step.d.next = self.block_step.val();
                 }
                 self.elem_step.d.next = self.ins.elem_stride.val() << self.elem_shift.val();
+                if self.byte_port.val() && !self.ins.load.val() {
+                    self.elem_step.d.next = 1.into();
+                }
                 self.imm_q.d.next = self.ins.imm.val();
                 if self.ins.requantize.val() {
                     self.imm_q.d.next = self.ins.multiplier.val();
@@ -682,7 +720,8 @@ impl Logic for Sequencer {
         // are neither paced nor staged, so the write is the plain one there).
         self.now.next.acc_write = self.now.val().lanes_busy
             && (!self.k_paced.q.val()
-                || self.elem.q.val().get_bits::<3>(0) == self.pace_last.q.val());
+                || self.elem.q.val().get_bits::<3>(0) == self.pace_last.q.val())
+            && (!(self.byte_port.val() && self.k_load_acc.q.val()) || self.row_last.val());
         self.now.next.acc_write_row = self.acc_ptr.q.val();
         self.now.next.acc_op = self.op.q.val();
         self.now.next.dram_write_address = self.dram_row.q.val();
@@ -696,6 +735,14 @@ impl Logic for Sequencer {
         // A `StoreBf16` runs on BF16 configs only, whose elements are its 2 bytes.
         if (self.busy.q.val() && self.k_store_spad.q.val()) || self.now.val().is_store_bf16 {
             self.now.next.dram_write_count = self.n_len.q.val() << self.elem_shift.val();
+        }
+        // On the byte port a `Store` or `StoreSpad` writes its byte each cycle, at the pointer.
+        if self.byte_port.val() {
+            self.now.next.dram_write_address = self.dram_ptr.q.val();
+            self.now.next.dram_write_count = 0.into();
+            if self.busy.q.val() && (self.k_store.q.val() || self.k_store_spad.q.val()) {
+                self.now.next.dram_write_count = 1.into();
+            }
         }
         self.now.next.immediate = self.imm_q.q.val();
         self.now.next.requant_multiplier = self.imm_q.q.val();

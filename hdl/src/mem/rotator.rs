@@ -41,7 +41,11 @@ impl Logic for Rotator {
         let n = self.data_in.len();
         let bits = n.trailing_zeros() as usize;
         let packed: Vec<String> = (0..n).rev().map(|i| format!("data_in${i}")).collect();
-        let amount = if bits == 0 { "0".to_string() } else { format!("amount[{}:0]", bits - 1) };
+        if bits == 0 {
+            // One lane (a byte-port DRAM's): nothing to rotate.
+            return Verilog::Custom("always @(*) data_out$0 = data_in$0;\n".to_string());
+        }
+        let amount = format!("amount[{}:0]", bits - 1);
         let mut v = format!(
             "wire [{w}:0] lanes_in = {{{list}}};\nwire [{w2}:0] doubled = {{lanes_in, lanes_in}};\n\
              wire [{w}:0] rotated = doubled >> ({{{amount}, 3'b000}});\n",

@@ -2,9 +2,9 @@
 //! while no program runs) owns each memory port.
 
 use rust_hdl::prelude::*;
-use systole_core::{Dataflow, Dtype, Schedule};
+use systole_core::{Dataflow, DramPort, Dtype, Schedule};
 
-use super::{SpadLane, TopConfig, WordLane};
+use super::{ByteWord, SpadLane, TopConfig, WordLane};
 use crate::array::Array;
 use crate::controller::{ArrayUnit, Dispatcher, HeadRegister, InstrFifo, Sequencer, WeightLoader};
 use crate::convert::{CastLane, RequantLane, SerialProducts};
@@ -54,6 +54,8 @@ pub struct SystoleTop {
     spad_lanes: Vec<SpadLane>,
     acc_lanes: Vec<AccLane>,
     words: Vec<WordLane>,
+    /// On the byte port, each accumulator lane's `LoadAcc` word, a byte a cycle (else none).
+    byte_words: Vec<ByteWord>,
     cast: Vec<CastLane>,
     requant: Vec<RequantLane>,
     products: Vec<SerialProducts>,
@@ -65,6 +67,10 @@ pub struct SystoleTop {
     seq_reads: Signal<Local, Bit>,
     /// Bytes per scratchpad element, for the byte wiring of the DRAM rows.
     _es: usize,
+    /// 1 where the DRAM moves rows (`DramPort::Row`) and 0 on the byte port, and the other way
+    /// round: the bounds of the loops that wire each.
+    _row_port: usize,
+    _byte_port: usize,
 }
 
 impl SystoleTop {
@@ -72,6 +78,7 @@ impl SystoleTop {
         let config = top.array;
         let (c, w) = (config.cols as usize, config.spad_width());
         let dtype = config.dtype;
+        let byte_port = config.dram_port == DramPort::Byte;
         let map = HostMap::new(
             &config,
             top.dram_bytes as u64,
@@ -112,6 +119,7 @@ impl SystoleTop {
             spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
             acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::for_top(top))).collect(),
             words: (0..c).map(|j| WordLane::new(j, c)).collect(),
+            byte_words: (0..if byte_port { c } else { 0 }).map(ByteWord::new).collect(),
             cast: (0..if dtype == Dtype::Bf16 { c } else { 0 })
                 .map(|_| CastLane::new(config.convert_stages))
                 .collect(),
@@ -125,6 +133,8 @@ impl SystoleTop {
             host: Default::default(),
             seq_reads: Default::default(),
             _es: dtype.elem_bytes(),
+            _row_port: !byte_port as usize,
+            _byte_port: byte_port as usize,
         }
     }
 }
@@ -293,12 +303,23 @@ impl Logic for SystoleTop {
             }
         }
         // A one-iteration loop binds the element's bytes for the index arithmetic.
-        for es in self._es..(self._es + 1) {
+        for _r in 0..self._row_port {
+            for es in self._es..(self._es + 1) {
+                for e in 0..self.spad_lanes.len() {
+                    self.spad_lanes[e].lo.next = self.dram.read_data[e * es].val();
+                    self.spad_lanes[e].hi.next = self.dram.read_data[e * es + es - 1].val();
+                    self.spad_lanes[e].lo0.next = self.dram.read_data[0].val();
+                    self.spad_lanes[e].hi0.next = self.dram.read_data[es - 1].val();
+                }
+            }
+        }
+        // On the byte port every `Load` of more than one element gathers, a byte a cycle.
+        for _b in 0..self._byte_port {
             for e in 0..self.spad_lanes.len() {
-                self.spad_lanes[e].lo.next = self.dram.read_data[e * es].val();
-                self.spad_lanes[e].hi.next = self.dram.read_data[e * es + es - 1].val();
+                self.spad_lanes[e].lo.next = self.dram.read_data[0].val();
+                self.spad_lanes[e].hi.next = self.dram.read_data[0].val();
                 self.spad_lanes[e].lo0.next = self.dram.read_data[0].val();
-                self.spad_lanes[e].hi0.next = self.dram.read_data[es - 1].val();
+                self.spad_lanes[e].hi0.next = self.dram.read_data[0].val();
             }
         }
         for j in 0..self.cast.len() {
@@ -336,6 +357,19 @@ impl Logic for SystoleTop {
         // port Y (a vector op's source), one write port (array rows, vector ops, LoadAcc, host).
         self.acc_x.read_enable.next = self.en.val();
         self.acc_y.read_enable.next = self.en.val();
+        // On the byte port a `LoadAcc` row is gathered a byte a cycle, and the sequencer's
+        // `length` counts its bytes.
+        for j in 0..self.byte_words.len() {
+            self.byte_words[j].clock.next = self.clock.val();
+            self.byte_words[j].enable.next = self.en.val();
+            self.byte_words[j].dram_byte.next = self.dram.read_data[0].val();
+            self.byte_words[j].element.next = self.seq.element.val();
+            self.words[j].b0.next = self.byte_words[j].b0.val();
+            self.words[j].b1.next = self.byte_words[j].b1.val();
+            self.words[j].b2.next = self.byte_words[j].b2.val();
+            self.words[j].b3.next = self.byte_words[j].b3.val();
+            self.words[j].length.next = self.seq.length.val() >> 2;
+        }
         self.acc_x.read_address.next = self.unit.acc_read.val();
         if self.seq_reads.val() {
             self.acc_x.read_address.next = self.seq.acc_read_x.val();
@@ -363,11 +397,13 @@ impl Logic for SystoleTop {
                 self.acc_lanes[j].op.next = self.seq.acc_op.val();
             }
             // LoadAcc: word j of the DRAM row, zero at and past `len`; or the host's word.
-            self.words[j].b0.next = self.dram.read_data[j * 4].val();
-            self.words[j].b1.next = self.dram.read_data[j * 4 + 1].val();
-            self.words[j].b2.next = self.dram.read_data[j * 4 + 2].val();
-            self.words[j].b3.next = self.dram.read_data[j * 4 + 3].val();
-            self.words[j].length.next = self.seq.length.val();
+            for _r in 0..self._row_port {
+                self.words[j].b0.next = self.dram.read_data[j * 4].val();
+                self.words[j].b1.next = self.dram.read_data[j * 4 + 1].val();
+                self.words[j].b2.next = self.dram.read_data[j * 4 + 2].val();
+                self.words[j].b3.next = self.dram.read_data[j * 4 + 3].val();
+                self.words[j].length.next = self.seq.length.val();
+            }
             self.acc_lanes[j].word.next = self.words[j].word.val();
             self.acc_x.write_lane[j].next = self.en.val()
                 && !self.host.val()
@@ -399,29 +435,54 @@ impl Logic for SystoleTop {
         for k in 0..self.dram.write_data.len() {
             self.dram.write_data[k].next = 0.into();
         }
-        for es in self._es..(self._es + 1) {
+        for _r in 0..self._row_port {
+            for es in self._es..(self._es + 1) {
+                for e in 0..self.spad_lanes.len() {
+                    self.dram.write_data[e * es].next =
+                        self.spad_a.read_data[e].val().get_bits::<8>(0);
+                    self.dram.write_data[e * es + es - 1].next =
+                        self.spad_a.read_data[e].val().get_bits::<8>(es * 8 - 8);
+                }
+            }
+            if self.seq.is_store.val() {
+                for j in 0..self.acc_lanes.len() {
+                    self.dram.write_data[j * 4].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(0);
+                    self.dram.write_data[j * 4 + 1].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(8);
+                    self.dram.write_data[j * 4 + 2].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(16);
+                    self.dram.write_data[j * 4 + 3].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(24);
+                }
+            }
+            // StoreBf16: each lane's word cast to bf16 (the casts read what `Store` reads).
+            if self.seq.is_store_bf16.val() {
+                for j in 0..self.cast.len() {
+                    self.dram.write_data[j * 2].next = self.cast[j].y.val().get_bits::<8>(0);
+                    self.dram.write_data[j * 2 + 1].next = self.cast[j].y.val().get_bits::<8>(8);
+                }
+            }
+        }
+        // On the byte port (INT8 only) a `StoreSpad` writes element `element` of its row, a
+        // `Store` byte `element mod 4` of word `element / 4`.
+        for _b in 0..self._byte_port {
             for e in 0..self.spad_lanes.len() {
-                self.dram.write_data[e * es].next = self.spad_a.read_data[e].val().get_bits::<8>(0);
-                self.dram.write_data[e * es + es - 1].next =
-                    self.spad_a.read_data[e].val().get_bits::<8>(es * 8 - 8);
+                if self.seq.element.val() == e.to_bits() {
+                    self.dram.write_data[0].next = self.spad_a.read_data[e].val().get_bits::<8>(0);
+                }
             }
-        }
-        if self.seq.is_store.val() {
-            for j in 0..self.acc_lanes.len() {
-                self.dram.write_data[j * 4].next = self.acc_x.read_data[j].val().get_bits::<8>(0);
-                self.dram.write_data[j * 4 + 1].next =
-                    self.acc_x.read_data[j].val().get_bits::<8>(8);
-                self.dram.write_data[j * 4 + 2].next =
-                    self.acc_x.read_data[j].val().get_bits::<8>(16);
-                self.dram.write_data[j * 4 + 3].next =
-                    self.acc_x.read_data[j].val().get_bits::<8>(24);
-            }
-        }
-        // StoreBf16: each lane's word cast to bf16 (the casts read what `Store` reads).
-        if self.seq.is_store_bf16.val() {
-            for j in 0..self.cast.len() {
-                self.dram.write_data[j * 2].next = self.cast[j].y.val().get_bits::<8>(0);
-                self.dram.write_data[j * 2 + 1].next = self.cast[j].y.val().get_bits::<8>(8);
+            if self.seq.is_store.val() {
+                for j in 0..self.acc_lanes.len() {
+                    for k in 0..4 {
+                        if ((self.seq.element.val() >> 2) == j.to_bits())
+                            && (self.seq.element.val().get_bits::<2>(0) == k.to_bits())
+                        {
+                            self.dram.write_data[0].next =
+                                self.acc_x.read_data[j].val().get_bits::<8>(k * 8);
+                        }
+                    }
+                }
             }
         }
         self.engine.dram_byte.next = self.dram.read_data[0].val();

@@ -179,3 +179,66 @@ impl Logic for WordLane {
         }
     }
 }
+
+/// On the byte port (`ArrayConfig::dram_port`): accumulator lane `lane`'s `LoadAcc` word,
+/// gathered a byte a cycle. In the cycle of byte `element` of the row (byte `element mod 4` of
+/// word `element / 4`) the DRAM's one byte, `dram_byte`, is this lane's if `element / 4 == lane`: it shows at
+/// once as `b0` to `b3` (little-endian) and is held for the row's later cycles, so in the row's
+/// last cycle they are the lane's whole word for a [`WordLane`].
+#[derive(LogicBlock)]
+pub struct ByteWord {
+    pub clock: Signal<In, Clock>,
+    pub enable: Signal<In, Bit>,
+    pub dram_byte: Signal<In, Bits<8>>,
+    pub element: Signal<In, Bits<16>>,
+    pub b0: Signal<Out, Bits<8>>,
+    pub b1: Signal<Out, Bits<8>>,
+    pub b2: Signal<Out, Bits<8>>,
+    pub b3: Signal<Out, Bits<8>>,
+    bytes: Vec<Signal<Local, Bits<8>>>,
+    held: Vec<DFF<Bits<8>>>,
+    lane: Constant<Bits<16>>,
+    mine: Signal<Local, Bit>,
+}
+
+impl ByteWord {
+    /// Lane `lane`.
+    pub fn new(lane: usize) -> ByteWord {
+        ByteWord {
+            clock: Default::default(),
+            enable: Default::default(),
+            dram_byte: Default::default(),
+            element: Default::default(),
+            b0: Default::default(),
+            b1: Default::default(),
+            b2: Default::default(),
+            b3: Default::default(),
+            bytes: (0..4).map(|_| Default::default()).collect(),
+            held: (0..4).map(|_| Default::default()).collect(),
+            lane: constant(lane as u64),
+            mine: Default::default(),
+        }
+    }
+}
+
+impl Logic for ByteWord {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.mine.next = (self.element.val() >> 2) == self.lane.val();
+        for k in 0..self.held.len() {
+            self.held[k].clock.next = self.clock.val();
+            self.held[k].d.next = self.held[k].q.val();
+            self.bytes[k].next = self.held[k].q.val();
+            if self.mine.val() && (self.element.val().get_bits::<2>(0) == k.to_bits()) {
+                self.bytes[k].next = self.dram_byte.val();
+                if self.enable.val() {
+                    self.held[k].d.next = self.dram_byte.val();
+                }
+            }
+        }
+        self.b0.next = self.bytes[0].val();
+        self.b1.next = self.bytes[1].val();
+        self.b2.next = self.bytes[2].val();
+        self.b3.next = self.bytes[3].val();
+    }
+}

@@ -14,7 +14,7 @@
 //! wiring and multiplexers: which unit (or the host, while no program runs) owns each memory
 //! port.
 
-use systole_core::{ArrayConfig, Schedule};
+use systole_core::{ArrayConfig, DramPort, Schedule};
 
 use crate::convert::{serial_requant, SerialProducts};
 use crate::mem::{dram_banks, Dram, RowRam};
@@ -25,7 +25,7 @@ mod lanes;
 
 pub use blocking::SystoleTop;
 pub use decoupled::SystoleTopDecoupled;
-pub use lanes::{SpadLane, WordLane};
+pub use lanes::{ByteWord, SpadLane, WordLane};
 
 /// Instruction words the FIFO holds by default (as core's emulated host interface).
 pub const DEFAULT_FIFO_DEPTH: usize = systole_core::link::emulator::FIFO_DEPTH;
@@ -190,10 +190,13 @@ impl TopConfig {
     }
 
     /// Bytes of the widest row the DRAM moves in a cycle: a scratchpad row or an accumulator
-    /// row.
+    /// row, or one byte on the byte port (`ArrayConfig::dram_port`).
     pub fn dram_row_bytes(&self) -> usize {
         let a = &self.array;
-        (a.spad_width() * a.dtype.elem_bytes()).max(4 * a.cols as usize)
+        match a.dram_port {
+            DramPort::Row => (a.spad_width() * a.dtype.elem_bytes()).max(4 * a.cols as usize),
+            DramPort::Byte => 1,
+        }
     }
 
     /// The DRAM's one-byte banks.
@@ -284,5 +287,9 @@ mod tests {
             ArrayConfig { spad_depth: 16, acc_depth: 8, ..ArrayConfig::new(2, 3, Dtype::Bf16) };
         let top = TopConfig { dram_bytes: 256, uart_divisor: 4, ..TopConfig::new(array) };
         yosys_validate("systole_top", &verilog_of(SystoleTop::new(&top))).unwrap();
+        let byte = ArrayConfig::new(8, 1, Dtype::Int8).with_dram_port(DramPort::Byte);
+        let byte = ArrayConfig { spad_depth: 16, acc_depth: 8, ..byte.with_read_stages(1) };
+        let top = TopConfig { dram_bytes: 256, uart_divisor: 4, ..TopConfig::new(byte) };
+        yosys_validate("systole_top_byte", &verilog_of(SystoleTop::new(&top))).unwrap();
     }
 }
