@@ -227,14 +227,12 @@ pub const ICEBREAKER: Board = Board {
     constraints: include_str!("../icebreaker/icebreaker.pcf"),
     constraints_name: "icebreaker.pcf",
     // Three conversion stages take the requantize lane off the critical path: 13.5 MHz instead of
-    // 8.4, so the oscillator's 12 MHz undivided (DECISIONS 51). Four PEs in a column, their
-    // products two to a DSP (DECISIONS 92), fit since the counters are built no wider than
-    // their values and the FIFO's extent bits left its block RAMs (DECISIONS 94); a fifth row
-    // does not (the scratchpad's rows are then no power of two). Checking its words (99% of the
-    // cells), it met the PLL's 16.125 MHz with some seeds only; it leaves the program checks to
-    // its host since DECISIONS 107 (91% of the cells) and meets the PLL's 18 MHz with seed 1.
+    // 8.4, so the oscillator's 12 MHz undivided (DECISIONS 51). PEs in a column, their products
+    // two to a DSP (DECISIONS 92), its program checks left to its host (DECISIONS 107): four fit
+    // the row port's DRAM, and eight fit since its DRAM moves a byte a cycle (DECISIONS 114:
+    // 98% of the cells, the PLL's 18 MHz met with seed 1).
     int8: Preset {
-        rows: 4,
+        rows: 8,
         cols: 1,
         mhz: 18.0,
         pe_products: PeProducts::DspPairs,
@@ -246,7 +244,7 @@ pub const ICEBREAKER: Board = Board {
         add_stages: 1,
         int8_max: false,
         read_stages: 0,
-        dram_port: DramPort::Row,
+        dram_port: DramPort::Byte,
         schedule: Schedule::Blocking,
         // Fault codes from the FIFO's head: checking words as they are queued takes a second
         // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
