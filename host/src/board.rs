@@ -693,8 +693,13 @@ mod tests {
             super::built(&queued, super::Products::all(super::PeProducts::Dsp)).checks_at_queue,
             "as asked"
         );
-        let decoupled =
-            super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]));
+        // Its preset's byte port is the blocking machine's: a decoupled build asks for rows.
+        let err = super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("dram_port = byte"), "{err}");
+        let decoupled = ["icebreaker", "--schedule", "decoupled", "--dram-port", "row"];
+        let decoupled = super::top_config(&ice, &build_args(&decoupled));
         let built = super::built(&decoupled.unwrap(), super::Products::all(super::PeProducts::Dsp));
         assert!(built.checks_at_queue, "a decoupled build records its checks at the queue");
         let err = super::top_config(&b, &build_args(&["ulx3s-25f", "--requant-cycles", "3"]))
