@@ -160,6 +160,17 @@ fn requant_edge_cases() {
     ] {
         assert_eq!(convert_now(x, m, shift, zp).0, requant(x, m, shift, zp), "{x:#x} {m:#x}");
     }
+    // Shifted values around the clamp and around ten bits, with the zero points that move them
+    // furthest: `x / 2` by `m = 2^30`, or `x / 4` shifted once more.
+    let near = (-516i32..=-505).chain(-132..=-124).chain(123..=132).chain(504..=516);
+    for v in near {
+        for zp in [0x80u8, 0x81, 0xFF, 0, 1, 0x7E, 0x7F] {
+            for (x, shift) in [(2 * v, 0u8), (4 * v, 1)] {
+                let (x, want) = (x as u32, requant(x as u32, half, shift, zp));
+                assert_eq!(convert_now(x, half, shift, zp).0, want, "{x:#x} {shift} {zp:#x}");
+            }
+        }
+    }
 }
 
 /// The emitted Verilog of the unregistered lanes, evaluated by Yosys, against core (the
