@@ -92,6 +92,8 @@ pub enum DramPort {
 }
 
 impl DramPort {
+    pub const ALL: [DramPort; 2] = [DramPort::Row, DramPort::Byte];
+
     /// Its name on the command line and in build reports.
     pub const fn name(self) -> &'static str {
         match self {

@@ -198,6 +198,11 @@ pub fn board_build(
     else {
         bail!("{source}: unknown schedule `{}`", built.schedule)
     };
+    let Some(dram_port) =
+        systole_core::DramPort::ALL.into_iter().find(|p| p.name() == built.dram_port)
+    else {
+        bail!("{source}: unknown dram_port `{}` (row or byte)", built.dram_port)
+    };
     let config = ArrayConfig {
         spad_depth: built.spad_depth,
         acc_depth: built.acc_depth,
@@ -210,6 +215,7 @@ pub fn board_build(
             .with_pe_stages(built.pe_stages)
             .with_add_stages(built.add_stages)
             .with_read_stages(built.read_stages)
+            .with_dram_port(dram_port)
             .with_schedule(schedule)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
