@@ -280,9 +280,11 @@ pub const ALCHITRY_CU: Board = Board {
     // With no multipliers the products are LUTs (Booth-mapped, docs/DECISIONS.md 36). The
     // requantize lane's 32 x 32 multiplier took 2,640 of the 7,680 cells; one 16 x 16 used over
     // four cycles (DECISIONS 57) leaves room for a 4 x 1, which reaches 43.6 MHz built for 45:
-    // 40 MHz from the PLL. A 2 x 2 needs 8,981 cells.
+    // 40 MHz from the PLL. A 2 x 2 needs 8,981 cells. With its DRAM a byte a cycle (DECISIONS
+    // 114) a column of eight fits (7,442 cells, 43.4 MHz); a ninth row's scratchpad lanes
+    // would take more block RAMs than the part has.
     int8: Preset {
-        rows: 4,
+        rows: 8,
         cols: 1,
         mhz: 40.0,
         pe_products: PeProducts::Logic,
@@ -294,7 +296,7 @@ pub const ALCHITRY_CU: Board = Board {
         add_stages: 1,
         int8_max: false,
         read_stages: 0,
-        dram_port: DramPort::Row,
+        dram_port: DramPort::Byte,
         schedule: Schedule::Blocking,
         checks_at_queue: true,
         spad_write_stage: false,
