@@ -210,12 +210,11 @@ pub struct Sequencer {
     block_step: Constant<Bits<32>>,
     /// log2 of the scratchpad element's bytes.
     elem_shift: Constant<Bits<2>>,
-    /// Built with the byte port (`ArrayConfig::dram_port`, module docs): every DRAM transfer
-    /// moves its rows a byte a cycle.
-    byte_port: Constant<Bit>,
-    /// The candidate's cycles a row: its `len`, or on the byte port its bytes for a `Store` or
-    /// `LoadAcc` (`len * 4`).
-    span: Signal<Local, Bits<16>>,
+    /// Built with the byte port only (`ArrayConfig::dram_port`, module docs): the candidate's
+    /// cycles a row, its `len`, or its bytes for a `Store` or `LoadAcc` (`len * 4`). Every
+    /// byte-port choice below is made inside a loop over it, so a row-port sequencer is
+    /// emitted exactly as it was before the byte port existed.
+    span: Optional<Signal<Local, Bits<16>>>,
     row_last: Signal<Local, Bit>,
     /// The instruction's last row ends in this cycle.
     final_row: Signal<Local, Bit>,
@@ -359,8 +358,7 @@ impl Sequencer {
             width_last: constant(w as u64 - 1),
             block_step: constant((w * config.dtype.elem_bytes()) as u64),
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
-            byte_port: Constant::new(byte_port),
-            span: Default::default(),
+            span: Optional::default_when(byte_port),
             row_last: Default::default(),
             final_row: Default::default(),
             converting: Default::default(),
@@ -498,9 +496,11 @@ impl Logic for Sequencer {
                     || self.k_store_bf16.q.val());
         }
         self.free.next = !self.busy.q.val() || self.last.val();
-        self.span.next = self.ins.len.val();
-        if self.byte_port.val() && (self.ins.store.val() || self.ins.load_acc.val()) {
-            self.span.next = self.ins.len.val() << 2;
+        for _b in 0..self.span.len() {
+            self.span.next = self.ins.len.val();
+            if self.ins.store.val() || self.ins.load_acc.val() {
+                self.span.next = self.ins.len.val() << 2;
+            }
         }
         self.acc_first.next = self.ins.acc_row.val();
         if self.ins.vector.val() {
@@ -638,21 +638,25 @@ impl Logic for Sequencer {
                 self.n_rows.d.next = self.ins.rows.val() & self.rows_bits.val();
                 self.row_at_last.d.next = self.ins.rows.val() == 1;
                 self.elem.d.next = 0.into();
-                self.n_len.d.next = self.span.val() & self.elem_bits.val();
-                self.elem_at_last.d.next = self.span.val() == 1;
+                self.n_len.d.next = self.ins.len.val() & self.elem_bits.val();
+                self.elem_at_last.d.next = self.ins.len.val() == 1;
                 // timing::load_row_cycles: one cycle per element unless contiguous or single
-                // (or transposing); on the byte port a cycle per byte of every DRAM transfer
-                // (`timing::transfer_row_cycles`).
-                self.gathering.d.next = (self.ins.load.val()
+                // (or transposing).
+                self.gathering.d.next = self.ins.load.val()
                     && (self.ins.elem_stride.val() > 1)
                     && (self.ins.len.val() > 1)
-                    && !self.transposes.val())
-                    || (self.byte_port.val()
-                        && (self.span.val() > 1)
+                    && !self.transposes.val();
+                // On the byte port a cycle per byte of every DRAM transfer
+                // (`timing::transfer_row_cycles`), one a byte apart but a `Load`'s elements.
+                for _b in 0..self.span.len() {
+                    self.n_len.d.next = self.span.val() & self.elem_bits.val();
+                    self.elem_at_last.d.next = self.span.val() == 1;
+                    self.gathering.d.next = (self.span.val() > 1)
                         && (self.ins.load.val()
                             || self.ins.store.val()
                             || self.ins.load_acc.val()
-                            || self.ins.store_spad.val()));
+                            || self.ins.store_spad.val());
+                }
                 self.k_transpose.d.next = self.transposes.val();
                 self.draining.d.next = false;
                 self.drain_row.d.next = 0.into();
@@ -674,8 +678,10 @@ impl Logic for Sequencer {
                     self.row_step.d.next = self.block_step.val();
                 }
                 self.elem_step.d.next = self.ins.elem_stride.val() << self.elem_shift.val();
-                if self.byte_port.val() && !self.ins.load.val() {
-                    self.elem_step.d.next = 1.into();
+                for _b in 0..self.span.len() {
+                    if !self.ins.load.val() {
+                        self.elem_step.d.next = 1.into();
+                    }
                 }
                 self.imm_q.d.next = self.ins.imm.val();
                 if self.ins.requantize.val() {
@@ -720,8 +726,13 @@ impl Logic for Sequencer {
         // are neither paced nor staged, so the write is the plain one there).
         self.now.next.acc_write = self.now.val().lanes_busy
             && (!self.k_paced.q.val()
-                || self.elem.q.val().get_bits::<3>(0) == self.pace_last.q.val())
-            && (!(self.byte_port.val() && self.k_load_acc.q.val()) || self.row_last.val());
+                || self.elem.q.val().get_bits::<3>(0) == self.pace_last.q.val());
+        // On the byte port a `LoadAcc` row is written in its last cycle.
+        for _b in 0..self.span.len() {
+            if self.k_load_acc.q.val() && !self.row_last.val() {
+                self.now.next.acc_write = false;
+            }
+        }
         self.now.next.acc_write_row = self.acc_ptr.q.val();
         self.now.next.acc_op = self.op.q.val();
         self.now.next.dram_write_address = self.dram_row.q.val();
@@ -737,7 +748,7 @@ impl Logic for Sequencer {
             self.now.next.dram_write_count = self.n_len.q.val() << self.elem_shift.val();
         }
         // On the byte port a `Store` or `StoreSpad` writes its byte each cycle, at the pointer.
-        if self.byte_port.val() {
+        for _b in 0..self.span.len() {
             self.now.next.dram_write_address = self.dram_ptr.q.val();
             self.now.next.dram_write_count = 0.into();
             if self.busy.q.val() && (self.k_store.q.val() || self.k_store_spad.q.val()) {
