@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rust_hdl::prelude::*;
 use serde::Serialize;
-use systole_core::{ArrayConfig, ConfigError, Dataflow, DramPort, Dtype, Schedule};
+use systole_core::{ArrayConfig, ConfigError, Dataflow, Dtype, Schedule};
 
 use crate::array::{ArrayOs, ArrayWs};
 use crate::top::{SystoleTop, SystoleTopDecoupled, TopConfig, MAX_DRAM_BYTES};
@@ -75,11 +75,6 @@ pub enum EmitError {
          this one is {dtype}, {dataflow}, {schedule}: build it systolic"
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
-    #[error(
-        "dram_port = byte with bf16: the RTL builds the byte port for INT8 machines only \
-         (docs/DECISIONS.md 114; core models it for both); emit this one with dram_port = row"
-    )]
-    BytePortBf16,
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -164,9 +159,6 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     }
     if !top.program_checks && a.schedule == Schedule::Decoupled {
         return Err(EmitError::ProgramChecksDecoupled);
-    }
-    if a.dram_port == DramPort::Byte && a.dtype == Dtype::Bf16 {
-        return Err(EmitError::BytePortBf16);
     }
     if top.adder_tree && !crate::array_tree::tree_fits(a) {
         return Err(EmitError::AdderTree {
@@ -479,7 +471,7 @@ fn top_ports_of(text: &str) -> Vec<Port> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use systole_core::Dtype;
+    use systole_core::{DramPort, Dtype};
 
     #[test]
     fn dedup_keeps_one_body_per_kind() {
@@ -577,16 +569,17 @@ mod tests {
         assert!(err.to_string().starts_with("program checks off with the decoupled"), "{err}");
     }
 
-    /// The RTL builds the byte port on INT8 machines; emission refuses a BF16 one by name.
+    /// The RTL builds the byte port (one bank) for the blocking machine in both dtypes; the
+    /// decoupled one is refused by core's config check.
     #[test]
-    fn the_byte_port_is_built_for_int8() {
-        let byte =
-            |dtype| TopConfig::new(ArrayConfig::new(8, 1, dtype).with_dram_port(DramPort::Byte));
-        assert!(check(&byte(Dtype::Int8)).is_ok());
-        assert_eq!(byte(Dtype::Int8).dram_banks(), 1);
-        let err = check(&byte(Dtype::Bf16)).unwrap_err();
-        assert!(matches!(err, EmitError::BytePortBf16), "{err}");
-        assert!(err.to_string().starts_with("dram_port = byte with bf16:"), "{err}");
+    fn the_byte_port_is_built_blocking() {
+        for dtype in [Dtype::Int8, Dtype::Bf16] {
+            let byte = ArrayConfig::new(8, 1, dtype).with_dram_port(DramPort::Byte);
+            assert!(check(&TopConfig::new(byte)).is_ok());
+            assert_eq!(TopConfig::new(byte).dram_banks(), 1);
+            let decoupled = byte.with_schedule(Schedule::Decoupled);
+            assert!(check(&TopConfig::new(decoupled)).is_err());
+        }
     }
 
     #[test]

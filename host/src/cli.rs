@@ -213,8 +213,8 @@ pub struct BoardBuildArgs {
     #[arg(long, value_name = "true|false")]
     pub narrow_sums: Option<bool>,
     /// row: the DRAM moves a row a cycle in byte banks; byte: one byte a cycle, every row of a
-    /// DRAM transfer a cycle per byte, in far fewer cells (INT8, blocking; docs/DECISIONS.md
-    /// 114). Default: the board's default build's.
+    /// DRAM transfer a cycle per byte, in far fewer cells (the blocking schedule;
+    /// docs/DECISIONS.md 114 and 116). Default: the board's default build's.
     #[arg(long, value_enum)]
     pub dram_port: Option<DramPortArg>,
     /// blocking: one unit at a time beside the array; decoupled: the units overlap under a

@@ -727,3 +727,16 @@ fn conformance_with_a_byte_port() {
     let read = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
     conformance(byte(TopConfig { array: read.array.with_read_stages(1), ..read }), 64);
 }
+
+/// A BF16 machine on the byte port: each element two bytes, low first, in `Load`, `StoreSpad`
+/// and `StoreBf16` rows (its cast pipelined), both dataflows, and with registered reads.
+#[test]
+fn conformance_with_a_bf16_byte_port() {
+    let byte =
+        |top: TopConfig| TopConfig { array: top.array.with_dram_port(DramPort::Byte), ..top };
+    let ws = conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary);
+    conformance(byte(TopConfig { array: ws.array.with_convert_stages(2), ..ws }), 65);
+    conformance(byte(conformance_top(3, Dtype::Bf16, Dataflow::OutputStationary)), 66);
+    let read = conformance_top(2, Dtype::Bf16, Dataflow::WeightStationary);
+    conformance(byte(TopConfig { array: read.array.with_read_stages(1), ..read }), 67);
+}

@@ -32,7 +32,7 @@
 //! transposing register's input is a constant, which synthesis removes: the blocking sequencer
 //! has its ports and synthesises to the cells it had.
 //!
-//! # The byte port (INT8, blocking)
+//! # The byte port (blocking)
 //!
 //! Built for `DramPort::Byte`, the DRAM is one byte wide and every row of a DRAM transfer takes
 //! a cycle per byte (core's `timing::load_row_cycles` and `timing::transfer_row_cycles`):
@@ -42,7 +42,13 @@
 //! `LoadAcc` gathers its words in `crate::top::ByteWord`s and writes the accumulator row in
 //! the last cycle; a `Store` or `StoreSpad` writes its byte each cycle at `dram_ptr` (byte
 //! `element mod 4` of word `element / 4`, or element `element`), stepping one byte a cycle
-//! and `row_stride` from row to row. On the row port all of this folds away to constants.
+//! and `row_stride` from row to row. On a BF16 machine a `Load`, `StoreSpad` or `StoreBf16`
+//! row moves two bytes an element, low first: a `Load` steps one byte within an element and
+//! `2 elem_stride - 1` to the next, its lanes pairing the bytes (`SpadLane::pairing_bytes`);
+//! a `StoreBf16` writes its bytes `convert_stages` cycles after their reads, with the element
+//! and address delayed beside them (`conv_element`). Every byte-port choice is made in a loop
+//! over `span` or `conv_element`, which only byte-port sequencers have, so a row-port one is
+//! emitted exactly as before the byte port existed (docs/DECISIONS.md 114).
 
 use rust_hdl::prelude::*;
 
@@ -215,6 +221,10 @@ pub struct Sequencer {
     /// byte-port choice below is made inside a loop over it, so a row-port sequencer is
     /// emitted exactly as it was before the byte port existed.
     span: Optional<Signal<Local, Bits<16>>>,
+    /// Built with the byte port on a BF16 machine only, its two-byte elements: the byte a
+    /// `StoreBf16` writes (`element`), `convert_stages` cycles behind its read as the write's
+    /// address is. Every two-byte choice is made inside a loop over it.
+    conv_element: Optional<Delay<Bits<16>>>,
     row_last: Signal<Local, Bit>,
     /// The instruction's last row ends in this cycle.
     final_row: Signal<Local, Bit>,
@@ -247,7 +257,11 @@ impl Sequencer {
         let byte_port = config.dram_port == DramPort::Byte;
         // On the byte port `elem` counts a row's bytes, four a word.
         let elems = w.max(config.cols as usize).max(4);
-        let elems = if byte_port { elems.max(4 * config.cols as usize) } else { elems };
+        let elems = if byte_port {
+            elems.max(4 * config.cols as usize).max(w * config.dtype.elem_bytes())
+        } else {
+            elems
+        };
         Sequencer {
             ins: Default::default(),
             clock: Default::default(),
@@ -359,6 +373,10 @@ impl Sequencer {
             block_step: constant((w * config.dtype.elem_bytes()) as u64),
             elem_shift: constant((config.dtype == systole_core::Dtype::Bf16) as u64),
             span: Optional::default_when(byte_port),
+            conv_element: Optional::when(
+                byte_port && config.dtype == systole_core::Dtype::Bf16,
+                || Delay::new(config.convert_stages as usize),
+            ),
             row_last: Default::default(),
             final_row: Default::default(),
             converting: Default::default(),
@@ -502,6 +520,12 @@ impl Logic for Sequencer {
                 self.span.next = self.ins.len.val() << 2;
             }
         }
+        // Two bytes an element for a BF16 `Load`, `StoreSpad` or `StoreBf16`.
+        for _p in 0..self.conv_element.len() {
+            if self.ins.load.val() || self.ins.store_spad.val() || self.ins.store_bf16.val() {
+                self.span.next = self.ins.len.val() << 1;
+            }
+        }
         self.acc_first.next = self.ins.acc_row.val();
         if self.ins.vector.val() {
             self.acc_first.next = self.ins.dst.val();
@@ -535,6 +559,20 @@ impl Logic for Sequencer {
                 self.dram_cont.next = self.dram_row.q.val() + self.row_step.q.val();
             } else {
                 self.dram_cont.next = self.dram_ptr.q.val() + self.elem_step.q.val();
+            }
+        }
+        // A BF16 `Load` on the byte port steps one byte from an element's low byte to its high
+        // one, and `elem_step` from there to the next element's low byte.
+        for _p in 0..self.conv_element.len() {
+            if self.busy.q.val()
+                && !self.last.val()
+                && !self.tailing.q.val()
+                && !(self.pipelined.val() && self.final_row.val())
+                && !self.row_last.val()
+                && self.k_load.q.val()
+                && !self.elem.q.val().get_bit(0)
+            {
+                self.dram_cont.next = self.dram_ptr.q.val() + 1;
             }
         }
         for _k in 0..self.drain_cont.len() {
@@ -657,6 +695,14 @@ impl Logic for Sequencer {
                             || self.ins.load_acc.val()
                             || self.ins.store_spad.val());
                 }
+                for _p in 0..self.conv_element.len() {
+                    self.gathering.d.next = (self.span.val() > 1)
+                        && (self.ins.load.val()
+                            || self.ins.store.val()
+                            || self.ins.load_acc.val()
+                            || self.ins.store_spad.val()
+                            || self.ins.store_bf16.val());
+                }
                 self.k_transpose.d.next = self.transposes.val();
                 self.draining.d.next = false;
                 self.drain_row.d.next = 0.into();
@@ -681,6 +727,11 @@ impl Logic for Sequencer {
                 for _b in 0..self.span.len() {
                     if !self.ins.load.val() {
                         self.elem_step.d.next = 1.into();
+                    }
+                }
+                for _p in 0..self.conv_element.len() {
+                    if self.ins.load.val() {
+                        self.elem_step.d.next = (self.ins.elem_stride.val() << 1) - 1;
                     }
                 }
                 self.imm_q.d.next = self.ins.imm.val();
@@ -708,6 +759,13 @@ impl Logic for Sequencer {
             && (self.k_cast.q.val() || self.k_requant.q.val())
             && !self.tailing.q.val();
         self.conv_spad_row.d_in.next = self.spad_ptr.q.val();
+        // On a BF16 machine's byte port a `StoreBf16` writes a byte a cycle at its pointer.
+        for _p in 0..self.conv_element.len() {
+            self.conv_element.clock.next = self.clock.val();
+            self.conv_element.enable.next = self.enable.val();
+            self.conv_element.d_in.next = self.elem.q.val();
+            self.conv_dram_address.d_in.next = self.dram_ptr.q.val();
+        }
         self.now.next.is_store_bf16 = self.busy.q.val() && self.conv_store.d_out.val();
         self.now.next.gather = self.gathering.q.val();
         self.now.next.broadcast = self.broadcasting.q.val();
@@ -752,6 +810,15 @@ impl Logic for Sequencer {
             self.now.next.dram_write_address = self.dram_ptr.q.val();
             self.now.next.dram_write_count = 0.into();
             if self.busy.q.val() && (self.k_store.q.val() || self.k_store_spad.q.val()) {
+                self.now.next.dram_write_count = 1.into();
+            }
+        }
+        for _p in 0..self.conv_element.len() {
+            if self.k_store_bf16.q.val() {
+                self.now.next.dram_write_address = self.conv_dram_address.d_out.val();
+                self.now.next.element = self.conv_element.d_out.val();
+            }
+            if self.now.val().is_store_bf16 {
                 self.now.next.dram_write_count = 1.into();
             }
         }

@@ -71,6 +71,9 @@ pub struct SystoleTop {
     /// round: the bounds of the loops that wire each.
     _row_port: usize,
     _byte_port: usize,
+    /// On the byte port, 1 for an INT8 machine (one-byte elements) or a BF16 one (two).
+    _int8_bytes: usize,
+    _bf16_bytes: usize,
 }
 
 impl SystoleTop {
@@ -116,7 +119,12 @@ impl SystoleTop {
             acc_y: top.acc(config.acc_depth as usize),
             dram: top.dram(),
             array: Array::build(&config, top.pe_pairs, top.adder_tree, top.narrow_sums),
-            spad_lanes: (0..w).map(|e| SpadLane::new(e, w, dtype)).collect(),
+            spad_lanes: (0..w)
+                .map(|e| match (byte_port, dtype) {
+                    (true, Dtype::Bf16) => SpadLane::new(e, w, dtype).pairing_bytes(),
+                    _ => SpadLane::new(e, w, dtype),
+                })
+                .collect(),
             acc_lanes: (0..c).map(|_| AccLane::new(dtype, LaneBuild::for_top(top))).collect(),
             words: (0..c).map(|j| WordLane::new(j, c)).collect(),
             byte_words: (0..if byte_port { c } else { 0 }).map(ByteWord::new).collect(),
@@ -135,6 +143,8 @@ impl SystoleTop {
             _es: dtype.elem_bytes(),
             _row_port: !byte_port as usize,
             _byte_port: byte_port as usize,
+            _int8_bytes: (byte_port && dtype == Dtype::Int8) as usize,
+            _bf16_bytes: (byte_port && dtype == Dtype::Bf16) as usize,
         }
     }
 }
@@ -313,13 +323,19 @@ impl Logic for SystoleTop {
                 }
             }
         }
-        // On the byte port every `Load` of more than one element gathers, a byte a cycle.
+        // On the byte port every `Load` of more than one byte gathers, a byte a cycle.
         for _b in 0..self._byte_port {
             for e in 0..self.spad_lanes.len() {
                 self.spad_lanes[e].lo.next = self.dram.read_data[0].val();
                 self.spad_lanes[e].hi.next = self.dram.read_data[0].val();
                 self.spad_lanes[e].lo0.next = self.dram.read_data[0].val();
                 self.spad_lanes[e].hi0.next = self.dram.read_data[0].val();
+            }
+        }
+        // A BF16 row's `length` counts its bytes there, two an element.
+        for _p in 0..self._bf16_bytes {
+            for e in 0..self.spad_lanes.len() {
+                self.spad_lanes[e].length.next = self.seq.length.val() >> 1;
             }
         }
         for j in 0..self.cast.len() {
@@ -464,12 +480,39 @@ impl Logic for SystoleTop {
                 }
             }
         }
-        // On the byte port (INT8 only) a `StoreSpad` writes element `element` of its row, a
-        // `Store` byte `element mod 4` of word `element / 4`.
+        // On the byte port an INT8 `StoreSpad` writes element `element` of its row, a `Store`
+        // byte `element mod 4` of word `element / 4`.
         for _b in 0..self._byte_port {
-            for e in 0..self.spad_lanes.len() {
-                if self.seq.element.val() == e.to_bits() {
-                    self.dram.write_data[0].next = self.spad_a.read_data[e].val().get_bits::<8>(0);
+            for _i in 0..self._int8_bytes {
+                for e in 0..self.spad_lanes.len() {
+                    if self.seq.element.val() == e.to_bits() {
+                        self.dram.write_data[0].next =
+                            self.spad_a.read_data[e].val().get_bits::<8>(0);
+                    }
+                }
+            }
+            // BF16: byte `element mod 2` of element `element / 2`, of the scratchpad row or
+            // (`StoreBf16`) of the cast lanes' words.
+            for _p in 0..self._bf16_bytes {
+                for e in 0..self.spad_lanes.len() {
+                    if (self.seq.element.val() >> 1) == e.to_bits() {
+                        self.dram.write_data[0].next =
+                            self.spad_a.read_data[e].val().get_bits::<8>(0);
+                        if self.seq.element.val().get_bit(0) {
+                            self.dram.write_data[0].next =
+                                self.spad_a.read_data[e].val().get_bits::<8>(8);
+                        }
+                    }
+                }
+                for j in 0..self.cast.len() {
+                    if self.seq.is_store_bf16.val()
+                        && ((self.seq.element.val() >> 1) == j.to_bits())
+                    {
+                        self.dram.write_data[0].next = self.cast[j].y.val().get_bits::<8>(0);
+                        if self.seq.element.val().get_bit(0) {
+                            self.dram.write_data[0].next = self.cast[j].y.val().get_bits::<8>(8);
+                        }
+                    }
                 }
             }
             if self.seq.is_store.val() {

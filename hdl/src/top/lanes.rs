@@ -5,6 +5,7 @@ use rust_hdl::prelude::*;
 use systole_core::Dtype;
 
 use crate::decode::constant;
+use crate::optional::Optional;
 
 /// One scratchpad lane's write data: a `Load` element (contiguous, broadcast, or gathered over
 /// several cycles into this lane's row-buffer register), a cast or requantized word, or a host
@@ -32,6 +33,11 @@ pub struct SpadLane {
     /// The host writes this lane (the units write whole rows).
     pub host_writes: Signal<Out, Bit>,
     row_buffer: DFF<Bits<16>>,
+    /// Built for a BF16 machine's byte port only ([`SpadLane::pairing_bytes`]): `element`
+    /// counts a row's bytes, two an element, and an element's low byte waits here for its
+    /// high one (in the low bits; kept 16 bits wide, the kernel's widths being taken from
+    /// signals that always exist).
+    lo_held: Optional<DFF<Bits<16>>>,
     lane: Constant<Bits<16>>,
     /// The bits of a lane number, and those above: the lane compares and matches on the low
     /// bits alone once the high ones are known zero (a shared test), so no lane builds a
@@ -74,6 +80,7 @@ impl SpadLane {
             data: Default::default(),
             host_writes: Default::default(),
             row_buffer: Default::default(),
+            lo_held: Optional::none(),
             lane: constant(lane as u64),
             low: constant(lane_bits(lanes)),
             high: constant(!lane_bits(lanes) & 0xFFFF),
@@ -83,6 +90,14 @@ impl SpadLane {
             loaded: Default::default(),
             at_element: Default::default(),
         }
+    }
+}
+
+impl SpadLane {
+    /// The same lane on a BF16 machine's byte port: a gathered element arrives a byte a
+    /// cycle, low byte first (`element` is then the row's byte).
+    pub fn pairing_bytes(self) -> SpadLane {
+        SpadLane { lo_held: Optional::default_when(true), ..self }
     }
 }
 
@@ -113,6 +128,31 @@ impl Logic for SpadLane {
         }
         if self.enable.val() && self.is_load.val() && self.gather.val() && self.at_element.val() {
             self.row_buffer.d.next = self.first.val();
+        }
+        // Pairing bytes: byte `element` of the row is this lane's if `element / 2` is; an odd
+        // one completes the element with the low byte held.
+        for _k in 0..self.lo_held.len() {
+            self.lo_held.clock.next = self.clock.val();
+            self.lo_held.d.next = self.lo_held.q.val();
+            self.row_buffer.d.next = self.row_buffer.q.val();
+            self.at_element.next = !((self.element.val() >> 1) & self.high.val()).any()
+                && (((self.element.val() >> 1) & self.low.val()) == self.lane.val());
+            if self.gather.val() {
+                self.loaded.next = self.row_buffer.q.val();
+                if self.at_element.val() && self.element.val().get_bit(0) {
+                    self.loaded.next =
+                        self.lo_held.q.val() | (bit_cast::<16, 8>(self.lo0.val()) << 8);
+                }
+            }
+            if self.enable.val() && self.is_load.val() && self.gather.val() && self.at_element.val()
+            {
+                if self.element.val().get_bit(0) {
+                    self.row_buffer.d.next =
+                        self.lo_held.q.val() | (bit_cast::<16, 8>(self.lo0.val()) << 8);
+                } else {
+                    self.lo_held.d.next = bit_cast::<16, 8>(self.lo0.val());
+                }
+            }
         }
         self.data.next = self.cast.val();
         if self.is_load.val() {
