@@ -217,9 +217,10 @@ pub struct Sequencer {
     /// log2 of the scratchpad element's bytes.
     elem_shift: Constant<Bits<2>>,
     /// Built with the byte port only (`ArrayConfig::dram_port`, module docs): the candidate's
-    /// cycles a row, its `len`, or its bytes for a `Store` or `LoadAcc` (`len * 4`). Every
-    /// byte-port choice below is made inside a loop over it, so a row-port sequencer is
-    /// emitted exactly as it was before the byte port existed.
+    /// cycles a row, its `len`, or its bytes for a `Store` or `LoadAcc` (`len * 4`) and, on a
+    /// BF16 machine, for a `Load`, `StoreSpad` or `StoreBf16` (`len * 2`). Every byte-port
+    /// choice below is made inside a loop over it, so a row-port sequencer is emitted exactly
+    /// as it was before the byte port existed.
     span: Optional<Signal<Local, Bits<16>>>,
     /// Built with the byte port on a BF16 machine only, its two-byte elements: the byte a
     /// `StoreBf16` writes (`element`), `convert_stages` cycles behind its read as the write's

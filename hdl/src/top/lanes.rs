@@ -91,9 +91,7 @@ impl SpadLane {
             at_element: Default::default(),
         }
     }
-}
 
-impl SpadLane {
     /// The same lane on a BF16 machine's byte port: a gathered element arrives a byte a
     /// cycle, low byte first (`element` is then the row's byte).
     pub fn pairing_bytes(self) -> SpadLane {
@@ -222,9 +220,9 @@ impl Logic for WordLane {
 
 /// On the byte port (`ArrayConfig::dram_port`): accumulator lane `lane`'s `LoadAcc` word,
 /// gathered a byte a cycle. In the cycle of byte `element` of the row (byte `element mod 4` of
-/// word `element / 4`) the DRAM's one byte, `dram_byte`, is this lane's if `element / 4 == lane`: it shows at
-/// once as `b0` to `b3` (little-endian) and is held for the row's later cycles, so in the row's
-/// last cycle they are the lane's whole word for a [`WordLane`].
+/// word `element / 4`) the DRAM's one byte, `dram_byte`, is this lane's if `element / 4 ==
+/// lane`: it shows at once as `b0` to `b3` (little-endian) and is held for the row's later
+/// cycles, so in the row's last cycle they are the lane's whole word for a [`WordLane`].
 #[derive(LogicBlock)]
 pub struct ByteWord {
     pub clock: Signal<In, Clock>,
