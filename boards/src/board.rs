@@ -99,6 +99,9 @@ pub struct Preset {
     /// Each INT8 PE's partial sum as wide as the sums it holds (`systole_hdl::TopConfig::
     /// narrow_sums`), or 32 bits in every PE; BF16 builds say true.
     pub narrow_sums: bool,
+    /// The revision of the RTL it emits (`systole_hdl::TopConfig::rtl_revision`): the one its
+    /// measured report was built on.
+    pub rtl_revision: u8,
     /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
     /// nextpnr's placement seed (`nextpnr::Pnr::seed`): nextpnr is deterministic for one
@@ -257,6 +260,7 @@ pub const ICEBREAKER: Board = Board {
         parallel_align: false,
         program_checks: false,
         narrow_sums: true,
+        rtl_revision: 1,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
@@ -288,6 +292,7 @@ pub const ICEBREAKER: Board = Board {
         parallel_align: false,
         program_checks: false,
         narrow_sums: true,
+        rtl_revision: 1,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../icebreaker/report-icebreaker-bf16.json")),
@@ -336,6 +341,7 @@ pub const ALCHITRY_CU: Board = Board {
         parallel_align: false,
         program_checks: true,
         narrow_sums: true,
+        rtl_revision: 1,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -368,6 +374,7 @@ pub const ALCHITRY_CU: Board = Board {
         parallel_align: true,
         program_checks: true,
         narrow_sums: true,
+        rtl_revision: 1,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -421,6 +428,7 @@ pub const ULX3S_85F: Board = Board {
         // The PEs' sums 32 bits wide, the RTL its measured build ran on: built on DECISIONS
         // 108's narrowed sums, the same command reached 46.92 MHz (DECISIONS 113).
         narrow_sums: false,
+        rtl_revision: 1,
         pnr_aim_mhz: Some(41.6667),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -457,6 +465,7 @@ pub const ULX3S_85F: Board = Board {
         parallel_align: true,
         program_checks: true,
         narrow_sums: true,
+        rtl_revision: 1,
         pnr_aim_mhz: Some(31.25),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -499,6 +508,7 @@ pub const ULX3S_25F: Board = Board {
         parallel_align: false,
         program_checks: true,
         narrow_sums: true,
+        rtl_revision: 1,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -534,6 +544,7 @@ pub const ULX3S_25F: Board = Board {
         parallel_align: true,
         program_checks: true,
         narrow_sums: true,
+        rtl_revision: 1,
         pnr_aim_mhz: Some(45.0),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -594,6 +605,7 @@ mod tests {
                 assert_eq!(built.parallel_align, p.parallel_align, "{what}");
                 assert_eq!(built.program_checks, p.program_checks, "{what}");
                 assert_eq!(built.narrow_sums, p.narrow_sums, "{what}");
+                assert_eq!(built.rtl_revision, p.rtl_revision, "{what}");
                 assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
                 assert_eq!(r.pnr.seed, p.pnr_seed, "{what}");
                 assert_eq!(b.default_seed(dtype, p.mhz), p.pnr_seed, "{what}");

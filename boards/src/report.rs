@@ -99,6 +99,10 @@ pub struct Built {
     /// built on the RTL before DECISIONS 108).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub narrow_sums: bool,
+    /// The revision of the RTL built (`systole_hdl::TopConfig::rtl_revision`; absent in reports
+    /// from before revisions were counted, which were built on revision 1).
+    #[serde(default = "first_revision")]
+    pub rtl_revision: u8,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,6 +111,10 @@ pub struct Built {
     /// multiplier blocks (`yosys::Products::in_multipliers`; absent when none did).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub multiplier_pes: u32,
+}
+
+fn first_revision() -> u8 {
+    1
 }
 
 fn yes() -> bool {

@@ -64,6 +64,9 @@ impl Products {
     }
 }
 
+/// The name instantiated `SB_MAC16`s take while Yosys maps the design's multipliers.
+const HIDDEN_MAC: &str = "SYSTOLE_INSTANTIATED_MAC16";
+
 /// Synthesizes `sources` (file names in `dir`) with top module `top` into `dir/netlist.json`,
 /// the PEs' products built as `products` says (ECP5 only: the iCE40 boards build them as their
 /// part allows); returns Yosys' cell statistics.
@@ -77,9 +80,16 @@ pub fn synthesize(
     // `-abc9`: ABC's timing-driven mapping; on the iCEBreaker's 1 x 1 systole_top it gives 4,306
     // LUTs and 1,413 carries where the default mapping gives 4,420 and 1,552 (DECISIONS 34).
     let synth = match board.family {
-        Family::Ice40 if board.dsps => {
-            format!("synth_ice40 -abc9 -dsp -top {top} -json netlist.json")
-        }
+        // Yosys' DSP mapper (`ice40_dsp`, in `-dsp`'s coarse step) takes every `SB_MAC16` for
+        // a multiplier of its own and rewrites its parameters: an instantiated dual 8 x 8 DSP
+        // (`systole_hdl::pe::DspPair`) came out a 16 x 16 multiplier without its registers
+        // (Yosys 0.23 and 0.70, docs/DECISIONS.md 117). The instances wait out synthesis as a
+        // copy of the cell under another name, which the mapper does not match.
+        Family::Ice40 if board.dsps => format!(
+            "synth_ice40 -abc9 -dsp -top {top} -run begin:flatten; copy SB_MAC16 {HIDDEN_MAC}; \
+             chtype -set {HIDDEN_MAC} t:SB_MAC16; synth_ice40 -abc9 -dsp -top {top} -run flatten:; \
+             chtype -set SB_MAC16 t:{HIDDEN_MAC}; delete =*{HIDDEN_MAC}; write_json netlist.json"
+        ),
         // No multipliers: Yosys' radix-4 Booth pass (0.33 and later, not Debian's 0.23) maps
         // the products first; on the Alchitry Cu's 1 x 1 INT8 machine 6,475 LUTs instead of
         // 7,285, the difference between fitting and not (DECISIONS 36). The scope records
@@ -122,4 +132,45 @@ pub fn synthesize(
     tool.run(dir, &["-q", "-l", "yosys.log", "-p", &script])?;
     let stat = dir.join("stat.txt");
     std::fs::read_to_string(&stat).map_err(ToolError::io(stat))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::ICEBREAKER;
+
+    /// A dual 8 x 8 `SB_MAC16` instance, configured as `systole_hdl::pe::DspPair` configures
+    /// it, beside a 16 x 16 product Yosys maps to a DSP of its own.
+    const PAIR_AND_PRODUCT: &str = "module t(input clk, input [15:0] a, b, output [31:0] o, \
+        output [31:0] p);\n  SB_MAC16 #(.MODE_8x8(1'b1), .A_SIGNED(1'b1), .B_SIGNED(1'b1), \
+        .TOP_8x8_MULT_REG(1'b1), .BOT_8x8_MULT_REG(1'b1), .TOPOUTPUT_SELECT(2'b10), \
+        .BOTOUTPUT_SELECT(2'b10)) pair (.CLK(clk), .CE(1'b1), .A(a), .B(b), .C(16'h0), \
+        .D(16'h0), .AHOLD(1'b0), .BHOLD(1'b0), .CHOLD(1'b0), .DHOLD(1'b0), .IRSTTOP(1'b0), \
+        .IRSTBOT(1'b0), .ORSTTOP(1'b0), .ORSTBOT(1'b0), .OLOADTOP(1'b0), .OLOADBOT(1'b0), \
+        .ADDSUBTOP(1'b0), .ADDSUBBOT(1'b0), .OHOLDTOP(1'b0), .OHOLDBOT(1'b0), .CI(1'b0), \
+        .ACCUMCI(1'b0), .SIGNEXTIN(1'b0), .O(o));\n  assign p = a * b;\nendmodule\n";
+
+    /// The instance keeps the configuration it was given; the inferred product still maps to
+    /// a DSP. (Before DECISIONS 117 the instance came out with `MODE_8x8` 0.)
+    #[test]
+    fn instantiated_dsps_keep_their_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.v"), PAIR_AND_PRODUCT).unwrap();
+        let stat = synthesize(&ICEBREAKER, dir.path(), &["t.v"], "t", Products::default()).unwrap();
+        assert!(stat.contains("SB_MAC16"), "{stat}");
+        let json = std::fs::read_to_string(dir.path().join("netlist.json")).unwrap();
+        let netlist: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let cells = netlist["modules"]["t"]["cells"].as_object().unwrap();
+        let dsps: Vec<_> = cells.iter().filter(|(_, c)| c["type"] == "SB_MAC16").collect();
+        assert_eq!(dsps.len(), 2, "{json}");
+        let pair = &cells["pair"]["parameters"];
+        let bit = |name: &str| {
+            let v = pair[name].as_str().unwrap_or_else(|| panic!("{name} in {pair}"));
+            u64::from_str_radix(v, 2).unwrap()
+        };
+        assert_eq!(bit("MODE_8x8"), 1, "{pair}");
+        assert_eq!((bit("TOP_8x8_MULT_REG"), bit("BOT_8x8_MULT_REG")), (1, 1), "{pair}");
+        assert_eq!((bit("TOPOUTPUT_SELECT"), bit("BOTOUTPUT_SELECT")), (2, 2), "{pair}");
+        assert!(!netlist["modules"].as_object().unwrap().keys().any(|m| m.contains(HIDDEN_MAC)));
+    }
 }

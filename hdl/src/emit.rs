@@ -14,7 +14,7 @@ use serde::Serialize;
 use systole_core::{ArrayConfig, ConfigError, Dataflow, Dtype, Schedule};
 
 use crate::array::{ArrayOs, ArrayWs};
-use crate::top::{SystoleTop, SystoleTopDecoupled, TopConfig, MAX_DRAM_BYTES};
+use crate::top::{SystoleTop, SystoleTopDecoupled, TopConfig, MAX_DRAM_BYTES, RTL_REVISION};
 
 /// Name of the emitted top module.
 pub const TOP_MODULE: &str = "systole_top";
@@ -75,6 +75,8 @@ pub enum EmitError {
          this one is {dtype}, {dataflow}, {schedule}: build it systolic"
     )]
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
+    #[error("rtl_revision = {0}: the RTL's revisions are 1 to {RTL_REVISION}")]
+    RtlRevision(u8),
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -140,6 +142,9 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     }
     if top.uart_divisor < 4 {
         return Err(EmitError::Uart(top.uart_divisor));
+    }
+    if !(1..=RTL_REVISION).contains(&top.rtl_revision) {
+        return Err(EmitError::RtlRevision(top.rtl_revision));
     }
     if top.array.add_stages > 1 && top.array.schedule == Schedule::Decoupled {
         return Err(EmitError::StagedAddDecoupled(top.array.add_stages));
@@ -535,6 +540,11 @@ mod tests {
         assert!(check(&TopConfig { dram_bytes: MAX_DRAM_BYTES + 1, ..ok }).is_err());
         assert!(matches!(check(&TopConfig { fifo_depth: 0, ..ok }), Err(EmitError::Fifo(0))));
         assert!(matches!(check(&TopConfig { uart_divisor: 3, ..ok }), Err(EmitError::Uart(3))));
+        for bad in [0, RTL_REVISION + 1] {
+            let err = check(&TopConfig { rtl_revision: bad, ..ok }).unwrap_err();
+            assert!(matches!(err, EmitError::RtlRevision(r) if r == bad), "{err}");
+        }
+        assert!(check(&TopConfig { rtl_revision: 1, ..ok }).is_ok());
         // Both machines register their memories' reads when asked.
         assert!(check(&TopConfig::new(ok.array.with_read_stages(1))).is_ok());
         let decoupled = ok.array.with_schedule(Schedule::Decoupled).with_read_stages(1);

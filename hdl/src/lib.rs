@@ -53,4 +53,4 @@ pub mod vector;
 pub(crate) mod testing;
 
 pub use emit::{emit, emit_array, EmitError, Emitted, MemoryInfo, Port, ARRAY_MODULE, TOP_MODULE};
-pub use top::TopConfig;
+pub use top::{TopConfig, RTL_REVISION};

@@ -94,6 +94,7 @@ fn list_text() -> String {
                         + parallel_align(p.parallel_align)
                         + program_checks(p.program_checks)
                         + narrow_sums(p.narrow_sums)
+                        + &rtl_revision(p.rtl_revision)
                         + crate::report::dram_port_words(p.dram_port);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
@@ -190,6 +191,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         parallel_align: args.parallel_align.unwrap_or(preset.parallel_align),
         program_checks: args.program_checks.unwrap_or(preset.program_checks),
         narrow_sums: args.narrow_sums.unwrap_or(preset.narrow_sums),
+        rtl_revision: args.rtl_revision.unwrap_or(preset.rtl_revision),
         pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
@@ -324,6 +326,16 @@ fn narrow_sums(on: bool) -> &'static str {
     }
 }
 
+/// The words `board list` and `board build` add for a machine built on an RTL revision before
+/// the latest.
+fn rtl_revision(revision: u8) -> String {
+    if revision == systole_hdl::RTL_REVISION {
+        String::new()
+    } else {
+        format!(", RTL revision {revision}")
+    }
+}
+
 /// The words `board list` and `board build` add for a machine that leaves its program checks
 /// to its host.
 fn program_checks(on: bool) -> &'static str {
@@ -375,6 +387,7 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
         parallel_align: top.parallel_align && a.dtype == Dtype::Bf16,
         program_checks: top.program_checks,
         narrow_sums: !top.wide_sums(),
+        rtl_revision: top.rtl_revision,
         pe_products: Some(products.way),
         multiplier_pes: products.in_multipliers,
     }
@@ -424,7 +437,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}{}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -456,6 +469,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),
         program_checks(m.program_checks),
         narrow_sums(!m.wide_sums()),
+        rtl_revision(m.rtl_revision),
         crate::report::dram_port_words(config.dram_port),
         if m.checks_words_at_queue() || !m.program_checks {
             ""

@@ -212,6 +212,11 @@ pub struct BoardBuildArgs {
     /// build's).
     #[arg(long, value_name = "true|false")]
     pub narrow_sums: Option<bool>,
+    /// The revision of the RTL to emit, 1 to the latest: each computes the same bits in the
+    /// same cycles in a different netlist (docs/DECISIONS.md 118). Default: the board's
+    /// default build's, the revision its measured report was built on.
+    #[arg(long, value_name = "N")]
+    pub rtl_revision: Option<u8>,
     /// row: the DRAM moves a row a cycle in byte banks; byte: one byte a cycle, every row of a
     /// DRAM transfer a cycle per byte, in far fewer cells (the blocking schedule;
     /// docs/DECISIONS.md 114 and 116). Default: the board's default build's.

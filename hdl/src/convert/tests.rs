@@ -35,7 +35,9 @@ struct ConvertPath {
 }
 
 impl ConvertPath {
-    fn new(stages: u8) -> Self {
+    /// Built with `stages` registers, the requantize lane [`RequantLane::narrowed`] if `narrow`.
+    fn new(stages: u8, narrow: bool) -> Self {
+        let requant = RequantLane::new(stages);
         ConvertPath {
             clock: Default::default(),
             enable: Default::default(),
@@ -46,7 +48,7 @@ impl ConvertPath {
             y: Default::default(),
             cast_y: Default::default(),
             lane: AccLane::new(Dtype::Int8, LaneBuild::default()),
-            requant: RequantLane::new(stages),
+            requant: if narrow { requant.narrowed() } else { requant },
             cast: CastLane::new(stages),
         }
     }
@@ -89,13 +91,18 @@ fn set(uut: &mut ConvertPath, x: u32, m: u32, shift: u8, zp: u8) {
     uut.zero_point.next = (zp as u64).into();
 }
 
-/// Both lanes without registers: the converted word in the cycle it is read.
+/// Both lanes without registers: the converted word in the cycle it is read. The requantize
+/// lane is built both ways, which must agree.
 fn convert_now(x: u32, m: u32, shift: u8, zp: u8) -> (u16, u16) {
-    let mut uut = ConvertPath::new(0);
-    uut.connect_all();
-    set(&mut uut, x, m, shift, zp);
-    settle(&mut uut);
-    (uut.y.val().index() as u16, uut.cast_y.val().index() as u16)
+    let [wide, narrow] = [false, true].map(|narrow| {
+        let mut uut = ConvertPath::new(0, narrow);
+        uut.connect_all();
+        set(&mut uut, x, m, shift, zp);
+        settle(&mut uut);
+        (uut.y.val().index() as u16, uut.cast_y.val().index() as u16)
+    });
+    assert_eq!(wide, narrow, "the narrowed lane: {x:#x} {m:#x} {shift} {zp:#x}");
+    wide
 }
 
 proptest! {
@@ -117,9 +124,9 @@ proptest! {
     fn pipelined_lanes_deliver_core_words_stages_later(
         stages in 1..=MAX_CONVERT_STAGES,
         words in prop::collection::vec((int_word(), f32_operand(), any::<bool>()), 1..12),
-        m in int_word(), shift in 0u8..32, zp in any::<u8>(),
+        m in int_word(), shift in 0u8..32, zp in any::<u8>(), narrow in any::<bool>(),
     ) {
-        let mut uut = ConvertPath::new(stages);
+        let mut uut = ConvertPath::new(stages, narrow);
         uut.connect_all();
         // Words read in enabled cycles, oldest first (an int word for the requantize lane and
         // an f32 word for the cast lane take turns on `x`).
@@ -197,11 +204,15 @@ fn verilog_matches_core() {
             ]
         })
         .collect();
-    let verilog = verilog_of(ConvertPath::new(0));
-    let got = yosys_eval(&verilog, &inputs, "y");
-    for (&(x, m, zp, shift), &g) in cases.iter().zip(&got) {
-        assert_eq!(g as u16, requant(x, m, shift as u8, zp as u8), "{x:#x} {m:#x} {shift}");
+    for narrow in [false, true] {
+        let verilog = verilog_of(ConvertPath::new(0, narrow));
+        let got = yosys_eval(&verilog, &inputs, "y");
+        for (&(x, m, zp, shift), &g) in cases.iter().zip(&got) {
+            let want = requant(x, m, shift as u8, zp as u8);
+            assert_eq!(g as u16, want, "{x:#x} {m:#x} {shift} narrowed {narrow}");
+        }
     }
+    let verilog = verilog_of(ConvertPath::new(0, false));
     let got = yosys_eval(&verilog, &inputs, "cast_y");
     for (&(x, ..), &g) in cases.iter().zip(&got) {
         assert_eq!(g as u16, cast(x), "{x:#010x}");
@@ -213,6 +224,8 @@ fn verilog_is_valid() {
     for stages in 0..=MAX_CONVERT_STAGES {
         yosys_validate("cast_lane", &verilog_of(CastLane::new(stages))).unwrap();
         yosys_validate("requant_lane", &verilog_of(RequantLane::new(stages))).unwrap();
+        let narrowed = RequantLane::new(stages).narrowed();
+        yosys_validate("requant_lane", &verilog_of(narrowed)).unwrap();
     }
 }
 

@@ -105,7 +105,7 @@ impl SystoleTop {
             uart_out: UartTx::new(top.uart_divisor),
             spi: Default::default(),
             engine: PacketEngine::new(map),
-            fifo: InstrFifo::new(top.fifo_depth, config.schedule == Schedule::Decoupled),
+            fifo: top.fifo(config.schedule == Schedule::Decoupled),
             head: Optional::when(top.head_register, || HeadRegister::new(false)),
             word_fault: WordFault::new(&config, false, top.program_checks),
             candidate: Default::default(),
@@ -132,7 +132,7 @@ impl SystoleTop {
                 .map(|_| CastLane::new(config.convert_stages))
                 .collect(),
             requant: (0..if dtype == Dtype::Int8 { c } else { 0 })
-                .map(|_| RequantLane::new(config.convert_stages))
+                .map(|_| top.requant_lane())
                 .collect(),
             products: super::serial_products(&config),
             weight_stationary: Constant::new(config.dataflow == Dataflow::WeightStationary),

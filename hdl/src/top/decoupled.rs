@@ -135,7 +135,7 @@ impl SystoleTopDecoupled {
             uart_out: UartTx::new(top.uart_divisor),
             spi: Default::default(),
             engine: PacketEngine::new(map),
-            fifo: InstrFifo::new(top.fifo_depth, true),
+            fifo: top.fifo(true),
             head: HeadRegister::new(true),
             queued: WordFault::new(&config, true, true),
             next_decoder: Default::default(),
@@ -166,7 +166,7 @@ impl SystoleTopDecoupled {
                 .map(|_| CastLane::new(config.convert_stages))
                 .collect(),
             requant: (0..if dtype == Dtype::Int8 { c } else { 0 })
-                .map(|_| RequantLane::new(config.convert_stages))
+                .map(|_| top.requant_lane())
                 .collect(),
             products: super::serial_products(&config),
             en: Default::default(),

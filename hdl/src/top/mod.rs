@@ -41,6 +41,18 @@ pub const MAX_DRAM_BYTES: usize = 16 << 20;
 /// The UART's default rate, from which the default divisor follows the clock.
 pub const DEFAULT_BAUD: f64 = 115_200.0;
 
+/// The latest revision of the emitted RTL ([`TopConfig::rtl_revision`]). A revision changes
+/// the netlist, never what the machine computes or when: a board's measured default names the
+/// revision it was built on, so that its command emits, byte for byte, the design its report
+/// measured (docs/DECISIONS.md 113 and 118).
+///
+/// 1. The RTL of every measured default up to 2026-11-30.
+/// 2. The requantize lanes add their zero points in 11 bits rather than 33
+///    ([`crate::convert::RequantLane::narrowed`]), and the instruction FIFO compares its
+///    pointers for its stale flag before the pop selects a result
+///    ([`crate::controller::InstrFifo::precompared`]).
+pub const RTL_REVISION: u8 = 2;
+
 /// Everything the emitted machine is built for: the array and its memories, and the sizes core's
 /// `ArrayConfig` does not hold.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -108,6 +120,9 @@ pub struct TopConfig {
     /// default: docs/DECISIONS.md 108), or 32 bits in every PE (the RTL before it, which the
     /// 85F's measured INT8 default was built on: DECISIONS 113). The same bits either way.
     pub narrow_sums: bool,
+    /// The revision of the RTL emitted ([`RTL_REVISION`], the latest, by default): 1 to
+    /// [`RTL_REVISION`], every one computing the same bits in the same cycles.
+    pub rtl_revision: u8,
 }
 
 impl TopConfig {
@@ -125,6 +140,26 @@ impl TopConfig {
 }
 
 impl TopConfig {
+    /// The instruction FIFO as this machine builds it, queueing footprints if `with_footprints`.
+    pub(crate) fn fifo(&self, with_footprints: bool) -> crate::controller::InstrFifo {
+        let fifo = crate::controller::InstrFifo::new(self.fifo_depth, with_footprints);
+        if self.rtl_revision >= 2 {
+            fifo.precompared()
+        } else {
+            fifo
+        }
+    }
+
+    /// A requantize lane as this machine builds it.
+    pub(crate) fn requant_lane(&self) -> crate::convert::RequantLane {
+        let lane = crate::convert::RequantLane::new(self.array.convert_stages);
+        if self.rtl_revision >= 2 {
+            lane.narrowed()
+        } else {
+            lane
+        }
+    }
+
     /// The defaults: 64 KiB of DRAM, a FIFO of 64 words, 115,200 baud at the config's clock.
     pub fn new(array: ArrayConfig) -> TopConfig {
         let divisor = (array.clock_mhz * 1e6 / DEFAULT_BAUD).round().clamp(4.0, 65535.0);
@@ -143,6 +178,7 @@ impl TopConfig {
             parallel_align: true,
             program_checks: true,
             narrow_sums: true,
+            rtl_revision: RTL_REVISION,
         }
     }
 
