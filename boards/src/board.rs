@@ -232,12 +232,13 @@ pub const ICEBREAKER: Board = Board {
     // Three conversion stages take the requantize lane off the critical path: 13.5 MHz instead of
     // 8.4, so the oscillator's 12 MHz undivided (DECISIONS 51). PEs in a column, their products
     // two to a DSP (DECISIONS 92), its program checks left to its host (DECISIONS 107): four fit
-    // the row port's DRAM, and eight fit since its DRAM moves a byte a cycle (DECISIONS 114:
-    // 98% of the cells, the PLL's 18 MHz met with seed 1).
+    // the row port's DRAM, and eight fit since its DRAM moves a byte a cycle (DECISIONS 114).
+    // The PLL's 20.25 MHz is met with the candidate registered and RTL revision 2 (DECISIONS
+    // 118: 99% of the cells, seed 1).
     int8: Preset {
         rows: 8,
         cols: 1,
-        mhz: 18.0,
+        mhz: 20.25,
         pe_products: PeProducts::DspPairs,
         multiplier_pes: 0,
         convert_stages: 3,
@@ -256,11 +257,11 @@ pub const ICEBREAKER: Board = Board {
         acc_write_stage: false,
         dram_write_stage: false,
         adder_tree: false,
-        head_register: false,
+        head_register: true,
         parallel_align: false,
         program_checks: false,
         narrow_sums: true,
-        rtl_revision: 1,
+        rtl_revision: 2,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
@@ -655,9 +656,9 @@ mod tests {
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
         assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 32.1429));
         assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
-        // The iCEBreaker's INT8 at 18 MHz from its PLL.
+        // The iCEBreaker's INT8 at 20.25 MHz from its PLL.
         let clock = ICEBREAKER.default_config().clock_mhz;
-        assert_eq!((clock, clock_source(&ICEBREAKER, clock)), (18.0, ClockSource::Pll));
+        assert_eq!((clock, clock_source(&ICEBREAKER, clock)), (20.25, ClockSource::Pll));
         // Its BF16, a 1 x 1 on the byte port, at the oscillator's 12 MHz halved.
         let bf16 = ICEBREAKER.preset_config(Dtype::Bf16).unwrap();
         assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (1, 1, 6.0));

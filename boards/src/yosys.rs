@@ -84,12 +84,16 @@ pub fn synthesize(
         // a multiplier of its own and rewrites its parameters: an instantiated dual 8 x 8 DSP
         // (`systole_hdl::pe::DspPair`) came out a 16 x 16 multiplier without its registers
         // (Yosys 0.23 and 0.70, docs/DECISIONS.md 117). The instances wait out synthesis as a
-        // copy of the cell under another name, which the mapper does not match.
-        Family::Ice40 if board.dsps => format!(
+        // copy of the cell under another name, which the mapper does not match. Only builds
+        // that instantiate it take the detour: the copied cell alone moves ABC's mapping.
+        Family::Ice40 if board.dsps && products.way == PeProducts::DspPairs => format!(
             "synth_ice40 -abc9 -dsp -top {top} -run begin:flatten; copy SB_MAC16 {HIDDEN_MAC}; \
              chtype -set {HIDDEN_MAC} t:SB_MAC16; synth_ice40 -abc9 -dsp -top {top} -run flatten:; \
              chtype -set SB_MAC16 t:{HIDDEN_MAC}; delete =*{HIDDEN_MAC}; write_json netlist.json"
         ),
+        Family::Ice40 if board.dsps => {
+            format!("synth_ice40 -abc9 -dsp -top {top} -json netlist.json")
+        }
         // No multipliers: Yosys' radix-4 Booth pass (0.33 and later, not Debian's 0.23) maps
         // the products first; on the Alchitry Cu's 1 x 1 INT8 machine 6,475 LUTs instead of
         // 7,285, the difference between fitting and not (DECISIONS 36). The scope records
@@ -156,7 +160,8 @@ mod tests {
     fn instantiated_dsps_keep_their_parameters() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("t.v"), PAIR_AND_PRODUCT).unwrap();
-        let stat = synthesize(&ICEBREAKER, dir.path(), &["t.v"], "t", Products::default()).unwrap();
+        let pairs = Products::all(PeProducts::DspPairs);
+        let stat = synthesize(&ICEBREAKER, dir.path(), &["t.v"], "t", pairs).unwrap();
         assert!(stat.contains("SB_MAC16"), "{stat}");
         let json = std::fs::read_to_string(dir.path().join("netlist.json")).unwrap();
         let netlist: serde_json::Value = serde_json::from_str(&json).unwrap();
