@@ -15,6 +15,7 @@
 pub mod blocks;
 pub mod board;
 pub mod flow;
+pub mod instances;
 pub mod nextpnr;
 pub mod pack;
 pub mod program;

@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::board::{Board, Family};
+use crate::instances;
 use crate::tool::{ToolError, YOSYS, YOSYS_BOOTH, YOSYS_ECP5};
 
 /// Where the PEs' products are built: in the FPGA's multiplier blocks, one product each; two to
@@ -134,8 +135,35 @@ pub fn synthesize(
     };
     // The whole log goes to yosys.log as it runs (the console gets warnings and errors only).
     tool.run(dir, &["-q", "-l", "yosys.log", "-p", &script])?;
+    if board.family == Family::Ice40 {
+        check_instantiated_macs(dir, sources)?;
+    }
     let stat = dir.join("stat.txt");
     std::fs::read_to_string(&stat).map_err(ToolError::io(stat))
+}
+
+/// Every `SB_MAC16` the sources instantiate is in the netlist with the parameters they give
+/// it (DECISIONS 117).
+fn check_instantiated_macs(dir: &Path, sources: &[&str]) -> Result<(), ToolError> {
+    let mut macs = vec![];
+    for name in sources {
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).map_err(ToolError::io(&path))?;
+        macs.extend(instances::instances(&text, "SB_MAC16"));
+    }
+    if macs.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join("netlist.json");
+    let netlist = std::fs::read_to_string(&path).map_err(ToolError::io(&path))?;
+    match instances::check_netlist(&netlist, "SB_MAC16", &macs)? {
+        0 => Err(ToolError::Report(format!(
+            "{}: none of the SB_MAC16 instances of the Verilog ({}) is in the netlist",
+            path.display(),
+            macs.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
