@@ -316,8 +316,8 @@ pub const ALCHITRY_CU: Board = Board {
     // requantize lane's 32 x 32 multiplier took 2,640 of the 7,680 cells; one 16 x 16 used over
     // four cycles (DECISIONS 57) leaves room for a 4 x 1, which reaches 43.6 MHz built for 45:
     // 40 MHz from the PLL. A 2 x 2 needs 8,981 cells. With its DRAM a byte a cycle (DECISIONS
-    // 114) a column of eight fits (7,548 cells, 42.32 MHz); a ninth row's scratchpad lanes
-    // would take more block RAMs than the part has.
+    // 114) a column of eight fits (on RTL revision 2, DECISIONS 118: 7,481 cells, 45.7 MHz); a
+    // ninth row's scratchpad lanes would take more block RAMs than the part has.
     int8: Preset {
         rows: 8,
         cols: 1,
@@ -342,7 +342,7 @@ pub const ALCHITRY_CU: Board = Board {
         parallel_align: false,
         program_checks: true,
         narrow_sums: true,
-        rtl_revision: 1,
+        rtl_revision: 2,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),

@@ -101,6 +101,9 @@ fn explained(warning: &str) -> bool {
                 "'upper'",
                 "'nudged'",
                 "'rounded'",
+                // The narrowed requantize lane (RTL revision 2) reads its 11-bit sum's clamp
+                // bits 7..11; the low byte it takes from the wide sum's, the same bits.
+                "'small_sum'",
                 // A RAM decodes the address bits its depth needs.
                 "'read_address'",
                 "'write_address'",
