@@ -619,6 +619,25 @@ mod tests {
         assert!(decoupled.to_string().contains("decoupled"), "{decoupled}");
     }
 
+    /// Revision 1 leaves no trace of revision 2's narrowed lanes and precompared FIFO, which
+    /// the latest builds in both schedules.
+    #[test]
+    fn each_rtl_revision_emits_its_own_netlist() {
+        let array =
+            ArrayConfig { spad_depth: 32, acc_depth: 8, ..ArrayConfig::new(2, 2, Dtype::Int8) };
+        let revision2 = ["small_sum", "in_range", "at_read_next"];
+        for schedule in [Schedule::Blocking, Schedule::Decoupled] {
+            let top =
+                TopConfig { dram_bytes: 512, ..TopConfig::new(array.with_schedule(schedule)) };
+            assert_eq!(top.rtl_revision, RTL_REVISION);
+            let latest = emit(&top).unwrap().verilog;
+            let first = emit(&TopConfig { rtl_revision: 1, ..top }).unwrap().verilog;
+            for name in revision2 {
+                assert!(latest.contains(name) && !first.contains(name), "{schedule:?}: {name}");
+            }
+        }
+    }
+
     #[test]
     fn the_machine_has_its_pins_and_memories() {
         let array =
