@@ -110,23 +110,23 @@ pub struct ArrayWs {
 
 impl ArrayWs {
     pub fn new(config: &ArrayConfig) -> ArrayWs {
-        ArrayWs::build(config, false, true)
+        ArrayWs::build(config, &ArrayParts::default())
     }
 
     /// The array with each two PEs' products formed in one [`DspPair`] (the last PE alone in
     /// one when there are an odd number): INT8 PEs of two stages, the DSP's product register
     /// standing for theirs.
     pub fn paired(config: &ArrayConfig) -> ArrayWs {
-        ArrayWs::build(config, true, true)
+        ArrayWs::build(config, &ArrayParts { paired: true, ..Default::default() })
     }
 
-    /// The array, paired or not; with `narrow` each INT8 PE's partial sum as wide as the sums it
-    /// holds ([`PeWs::summing`]), else 32 bits in every PE, the RTL before DECISIONS 108.
-    fn build(config: &ArrayConfig, paired: bool, narrow: bool) -> ArrayWs {
+    /// The array built with `parts` (its tree aside).
+    fn build(config: &ArrayConfig, parts: &ArrayParts) -> ArrayWs {
         let (r, c) = (config.rows as usize, config.cols as usize);
         let weights = WsWeights::of(config);
         let tagged = weights == WsWeights::Tagged;
-        let mac = || if paired { Mac::paired() } else { Mac::of(config) };
+        let ArrayParts { paired, narrow, .. } = *parts;
+        let mac = || if paired { Mac::paired() } else { parts.mac(config) };
         let row_cycles = timing::pe_row_cycles(config) as usize;
         ArrayWs {
             clock: Default::default(),
@@ -338,6 +338,11 @@ pub struct ArrayOs {
 
 impl ArrayOs {
     pub fn new(config: &ArrayConfig) -> ArrayOs {
+        ArrayOs::build(config, &ArrayParts::default())
+    }
+
+    /// The array with its MACs built as `parts` says (it pairs none and has no tree).
+    fn build(config: &ArrayConfig, parts: &ArrayParts) -> ArrayOs {
         let (r, c) = (config.rows as usize, config.cols as usize);
         ArrayOs {
             clock: Default::default(),
@@ -347,7 +352,7 @@ impl ArrayOs {
             first: Default::default(),
             drain: Default::default(),
             out: vec_port(c),
-            pes: (0..r * c).map(|_| PeOs::new(Mac::of(config))).collect(),
+            pes: (0..r * c).map(|_| PeOs::new(parts.mac(config))).collect(),
             skew_a: (0..r).map(Delay::new).collect(),
             skew_first: (0..r).map(Delay::new).collect(),
             skew_b: (0..c).map(Delay::new).collect(),
@@ -502,14 +507,12 @@ pub struct Array {
 
 impl Array {
     pub fn new(config: &ArrayConfig) -> Array {
-        Array::build(config, false, false, true)
+        Array::build(config, ArrayParts::default())
     }
 
-    /// The array of `config`, its PEs' products formed two to a DSP when `paired` (weight
-    /// stationary only: [`ArrayWs::paired`]), its columns summed in adder trees when `tree`
-    /// ([`ArrayTree`]: blocking weight-stationary INT8 only), its systolic INT8 PEs' partial
-    /// sums as wide as they need when `narrow` ([`PeWs::summing`], `TopConfig::narrow_sums`).
-    pub fn build(config: &ArrayConfig, paired: bool, tree: bool, narrow: bool) -> Array {
+    /// The array of `config` built with `parts`.
+    pub fn build(config: &ArrayConfig, parts: ArrayParts) -> Array {
+        let ArrayParts { paired, tree, .. } = parts;
         let ws = config.dataflow == Dataflow::WeightStationary;
         assert!(ws || !paired, "only the weight-stationary array pairs its PEs");
         let tagged = tagged(config);
@@ -526,9 +529,42 @@ impl Array {
             first: Default::default(),
             drain: Default::default(),
             out: vec_port(config.cols as usize),
-            ws: if systolic { vec![ArrayWs::build(config, paired, narrow)] } else { vec![] },
-            os: if ws { vec![] } else { vec![ArrayOs::new(config)] },
+            ws: if systolic { vec![ArrayWs::build(config, &parts)] } else { vec![] },
+            os: if ws { vec![] } else { vec![ArrayOs::build(config, &parts)] },
             tree: if tree { vec![ArrayTree::new(config, paired)] } else { vec![] },
+        }
+    }
+}
+
+/// How a machine builds its array beyond its [`ArrayConfig`] (`TopConfig::array_parts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayParts {
+    /// Each two PEs' products formed in one DSP (weight stationary only: [`ArrayWs::paired`]).
+    pub paired: bool,
+    /// The columns summed in adder trees ([`ArrayTree`]: blocking weight-stationary INT8 only).
+    pub tree: bool,
+    /// Each systolic INT8 PE's partial sum as wide as the sums it holds ([`PeWs::summing`]),
+    /// else 32 bits in every PE, the RTL before DECISIONS 108.
+    pub narrow: bool,
+    /// BF16 PEs' f32 adds built lean ([`Mac::lean`]: revision 3 on).
+    pub lean_add: bool,
+}
+
+/// The latest RTL's array: narrow sums, lean adds, neither paired nor summed in trees.
+impl Default for ArrayParts {
+    fn default() -> Self {
+        ArrayParts { paired: false, tree: false, narrow: true, lean_add: true }
+    }
+}
+
+impl ArrayParts {
+    /// The MAC of an unpaired PE.
+    fn mac(&self, config: &ArrayConfig) -> Mac {
+        let mac = Mac::of(config);
+        if self.lean_add {
+            mac.lean()
+        } else {
+            mac
         }
     }
 }
@@ -893,8 +929,9 @@ mod tests {
     #[test]
     fn narrowed_sums_are_an_option_that_leaves_no_trace_when_off() {
         let cfg = ArrayConfig::new(3, 2, Dtype::Int8);
-        let narrow = verilog_of(Array::build(&cfg, false, false, true));
-        let wide = verilog_of(Array::build(&cfg, false, false, false));
+        let wide_parts = ArrayParts { narrow: false, ..Default::default() };
+        let narrow = verilog_of(Array::build(&cfg, ArrayParts::default()));
+        let wide = verilog_of(Array::build(&cfg, wide_parts));
         assert!(narrow.contains("sum_low") && !wide.contains("sum_low"));
         let byte = |v: i8| v as u8 as u16;
         let w: Vec<Vec<u16>> = [[-128i8, 127], [-128, -128], [127, -1]]
@@ -906,7 +943,7 @@ mod tests {
             .map(|r| r.iter().map(|&v| byte(v)).collect())
             .collect();
         let run = |arr| run_ws_array(arr, &cfg, &w, &a);
-        assert_eq!(run(ArrayWs::build(&cfg, false, false)), run(ArrayWs::new(&cfg)));
+        assert_eq!(run(ArrayWs::build(&cfg, &wide_parts)), run(ArrayWs::new(&cfg)));
     }
 
     /// A blocking array has its `swap` and no trace of tags; a tagged one the reverse.

@@ -397,7 +397,7 @@ impl Logic for ArrayTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::array::Array;
+    use crate::array::{Array, ArrayParts};
     use crate::testing::{lcg_step, settle, tick, verilog_of};
 
     fn byte(seed: &mut u64) -> u64 {
@@ -505,11 +505,12 @@ mod tests {
                 let cfg = ArrayConfig::new(rows, cols, Dtype::Int8).with_pe_stages(stages);
                 let what = format!("{rows}x{cols}, {stages} stage(s), paired {paired}");
                 let (steps, want) = program(&cfg, &mut seed, 6);
-                let tree = run(Array::build(&cfg, paired, true, true), &steps);
+                let parts = ArrayParts { paired, tree: true, ..Default::default() };
+                let tree = run(Array::build(&cfg, parts), &steps);
                 for (cycle, row) in &want {
                     assert_eq!(&tree[*cycle], row, "{what}: cycle {cycle}");
                 }
-                let systolic = run(Array::build(&cfg, paired, false, true), &steps);
+                let systolic = run(Array::build(&cfg, ArrayParts { tree: false, ..parts }), &steps);
                 assert_eq!(tree, systolic, "{what}");
             }
         }

@@ -620,7 +620,8 @@ mod tests {
     }
 
     /// Revision 1 leaves no trace of revision 2's narrowed lanes and precompared FIFO, which
-    /// the latest builds in both schedules.
+    /// the latest builds in both schedules; revision 2 none of revision 3's lean f32 adds, and
+    /// revision 3 none of revision 4's lanes summing early.
     #[test]
     fn each_rtl_revision_emits_its_own_netlist() {
         let array =
@@ -636,6 +637,21 @@ mod tests {
                 assert!(latest.contains(name) && !first.contains(name), "{schedule:?}: {name}");
             }
         }
+        // Revision 3: a BF16 machine's PEs sum in the aligner's stage, and its adds round with
+        // the exponent formed early; revision 2 has neither.
+        let bf16 =
+            ArrayConfig { spad_depth: 32, acc_depth: 8, ..ArrayConfig::new(2, 2, Dtype::Bf16) }
+                .with_pe_stages(3)
+                .with_add_stages(2);
+        let top = TopConfig { dram_bytes: 512, ..TopConfig::new(bf16) };
+        let latest = emit(&top).unwrap().verilog;
+        let second = emit(&TopConfig { rtl_revision: 2, ..top }).unwrap().verilog;
+        let third = emit(&TopConfig { rtl_revision: 3, ..top }).unwrap().verilog;
+        for name in ["mac_bf16_pipelined_sum", "under"] {
+            assert!(third.contains(name) && !second.contains(name), "bf16: {name}");
+        }
+        // Revision 4: the lanes sum beside their aligner too.
+        assert!(latest.contains("sig_add$s") && !third.contains("sig_add$s"));
     }
 
     #[test]

@@ -56,6 +56,13 @@ impl<T: Default> Optional<T> {
     }
 }
 
+/// Absent: what a block's `Default` builds, its variants adding the part.
+impl<T> Default for Optional<T> {
+    fn default() -> Self {
+        Optional::none()
+    }
+}
+
 impl<T> Deref for Optional<T> {
     type Target = T;
     fn deref(&self) -> &T {

@@ -337,6 +337,10 @@ pub struct EmitArgs {
     /// inference).
     #[arg(long, default_value_t = DEFAULT_ARRAY.int8_max, action = clap::ArgAction::Set, value_name = "true|false")]
     pub int8_max: bool,
+    /// The revision of the RTL to emit, 1 to the latest (the default): each computes the same
+    /// bits in the same cycles in a different netlist (docs/DECISIONS.md 118).
+    #[arg(long, value_name = "N", default_value_t = systole_hdl::RTL_REVISION)]
+    pub rtl_revision: u8,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,

@@ -88,6 +88,7 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     let mut top = TopConfig::new(config);
     top.dram_bytes = args.dram_bytes;
     top.fifo_depth = args.fifo_depth;
+    top.rtl_revision = args.rtl_revision;
     if let Some(divisor) = args.uart_divisor {
         top.uart_divisor = divisor;
     }

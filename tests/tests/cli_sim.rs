@@ -303,3 +303,33 @@ fn hdl_emit_writes_the_decoupled_machine_when_asked() {
     assert!(!line.contains("decoupled"), "{line}");
     assert!(names.iter().any(|n| n == "accumulators"), "{names:?}");
 }
+
+/// `hdl emit --rtl-revision N` writes that revision's netlist (revision 3's PEs sum in their
+/// aligner's stage; revision 2's do not), and refuses a revision that does not exist, naming
+/// the range.
+#[test]
+fn hdl_emit_writes_the_revision_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let emit = |revision: &str| {
+        let out = dir.path().join(revision);
+        let args = ["hdl", "emit", "--rows", "2", "--cols", "2", "--dtype", "bf16"];
+        let rest = ["--pe-stages", "3", "--rtl-revision", revision, "-o", out.to_str().unwrap()];
+        let run = systole(args.iter().copied().chain(rest));
+        (run, out.join("systole_top.v"))
+    };
+    let verilog = |revision: &str| {
+        let (run, file) = emit(revision);
+        assert!(run.status.success(), "{revision}: {}", text(&run.stderr));
+        fs::read_to_string(file).unwrap()
+    };
+    let latest = systole_hdl::RTL_REVISION.to_string();
+    assert!(verilog(&latest).contains("mac_bf16_pipelined_sum"));
+    assert!(!verilog("2").contains("mac_bf16_pipelined_sum"));
+    for bad in ["0", &(systole_hdl::RTL_REVISION + 1).to_string()] {
+        let (run, file) = emit(bad);
+        let err = text(&run.stderr);
+        assert!(!run.status.success() && err.contains("rtl_revision"), "{bad}: {err}");
+        assert!(err.contains(&format!("1 to {latest}")), "{bad}: {err}");
+        assert!(!file.exists(), "{bad}: nothing written");
+    }
+}

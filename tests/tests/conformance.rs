@@ -650,10 +650,10 @@ fn conformance_without_program_checks() {
 /// block RAM's output register; docs/DECISIONS.md 106): every instruction starts its work a
 /// cycle after dispatch and lands its rows a cycle later, on every machine. The blocking
 /// machine with every write stage and the candidate registered; output-stationary with staged
-/// PEs, paced products and staged adds; the 85F's BF16 pipeline; serial requantization on a
-/// column; and the decoupled machine as the 85F's INT8 build has it (streamed matmuls, the
-/// scratchpad's write stage, pipelined conversions), output-stationary in BF16, and with
-/// paired products.
+/// PEs, paced products and staged adds; the 85F's BF16 pipelines of DECISIONS 102 and 119;
+/// serial requantization on a column; and the decoupled machine as the 85F's INT8 build has
+/// it (streamed matmuls, the scratchpad's write stage, pipelined conversions),
+/// output-stationary in BF16, and with paired products.
 #[test]
 fn conformance_with_read_stages() {
     let read = |top: TopConfig| TopConfig { array: top.array.with_read_stages(1), ..top };
@@ -683,6 +683,16 @@ fn conformance_with_read_stages() {
         ..top
     };
     conformance(read(deep(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary))), 53);
+    // The ULX3S 85F's BF16 build of DECISIONS 119: three-stage PEs that sum in their aligner's
+    // stage (revision 3, the latest), lanes of three stages, words checked at the FIFO's head.
+    let balanced = |top: TopConfig| TopConfig {
+        array: top.array.with_scale_cycles(3).with_pe_stages(3).with_add_stages(3),
+        acc_write_stage: true,
+        head_register: true,
+        checks_at_queue: false,
+        ..top
+    };
+    conformance(read(balanced(conformance_top(4, Dtype::Bf16, Dataflow::WeightStationary))), 59);
     let serial = |top: TopConfig| TopConfig {
         array: top.array.with_convert_stages(2).with_requant_cycles(4).with_pe_stages(2),
         ..top

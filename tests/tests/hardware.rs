@@ -104,6 +104,9 @@ fn explained(warning: &str) -> bool {
                 // The narrowed requantize lane (RTL revision 2) reads its 11-bit sum's clamp
                 // bits 7..11; the low byte it takes from the wide sum's, the same bits.
                 "'small_sum'",
+                // The significands' sum of RTL revision 3 (`F32SigAdd`) reads the smaller
+                // operand's sign of its flags, not whether it is infinite or a NaN.
+                "'z_flags'",
                 // A RAM decodes the address bits its depth needs.
                 "'read_address'",
                 "'write_address'",

@@ -3,6 +3,7 @@
 use rust_hdl::prelude::*;
 
 use super::F32Align;
+use crate::optional::Optional;
 
 /// `y = a + b` in f32, round to nearest even, DAZ operands, FTZ result, canonical NaN: an
 /// [`F32Align`] into an [`F32Normalize`] into an [`F32Round`], in one cycle. A staged lane
@@ -35,6 +36,11 @@ impl F32Add {
     /// The adder with the [`F32Align::parallel`] aligner.
     pub fn parallel() -> F32Add {
         F32Add { align: F32Align::parallel(), ..Default::default() }
+    }
+
+    /// The adder with revision 3's rounding ([`F32Round::early_exponent`]): the same bits.
+    pub fn lean(self) -> F32Add {
+        F32Add { round: F32Round::early_exponent(), ..self }
     }
 }
 
@@ -88,6 +94,17 @@ pub struct F32Normalize {
     lz: Signal<Local, Bits<10>>,
     special: Signal<Local, Bits<2>>,
     zero: Signal<Local, Bit>,
+    /// Built [`F32Normalize::given_sum`] only: the sum of the aligned significands, formed
+    /// outside (by an [`F32SigAdd`], a stage earlier); `mz` is then not read.
+    pub sum: Optional<Signal<In, Bits<28>>>,
+}
+
+impl F32Normalize {
+    /// The normalisation of a sum formed outside ([`F32SigAdd`]), so that a pipeline can put the
+    /// significands' addition in the stage before it (docs/DECISIONS.md 119).
+    pub fn given_sum() -> F32Normalize {
+        F32Normalize { sum: Optional::default_when(true), ..Default::default() }
+    }
 }
 
 impl Logic for F32Normalize {
@@ -101,6 +118,9 @@ impl Logic for F32Normalize {
             self.s.next = self.mx.val() + self.mz.val();
         } else {
             self.s.next = self.mx.val() - self.mz.val();
+        }
+        for _k in 0..self.sum.len() {
+            self.s.next = self.sum.val();
         }
         // The leading-zero search, in halving steps.
         self.z16.next = !self.s.val().get_bits::<16>(11).any();
@@ -162,6 +182,31 @@ impl Logic for F32Normalize {
     }
 }
 
+/// The significands' sum of [`F32Normalize`] alone (its `s`, carry at 27, guard, round and
+/// sticky at 2, 1, 0), for a pipeline that registers it before the normalisation
+/// ([`F32Normalize::given_sum`]).
+#[derive(LogicBlock, Default)]
+pub struct F32SigAdd {
+    pub x: Signal<In, Bits<32>>,
+    pub mz: Signal<In, Bits<28>>,
+    pub z_flags: Signal<In, Bits<3>>,
+    pub s: Signal<Out, Bits<28>>,
+    mx: Signal<Local, Bits<28>>,
+}
+
+impl Logic for F32SigAdd {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.mx.next = (bit_cast::<28, 23>(self.x.val().get_bits::<23>(0)) << 3)
+            | (bit_cast::<28, 1>(self.x.val().get_bits::<8>(23).any().into()) << 26);
+        if self.x.val().get_bit(31) == self.z_flags.val().get_bit(2) {
+            self.s.next = self.mx.val() + self.mz.val();
+        } else {
+            self.s.next = self.mx.val() - self.mz.val();
+        }
+    }
+}
+
 /// The last of [`F32Add`]: the normalised sum rounded to nearest even, flushed below 2^-126,
 /// infinite past the largest finite value, and the specials.
 #[derive(LogicBlock, Default)]
@@ -173,6 +218,29 @@ pub struct F32Round {
     mant: Signal<Local, Bits<25>>,
     e_tmp: Signal<Local, Bits<10>>,
     sign: Signal<Local, Bits<32>>,
+    /// Built [`F32Round::early_exponent`] only: the carry out of the significand's increment,
+    /// and the result's exponent field and range tests formed from `e_pre` both ways, the
+    /// carry choosing between them.
+    carry: Optional<Signal<Local, Bit>>,
+    exp: Optional<Signal<Local, Bits<32>>>,
+    under: Optional<Signal<Local, Bit>>,
+    over: Optional<Signal<Local, Bit>>,
+}
+
+impl F32Round {
+    /// The rounding whose exponent does not wait for the significand's increment: the
+    /// exponent field and the overflow and flush tests are formed from `e_pre` for both
+    /// outcomes beside it, and the increment's carry only selects, where the plain rounding
+    /// adds it to the exponent and then compares (docs/DECISIONS.md 119). The same bits.
+    pub fn early_exponent() -> F32Round {
+        F32Round {
+            carry: Optional::default_when(true),
+            exp: Optional::default_when(true),
+            under: Optional::default_when(true),
+            over: Optional::default_when(true),
+            ..Default::default()
+        }
+    }
 }
 
 impl Logic for F32Round {
@@ -194,6 +262,27 @@ impl Logic for F32Round {
             self.y.next = self.sign.val()
                 | (bit_cast::<32, 10>(self.e_tmp.val() - 32) << 23)
                 | bit_cast::<32, 23>(self.mant.val().get_bits::<23>(0));
+        }
+        for _k in 0..self.carry.len() {
+            self.carry.next = self.mant.val().get_bit(24);
+            // The exponent field's bits above 30 are only ever read in range (1 to 254).
+            self.exp.next = (bit_cast::<32, 10>(self.e_pre.val()) - 32) << 23;
+            self.under.next = self.e_pre.val() <= 32;
+            self.over.next = self.e_pre.val() >= 255 + 32;
+            if self.carry.val() {
+                self.exp.next = (bit_cast::<32, 10>(self.e_pre.val()) - 31) << 23;
+                self.under.next = self.e_pre.val() <= 31;
+                self.over.next = self.e_pre.val() >= 254 + 32;
+            }
+            if self.flags.val().get_bit(3) || self.under.val() {
+                self.y.next = 0.into();
+            } else if self.over.val() {
+                self.y.next = self.sign.val() | 0x7F80_0000;
+            } else {
+                self.y.next = self.sign.val()
+                    | self.exp.val()
+                    | bit_cast::<32, 23>(self.mant.val().get_bits::<23>(0));
+            }
         }
         if self.flags.val().get_bits::<2>(0) == 1 {
             self.y.next = self.sign.val() | 0x7F80_0000;
@@ -221,6 +310,8 @@ mod tests {
         };
         let (compact, parallel) = (sum(F32Add::default()), sum(F32Add::parallel()));
         assert_eq!(compact, parallel, "the aligners differ on {a:#010x} + {b:#010x}");
+        let lean = [sum(F32Add::default().lean()), sum(F32Add::parallel().lean())];
+        assert_eq!(lean, [compact; 2], "the lean adders differ on {a:#010x} + {b:#010x}");
         compact
     }
 

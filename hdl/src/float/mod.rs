@@ -16,7 +16,7 @@ mod add;
 mod align;
 mod mul;
 
-pub use add::{F32Add, F32Normalize, F32Round};
+pub use add::{F32Add, F32Normalize, F32Round, F32SigAdd};
 pub use align::F32Align;
 pub use mul::{Bf16Mul, F32Mul, F32MulProduct, F32MulRound};
 
@@ -30,6 +30,7 @@ mod tests {
         for (name, v) in [
             ("f32_add", crate::testing::verilog_of(F32Add::default())),
             ("f32_add_parallel", crate::testing::verilog_of(F32Add::parallel())),
+            ("f32_add_lean", crate::testing::verilog_of(F32Add::default().lean())),
             ("bf16_mul", crate::testing::verilog_of(Bf16Mul::default())),
             ("f32_mul", crate::testing::verilog_of(F32Mul::default())),
         ] {
@@ -62,6 +63,9 @@ mod verilog_tests {
         let sums = yosys_eval(&verilog_of(F32Add::default()), &vectors, "y");
         let parallel_sums = yosys_eval(&verilog_of(F32Add::parallel()), &vectors, "y");
         assert_eq!(sums, parallel_sums, "the compact and parallel aligners");
+        for lean in [F32Add::default().lean(), F32Add::parallel().lean()] {
+            assert_eq!(yosys_eval(&verilog_of(lean), &vectors, "y"), sums, "the lean adders");
+        }
         let products = yosys_eval(&verilog_of(F32Mul::default()), &vectors, "y");
         for (&(a, b), (&s, &p)) in pairs.iter().zip(sums.iter().zip(&products)) {
             let (fa, fb) = (ftz(f32::from_bits(a)), ftz(f32::from_bits(b)));

@@ -12,7 +12,7 @@
 use rust_hdl::prelude::*;
 use systole_core::{ArrayConfig, Dtype};
 
-use crate::float::{Bf16Mul, F32Add, F32Align, F32Normalize, F32Round};
+use crate::float::{Bf16Mul, F32Add, F32Align, F32Normalize, F32Round, F32SigAdd};
 use crate::optional::Optional;
 
 /// `y = acc + a * b`, INT8: i8 x i8 -> i16 (exact), sign-extended and added mod 2^32.
@@ -63,6 +63,13 @@ pub struct MacBf16 {
     pub y: Signal<Out, Bits<32>>,
     mul: Bf16Mul,
     add: F32Add,
+}
+
+impl MacBf16 {
+    /// The MAC with the lean f32 add ([`F32Add::lean`]).
+    fn lean(self) -> MacBf16 {
+        MacBf16 { add: self.add.lean(), ..self }
+    }
 }
 
 impl Logic for MacBf16 {
@@ -151,6 +158,13 @@ pub struct MacBf16Staged {
     add: F32Add,
 }
 
+impl MacBf16Staged {
+    /// The MAC with the lean f32 add ([`F32Add::lean`]).
+    fn lean(self) -> MacBf16Staged {
+        MacBf16Staged { add: self.add.lean(), ..self }
+    }
+}
+
 impl Logic for MacBf16Staged {
     #[hdl_gen]
     fn update(&mut self) {
@@ -174,7 +188,9 @@ impl Logic for MacBf16Staged {
 /// inputs two cycles a row apart ([`ArrayConfig::pe_add_staged`]). Built deep (`pe_stages` 4),
 /// the normalised sum is registered too (41 bits): `acc'` is then the `acc` of two cycles
 /// before, `p'` the product of the operands of three, and the inputs three cycles a row apart.
-/// Every register holds while `enable` is off.
+/// Built lean (revision 3, [`MacBf16Pipelined::lean`]) it aligns in parallel and adds the
+/// aligned significands before the first register ([`F32SigAdd`]), so the stages are nearer
+/// equal; the same bits in the same cycles. Every register holds while `enable` is off.
 #[derive(LogicBlock, Default)]
 pub struct MacBf16Pipelined {
     pub clock: Signal<In, Clock>,
@@ -195,6 +211,10 @@ pub struct MacBf16Pipelined {
     e_pre: Vec<DFF<Bits<10>>>,
     flags: Vec<DFF<Bits<4>>>,
     round: F32Round,
+    /// Built lean: the aligned significands' sum, formed in the aligner's stage and registered
+    /// in place of `mz` (whose register is then left unread).
+    sum: Optional<F32SigAdd>,
+    s: Optional<DFF<Bits<28>>>,
 }
 
 impl MacBf16Pipelined {
@@ -206,6 +226,20 @@ impl MacBf16Pipelined {
             e_pre: (0..n).map(|_| DFF::default()).collect(),
             flags: (0..n).map(|_| DFF::default()).collect(),
             ..Default::default()
+        }
+    }
+
+    /// The MAC with its stages balanced: the parallel aligner and the significands' sum in
+    /// the first, the normalisation of the registered sum and [`F32Round::early_exponent`]
+    /// after it (docs/DECISIONS.md 119).
+    fn lean(self) -> MacBf16Pipelined {
+        MacBf16Pipelined {
+            align: F32Align::parallel(),
+            normalize: F32Normalize::given_sum(),
+            round: F32Round::early_exponent(),
+            sum: Optional::default_when(true),
+            s: Optional::default_when(true),
+            ..self
         }
     }
 }
@@ -230,6 +264,17 @@ impl Logic for MacBf16Pipelined {
         self.round.norm.next = self.normalize.norm.val();
         self.round.e_pre.next = self.normalize.e_pre.val();
         self.round.flags.next = self.normalize.flags.val();
+        for _k in 0..self.s.len() {
+            self.s.clock.next = self.clock.val();
+            self.sum.x.next = self.align.x.val();
+            self.sum.mz.next = self.align.mz.val();
+            self.sum.z_flags.next = self.align.z_flags.val();
+            self.s.d.next = self.s.q.val();
+            if self.enable.val() {
+                self.s.d.next = self.sum.s.val();
+            }
+            self.normalize.sum.next = self.s.q.val();
+        }
         for k in 0..self.norm.len() {
             self.norm[k].clock.next = self.clock.val();
             self.e_pre[k].clock.next = self.clock.val();
@@ -307,6 +352,17 @@ impl Mac {
                 .into_iter()
                 .collect(),
             int8_paired: vec![],
+        }
+    }
+
+    /// The same MAC with a BF16 datapath's f32 add built lean ([`F32Add::lean`], revision 3):
+    /// the same bits. An INT8 MAC has none and is unchanged.
+    pub fn lean(self) -> Mac {
+        Mac {
+            bf16: self.bf16.into_iter().map(MacBf16::lean).collect(),
+            bf16_staged: self.bf16_staged.into_iter().map(MacBf16Staged::lean).collect(),
+            bf16_pipelined: self.bf16_pipelined.into_iter().map(MacBf16Pipelined::lean).collect(),
+            ..self
         }
     }
 

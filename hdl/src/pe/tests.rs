@@ -5,13 +5,28 @@ use crate::testing::{bf16_operand, f32_operand, settle, tick, verilog_of, yosys_
 use proptest::prelude::*;
 use systole_core::{Arith, Bf16, Dtype, Int8, BF16};
 
+/// `acc + a * b` by the one-stage MAC, plain and lean ([`Mac::lean`]), which must agree.
 fn mac(dtype: Dtype, a: u16, b: u16, acc: u32) -> u32 {
-    let mut uut = Mac::new(dtype, 1);
-    uut.a.next = (a as u64).into();
-    uut.b.next = (b as u64).into();
-    uut.acc.next = (acc as u64).into();
-    settle(&mut uut);
-    uut.y.val().to_u32()
+    let y = |mut uut: Mac| {
+        uut.a.next = (a as u64).into();
+        uut.b.next = (b as u64).into();
+        uut.acc.next = (acc as u64).into();
+        settle(&mut uut);
+        uut.y.val().to_u32()
+    };
+    let plain = y(Mac::new(dtype, 1));
+    assert_eq!(y(Mac::new(dtype, 1).lean()), plain, "lean {a:#x} {b:#x} {acc:#x}");
+    plain
+}
+
+/// A MAC of `dtype` and `stages`, lean or not.
+fn mac_of(dtype: Dtype, stages: u8, lean: bool) -> Mac {
+    let mac = Mac::new(dtype, stages);
+    if lean {
+        mac.lean()
+    } else {
+        mac
+    }
 }
 
 fn core_int8(a: u8, b: u8, acc: u32) -> u32 {
@@ -31,8 +46,8 @@ fn int8_operand() -> impl Strategy<Value = u8> {
 /// A two-stage MAC over `steps` of `(a, b, acc, enable)`: each clock edge takes the pair when
 /// enabled; after it, `y` for that step's `acc` is read. Returns the `y`s, and what core says
 /// they are: `acc` plus the product of the last enabled pair (the first step is enabled).
-fn staged_run(dtype: Dtype, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
-    let mut uut = Mac::new(dtype, 2);
+fn staged_run(dtype: Dtype, lean: bool, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
+    let mut uut = mac_of(dtype, 2, lean);
     assert!(uut.staged());
     uut.connect_all();
     let (mut got, mut want) = (vec![], vec![]);
@@ -66,8 +81,9 @@ fn staged_run(dtype: Dtype, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u
 /// before); after it, `y` is read. Returns the `y`s, and what core says they are: on three
 /// stages the `acc` of the last enabled edge plus the product of the enabled pair before it, on
 /// four what three stages gave after the enabled edge before (the first step is enabled).
-fn pipelined_run(stages: u8, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
-    let mut uut = Mac::new(Dtype::Bf16, stages);
+/// Built lean, the sum is formed in the aligner's stage; the results are the same.
+fn pipelined_run(stages: u8, lean: bool, steps: &[(u16, u16, u32, bool)]) -> (Vec<u32>, Vec<u32>) {
+    let mut uut = mac_of(Dtype::Bf16, stages, lean);
     assert!(uut.staged());
     uut.connect_all();
     let (mut got, mut want) = (vec![], vec![]);
@@ -121,7 +137,7 @@ proptest! {
     ) {
         let steps: Vec<_> =
             steps.into_iter().map(|(a, b, acc, en)| (a as u16, b as u16, acc, en)).collect();
-        let (got, want) = staged_run(Dtype::Int8, &steps);
+        let (got, want) = staged_run(Dtype::Int8, false, &steps);
         prop_assert_eq!(got, want);
     }
 
@@ -130,8 +146,10 @@ proptest! {
         steps in prop::collection::vec(
             (bf16_operand(), bf16_operand(), f32_operand(), any::<bool>()), 1..10)
     ) {
-        let (got, want) = staged_run(Dtype::Bf16, &steps);
-        prop_assert_eq!(got, want);
+        for lean in [false, true] {
+            let (got, want) = staged_run(Dtype::Bf16, lean, &steps);
+            prop_assert_eq!(got, want, "lean {}", lean);
+        }
     }
 
     #[test]
@@ -139,9 +157,9 @@ proptest! {
         steps in prop::collection::vec(
             (bf16_operand(), bf16_operand(), f32_operand(), any::<bool>()), 1..10)
     ) {
-        for stages in [3, 4] {
-            let (got, want) = pipelined_run(stages, &steps);
-            prop_assert_eq!(got, want, "{} stages", stages);
+        for (stages, lean) in [(3, false), (4, false), (3, true), (4, true)] {
+            let (got, want) = pipelined_run(stages, lean, &steps);
+            prop_assert_eq!(got, want, "{} stages, lean {}", stages, lean);
         }
     }
 }
@@ -179,6 +197,8 @@ fn verilog_matches_core() {
         .collect();
     let int8 = yosys_eval(&verilog_of(Mac::new(Dtype::Int8, 1)), &inputs, "y");
     let bf16 = yosys_eval(&verilog_of(Mac::new(Dtype::Bf16, 1)), &inputs, "y");
+    let lean = yosys_eval(&verilog_of(Mac::new(Dtype::Bf16, 1).lean()), &inputs, "y");
+    assert_eq!(lean, bf16, "the lean MAC");
     for (i, &(a, b, acc)) in vectors.iter().enumerate() {
         assert_eq!(int8[i] as u32, core_int8(a as u8, b as u8, acc), "int8 {a} {b} {acc}");
         assert_eq!(bf16[i] as u32, core_bf16(a, b, acc), "bf16 {a:#x} {b:#x} {acc:#x}");
@@ -356,8 +376,8 @@ fn verilog_is_valid() {
             yosys_validate("pe_os", &verilog_of(PeOs::new(mac()))).unwrap();
         }
     }
-    for stages in [3, 4] {
-        let pipelined = PeWs::new(Mac::new(Dtype::Bf16, stages), WsWeights::ShadowSwap);
+    for (stages, lean) in [(3, false), (4, false), (3, true), (4, true)] {
+        let pipelined = PeWs::new(mac_of(Dtype::Bf16, stages, lean), WsWeights::ShadowSwap);
         yosys_validate("pe_ws_pipelined", &verilog_of(pipelined)).unwrap();
     }
 }

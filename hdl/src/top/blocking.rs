@@ -118,7 +118,7 @@ impl SystoleTop {
             acc_x: top.acc(config.acc_depth as usize),
             acc_y: top.acc(config.acc_depth as usize),
             dram: top.dram(),
-            array: Array::build(&config, top.pe_pairs, top.adder_tree, top.narrow_sums),
+            array: Array::build(&config, top.array_parts()),
             spad_lanes: (0..w)
                 .map(|e| match (byte_port, dtype) {
                     (true, Dtype::Bf16) => SpadLane::new(e, w, dtype).pairing_bytes(),

@@ -21,7 +21,7 @@ use systole_core::{ArrayConfig, Dataflow, Dtype};
 
 use super::{SpadLane, TopConfig, WordLane};
 use crate::acc_banks::AccBanks;
-use crate::array::Array;
+use crate::array::{Array, ArrayParts};
 use crate::controller::{
     ArrayUnit, DecoupledDispatcher, HeadRegister, InstrFifo, Sequencer, StreamUnit, WeightLoader,
 };
@@ -150,7 +150,7 @@ impl SystoleTopDecoupled {
             spad_b: top.spad(),
             acc: AccBanks::new(top),
             dram: top.dram(),
-            array: Array::build(&config, top.pe_pairs, false, top.narrow_sums),
+            array: Array::build(&config, ArrayParts { tree: false, ..top.array_parts() }),
             transposer: Transposer::new(&config),
             late_write: late(&config),
             late_read: late(&config),

@@ -51,7 +51,13 @@ pub const DEFAULT_BAUD: f64 = 115_200.0;
 ///    ([`crate::convert::RequantLane::narrowed`]), and the instruction FIFO compares its
 ///    pointers for its stale flag before the pop selects a result
 ///    ([`crate::controller::InstrFifo::precompared`]).
-pub const RTL_REVISION: u8 = 2;
+/// 3. The BF16 f32 adds, in PEs and lanes, round with the exponent formed beside the
+///    significand's increment ([`crate::float::F32Round::early_exponent`]), and the
+///    pipelined BF16 PEs align in parallel and sum their aligned significands in the aligner's
+///    stage ([`crate::array::ArrayParts::lean_add`]).
+/// 4. The BF16 lanes sum their aligned significands beside their aligner, as revision 3's PEs do
+///    ([`crate::float::F32Normalize::given_sum`]).
+pub const RTL_REVISION: u8 = 4;
 
 /// Everything the emitted machine is built for: the array and its memories, and the sizes core's
 /// `ArrayConfig` does not hold.
@@ -147,6 +153,16 @@ impl TopConfig {
             fifo.precompared()
         } else {
             fifo
+        }
+    }
+
+    /// What this machine builds its array with beyond its `ArrayConfig`.
+    pub(crate) fn array_parts(&self) -> crate::array::ArrayParts {
+        crate::array::ArrayParts {
+            paired: self.pe_pairs,
+            tree: self.adder_tree,
+            narrow: self.narrow_sums,
+            lean_add: self.rtl_revision >= 3,
         }
     }
 

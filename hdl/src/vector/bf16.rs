@@ -3,7 +3,8 @@
 use rust_hdl::prelude::*;
 
 use super::AccOp;
-use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Normalize, F32Round};
+use crate::float::{F32Align, F32MulProduct, F32MulRound, F32Normalize, F32Round, F32SigAdd};
+use crate::optional::Optional;
 
 /// The BF16 accumulator lane: f32 words read DAZ, written with canonical NaN. Built paced
 /// ([`paced_scale`](super::paced_scale)), its product passes a register before the sum and the
@@ -51,6 +52,11 @@ pub struct AccLaneBf16 {
     e_pre_q: Vec<DFF<Bits<10>>>,
     flags_q: Vec<DFF<Bits<4>>>,
     array_qq: Vec<DFF<Bits<32>>>,
+    /// Built with an early sum: the aligned significands' sum, formed beside the aligner
+    /// ([`F32Normalize::given_sum`]), and on a staged lane registered in place of the aligned
+    /// significand (one; else none), whose register is then left unread.
+    sig_add: Optional<F32SigAdd>,
+    s_q: Vec<DFF<Bits<28>>>,
     /// The array's word as an overwriting result writes it: its registers', or the lane's input.
     array_word: Signal<Local, Bits<32>>,
     /// The product register of a paced lane (one; else none), and the product the sum and
@@ -71,13 +77,18 @@ pub struct AccLaneBf16 {
 
 impl AccLaneBf16 {
     /// A lane with its product registered (`paced`) and split, `add_registers` (0 to 2) inside
-    /// its f32 add, and its aligner [`F32Align::parallel`] or compact.
-    pub(super) fn new(
-        paced: bool,
-        split: bool,
-        add_registers: u8,
-        parallel_align: bool,
-    ) -> AccLaneBf16 {
+    /// its f32 add, its aligner [`F32Align::parallel`] or compact, its rounding's exponent
+    /// early or not, and its significands summed beside the aligner or after (`build`).
+    pub(super) fn new(build: &super::LaneBuild) -> AccLaneBf16 {
+        let super::LaneBuild {
+            paced,
+            split,
+            add_registers,
+            parallel_align,
+            lean_add,
+            early_sum,
+            ..
+        } = *build;
         assert!(paced || !split, "a split product is registered at both ends");
         assert!(add_registers <= 2, "an f32 add of at most three stages");
         let one = |on: bool| if on { 1 } else { 0 };
@@ -88,6 +99,9 @@ impl AccLaneBf16 {
             e_sum_q: (0..one(split)).map(|_| DFF::default()).collect(),
             mul_flags_q: (0..one(split)).map(|_| DFF::default()).collect(),
             x_q: (0..one(staged)).map(|_| DFF::default()).collect(),
+            s_q: (0..one(staged && early_sum)).map(|_| DFF::default()).collect(),
+            sig_add: Optional::default_when(early_sum),
+            normalize: if early_sum { F32Normalize::given_sum() } else { F32Normalize::default() },
             mz_q: (0..one(staged)).map(|_| DFF::default()).collect(),
             z_flags_q: (0..one(staged)).map(|_| DFF::default()).collect(),
             array_q: (0..one(staged)).map(|_| DFF::default()).collect(),
@@ -96,6 +110,7 @@ impl AccLaneBf16 {
             flags_q: (0..one(deep)).map(|_| DFF::default()).collect(),
             array_qq: (0..one(deep)).map(|_| DFF::default()).collect(),
             align: if parallel_align { F32Align::parallel() } else { F32Align::default() },
+            round: if lean_add { F32Round::early_exponent() } else { F32Round::default() },
             ..Default::default()
         }
     }
@@ -168,6 +183,20 @@ impl Logic for AccLaneBf16 {
             self.normalize.mz.next = self.mz_q[k].q.val();
             self.normalize.z_flags.next = self.z_flags_q[k].q.val();
             self.array_word.next = self.array_q[k].q.val();
+        }
+        for _k in 0..self.sig_add.len() {
+            self.sig_add.x.next = self.align.x.val();
+            self.sig_add.mz.next = self.align.mz.val();
+            self.sig_add.z_flags.next = self.align.z_flags.val();
+            self.normalize.sum.next = self.sig_add.s.val();
+        }
+        for k in 0..self.s_q.len() {
+            self.s_q[k].clock.next = self.clock.val();
+            self.s_q[k].d.next = self.s_q[k].q.val();
+            if self.enable.val() {
+                self.s_q[k].d.next = self.sig_add.s.val();
+            }
+            self.normalize.sum.next = self.s_q[k].q.val();
         }
         self.round.norm.next = self.normalize.norm.val();
         self.round.e_pre.next = self.normalize.e_pre.val();

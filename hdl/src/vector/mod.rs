@@ -98,6 +98,12 @@ pub struct LaneBuild {
     /// A BF16 lane's f32 aligner shifts beside the operands' comparison
     /// ([`crate::float::F32Align::parallel`]; `TopConfig::parallel_align`).
     pub parallel_align: bool,
+    /// A BF16 lane's f32 add rounds with its exponent formed early
+    /// ([`crate::float::F32Round::early_exponent`]: revision 3 on).
+    pub lean_add: bool,
+    /// A BF16 lane's aligned significands are summed beside its aligner, before the add's
+    /// first register if it has one ([`crate::float::F32Normalize::given_sum`]: revision 4 on).
+    pub early_sum: bool,
 }
 
 impl LaneBuild {
@@ -109,12 +115,19 @@ impl LaneBuild {
             add_registers: add_registers(config),
             int8_max: config.int8_max,
             parallel_align: false,
+            lean_add: false,
+            early_sum: false,
         }
     }
 
     /// The same lanes with their aligner built as `top` asks.
     pub fn for_top(top: &crate::TopConfig) -> LaneBuild {
-        LaneBuild { parallel_align: top.parallel_align, ..LaneBuild::of(&top.array) }
+        LaneBuild {
+            parallel_align: top.parallel_align,
+            lean_add: top.rtl_revision >= 3,
+            early_sum: top.rtl_revision >= 4,
+            ..LaneBuild::of(&top.array)
+        }
     }
 }
 
@@ -169,12 +182,7 @@ impl AccLane {
             },
             bf16: match dtype {
                 Dtype::Bf16 => {
-                    vec![AccLaneBf16::new(
-                        build.paced,
-                        build.split,
-                        build.add_registers,
-                        build.parallel_align,
-                    )]
+                    vec![AccLaneBf16::new(&build)]
                 }
                 Dtype::Int8 => vec![],
             },

@@ -186,12 +186,17 @@ proptest! {
              (true, true, 1), (false, false, 2), (true, true, 2)]
         {
             let parallel_align = add_registers != 1;
-            let build = LaneBuild { paced, split, add_registers, int8_max: true, parallel_align };
-            prop_assert_eq!(
-                written(build, op, x, y, a, imm, w), want,
-                "{:?}: {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}",
-                build, op, x, y, a, imm
-            );
+            for (lean_add, early_sum) in [(false, false), (true, false), (true, true)] {
+                let build = LaneBuild {
+                    paced, split, add_registers, int8_max: true, parallel_align, lean_add,
+                    early_sum,
+                };
+                prop_assert_eq!(
+                    written(build, op, x, y, a, imm, w), want,
+                    "{:?}: {:?} x {:#010x} y {:#010x} array {:#010x} imm {:#010x}",
+                    build, op, x, y, a, imm
+                );
+            }
         }
     }
 }
@@ -265,8 +270,16 @@ fn verilog_is_valid() {
             (true, true, 1, true),
             (true, true, 2, true),
         ] {
-            let parallel_align = paced;
-            let build = LaneBuild { paced, split, add_registers, int8_max, parallel_align };
+            let (parallel_align, lean_add, early_sum) = (paced, split, split);
+            let build = LaneBuild {
+                paced,
+                split,
+                add_registers,
+                int8_max,
+                parallel_align,
+                lean_add,
+                early_sum,
+            };
             let verilog = verilog_of(AccLane::new(dtype, build));
             yosys_validate("acc_lane", &verilog).unwrap();
         }
