@@ -441,20 +441,22 @@ pub const ULX3S_85F: Board = Board {
     // its lanes' multiply split (99), built for 28.125 MHz from the PLL, at 31.42 MHz; built
     // for 30 MHz and aimed at 28.125, at 31.73 MHz. With the candidate registered after the
     // FIFO (102) and the lanes aligning beside the compare (103), built for 32.14 MHz from the
-    // PLL and aimed at 31.25, at 33.56 MHz.
+    // PLL and aimed at 31.25, at 33.56 MHz. On RTL revision 3 (119: the PEs' stages balanced,
+    // the roundings' exponents formed early), with the memories' reads registered (106) and the
+    // lanes' adds in three stages, built for 40 MHz and aimed at 36, at 40.28 MHz in 96%.
     bf16: Some(Preset {
         rows: 8,
         cols: 8,
-        mhz: 32.1429,
+        mhz: 40.0,
         pe_products: PeProducts::Dsp,
         multiplier_pes: 0,
         convert_stages: 0,
         requant_cycles: 1,
         scale_cycles: 3,
         pe_stages: 3,
-        add_stages: 2,
+        add_stages: 3,
         int8_max: false,
-        read_stages: 0,
+        read_stages: 1,
         dram_port: DramPort::Row,
         schedule: Schedule::Blocking,
         checks_at_queue: false,
@@ -466,8 +468,8 @@ pub const ULX3S_85F: Board = Board {
         parallel_align: true,
         program_checks: true,
         narrow_sums: true,
-        rtl_revision: 1,
-        pnr_aim_mhz: Some(31.25),
+        rtl_revision: 3,
+        pnr_aim_mhz: Some(36.0),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
     }),
@@ -652,9 +654,10 @@ mod tests {
         assert_eq!(ULX3S_25F.default_clock(Dtype::Bf16), 42.8571);
         let clock = ULX3S_25F.default_clock(Dtype::Bf16);
         assert_eq!(clock_source(&ULX3S_25F, clock), ClockSource::Pll);
-        // The 85F's BF16 is a smaller array than its INT8, at 32.14 MHz from its PLL.
+        // The 85F's BF16 is a smaller array than its INT8, at 40 MHz from its PLL (DECISIONS
+        // 119).
         let bf16 = ULX3S_85F.preset_config(Dtype::Bf16).unwrap();
-        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 32.1429));
+        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (8, 8, 40.0));
         assert_eq!(clock_source(&ULX3S_85F, bf16.clock_mhz), ClockSource::Pll);
         // The iCEBreaker's INT8 at 20.25 MHz from its PLL.
         let clock = ICEBREAKER.default_config().clock_mhz;
