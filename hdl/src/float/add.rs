@@ -184,7 +184,9 @@ impl Logic for F32Normalize {
 
 /// The significands' sum of [`F32Normalize`] alone (its `s`, carry at 27, guard, round and
 /// sticky at 2, 1, 0), for a pipeline that registers it before the normalisation
-/// ([`F32Normalize::given_sum`]).
+/// ([`F32Normalize::given_sum`]). `F32Normalize` keeps its own copy of these lines rather than
+/// instancing this block, so that the RTL revisions before 3 emit, byte for byte, the netlists
+/// their boards' reports measured (DECISIONS 118).
 #[derive(LogicBlock, Default)]
 pub struct F32SigAdd {
     pub x: Signal<In, Bits<32>>,
