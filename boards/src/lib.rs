@@ -11,11 +11,13 @@
 //! * [`report`]: utilisation and fmax from nextpnr's JSON report, and the bitstream's checksum.
 //! * [`program`]: which bitstream may be loaded onto a board.
 //! * [`flow`]: synthesis, place and route, packing, report.
+//! * [`netlist`]: a build's synthesized netlist as Verilog a simulator runs.
 
 pub mod blocks;
 pub mod board;
 pub mod flow;
 pub mod instances;
+pub mod netlist;
 pub mod nextpnr;
 pub mod pack;
 pub mod program;

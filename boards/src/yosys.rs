@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::board::{Board, Family};
 use crate::instances;
-use crate::tool::{ToolError, YOSYS, YOSYS_BOOTH, YOSYS_ECP5};
+use crate::tool::{Tool, ToolError, YOSYS, YOSYS_BOOTH, YOSYS_ECP5};
 
 /// Where the PEs' products are built: in the FPGA's multiplier blocks, one product each; two to
 /// an iCE40 UP5K DSP in its dual 8 x 8 mode (`systole_hdl::TopConfig::pe_pairs`, instantiated
@@ -68,6 +68,15 @@ impl Products {
 /// The name instantiated `SB_MAC16`s take while Yosys maps the design's multipliers.
 const HIDDEN_MAC: &str = "SYSTOLE_INSTANTIATED_MAC16";
 
+/// The Yosys that synthesizes for `board` (the one to read its netlist back with, too).
+pub fn tool(board: &Board) -> Tool {
+    match board.family {
+        Family::Ice40 if board.dsps => YOSYS,
+        Family::Ice40 => YOSYS_BOOTH,
+        Family::Ecp5 => YOSYS_ECP5,
+    }
+}
+
 /// Synthesizes `sources` (file names in `dir`) with top module `top` into `dir/netlist.json`,
 /// the PEs' products built as `products` says (ECP5 only: the iCE40 boards build them as their
 /// part allows); returns Yosys' cell statistics.
@@ -128,11 +137,7 @@ pub fn synthesize(
     };
     let script =
         format!("read_verilog -sv {}; {synth}; tee -q -o stat.txt stat", sources.join(" "));
-    let tool = match board.family {
-        Family::Ice40 if board.dsps => YOSYS,
-        Family::Ice40 => YOSYS_BOOTH,
-        Family::Ecp5 => YOSYS_ECP5,
-    };
+    let tool = tool(board);
     // The whole log goes to yosys.log as it runs (the console gets warnings and errors only).
     tool.run(dir, &["-q", "-l", "yosys.log", "-p", &script])?;
     if board.family == Family::Ice40 {

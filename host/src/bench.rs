@@ -180,14 +180,23 @@ pub fn board_build(
             crate::board::mhz(report.target_mhz)
         );
     }
+    let config = array_config_of(&built, &source)?;
+    if let Some(want) = dtype.filter(|&want| want != config.dtype) {
+        bail!("{source} is a build in {}, not {}", config.dtype.name(), want.name());
+    }
+    Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })
+}
+
+/// The array a build report's `built` describes (`source` names the report in errors).
+pub fn array_config_of(
+    built: &systole_boards::report::Built,
+    source: &str,
+) -> anyhow::Result<ArrayConfig> {
     let built_dtype = match built.dtype.as_str() {
         "int8" => Dtype::Int8,
         "bf16" => Dtype::Bf16,
         other => bail!("{source}: unknown dtype `{other}`"),
     };
-    if let Some(want) = dtype.filter(|&want| want != built_dtype) {
-        bail!("{source} is a build in {}, not {}", built_dtype.name(), want.name());
-    }
     let dataflow = match built.dataflow.as_str() {
         "ws" => systole_core::Dataflow::WeightStationary,
         "os" => systole_core::Dataflow::OutputStationary,
@@ -207,6 +216,7 @@ pub fn board_build(
         spad_depth: built.spad_depth,
         acc_depth: built.acc_depth,
         clock_mhz: built.clock_mhz,
+        int8_max: built.int8_max,
         ..ArrayConfig::new(built.rows, built.cols, built_dtype)
             .with_dataflow(dataflow)
             .with_convert_stages(built.convert_stages)
@@ -219,7 +229,7 @@ pub fn board_build(
             .with_schedule(schedule)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
-    Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })
+    Ok(config)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -393,6 +393,28 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
     }
 }
 
+/// The machine a report's `built` describes, around its array `config`
+/// ([`crate::bench::array_config_of`]): what [`built`] recorded, read back.
+pub fn top_of(built: &Built, config: ArrayConfig) -> systole_hdl::TopConfig {
+    systole_hdl::TopConfig {
+        dram_bytes: built.dram_bytes,
+        fifo_depth: built.fifo_depth,
+        uart_divisor: built.uart_divisor,
+        checks_at_queue: built.checks_at_queue,
+        spad_write_stage: built.spad_write_stage,
+        acc_write_stage: built.acc_write_stage,
+        dram_write_stage: built.dram_write_stage,
+        adder_tree: built.adder_tree,
+        head_register: built.head_register,
+        parallel_align: built.parallel_align,
+        program_checks: built.program_checks,
+        narrow_sums: built.narrow_sums,
+        rtl_revision: built.rtl_revision,
+        pe_pairs: built.pe_products == Some(PeProducts::DspPairs),
+        ..systole_hdl::TopConfig::new(config)
+    }
+}
+
 /// `systole board build`: emit the whole accelerator (`systole_top`) for the board's config,
 /// wrap it for the board, run the flow.
 pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
@@ -678,6 +700,43 @@ mod tests {
         match crate::cli::Cli::parse_from(argv).command {
             crate::cli::Command::Board(crate::cli::BoardCommand::Build(a)) => a,
             other => panic!("not a board build: {other:?}"),
+        }
+    }
+
+    /// What a report's `built` records reads back as the machine built: each board's default
+    /// build in each dtype, and one with its options turned the other way.
+    #[test]
+    fn a_reports_built_reads_back_as_the_machine() {
+        let cases: Vec<Vec<&str>> = super::BOARDS
+            .iter()
+            .flat_map(|b| {
+                let mut dtypes = vec![vec![b.name]];
+                if b.bf16.is_some() {
+                    dtypes.push(vec![b.name, "--dtype", "bf16"]);
+                }
+                dtypes
+            })
+            .chain([vec![
+                "icebreaker",
+                "--head-register",
+                "false",
+                "--program-checks",
+                "true",
+                "--checks-at-queue",
+                "true",
+                "--spad-write-stage",
+                "true",
+                "--rtl-revision",
+                "1",
+            ]])
+            .collect();
+        for case in cases {
+            let args = build_args(&case);
+            let b = super::board(&args.board).unwrap();
+            let top = super::top_config(&b, &args).unwrap();
+            let built = super::built(&top, super::products(&b, &top, &args).unwrap());
+            let config = crate::bench::array_config_of(&built, "a test").unwrap();
+            assert_eq!(super::top_of(&built, config), top, "{case:?}");
         }
     }
 

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod machines;
 pub mod model;
 pub mod net_file;
+pub mod netlist;
 pub mod network;
 pub mod npy;
 pub mod outputs;

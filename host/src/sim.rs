@@ -1,5 +1,7 @@
 //! `systole sim`: one program on the Verilated RTL, beside core's cycle and functional machines,
-//! from the same random memories; every memory and the cycle count compared.
+//! from the same random memories; every memory and the cycle count compared. With `--netlist
+//! DIR` the machine is a board build's synthesized netlist instead ([`crate::netlist`]), cell by
+//! cell; the program goes over the UART or the SPI slave (`--link`).
 //!
 //! On a mismatch the command finds the first instruction after which the RTL parts from the
 //! cycle machine (bisecting over the program's prefixes on fresh machines), prints where (the
@@ -14,6 +16,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use serde::Serialize;
+use systole_core::check::{random_program, SplitMix};
 use systole_core::isa::{decode, encode, Instruction, Word};
 use systole_core::machine::{golden, validate_program, GoldenKind, Region, Stats};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
@@ -26,6 +29,7 @@ use systole_sim::{rtl_top_config, rtl_top_config_exact, BuildOptions, RtlBuild, 
 
 use crate::cli::{ArrayArgs, DtypeArg};
 use crate::limits::check_memory;
+use crate::netlist::Netlist;
 use crate::outputs::{OutputId, Outputs};
 use crate::progress::Phase;
 
@@ -40,17 +44,38 @@ const DEFAULT_VCD: &str = "systole-mismatch.vcd";
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// Datapath.
-    #[arg(long, value_enum)]
-    pub dtype: DtypeArg,
+    #[arg(long, value_enum, required_unless_present = "netlist")]
+    pub dtype: Option<DtypeArg>,
     #[command(flatten)]
     pub array: ArrayArgs,
+    /// Run on a board build's synthesized netlist instead of the emitted RTL: DIR is what
+    /// `systole board build` wrote (iCE40 boards: the iCEBreaker, the Alchitry Cu), and the machine is the one its report.json
+    /// records (the array options do not apply). Each cell takes Yosys' model of it; the link is
+    /// the board's UART at its divisor.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["dtype", "ArrayArgs", "dram_bytes"])]
+    pub netlist: Option<PathBuf>,
+    /// The host link that carries the program and the memories: the UART (what a board's USB
+    /// serial port drives), or the SPI slave at an eighth of the machine's clock, a byte in 64
+    /// cycles (a board's UART takes 1,760 and more: the faster way through a netlist).
+    #[arg(long, value_enum, default_value_t = HostLinkArg::Uart)]
+    pub link: HostLinkArg,
     /// A program file: 16-byte little-endian instruction words (`--save-program` writes one).
-    #[arg(long, value_name = "FILE", required_unless_present = "gemm", conflicts_with = "gemm")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present_any = ["gemm", "random"],
+        conflicts_with_all = ["gemm", "random"]
+    )]
     pub program: Option<PathBuf>,
     /// A tiled GEMM, M x K x N, on the random operands DRAM starts with.
-    #[arg(long, value_name = "MxKxN", value_parser = parse_shape)]
+    #[arg(long, value_name = "MxKxN", value_parser = parse_shape, conflicts_with = "random")]
     pub gemm: Option<GemmShape>,
-    /// Seeds the memories every machine starts from.
+    /// A random valid program from --seed (core's `check::random_program`, what the
+    /// conformance tests run): up to 24 instructions of every kind the machine has, on random
+    /// memories.
+    #[arg(long)]
+    pub random: bool,
+    /// Seeds the memories every machine starts from (and a --random program).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// DRAM bytes of the simulated accelerator (default: enough for the GEMM, at least 64 KiB,
@@ -80,6 +105,29 @@ pub struct SimArgs {
     pub inject_fault: Option<Injection>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostLinkArg {
+    Uart,
+    Spi,
+}
+
+impl HostLinkArg {
+    fn name(self) -> &'static str {
+        match self {
+            HostLinkArg::Uart => "UART",
+            HostLinkArg::Spi => "SPI",
+        }
+    }
+
+    /// A fresh machine of `build` over this link.
+    fn machine(self, build: &RtlBuild) -> Result<RtlMachine, systole_sim::SimError> {
+        match self {
+            HostLinkArg::Uart => build.machine(),
+            HostLinkArg::Spi => build.machine_over_spi(),
+        }
+    }
+}
+
 /// Anything that stops a rerun, as `localize` wants it.
 struct MachineFailure(anyhow::Error);
 
@@ -101,7 +149,7 @@ pub struct Mismatch;
 
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the RTL differs from the cycle machine (see above)")
+        f.write_str("the simulated machine differs from the cycle machine (see above)")
     }
 }
 
@@ -215,8 +263,14 @@ struct MismatchJson {
 }
 
 pub fn run(args: &SimArgs) -> anyhow::Result<()> {
-    let config = args.array.config(Dtype::from(args.dtype));
+    let netlist = args.netlist.as_deref().map(Netlist::load).transpose()?;
+    let config = match (&netlist, args.dtype) {
+        (Some(n), _) => n.top.array,
+        (None, Some(dtype)) => args.array.config(Dtype::from(dtype)),
+        (None, None) => bail!("give --dtype (or --netlist DIR)"),
+    };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    let what = if netlist.is_some() { "netlist" } else { "RTL" };
     // The outputs first, so a path that cannot be written (or is an input) fails before any work.
     let mut outputs = Outputs::new();
     if let Some(path) = &args.program {
@@ -239,7 +293,9 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     let (program, needed) = match (&args.program, args.gemm) {
         (Some(path), _) => (read_program(path)?, 0),
         (None, Some(shape)) => gemm_program(&config, shape)?,
-        (None, None) => bail!("give --program FILE or --gemm MxKxN"),
+        // Drawn once the DRAM is known, below.
+        (None, None) if args.random => (Vec::new(), 0),
+        (None, None) => bail!("give --program FILE, --gemm MxKxN or --random"),
     };
     let dram = match args.dram_bytes {
         Some(d) if d < needed => {
@@ -248,9 +304,19 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         Some(d) => d,
         None => needed,
     };
-    let top = match args.dram_bytes {
-        Some(exact) => rtl_top_config_exact(config, exact),
-        None => rtl_top_config(config, dram),
+    let top = match (&netlist, args.dram_bytes) {
+        (Some(n), _) if n.top.dram_bytes < dram => bail!(
+            "the {dram}-byte GEMM does not fit the {} bytes of DRAM {} was built with",
+            n.top.dram_bytes,
+            show(&n.dir)
+        ),
+        (Some(n), _) => n.top,
+        (None, Some(exact)) => rtl_top_config_exact(config, exact),
+        (None, None) => rtl_top_config(config, dram),
+    };
+    let program = match args.random {
+        true => random_program(&config, top.dram_bytes, &mut SplitMix(args.seed)),
+        false => program,
     };
     validate_program(&config, &program, top.dram_bytes).map_err(|e| {
         anyhow!("{}: {e}", args.program.as_deref().map_or("the program".into(), show))
@@ -266,12 +332,28 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         let opts = BuildOptions { threads: args.threads, trace, ..Default::default() };
         let tracing = if trace { " with tracing" } else { "" };
         let (rows, cols, dtype) = (config.rows, config.cols, config.dtype.name());
-        let phase =
-            Phase::start(format!("Verilating the {rows}x{cols} {dtype} RTL{tracing}"), false);
-        let build = RtlBuild::new(&top, &opts).map_err(|e| {
-            anyhow!("the {}x{} {} RTL: {e}", config.rows, config.cols, config.dtype.name())
-        })?;
-        phase.finish();
+        let build = match &netlist {
+            Some(n) => {
+                let (board, cells) = (n.board.name, n.cells());
+                let phase = Phase::start(
+                    format!("Verilating the {board} build's netlist ({cells} cells){tracing}"),
+                    false,
+                );
+                let build = n.build(&opts)?;
+                phase.finish();
+                build
+            }
+            None => {
+                let phase = Phase::start(
+                    format!("Verilating the {rows}x{cols} {dtype} RTL{tracing}"),
+                    false,
+                );
+                let build = RtlBuild::new(&top, &opts)
+                    .map_err(|e| anyhow!("the {rows}x{cols} {dtype} RTL: {e}"))?;
+                phase.finish();
+                build
+            }
+        };
         let took = started.elapsed().as_secs_f64();
         if took > 2.0 {
             let what = if trace { "with tracing " } else { "" };
@@ -281,7 +363,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     };
     let build = verilate(args.vcd.is_some())?;
     let fresh_rtl = || -> anyhow::Result<Injected> {
-        Ok(Injected { inner: build.machine()?, fault: args.inject_fault })
+        Ok(Injected { inner: args.link.machine(&build)?, fault: args.inject_fault })
     };
     let mut rtl = fresh_rtl()?;
     let image = Image::random(&config, &rtl, args.seed);
@@ -303,20 +385,21 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     }
 
     // The RTL run, traced when asked.
-    image.load_into(&mut rtl).context("loading the RTL's memories")?;
+    image.load_into(&mut rtl).with_context(|| format!("loading the {what}'s memories"))?;
     if let Some(vcd) = vcd_file {
         let now = simulated_cycles(&rtl.inner);
         pins(&mut rtl.inner).trace_from(&outputs.tool_path(vcd), now);
     }
     let before = simulated_cycles(&rtl.inner);
-    let phase = running("rtl", ", each sent over the UART");
+    let over = format!(", each sent over the {}", args.link.name());
+    let phase = running(&what.to_lowercase(), &over);
     let t0 = Instant::now();
     let result = rtl.run(&program);
     let wall = t0.elapsed().as_secs_f64();
     phase.finish();
     let simulated = simulated_cycles(&rtl.inner) - before;
     if let Err(MachineError::Link(e)) = &result {
-        bail!("the RTL's link failed: {e}");
+        bail!("the {what}'s link failed: {e}");
     }
     let got = Outcome { result, memories: Image::read_from(&mut rtl)? };
     if let Some(vcd) = vcd_file {
@@ -327,7 +410,16 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     }
     drop(rtl);
 
-    print_run(&config, &top, &program, &cycle, &got, simulated, wall);
+    if let Some(n) = &netlist {
+        let sha = n.report.bitstream.as_ref().map_or("none", |b| b.sha256.as_str());
+        println!(
+            "netlist of {} ({} build, {} cells; bitstream sha256 {sha})",
+            show(&n.dir),
+            n.board.name,
+            n.cells()
+        );
+    }
+    print_run(&top, &program, &cycle, &got, simulated, wall, what);
     let difference = first_difference(&config, &cycle, &got);
     let mut report = Report {
         rows: config.rows,
@@ -365,15 +457,15 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         Ok((want, Box::new(fresh_rtl()?)))
     };
     let phase = Phase::start(
-        "finding the first instruction where the RTL differs (rerunning prefixes)".into(),
+        format!("finding the first instruction where the {what} differs (rerunning prefixes)"),
         long,
     );
     let found = localize(&config, &image, &program, &mut fresh)
         .map_err(|e| e.0)
         .context("rerunning prefixes of the program")?
-        .ok_or_else(|| anyhow!("the RTL differed once but not when rerun: nondeterminism"))?;
+        .ok_or_else(|| anyhow!("the {what} differed once but not when rerun: nondeterminism"))?;
     phase.finish();
-    println!("MISMATCH: the RTL parts from the cycle machine");
+    println!("MISMATCH: the {what} parts from the cycle machine");
     println!(
         "  first at instruction {} of {}: {:?}",
         found.index,
@@ -394,7 +486,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     let vcd = outputs.path(vcd_file).to_path_buf();
     let traced_build = if args.vcd.is_some() { build.clone() } else { verilate(true)? };
     let traced_rtl = || -> anyhow::Result<Injected> {
-        Ok(Injected { inner: traced_build.machine()?, fault: args.inject_fault })
+        Ok(Injected { inner: args.link.machine(&traced_build)?, fault: args.inject_fault })
     };
     let mut probe = traced_rtl()?;
     image.load_into(&mut probe)?;
@@ -431,14 +523,15 @@ fn show(p: &Path) -> String {
 }
 
 fn print_run(
-    config: &ArrayConfig,
     top: &TopConfig,
     program: &[Instruction],
     cycle: &Outcome,
     rtl: &Outcome,
     simulated: u64,
     wall: f64,
+    what: &str,
 ) {
+    let config = &top.array;
     let fmt = |o: &Outcome| match &o.result {
         Ok(s) => format!(
             "{} cycles, {} MACs, {} instructions",
@@ -458,9 +551,11 @@ fn print_run(
         program.len()
     );
     println!("  cycle machine: {}", fmt(cycle));
-    println!("  rtl:           {}", fmt(rtl));
+    let label = format!("{}:", what.to_lowercase());
+    println!("  {label:<14} {}", fmt(rtl));
     println!(
-        "  rtl simulation: {simulated} cycles with host traffic in {wall:.3} s ({:.0} cycles/s)",
+        "  {} simulation: {simulated} cycles with host traffic in {wall:.3} s ({:.0} cycles/s)",
+        what.to_lowercase(),
         simulated as f64 / wall.max(1e-9)
     );
 }

@@ -89,23 +89,6 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
-/// `verilog` with the models of the FPGA cells it instantiates: an iCE40 `SB_MAC16` (the PE
-/// pairs' DSPs, `systole_hdl::pe::DspPair`) takes Yosys' own model of the cell, read from the
-/// installed Yosys; the rest of the machine is plain Verilog.
-fn with_cell_models(verilog: &str) -> Result<String, SimError> {
-    let cell = "SB_MAC16";
-    if !verilog.contains(&format!("{cell} #(")) || verilog.contains(&format!("module {cell} ")) {
-        return Ok(verilog.to_string());
-    }
-    let missing =
-        |why: String| SimError::Missing { tool: "Yosys' iCE40 cell models", package: "yosys", why };
-    let path = systole_hdl::pe::ice40_cells_model().map_err(missing)?;
-    let library = std::fs::read_to_string(&path).map_err(SimError::io(&path))?;
-    let model = systole_hdl::pe::module_of(&library, cell)
-        .ok_or_else(|| missing(format!("{} has no module {cell}", path.display())))?;
-    Ok(format!("{verilog}\n{model}"))
-}
-
 /// Builds (or finds in the cache) and loads the model of `top` in `verilog`.
 pub fn build_model(
     verilog: &str,
@@ -125,7 +108,7 @@ pub fn build_library(
     opts: &BuildOptions,
 ) -> Result<PathBuf, SimError> {
     check_ports(ports)?;
-    let with_models = with_cell_models(verilog)?;
+    let with_models = crate::cells::with_cell_models(verilog)?;
     let verilog = with_models.as_str();
     let version = toolchain::verilator_version()?;
     let cxx = toolchain::cxx()?;

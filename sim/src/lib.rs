@@ -7,6 +7,7 @@
 //!
 //! * [`toolchain`]: finding Verilator and a C++ compiler, with errors that carry their output.
 //! * [`build`]: verilate, compile, cache.
+//! * [`cells`]: models of the FPGA cells a text instantiates (Yosys' own, and a PLL).
 //! * [`model`]: a loaded model: set inputs, read outputs, tick the clock, dump a VCD.
 //! * [`rtl`]: the whole accelerator through its pins: its UART and SPI links as byte streams, so
 //!   `core::link::LinkMachine` drives the RTL as it drives a board.
@@ -16,6 +17,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod build;
+pub mod cells;
 pub mod compare;
 pub mod machine;
 pub mod model;
@@ -27,5 +29,5 @@ pub use machine::{
     rtl_machine, rtl_top_config, rtl_top_config_exact, verilate_top, RtlBuild, RtlMachine,
 };
 pub use model::Model;
-pub use rtl::{RtlTop, SpiLink, UartLink};
+pub use rtl::{HostLink, RtlTop, SpiLink, UartLink};
 pub use toolchain::SimError;

@@ -14,14 +14,14 @@ use systole_hdl::{emit, Emitted, TopConfig, TOP_MODULE};
 
 use crate::build::{build_library, BuildOptions, Port};
 use crate::model::Model;
-use crate::rtl::{RtlTop, UartLink};
+use crate::rtl::{HostLink, RtlTop, SpiLink, UartLink};
 use crate::toolchain::SimError;
 
 /// The UART divisor of RTL machines: the smallest the design allows.
 pub const RTL_UART_DIVISOR: u16 = 4;
 
 /// A `Machine` whose every instruction runs on the Verilated RTL.
-pub type RtlMachine = LinkMachine<Framed<UartLink>>;
+pub type RtlMachine = LinkMachine<Framed<HostLink>>;
 
 /// The hardware parameters an RTL machine is built with for `array` and a need of `dram`
 /// bytes: the DRAM rounded up to a power of two (at least 64 KiB), so most runs share a few
@@ -43,6 +43,12 @@ pub struct RtlBuild {
     pub top: TopConfig,
     pub library: PathBuf,
     ports: Vec<Port>,
+    /// Simulated clock cycles per machine cycle: 1, or a board's divider.
+    clock_ratio: u32,
+    /// Cycles the instance runs after its reset before the link speaks (a board's power-on
+    /// reset holds the machine a while longer).
+    settle: u32,
+    name: &'static str,
 }
 
 impl RtlBuild {
@@ -51,22 +57,55 @@ impl RtlBuild {
         let emitted = emit(top).map_err(|e| SimError::Config(e.to_string()))?;
         let ports = ports_of(&emitted);
         let library = build_library(&emitted.verilog, TOP_MODULE, &ports, opts)?;
-        Ok(RtlBuild { top: *top, library, ports })
+        Ok(RtlBuild { top: *top, library, ports, clock_ratio: 1, settle: 0, name: "rtl" })
+    }
+
+    /// Verilates a board build's netlist for `top`, the machine it was built from:
+    /// `verilog` is the netlist with a `systole_top` module around the board's top (its pins
+    /// renamed to the machine's, `systole_boards::wrapper::sim_adapter`) that has `ports`;
+    /// its clock ticks `clock_ratio` times a machine cycle (a board's divider), and its power-on
+    /// reset holds the machine for up to `settle` cycles after the pin's.
+    pub fn from_netlist(
+        top: &TopConfig,
+        verilog: &str,
+        ports: Vec<Port>,
+        clock_ratio: u32,
+        settle: u32,
+        opts: &BuildOptions,
+    ) -> Result<RtlBuild, SimError> {
+        let library = build_library(verilog, TOP_MODULE, &ports, opts)?;
+        let clock_ratio = clock_ratio.max(1);
+        Ok(RtlBuild { top: *top, library, ports, clock_ratio, settle, name: "netlist" })
     }
 
     /// A fresh instance's pins, after reset.
     pub fn pins(&self) -> Result<RtlTop, SimError> {
-        RtlTop::new(Model::load(&self.library, &self.ports)?)
+        let mut top = RtlTop::new(Model::load(&self.library, &self.ports)?)?;
+        for _ in 0..self.settle {
+            top.step();
+        }
+        Ok(top)
     }
 
     /// A fresh instance as a machine, over its UART.
     pub fn machine(&self) -> Result<RtlMachine, SimError> {
-        let mut link = UartLink::new(self.pins()?, self.top.uart_divisor as u32);
+        let divisor = self.top.uart_divisor as u32 * self.clock_ratio;
+        let mut link = UartLink::new(self.pins()?, divisor);
         // A status poll is answered in a few byte times; a long program is polled, not waited
         // on, so this only bounds how long a dead device takes to be declared dead.
         link.patience_bytes = 256;
-        Ok(LinkMachine::new(Framed { stream: link }, self.top.array, self.top.dram_bytes)
-            .named("rtl"))
+        Ok(self.over(HostLink::Uart(link)))
+    }
+
+    /// A fresh instance as a machine, over its SPI slave at the fastest clock it takes (an
+    /// eighth of the machine's): a byte in 64 cycles, where the UART takes ten bit times.
+    pub fn machine_over_spi(&self) -> Result<RtlMachine, SimError> {
+        Ok(self.over(HostLink::Spi(SpiLink::new(self.pins()?, 4 * self.clock_ratio))))
+    }
+
+    fn over(&self, link: HostLink) -> RtlMachine {
+        LinkMachine::new(Framed { stream: link }, self.top.array, self.top.dram_bytes)
+            .named(self.name)
     }
 }
 
@@ -95,10 +134,10 @@ pub fn rtl_machine(top: &TopConfig, opts: &BuildOptions) -> Result<RtlMachine, S
 
 /// The pins under an RTL machine.
 pub fn pins(machine: &mut RtlMachine) -> &mut RtlTop {
-    &mut machine.transport.stream.top
+    machine.transport.stream.top_mut()
 }
 
 /// Clock cycles the RTL has simulated since it was built, host traffic included.
 pub fn simulated_cycles(machine: &RtlMachine) -> u64 {
-    machine.transport.stream.top.cycles
+    machine.transport.stream.top().cycles
 }

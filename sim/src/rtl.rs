@@ -32,7 +32,7 @@ pub struct RtlTop {
     spi_cs_n: usize,
     spi_mosi: usize,
     spi_miso: usize,
-    busy: usize,
+    busy: Option<usize>,
     /// Clock cycles stepped since the model was made.
     pub cycles: u64,
     /// A VCD to open when `cycles` reaches the given count (see [`RtlTop::trace_from`]).
@@ -52,7 +52,7 @@ impl RtlTop {
             spi_cs_n: model.port("spi_cs_n")?,
             spi_mosi: model.port("spi_mosi")?,
             spi_miso: model.port("spi_miso")?,
-            busy: model.port("busy")?,
+            busy: model.port("busy").ok(),
             model,
             cycles: 0,
             pending_trace: None,
@@ -109,9 +109,10 @@ impl RtlTop {
         self.trace_failed.as_deref()
     }
 
-    /// The `busy` status pin.
-    pub fn busy(&self) -> bool {
-        self.get(self.busy)
+    /// The `busy` status pin, where the top has one (a board build's netlist, whose board
+    /// shows only `done` and `error`, has none).
+    pub fn busy(&self) -> Option<bool> {
+        self.busy.map(|port| self.get(port))
     }
 
     /// The model, for traces.
@@ -308,6 +309,52 @@ impl ByteStream for SpiLink {
             self.read_in_transaction += 1;
         }
         Ok(self.transfer(SPI_FILLER))
+    }
+}
+
+/// Either host link, as one byte stream: the machine's link to its host is chosen per run.
+pub enum HostLink {
+    Uart(UartLink),
+    Spi(SpiLink),
+}
+
+impl HostLink {
+    /// The pins under the link.
+    pub fn top(&self) -> &RtlTop {
+        match self {
+            HostLink::Uart(l) => &l.top,
+            HostLink::Spi(l) => &l.top,
+        }
+    }
+
+    pub fn top_mut(&mut self) -> &mut RtlTop {
+        match self {
+            HostLink::Uart(l) => &mut l.top,
+            HostLink::Spi(l) => &mut l.top,
+        }
+    }
+}
+
+impl ByteStream for HostLink {
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), TransportError> {
+        match self {
+            HostLink::Uart(l) => l.write_all(bytes),
+            HostLink::Spi(l) => l.write_all(bytes),
+        }
+    }
+
+    fn read_byte(&mut self) -> Result<u8, TransportError> {
+        match self {
+            HostLink::Uart(l) => l.read_byte(),
+            HostLink::Spi(l) => l.read_byte(),
+        }
+    }
+
+    fn discard_input(&mut self) {
+        match self {
+            HostLink::Uart(l) => l.discard_input(),
+            HostLink::Spi(l) => l.discard_input(),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The RTL from the command line: `systole sim` (the comparison, the mismatch report and its
-//! VCD, bad program files) and `--machine rtl` for `gemm` and `train`, against the cycle
-//! machine.
+//! VCD, bad program files, random programs over either link, a board build's netlist refused
+//! where it cannot run) and `--machine rtl` for `gemm` and `train`, against the cycle machine.
+//! A board build's netlist itself runs in `scripts/check`, after CI builds the boards.
 //!
 //! The accelerators here are the ones the conformance suite and the training-step test build
 //! (same Verilog, so the same cached models).
@@ -163,6 +164,50 @@ fn bad_program_files_are_named() {
     );
     assert_fails_naming(&run_sim(&["--gemm", "4x0x2"]), &["4x0x2", "MxKxN"]);
     assert_fails_naming(&run_sim(&["--gemm", "64x64x64"]), &["--dram-bytes 1536", "does not fit"]);
+}
+
+/// `--random` runs core's random program from the seed; either link carries it, and the
+/// machines agree.
+#[test]
+fn sim_runs_a_random_program_over_either_link() {
+    for link in ["uart", "spi"] {
+        let out = run_sim(&["--random", "--seed", "3", "--link", link]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{link}: {stdout}\n{}", text(&out.stderr));
+        assert!(stdout.contains("identical: every memory"), "{link}: {stdout}");
+        assert!(stdout.contains("program of 23 instructions"), "{link}: {stdout}");
+    }
+    let out = run_sim(&["--random", "--gemm", "2x2x2"]);
+    assert_eq!(out.status.code(), Some(2), "--random and --gemm are one or the other");
+}
+
+/// `--netlist DIR` takes a board build's directory: one that is missing, one of an ECP5 build
+/// (whose block RAMs and multipliers Yosys models only as black boxes) and one without its
+/// netlist are refused, naming what is wrong; array options do not go with it.
+#[test]
+fn netlists_are_refused_naming_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere");
+    let netlist = |d: &Path, extra: &[&str]| {
+        let mut args = vec!["sim", "--netlist", d.to_str().unwrap(), "--gemm", "2x2x2"];
+        args.extend(extra);
+        systole(args)
+    };
+    assert_fails_naming(&netlist(&missing, &[]), &["nowhere", "board build"]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (report, needles) in [
+        ("boards/ulx3s/report-ulx3s-25f.json", ["ulx3s-25f", "iCE40 boards only"]),
+        ("boards/icebreaker/report-icebreaker.json", ["netlist.json is missing", "board build"]),
+    ] {
+        fs::copy(root.join(report), dir.path().join("report.json")).unwrap();
+        assert_fails_naming(&netlist(dir.path(), &[]), &needles);
+    }
+    let out = netlist(dir.path(), &["--dtype", "int8"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--dtype"), "{}", text(&out.stderr));
+    let out = netlist(dir.path(), &["--rows", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--rows"), "{}", text(&out.stderr));
 }
 
 fn npy_i8(path: &Path, rows: u64, cols: u64, seed: u64) {
