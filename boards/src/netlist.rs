@@ -3,8 +3,8 @@
 //! Verilog, and a `systole_top` around the board's top that gives its pins the machine's port
 //! names, so the harness that drives the emitted machine drives the netlist as it is.
 //!
-//! Only iCE40 builds: Yosys models every iCE40 cell they use (`ice40/cells_sim.v`), but the
-//! ECP5's multiplier (`MULT18X18D`, in every ECP5 build's lanes) only as a black box.
+//! Only iCE40 builds: Yosys models every iCE40 cell they use (`ice40/cells_sim.v`), but
+//! declares the ECP5's block RAM (`DP16KD`) and multiplier (`MULT18X18D`) without behaviour.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -18,8 +18,8 @@ use crate::wrapper::{leds_vector, reset_pin, TopPort};
 pub fn netlist_verilog(board: &Board, build_dir: &Path, work: &Path) -> Result<String, ToolError> {
     if board.family != Family::Ice40 {
         return Err(ToolError::Report(format!(
-            "{}: netlists are simulated for iCE40 boards only (Yosys models the ECP5's \
-             multiplier, MULT18X18D, only as a black box)",
+            "{}: netlists are simulated for iCE40 boards only (Yosys has no simulation model of \
+             the ECP5's block RAM, DP16KD, or its multiplier, MULT18X18D)",
             board.name
         )));
     }
