@@ -30,9 +30,12 @@ pub fn netlist_verilog(board: &Board, build_dir: &Path, work: &Path) -> Result<S
             json.display()
         )));
     }
-    let json = json.canonicalize().map_err(ToolError::io(&json))?;
-    let script = format!("read_json {}; write_verilog -noattr netlist.v", json.display());
-    crate::yosys::tool(board).run(work, &["-q", "-p", &script])?;
+    // A copy beside the output, named relative to it: YoWASP's Yosys sees only the directory
+    // it runs in (a path under /tmp outside it was "not found").
+    let copy = work.join("netlist.json");
+    std::fs::copy(&json, &copy).map_err(ToolError::io(&copy))?;
+    let script = "read_json netlist.json; write_verilog -noattr netlist.v";
+    crate::yosys::tool(board).run(work, &["-q", "-p", script])?;
     let out = work.join("netlist.v");
     std::fs::read_to_string(&out).map_err(ToolError::io(out))
 }
