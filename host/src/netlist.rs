@@ -23,6 +23,8 @@ pub struct Netlist {
     /// The netlist with a `systole_top` around the board's top.
     verilog: String,
     ports: Vec<Port>,
+    /// Cells in the netlist (Yosys' `SB_*` instances).
+    pub cells: usize,
     /// Board clock cycles per machine cycle (a clock divided in logic), else 1.
     clock_ratio: u32,
     pub dir: PathBuf,
@@ -33,9 +35,12 @@ impl Netlist {
     pub fn load(dir: &Path) -> anyhow::Result<Netlist> {
         let report_path = dir.join("report.json");
         let json = std::fs::read_to_string(&report_path).with_context(|| {
-            format!("cannot read {} (give the directory `systole board build` wrote)", show(dir))
+            format!(
+                "cannot read {} (give the directory `systole board build` wrote)",
+                dir.display()
+            )
         })?;
-        let source = show(&report_path);
+        let source = report_path.display().to_string();
         let report = Report::from_json(&json).map_err(|e| anyhow!("{source}: {e}"))?;
         let board = systole_boards::board::by_name(&report.board)
             .ok_or_else(|| anyhow!("{source}: unknown board `{}`", report.board))?;
@@ -58,20 +63,17 @@ impl Netlist {
                 false => Port::output(&p.name, p.bits as u32),
             })
             .collect();
+        let cells = netlist.lines().filter(|l| l.trim_start().starts_with("SB_")).count();
         Ok(Netlist {
             board,
             report,
             top,
+            cells,
             verilog: format!("{netlist}\n{adapter}"),
             ports,
             clock_ratio,
             dir: dir.to_path_buf(),
         })
-    }
-
-    /// Cells in the netlist (Yosys' `SB_*` instances).
-    pub fn cells(&self) -> usize {
-        self.verilog.lines().filter(|l| l.trim_start().starts_with("SB_")).count()
     }
 
     /// Verilates it (or finds it in the cache).
@@ -85,10 +87,6 @@ impl Netlist {
             settle,
             opts,
         )
-        .map_err(|e| anyhow!("the netlist of {}: {e}", show(&self.dir)))
+        .map_err(|e| anyhow!("the netlist of {}: {e}", self.dir.display()))
     }
-}
-
-fn show(p: &Path) -> String {
-    p.display().to_string()
 }

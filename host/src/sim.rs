@@ -334,7 +334,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         let (rows, cols, dtype) = (config.rows, config.cols, config.dtype.name());
         let build = match &netlist {
             Some(n) => {
-                let (board, cells) = (n.board.name, n.cells());
+                let (board, cells) = (n.board.name, n.cells);
                 let phase = Phase::start(
                     format!("Verilating the {board} build's netlist ({cells} cells){tracing}"),
                     false,
@@ -416,7 +416,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
             "netlist of {} ({} build, {} cells; bitstream sha256 {sha})",
             show(&n.dir),
             n.board.name,
-            n.cells()
+            n.cells
         );
     }
     print_run(&top, &program, &cycle, &got, simulated, wall, what);
