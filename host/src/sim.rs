@@ -49,9 +49,10 @@ pub struct SimArgs {
     #[command(flatten)]
     pub array: ArrayArgs,
     /// Run on a board build's synthesized netlist instead of the emitted RTL: DIR is what
-    /// `systole board build` wrote (iCE40 boards: the iCEBreaker, the Alchitry Cu), and the machine is the one its report.json
-    /// records (the array options do not apply). Each cell takes Yosys' model of it; the link is
-    /// the board's UART at its divisor.
+    /// `systole board build` wrote, and the machine is the one its report.json records (the
+    /// array options do not apply). Each cell takes Yosys' model of it (the ECP5's block RAM,
+    /// multiplier and PLL, which Yosys only declares, this simulator's); the link is the
+    /// board's UART at its divisor.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["dtype", "ArrayArgs", "dram_bytes"])]
     pub netlist: Option<PathBuf>,
     /// The host link that carries the program and the memories: the UART (what a board's USB

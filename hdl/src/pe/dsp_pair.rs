@@ -118,9 +118,15 @@ pub fn ice40_cells_model() -> Result<std::path::PathBuf, String> {
 }
 
 /// The Verilog of one module (`module NAME` to its `endmodule`) in `library`, for simulating
-/// an instance of it; `None` if the library has no such module.
+/// an instance of it; `None` if the library has no such module. The name ends at a space or
+/// at the port list's parenthesis (`module NAME (` and `module NAME(` both declare it).
 pub fn module_of(library: &str, name: &str) -> Option<String> {
-    let start = library.find(&format!("\nmodule {name} "))? + 1;
+    let head = format!("\nmodule {name}");
+    let start = library
+        .match_indices(&head)
+        .map(|(i, _)| i)
+        .find(|&i| matches!(library.as_bytes().get(i + head.len()), Some(b' ' | b'(')))?
+        + 1;
     let end = library[start..].find("\nendmodule")? + start + "\nendmodule".len();
     Some(library[start..end].to_string() + "\n")
 }
@@ -205,5 +211,11 @@ mod tests {
         assert!(module.starts_with("module SB_MAC16 (") && module.ends_with("endmodule\n"));
         assert!(module.contains("MODE_8x8") && !module[10..].contains("\nmodule "));
         assert!(module_of(&library, "NO_SUCH_CELL").is_none());
+        let lib = "// cells\nmodule LUT4X(input A);\nendmodule\nmodule LUT4(input A, output Z);\n\
+                   assign Z = A;\nendmodule\n";
+        assert_eq!(
+            module_of(lib, "LUT4").as_deref(),
+            Some("module LUT4(input A, output Z);\nassign Z = A;\nendmodule\n")
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Models of the FPGA cells a Verilog text instantiates, for Verilator.
+//! The iCE40 cells' models.
 //!
 //! Two kinds of text instantiate iCE40 cells: the emitted machine (its PE pairs' `SB_MAC16`s,
 //! `systole_hdl::pe::DspPair`) and a board build's synthesized netlist (every LUT, carry,
@@ -12,6 +12,7 @@
 //! black box, is the one cell given here: its output is its input, and it is locked from the
 //! start, so a netlist runs at the clock its harness ticks.
 
+use super::{instantiated, module_name};
 use crate::toolchain::SimError;
 
 /// The PLL cells a board build instantiates (`systole_boards::wrapper::pll`), as pass-throughs.
@@ -31,36 +32,6 @@ module SB_PLL40_PAD(input PACKAGEPIN, output PLLOUTCORE, output PLLOUTGLOBAL, ou
   assign SDO = 1'b0;
 endmodule
 ";
-
-/// The module a line declares (`module NAME (` or `module NAME(`), if it declares one.
-fn module_name(line: &str) -> Option<&str> {
-    line.strip_prefix("module ")?.split([' ', '(']).next()
-}
-
-/// The names of the cells `verilog` instantiates from `library` (a line whose first word is
-/// the cell's name and goes on) and does not define itself.
-fn instantiated<'a>(verilog: &str, library: &'a str) -> Vec<&'a str> {
-    let defined = |text: &str, name: &str| {
-        text.contains(&format!("\nmodule {name} (")) || text.contains(&format!("\nmodule {name}("))
-    };
-    let mut used: Vec<&str> = Vec::new();
-    let names: Vec<&str> = library.lines().filter_map(module_name).collect();
-    // An instance's line starts with the cell's name and goes on (` #(` or the instance's).
-    let first_words: std::collections::BTreeSet<&str> = verilog
-        .lines()
-        .filter_map(|l| {
-            let mut words = l.split_whitespace();
-            let first = words.next()?;
-            words.next().map(|_| first)
-        })
-        .collect();
-    for name in names {
-        if first_words.contains(name) && !defined(verilog, name) && !used.contains(&name) {
-            used.push(name);
-        }
-    }
-    used
-}
 
 /// `verilog` with the models of the iCE40 cells it instantiates (none added to a text that
 /// instantiates none), and its instances' inputs the part ties high tied high.
