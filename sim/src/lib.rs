@@ -7,7 +7,8 @@
 //!
 //! * [`toolchain`]: finding Verilator and a C++ compiler, with errors that carry their output.
 //! * [`build`]: verilate, compile, cache.
-//! * [`cells`]: models of the FPGA cells a text instantiates (Yosys' own, and a PLL).
+//! * [`cells`]: models of the FPGA cells a text instantiates (Yosys' own; and for the cells
+//!   Yosys only declares, the PLLs and the ECP5's block RAM and multiplier, this crate's).
 //! * [`model`]: a loaded model: set inputs, read outputs, tick the clock, dump a VCD.
 //! * [`rtl`]: the whole accelerator through its pins: its UART and SPI links as byte streams, so
 //!   `core::link::LinkMachine` drives the RTL as it drives a board.

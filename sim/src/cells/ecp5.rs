@@ -19,13 +19,17 @@
 //! * `MULT18X18D`: no registers and no cascade (Yosys' `$mul` mapping): `P` is `A` times `B`,
 //!   each signed as `SIGNEDA` and `SIGNEDB` say.
 //! * `EHXPLLL`: its output is its input, locked from the start, as the iCE40's PLL is here.
+//!
+//! Yosys' `TRELLIS_FF` is taken clocked from its pin rather than from a wire of its own, which
+//! Verilator would treat as a clock domain per flip-flop; every instance's `CLKMUX` must be
+//! `CLK`.
 
 use std::path::{Path, PathBuf};
 
 use super::instantiated;
 use crate::toolchain::SimError;
 
-/// The cells Yosys declares without behaviour, and where its declaration is.
+/// The cells Yosys declares without behaviour, which take one here.
 const DECLARED_ONLY: [&str; 3] = ["DP16KD", "MULT18X18D", "EHXPLLL"];
 
 /// `verilog` (a netlist) with the models of the ECP5 cells it instantiates, from the Yosys
