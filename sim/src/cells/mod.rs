@@ -3,6 +3,7 @@
 //! Yosys declares without any ([`ecp5`]).
 
 pub mod ecp5;
+mod ecp5_settings;
 pub mod ice40;
 
 pub use ecp5::with_ecp5_models;
