@@ -211,6 +211,17 @@ pub struct ArrayConfig {
     /// each row of a DRAM transfer takes a cycle per byte (`timing::load_row_cycles`,
     /// `timing::row_lands`); the bits are the same.
     pub dram_port: DramPort,
+    /// Whether the scratchpad is one single-port memory, which reads or writes one row a cycle
+    /// (the iCE40 UP5K's SPRAM: 128 KiB where its block RAMs hold 15), instead of copies with
+    /// a read port each beside a write port. Then the weight loader and the array take turns:
+    /// `LoadWeights` waits for the array to finish and `Matmul` for the weight loader, where
+    /// otherwise the weight loader fills the shadow weights beside a running matmul
+    /// (`timing::schedule`); and an instruction that writes the scratchpad (`Load`,
+    /// `CastBf16`, `Requantize`) holds the sequencer a cycle after its last row lands, so that
+    /// the next instruction's first read is not addressed in the cycle of that write
+    /// (`timing::duration`). The bits are the same. Weight-stationary machines of the blocking
+    /// schedule only (an output-stationary matmul reads both operands at once).
+    pub single_port_spad: bool,
 }
 
 /// Why an [`ArrayConfig`] is not buildable: a field out of its range, or `PeAddStaged`,
@@ -234,6 +245,7 @@ pub enum ConfigError {
     AddStages { stages: u8, dtype: Dtype },
     ReadStages { stages: u8 },
     BytePortDecoupled,
+    SinglePortSpad { dataflow: Dataflow, schedule: Schedule },
 }
 
 impl core::fmt::Display for ConfigError {
@@ -315,6 +327,13 @@ impl core::fmt::Display for ConfigError {
                  schedule only (the decoupled load unit and scoreboard time rows of the row \
                  port); use the blocking schedule or dram_port = row"
             ),
+            ConfigError::SinglePortSpad { dataflow, schedule } => write!(
+                f,
+                "single_port_spad = true: a single-port scratchpad serves weight-stationary \
+                 machines of the blocking schedule only, and this machine is {} {}",
+                dataflow.short_name(),
+                schedule.name()
+            ),
         }
     }
 }
@@ -340,6 +359,7 @@ impl ArrayConfig {
             add_stages: 1,
             read_stages: 0,
             dram_port: DramPort::Row,
+            single_port_spad: false,
         }
     }
 
@@ -401,6 +421,11 @@ impl ArrayConfig {
 
     pub const fn with_dram_port(mut self, port: DramPort) -> ArrayConfig {
         self.dram_port = port;
+        self
+    }
+
+    pub const fn with_single_port_spad(mut self, single: bool) -> ArrayConfig {
+        self.single_port_spad = single;
         self
     }
 
@@ -474,6 +499,12 @@ impl ArrayConfig {
         }
         if self.dram_port == DramPort::Byte && self.schedule == Schedule::Decoupled {
             return Err(ConfigError::BytePortDecoupled);
+        }
+        let one_port_ok =
+            self.dataflow == Dataflow::WeightStationary && self.schedule == Schedule::Blocking;
+        if self.single_port_spad && !one_port_ok {
+            let (dataflow, schedule) = (self.dataflow, self.schedule);
+            return Err(ConfigError::SinglePortSpad { dataflow, schedule });
         }
         ArrayConfig::check_clock(self.clock_mhz)
     }
@@ -571,6 +602,16 @@ mod tests {
         let err = ok.with_dram_port(DramPort::Byte).with_schedule(Schedule::Decoupled).validate();
         assert_eq!(err, Err(ConfigError::BytePortDecoupled));
         assert!(err.unwrap_err().to_string().starts_with("dram_port = byte:"));
+        assert_eq!(ok.with_single_port_spad(true).validate(), Ok(()));
+        for (dataflow, schedule) in [
+            (Dataflow::OutputStationary, Schedule::Blocking),
+            (Dataflow::WeightStationary, Schedule::Decoupled),
+        ] {
+            let one = ok.with_single_port_spad(true).with_dataflow(dataflow);
+            let err = one.with_schedule(schedule).validate().unwrap_err();
+            assert_eq!(err, ConfigError::SinglePortSpad { dataflow, schedule });
+            assert!(err.to_string().starts_with("single_port_spad = true:"), "{err}");
+        }
         assert!(ArrayConfig { clock_mhz: f64::NAN, ..ok }.validate().is_err());
         assert!(ArrayConfig { clock_mhz: 0.0, ..ok }.validate().is_err());
         // A clock so low that cycles as time overflow to `inf` us, or print 300 digits.

@@ -181,7 +181,9 @@ impl Status {
 ///
 /// Bytes (little-endian): ISA version (2), rows (2), cols (2), dtype (1: 0 INT8, 1 BF16, in
 /// bit 0; bit 1 set on a device built without its program checks; bit 2 set on one whose DRAM
-/// moves a byte a cycle, [`DramPort::Byte`](crate::config::DramPort)), dataflow (1: 0 WS, 1 OS),
+/// moves a byte a cycle, [`DramPort::Byte`](crate::config::DramPort); bit 3 set on one whose
+/// scratchpad has a single port,
+/// [`ArrayConfig::single_port_spad`](crate::config::ArrayConfig)), dataflow (1: 0 WS, 1 OS),
 /// scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO depth (2), schedule (1: 0
 /// blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2; `int8_max` in bit 3;
 /// `add_stages - 1` in bits 4..5; `read_stages` in bit 6), conversion lanes (1: pipeline stages in
@@ -214,7 +216,8 @@ impl Identity {
         b[4..6].copy_from_slice(&c.cols.to_le_bytes());
         b[6] = (c.dtype == Dtype::Bf16) as u8
             | (!self.program_checks as u8) << 1
-            | ((c.dram_port == DramPort::Byte) as u8) << 2;
+            | ((c.dram_port == DramPort::Byte) as u8) << 2
+            | (c.single_port_spad as u8) << 3;
         b[7] = (c.dataflow == Dataflow::OutputStationary) as u8;
         b[8..12].copy_from_slice(&c.spad_depth.to_le_bytes());
         b[12..16].copy_from_slice(&c.acc_depth.to_le_bytes());
@@ -234,7 +237,7 @@ impl Identity {
     /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
     pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
         use crate::config::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
-        if b.len() != IDENTITY_BYTES || b[6] > 7 || b[7] > 1 || b[22] >> 7 != 0 {
+        if b.len() != IDENTITY_BYTES || b[6] > 15 || b[7] > 1 || b[22] >> 7 != 0 {
             return Err(ProtocolError::Field);
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -260,6 +263,7 @@ impl Identity {
             add_stages: 1 + (b[22] >> 4 & 3),
             read_stages: b[22] >> 6 & 1,
             dram_port: if b[6] & 4 == 4 { DramPort::Byte } else { DramPort::Row },
+            single_port_spad: b[6] & 8 == 8,
         };
         config.validate().map_err(|_| ProtocolError::Field)?;
         Ok(Identity {
@@ -591,8 +595,31 @@ mod tests {
         assert_eq!(Identity::from_bytes(&a, 100.0), Ok(checked));
         assert_eq!(Identity::from_bytes(&b, 100.0), Ok(lean));
         let mut unknown = b;
-        unknown[6] = 8;
+        unknown[6] = 16;
         assert_eq!(Identity::from_bytes(&unknown, 100.0), Err(ProtocolError::Field));
+    }
+
+    /// A device whose scratchpad has a single port says so in bit 3 of byte 6; an identity
+    /// from before that bit (clear) is a two-port device's, and a single port on an
+    /// output-stationary machine, which no device is built as, is refused.
+    #[test]
+    fn identities_say_whether_the_scratchpad_has_one_port() {
+        use crate::config::{Dataflow, DramPort};
+        let config = crate::ArrayConfig::new(8, 1, crate::Dtype::Int8);
+        let two = Identity {
+            isa_version: crate::isa::ISA_VERSION,
+            config: config.with_dram_port(DramPort::Byte),
+            dram_bytes: 4096,
+            fifo_depth: 16,
+            program_checks: false,
+        };
+        let one = Identity { config: two.config.with_single_port_spad(true), ..two };
+        let (a, b) = (two.to_bytes(), one.to_bytes());
+        assert_eq!((a[6], b[6]), (6, 14));
+        assert_eq!(Identity::from_bytes(&a, 100.0), Ok(two));
+        assert_eq!(Identity::from_bytes(&b, 100.0), Ok(one));
+        let os = Identity { config: one.config.with_dataflow(Dataflow::OutputStationary), ..one };
+        assert_eq!(Identity::from_bytes(&os.to_bytes(), 100.0), Err(ProtocolError::Field));
     }
 
     /// A device whose DRAM moves a byte a cycle says so in bit 2 of byte 6; an identity from

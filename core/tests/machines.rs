@@ -63,9 +63,12 @@ fn small_gemms_agree_everywhere() {
                     ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(r, c, dtype) }
                         .with_dataflow(dataflow);
                 for (m, k, n) in [(1, 1, 1), (5, 7, 3), (17, 9, 11), (40, 70, 5)] {
+                    let seed = (m * 1000 + k * 10 + n) as u64;
                     for schedule in Schedule::ALL {
-                        let cfg = cfg.with_schedule(schedule);
-                        check_gemm(cfg, GemmShape { m, k, n }, (m * 1000 + k * 10 + n) as u64);
+                        check_gemm(cfg.with_schedule(schedule), GemmShape { m, k, n }, seed);
+                    }
+                    if dataflow == Dataflow::WeightStationary {
+                        check_gemm(cfg.with_single_port_spad(true), GemmShape { m, k, n }, seed);
                     }
                 }
             }
@@ -80,7 +83,7 @@ use systole_core::timing;
 use systole_core::Requant;
 
 pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
-    let shape = (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>(), any::<bool>());
+    let shape = (1u16..=8, 1u16..=8, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
     let rest = (
         0u32..48,
         0u32..24,
@@ -94,7 +97,7 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
     );
     (shape, rest).prop_map(
         |(
-            (r, c, int8, ws, byte),
+            (r, c, int8, ws, byte, shared),
             (extra_spad, extra_acc, decoupled, stages, p, s, pe, add, read),
         )| {
             let dtype = if int8 { Dtype::Int8 } else { Dtype::Bf16 };
@@ -114,7 +117,9 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
                 .with_add_stages(if int8 { 1 } else { add })
                 .with_read_stages(read)
                 // A DRAM that moves a byte a cycle is built for the blocking schedule only.
-                .with_dram_port(if byte && !decoupled { DramPort::Byte } else { DramPort::Row });
+                .with_dram_port(if byte && !decoupled { DramPort::Byte } else { DramPort::Row })
+                // One scratchpad read port for the weight loader and the array: WS blocking.
+                .with_single_port_spad(shared && ws && !decoupled);
             // Only some machines may stage their PEs' add; the others draw two stages instead.
             cfg.with_pe_stages(if pe >= 3 && !cfg.may_stage_pe_add() { 2 } else { pe })
         },

@@ -540,6 +540,11 @@ pub struct ArrayArgs {
     /// 111).
     #[arg(long, value_enum, default_value_t = DramPortArg::Row)]
     pub dram_port: DramPortArg,
+    /// Whether the scratchpad is a single-port memory (the iCE40 UP5K's SPRAM): `LoadWeights`
+    /// then waits for the array and `Matmul` for the weight loader, and each `Load` and
+    /// `Requantize` takes a cycle more (weight-stationary, blocking schedule only).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "true|false")]
+    pub single_port_spad: bool,
 }
 
 /// Parses a clock flag (`--clock-mhz`, `--fmax-mhz`): a number of MHz in the range core allows
@@ -570,6 +575,7 @@ impl ArrayArgs {
             add_stages: self.add_stages,
             read_stages: self.read_stages,
             dram_port: self.dram_port.into(),
+            single_port_spad: self.single_port_spad,
         }
     }
 }

@@ -226,7 +226,8 @@ fn conformance(top: TopConfig, seed: u64) {
     let what = |case: &str| {
         format!(
             "{}x{} {} {} {} ({} conversion stages, requantize {} cycles a row, Scale and Axpy {}, \
-             PEs {}, lane adds {}, read stages {}, DRAM port {:?}): {case}",
+             PEs {}, lane adds {}, read stages {}, DRAM port {:?}, single-port scratchpad {}): \
+             {case}",
             config.rows,
             config.cols,
             config.dtype.name(),
@@ -238,7 +239,8 @@ fn conformance(top: TopConfig, seed: u64) {
             config.pe_stages,
             config.add_stages,
             config.read_stages,
-            config.dram_port
+            config.dram_port,
+            config.single_port_spad
         )
     };
     let build = RtlBuild::new(&top, &BuildOptions::default())
@@ -741,6 +743,32 @@ fn conformance_with_a_byte_port() {
     conformance(byte(column), 63);
     let read = conformance_top(4, Dtype::Int8, Dataflow::WeightStationary);
     conformance(byte(TopConfig { array: read.array.with_read_stages(1), ..read }), 64);
+}
+
+/// A single-port scratchpad (`ArrayConfig::single_port_spad`): `LoadWeights` waits for the
+/// array and `Matmul` for the weight loader, each addressing port A in turn, and no read is
+/// addressed in the cycle of a write. The iCEBreaker's column of eight as its byte-port build
+/// has it, and a BF16 machine of two columns with registered reads.
+#[test]
+fn conformance_with_a_single_port_scratchpad() {
+    let single = |top: TopConfig| TopConfig { array: top.array.with_single_port_spad(true), ..top };
+    let square = conformance_top(8, Dtype::Int8, Dataflow::WeightStationary);
+    let column = TopConfig {
+        array: ArrayConfig { cols: 1, ..square.array }
+            .with_pe_stages(2)
+            .with_convert_stages(3)
+            .with_dram_port(DramPort::Byte),
+        pe_pairs: true,
+        program_checks: false,
+        checks_at_queue: false,
+        head_register: true,
+        ..square
+    };
+    conformance(single(column), 68);
+    let read = conformance_top(3, Dtype::Bf16, Dataflow::WeightStationary);
+    let read =
+        TopConfig { array: ArrayConfig { cols: 2, ..read.array }.with_read_stages(1), ..read };
+    conformance(single(read), 69);
 }
 
 /// A BF16 machine on the byte port: each element two bytes, low first, in `Load`, `StoreSpad`

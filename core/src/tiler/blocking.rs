@@ -120,6 +120,8 @@ impl GemmPlan {
         let (a, b) = (self.layout.a, self.layout.b);
         // Cycles every instruction but `Halt` takes more on memories with output registers.
         let late = self.config.read_stages as u64;
+        // And each `Load` on a single-port scratchpad (`timing::spad_write_turn`).
+        let load_late = late + self.config.single_port_spad as u64;
         // Cycles to load one row of `len` elements from a view whose elements are `stride` apart.
         let row = |len: u64, stride: u32| load_row_cycles(&self.config, len as u16, stride);
         // A chunk rows are k-tile wide: R, and the remainder for the last one.
@@ -140,12 +142,17 @@ impl GemmPlan {
                     let a_rows = (!self.a_resident as u64) * a_chunks(mb);
                     let b_rows = k * row(nj, b.col_stride);
                     // A `Load` of B and one of A each k-tile; a weight load takes `R + late`.
-                    let (loads, weights) = ((2 - self.a_resident as u64) * kt * late, r + late);
+                    let (loads, weights) =
+                        ((2 - self.a_resident as u64) * kt * load_late, r + late);
+                    // A group's later weight loads overlap the matmul before them, unless the
+                    // two take turns on a single-port scratchpad.
+                    let pair =
+                        if self.config.single_port_spad { weights + d } else { d.max(weights + 1) };
                     b_rows
                         + a_rows
                         + loads
                         + groups * (weights + d)
-                        + (kt - groups) * d.max(weights + 1)
+                        + (kt - groups) * pair
                         + epilogue
                 }
                 Dataflow::OutputStationary => {
@@ -164,7 +171,7 @@ impl GemmPlan {
         for (m_count, mb) in split(m as u64, self.mb as u64) {
             // A resident m-block's A chunks, loaded before its first n-tile.
             if self.a_resident {
-                total += m_count * (a_chunks(mb) + kt * late);
+                total += m_count * (a_chunks(mb) + kt * load_late);
             }
             for (n_count, nj) in split(n as u64, c) {
                 if m_count > 0 && n_count > 0 {
@@ -182,7 +189,7 @@ impl GemmPlan {
             let times = if self.a_resident { 1 } else { ceil_div(n as u64, c) };
             total = total + times * ones - times * view;
             // Where the row's loads come beside the view's, each is one instruction more.
-            total += self.split_loads() * late;
+            total += self.split_loads() * load_late;
         }
         total
     }

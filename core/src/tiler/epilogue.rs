@@ -143,6 +143,8 @@ impl Epilogue {
         let (words, elems) = (transfer(4), transfer(config.dtype.elem_bytes() as u64));
         // Conversions (`Requantize`, `StoreBf16`) each drain the lanes' pipeline.
         let mut conversions = 0;
+        // A `Requantize` writes the scratchpad, a cycle more on a single-port one.
+        let mut spad_writes = 0;
         if self.bias.is_some() {
             add(1, words);
             add(1, mb * vector_row_cycles(config, VectorOp::BiasAdd));
@@ -164,6 +166,7 @@ impl Epilogue {
                 add(1, mb * config.requant_cycles as u64);
                 add(1, mb * elems);
                 conversions += 1;
+                spad_writes += 1;
             }
             Some(CastTo { requant: None, .. }) => {
                 add(1, mb * transfer(2));
@@ -182,7 +185,8 @@ impl Epilogue {
             conversions += u.copy.is_some() as u64;
         }
         let late = config.read_stages as u64;
-        (cycles + conversions * config.convert_stages as u64 + count * late, count)
+        let turn = spad_writes * config.single_port_spad as u64;
+        (cycles + conversions * config.convert_stages as u64 + count * late + turn, count)
     }
 }
 

@@ -174,8 +174,24 @@ pub const fn os_latency(config: &ArrayConfig) -> u64 {
         + config.read_stages as u64
 }
 
-/// Cycles each unit stays busy for one instruction.
+/// Cycles each unit stays busy for one instruction: on a single-port scratchpad
+/// ([`ArrayConfig::single_port_spad`]) one more for an instruction that writes it
+/// ([`spad_write_turn`]).
 pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
+    work_cycles(config, ins) + spad_write_turn(config, ins)
+}
+
+/// The cycle a single-port scratchpad's writer holds the sequencer after its last row lands
+/// (1), so that the next instruction's first read is not addressed in the cycle of that write;
+/// 0 for every other instruction and machine.
+pub fn spad_write_turn(config: &ArrayConfig, ins: &Instruction) -> u64 {
+    let writes =
+        crate::scoreboard::footprint(config, ins).spad_ports & crate::scoreboard::SPAD_WRITE;
+    (config.single_port_spad && writes != 0) as u64
+}
+
+/// [`duration`] on a scratchpad with a write port of its own.
+fn work_cycles(config: &ArrayConfig, ins: &Instruction) -> u64 {
     let r = config.rows as u64;
     match *ins {
         Instruction::Load { rows, .. } => row_lands(config, ins, rows as u64 - 1) + 1,
@@ -208,7 +224,8 @@ pub fn schedule(
 }
 
 /// [`schedule`] under [`Schedule::Blocking`]: the sequencer waits for every unit and blocks
-/// them all; the weight loader overlaps the array.
+/// them all; the weight loader overlaps the array, unless they share a single-port scratchpad
+/// ([`ArrayConfig::single_port_spad`]), when each waits for the other.
 fn blocking(
     config: &ArrayConfig,
     program: &[Instruction],
@@ -227,13 +244,19 @@ fn blocking(
                 return Ok(at + 1);
             }
             Instruction::LoadWeights { .. } => {
-                let at = next.max(seq_free).max(wl_free);
+                let mut at = next.max(seq_free).max(wl_free);
+                if config.single_port_spad {
+                    at = at.max(arr_free);
+                }
                 wl_free = at + dur;
                 shadow_full_at = Some(at + dur);
                 at
             }
             Instruction::Matmul { swap, .. } => {
                 let mut at = next.max(seq_free).max(arr_free);
+                if config.single_port_spad {
+                    at = at.max(wl_free);
+                }
                 if swap {
                     at = at.max(shadow_full_at.ok_or((index, ExecErrorKind::NoWeightsLoaded))?);
                     shadow_full_at = None;

@@ -66,6 +66,9 @@ pub struct Dispatcher {
     stop: Signal<Local, Bit>,
     stop_code: Signal<Local, Bits<4>>,
     dispatch: Signal<Local, Bit>,
+    /// 1 on a single-port scratchpad (`ArrayConfig::single_port_spad`): the weight loader and
+    /// the array each wait for the other.
+    _single: usize,
 }
 
 impl Default for Dispatcher {
@@ -113,7 +116,16 @@ impl Default for Dispatcher {
             stop: Default::default(),
             stop_code: Default::default(),
             dispatch: Default::default(),
+            _single: 0,
         }
+    }
+}
+
+impl Dispatcher {
+    /// The dispatcher of a machine with a single-port scratchpad: `LoadWeights` also waits for
+    /// the array, `Matmul` for the weight loader.
+    pub fn single_port_spad() -> Dispatcher {
+        Dispatcher { _single: 1, ..Default::default() }
     }
 }
 
@@ -152,6 +164,11 @@ impl Logic for Dispatcher {
                 self.go_halt.next = self.all_free.val();
             } else if self.ins.load_weights.val() {
                 self.go_wl.next = self.seq_free.val() && self.wl_free.val();
+                for _s in 0..self._single {
+                    if !self.arr_free.val() {
+                        self.go_wl.next = false;
+                    }
+                }
             } else if self.ins.matmul.val() {
                 if self.seq_free.val() && self.arr_free.val() {
                     if !self.ins.swap.val() || self.shadow_ready.val() {
@@ -159,6 +176,11 @@ impl Logic for Dispatcher {
                     } else if self.wl_free.val() {
                         self.stop.next = true;
                         self.stop_code.next = self.code_no_weights.val();
+                    }
+                    for _s in 0..self._single {
+                        if !self.wl_free.val() {
+                            self.go_arr.next = false;
+                        }
                     }
                 }
             } else if self.ins.matmul_os.val() {

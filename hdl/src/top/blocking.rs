@@ -46,7 +46,10 @@ pub struct SystoleTop {
     wl: WeightLoader,
     unit: ArrayUnit,
     spad_a: RowRam<16>,
-    spad_b: RowRam<16>,
+    /// The scratchpad's second copy, for the weight loader (or an output-stationary matmul's
+    /// `B` rows); absent where the weight loader shares port A with the array
+    /// (`ArrayConfig::single_port_spad`).
+    spad_b: Optional<RowRam<16>>,
     acc_x: RowRam<32>,
     acc_y: RowRam<32>,
     dram: Dram,
@@ -74,6 +77,10 @@ pub struct SystoleTop {
     /// On the byte port, 1 for an INT8 machine (one-byte elements) or a BF16 one (two).
     _int8_bytes: usize,
     _bf16_bytes: usize,
+    /// 1 on a single-port scratchpad (`ArrayConfig::single_port_spad`): the weight loader reads
+    /// it through port A, taking turns with the array, and the sequencer counts as busy in the
+    /// cycle it writes it, so that no read is addressed in a write's cycle; else 0.
+    _single: usize,
 }
 
 impl SystoleTop {
@@ -109,12 +116,16 @@ impl SystoleTop {
             head: Optional::when(top.head_register, || HeadRegister::new(false)),
             word_fault: WordFault::new(&config, false, top.program_checks),
             candidate: Default::default(),
-            dispatcher: Default::default(),
+            dispatcher: if config.single_port_spad {
+                Dispatcher::single_port_spad()
+            } else {
+                Dispatcher::default()
+            },
             seq: Sequencer::new(&config),
             wl: WeightLoader::new(&config),
             unit: ArrayUnit::new(&config),
             spad_a: top.spad(),
-            spad_b: top.spad(),
+            spad_b: Optional::when(!config.single_port_spad, || top.spad()),
             acc_x: top.acc(config.acc_depth as usize),
             acc_y: top.acc(config.acc_depth as usize),
             dram: top.dram(),
@@ -145,6 +156,7 @@ impl SystoleTop {
             _byte_port: byte_port as usize,
             _int8_bytes: (byte_port && dtype == Dtype::Int8) as usize,
             _bf16_bytes: (byte_port && dtype == Dtype::Bf16) as usize,
+            _single: config.single_port_spad as usize,
         }
     }
 }
@@ -163,7 +175,9 @@ impl Logic for SystoleTop {
         self.wl.clock.next = self.clock.val();
         self.unit.clock.next = self.clock.val();
         self.spad_a.clock.next = self.clock.val();
-        self.spad_b.clock.next = self.clock.val();
+        for _k in 0..self.spad_b.len() {
+            self.spad_b.clock.next = self.clock.val();
+        }
         self.acc_x.clock.next = self.clock.val();
         self.acc_y.clock.next = self.clock.val();
         self.dram.clock.next = self.clock.val();
@@ -234,6 +248,11 @@ impl Logic for SystoleTop {
         self.candidate.word.next = self.dispatcher.word.val();
         DecodedOut::join(&mut self.candidate.out, &mut self.dispatcher.ins);
         self.dispatcher.seq_free.next = self.seq.free.val();
+        for _s in 0..self._single {
+            if self.seq.spad_write.val() {
+                self.dispatcher.seq_free.next = false;
+            }
+        }
         self.dispatcher.wl_free.next = self.wl.free.val();
         self.dispatcher.wl_finishing.next = self.wl.finishing.val();
         self.dispatcher.arr_free.next = self.unit.free.val();
@@ -267,26 +286,44 @@ impl Logic for SystoleTop {
         // Scratchpad: port A (matmul rows, A^T rows, StoreSpad, host reads), port B (weight
         // rows or B rows), one write port (Load, casts, host).
         self.spad_a.read_enable.next = self.en.val();
-        self.spad_b.read_enable.next = self.en.val();
+        for _k in 0..self.spad_b.len() {
+            self.spad_b.read_enable.next = self.en.val();
+        }
         self.engine.spad_elem.next = 0.into();
         self.engine.acc_word.next = 0.into();
         // Port A and port X are the sequencer's while it continues or its candidate may start
         // (its reads are addressed before the program checks decide; docs in sequencer.rs).
         self.seq_reads.next = !self.seq.free.val() || self.dispatcher.seq_may_start.val();
         self.spad_a.read_address.next = self.unit.spad_read_a.val();
+        // On a single-port scratchpad the weight loader reads through port A while it continues
+        // a load, or when the array is free and the candidate is a `LoadWeights` (each unit
+        // addresses its next read a cycle ahead, a candidate's first before it dispatches).
+        for _s in 0..self._single {
+            if !self.wl.free.val()
+                || (self.unit.free.val() && self.candidate.out.load_weights.val())
+            {
+                self.spad_a.read_address.next = self.wl.spad_read.val();
+            }
+        }
         if self.seq_reads.val() {
             self.spad_a.read_address.next = self.seq.spad_read.val();
         }
-        self.spad_b.read_address.next = self.unit.spad_read_b.val();
-        if self.weight_stationary.val() {
-            self.spad_b.read_address.next = self.wl.spad_read.val();
+        for _k in 0..self.spad_b.len() {
+            self.spad_b.read_address.next = self.unit.spad_read_b.val();
+            if self.weight_stationary.val() {
+                self.spad_b.read_address.next = self.wl.spad_read.val();
+            }
         }
         self.spad_a.write_address.next = self.seq.spad_write_row.val();
-        self.spad_b.write_address.next = self.seq.spad_write_row.val();
+        for _k in 0..self.spad_b.len() {
+            self.spad_b.write_address.next = self.seq.spad_write_row.val();
+        }
         if self.host.val() {
             self.spad_a.read_address.next = self.engine.host_row.val();
             self.spad_a.write_address.next = self.engine.host_row.val();
-            self.spad_b.write_address.next = self.engine.host_row.val();
+            for _k in 0..self.spad_b.len() {
+                self.spad_b.write_address.next = self.engine.host_row.val();
+            }
         }
         for e in 0..self.spad_lanes.len() {
             self.spad_lanes[e].clock.next = self.clock.val();
@@ -303,11 +340,15 @@ impl Logic for SystoleTop {
             self.spad_lanes[e].host_write.next =
                 self.engine.host_write.val() && (self.engine.host_region.val() == 1);
             self.spad_a.write_data[e].next = self.spad_lanes[e].data.val();
-            self.spad_b.write_data[e].next = self.spad_lanes[e].data.val();
+            for _k in 0..self.spad_b.len() {
+                self.spad_b.write_data[e].next = self.spad_lanes[e].data.val();
+            }
             self.spad_a.write_lane[e].next = self.spad_lanes[e].host_writes.val()
                 || (self.en.val() && self.seq.spad_write.val() && !self.host.val());
-            self.spad_b.write_lane[e].next = self.spad_lanes[e].host_writes.val()
-                || (self.en.val() && self.seq.spad_write.val() && !self.host.val());
+            for _k in 0..self.spad_b.len() {
+                self.spad_b.write_lane[e].next = self.spad_lanes[e].host_writes.val()
+                    || (self.en.val() && self.seq.spad_write.val() && !self.host.val());
+            }
             if self.engine.host_lane.val() == e.to_bits() {
                 self.engine.spad_elem.next = self.spad_a.read_data[e].val();
             }
@@ -555,10 +596,17 @@ impl Logic for SystoleTop {
             self.array.top[j].next = 0.into();
             if self.weight_stationary.val() {
                 if self.wl.row_valid.val() && (self.wl.columns.val() > j.to_bits()) {
-                    self.array.top[j].next = self.spad_b.read_data[j].val();
+                    for _k in 0..self.spad_b.len() {
+                        self.array.top[j].next = self.spad_b.read_data[j].val();
+                    }
+                    for _s in 0..self._single {
+                        self.array.top[j].next = self.spad_a.read_data[j].val();
+                    }
                 }
             } else if self.unit.feed.val() {
-                self.array.top[j].next = self.spad_b.read_data[j].val();
+                for _k in 0..self.spad_b.len() {
+                    self.array.top[j].next = self.spad_b.read_data[j].val();
+                }
             }
         }
     }

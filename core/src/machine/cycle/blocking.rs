@@ -18,6 +18,8 @@ impl<A: Arith> CycleMachine<A> {
         loop {
             let array_idle = self.array_ops.is_empty();
             let idle = seq.is_none() && wl.is_none() && array_idle;
+            // On a single-port scratchpad the weight loader and the array take turns.
+            let single = self.mem.config.single_port_spad;
             // Dispatch at most one instruction.
             match (fault, program.get(pc)) {
                 (Some(e), _) => {
@@ -37,13 +39,13 @@ impl<A: Arith> CycleMachine<A> {
                             }
                         }
                         Instruction::LoadWeights { .. } => {
-                            if seq.is_none() && wl.is_none() {
+                            if seq.is_none() && wl.is_none() && (array_idle || !single) {
                                 wl = Some(self.start_weight_load(ins));
                                 go = true;
                             }
                         }
                         Instruction::Matmul { swap, .. } => {
-                            if seq.is_none() && array_idle {
+                            if seq.is_none() && array_idle && (wl.is_none() || !single) {
                                 if !swap || self.shadow_full {
                                     stats.macs += self.start_array_op(ins, t);
                                     go = true;

@@ -15,7 +15,9 @@
 //!   It dispatches only when all three units are idle, and nothing dispatches while it is busy.
 //! * the **weight loader** runs `LoadWeights`: R cycles shifting tile rows down the shadow
 //!   registers, bottom row first. It dispatches when the sequencer and the loader are idle, so
-//!   it overlaps a running matmul: this is what the shadow registers are for.
+//!   it overlaps a running matmul: this is what the shadow registers are for. On a machine
+//!   whose scratchpad has a single port ([`ArrayConfig::single_port_spad`]) it also waits for
+//!   the array, and a `Matmul` for it.
 //! * the **array** runs `Matmul` (WS): `rows + R + C - 1` cycles, and `MatmulOs` (OS):
 //!   `k + R + C - 2` cycles of compute plus one cycle per drained row; on PEs that register their
 //!   products (`pe_stages` 2) one cycle more each, on PEs that stage their f32 add too
