@@ -77,6 +77,22 @@ pub enum EmitError {
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
     #[error("rtl_revision = {0}: the RTL's revisions are 1 to {RTL_REVISION}")]
     RtlRevision(u8),
+    #[error(
+        "a scratchpad in SPRAM holds up to {} rows of up to {} INT8 lanes on a machine timed \
+         for its single port (single_port_spad) without scratchpad write or read stages; this \
+         one is {dtype}, {lanes} lanes of {depth} rows, single_port_spad {single}, write stage \
+         {write_stage}, {read_stages} read stage(s)",
+        crate::mem::SPRAM_WORDS,
+        crate::mem::UP5K_SPRAMS * crate::mem::LANES_PER_SPRAM
+    )]
+    Spram {
+        dtype: &'static str,
+        lanes: usize,
+        depth: u32,
+        single: bool,
+        write_stage: bool,
+        read_stages: u8,
+    },
 }
 
 /// One memory inside the emitted top, for the manifest and the cost table.
@@ -165,6 +181,22 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     if !top.program_checks && a.schedule == Schedule::Decoupled {
         return Err(EmitError::ProgramChecksDecoupled);
     }
+    let spram_fits = a.dtype == Dtype::Int8
+        && a.spad_width() <= crate::mem::UP5K_SPRAMS * crate::mem::LANES_PER_SPRAM
+        && a.spad_depth as usize <= crate::mem::SPRAM_WORDS
+        && a.single_port_spad
+        && !top.spad_write_stage
+        && a.read_stages == 0;
+    if top.spad_spram && !spram_fits {
+        return Err(EmitError::Spram {
+            dtype: a.dtype.name(),
+            lanes: a.spad_width(),
+            depth: a.spad_depth,
+            single: a.single_port_spad,
+            write_stage: top.spad_write_stage,
+            read_stages: a.read_stages,
+        });
+    }
     if top.adder_tree && !crate::array_tree::tree_fits(a) {
         return Err(EmitError::AdderTree {
             dtype: a.dtype.name(),
@@ -191,7 +223,8 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
         name: "scratchpad",
         words: a.spad_depth as u64,
         word_bits: a.spad_width() as u64 * 8 * a.dtype.elem_bytes() as u64,
-        copies: 2,
+        // One copy with a single port (`ArrayConfig::single_port_spad`), else one a read port.
+        copies: if a.single_port_spad { 1 } else { 2 },
         lanes: a.spad_width() as u64,
     }];
     if decoupled {
@@ -590,6 +623,30 @@ mod tests {
             let decoupled = byte.with_schedule(Schedule::Decoupled);
             assert!(check(&TopConfig::new(decoupled)).is_err());
         }
+    }
+
+    /// A scratchpad in SPRAM: INT8, up to eight lanes of up to 16,384 rows, single-port timing,
+    /// no write or read stage; each other machine is refused, naming what it has.
+    #[test]
+    fn a_scratchpad_in_spram_needs_the_single_port_machine_it_fits() {
+        let int8 = ArrayConfig { spad_depth: 16_384, ..ArrayConfig::new(8, 1, Dtype::Int8) }
+            .with_single_port_spad(true);
+        let spram = |a: ArrayConfig| TopConfig { spad_spram: true, ..TopConfig::new(a) };
+        assert!(check(&spram(int8)).is_ok());
+        let refused = [
+            int8.with_single_port_spad(false),
+            ArrayConfig { spad_depth: 16_385, ..int8 },
+            ArrayConfig { rows: 9, ..int8 },
+            ArrayConfig { dtype: Dtype::Bf16, ..int8 },
+            int8.with_read_stages(1),
+        ];
+        for a in refused {
+            let err = check(&spram(a)).unwrap_err();
+            assert!(matches!(err, EmitError::Spram { .. }), "{a:?}: {err}");
+            assert!(err.to_string().starts_with("a scratchpad in SPRAM holds up to 16384 rows"));
+        }
+        let staged = TopConfig { spad_write_stage: true, ..spram(int8) };
+        assert!(matches!(check(&staged), Err(EmitError::Spram { write_stage: true, .. })));
     }
 
     #[test]

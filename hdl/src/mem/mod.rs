@@ -18,6 +18,8 @@
 //! * [`RowRam`]: `lanes` RAMs sharing their row addresses, written lane by lane: a scratchpad or
 //!   accumulator row in one cycle. A memory with two read ports is two `RowRam`s written alike
 //!   (docs/DECISIONS.md).
+//! * [`SpramRows`]: a row of 8-bit lanes in the iCE40 UP5K's single-port SPRAMs, two lanes to
+//!   each, for a scratchpad of up to 16,384 rows (`ArrayConfig::single_port_spad`).
 //! * [`Rotator`]: a byte barrel rotator, `out[i] = in[(i + amount) mod n]`.
 //! * [`Dram`]: `banks` one-byte RAMs (a power of two at least as wide as any row) and two
 //!   rotators, so a contiguous row of up to `banks` bytes at any byte address is read or written
@@ -27,8 +29,10 @@ mod dram;
 mod ram;
 mod rotator;
 mod row_ram;
+mod spram;
 
 pub use dram::{dram_banks, Dram};
 pub use ram::Ram;
 pub use rotator::Rotator;
 pub use row_ram::RowRam;
+pub use spram::{SpramRows, LANES_PER_SPRAM, SPRAM_WORDS, UP5K_SPRAMS};

@@ -286,6 +286,10 @@ impl Logic for SystoleTop {
         // Scratchpad: port A (matmul rows, A^T rows, StoreSpad, host reads), port B (weight
         // rows or B rows), one write port (Load, casts, host).
         self.spad_a.read_enable.next = self.en.val();
+        // A scratchpad in SPRAM, which the bitstream cannot initialise, is cleared in reset.
+        for _k in 0..self.spad_a.clear.len() {
+            self.spad_a.clear.next = self.reset.val();
+        }
         for _k in 0..self.spad_b.len() {
             self.spad_b.read_enable.next = self.en.val();
         }

@@ -129,6 +129,13 @@ pub struct TopConfig {
     /// The revision of the RTL emitted ([`RTL_REVISION`], the latest, by default): 1 to
     /// [`RTL_REVISION`], every one computing the same bits in the same cycles.
     pub rtl_revision: u8,
+    /// The scratchpad in the iCE40 UP5K's single-port SPRAMs ([`crate::mem::SpramRows`]): up
+    /// to 16,384 rows of up to eight INT8 lanes, where its block RAMs hold 512. A machine whose
+    /// timing is the single port's (`ArrayConfig::single_port_spad`) without write or read
+    /// stages; the Verilog instantiates `SB_SPRAM256KA`, so only the iCE40 UP5K's flow builds
+    /// it, and its reset clears the scratchpad (16,384 cycles; the SPRAM has no initial
+    /// contents).
+    pub spad_spram: bool,
 }
 
 impl TopConfig {
@@ -195,6 +202,7 @@ impl TopConfig {
             program_checks: true,
             narrow_sums: true,
             rtl_revision: RTL_REVISION,
+            spad_spram: false,
         }
     }
 
@@ -202,6 +210,9 @@ impl TopConfig {
     /// with the write stage if built with one, and the read stage if `read_stages` asks for one.
     pub(crate) fn spad(&self) -> RowRam<16> {
         let a = &self.array;
+        if self.spad_spram {
+            return RowRam::in_spram(a.spad_width());
+        }
         let ram =
             RowRam::with_bits(a.spad_width(), a.spad_depth as usize, 8 * a.dtype.elem_bytes());
         let ram = if self.spad_write_stage { ram.with_write_stage() } else { ram };
