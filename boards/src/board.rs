@@ -25,6 +25,9 @@ pub struct Board {
     pub device: &'static [&'static str],
     /// Whether synthesis may map multipliers to DSP blocks.
     pub dsps: bool,
+    /// Single-port SPRAMs of 16,384 x 16 bits (the iCE40 UP5K's four; none elsewhere), which
+    /// may hold the scratchpad (`Preset::spad_spram`).
+    pub sprams: u8,
     /// The on-board oscillator: its port name in the constraints and its frequency.
     pub clock_port: &'static str,
     pub clock_mhz: f64,
@@ -102,6 +105,10 @@ pub struct Preset {
     /// The revision of the RTL it emits (`systole_hdl::TopConfig::rtl_revision`): the one its
     /// measured report was built on.
     pub rtl_revision: u8,
+    /// Its scratchpad in the part's SPRAMs (`systole_hdl::TopConfig::spad_spram`), of
+    /// `systole_hdl::mem::SPRAM_WORDS` rows, and timed for their single port
+    /// (`ArrayConfig::single_port_spad`).
+    pub spad_spram: bool,
     /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
     /// nextpnr's placement seed (`nextpnr::Pnr::seed`): nextpnr is deterministic for one
@@ -161,6 +168,10 @@ impl Board {
             .with_schedule(p.schedule);
         c.clock_mhz = mhz;
         c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
+        if p.spad_spram {
+            c = c.with_single_port_spad(true);
+            c.spad_depth = systole_hdl::mem::SPRAM_WORDS as u32;
+        }
         c.acc_depth = self.memories.acc_depth.max(rows as u32);
         c
     }
@@ -225,6 +236,7 @@ pub const ICEBREAKER: Board = Board {
     family: Family::Ice40,
     device: &["--up5k", "--package", "sg48"],
     dsps: true,
+    sprams: 4,
     clock_port: "clk_12mhz",
     clock_mhz: 12.0,
     constraints: include_str!("../icebreaker/icebreaker.pcf"),
@@ -234,7 +246,8 @@ pub const ICEBREAKER: Board = Board {
     // two to a DSP (DECISIONS 92), its program checks left to its host (DECISIONS 107): four fit
     // the row port's DRAM, and eight fit since its DRAM moves a byte a cycle (DECISIONS 114).
     // The PLL's 20.25 MHz is met with the candidate registered and RTL revision 2 (DECISIONS
-    // 118: 99% of the cells, seed 1).
+    // 118: 99% of the cells, seed 1). Its scratchpad is in the four SPRAMs, 16,384 rows where
+    // the block RAMs held 512 (DECISIONS 123: the 256^3 GEMM in half the time).
     int8: Preset {
         rows: 8,
         cols: 1,
@@ -262,6 +275,7 @@ pub const ICEBREAKER: Board = Board {
         program_checks: false,
         narrow_sums: true,
         rtl_revision: 2,
+        spad_spram: true,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
@@ -294,6 +308,7 @@ pub const ICEBREAKER: Board = Board {
         program_checks: false,
         narrow_sums: true,
         rtl_revision: 1,
+        spad_spram: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../icebreaker/report-icebreaker-bf16.json")),
@@ -308,6 +323,7 @@ pub const ALCHITRY_CU: Board = Board {
     family: Family::Ice40,
     device: &["--hx8k", "--package", "cb132"],
     dsps: false,
+    sprams: 0,
     clock_port: "clk_100mhz",
     clock_mhz: 100.0,
     constraints: include_str!("../alchitry-cu/alchitry-cu.pcf"),
@@ -343,6 +359,7 @@ pub const ALCHITRY_CU: Board = Board {
         program_checks: true,
         narrow_sums: true,
         rtl_revision: 2,
+        spad_spram: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -376,6 +393,7 @@ pub const ALCHITRY_CU: Board = Board {
         program_checks: true,
         narrow_sums: true,
         rtl_revision: 1,
+        spad_spram: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -390,6 +408,7 @@ pub const ULX3S_85F: Board = Board {
     family: Family::Ecp5,
     device: &["--85k", "--package", "CABGA381"],
     dsps: true,
+    sprams: 0,
     clock_port: "clk_25mhz",
     clock_mhz: 25.0,
     constraints: include_str!("../ulx3s/ulx3s.lpf"),
@@ -430,6 +449,7 @@ pub const ULX3S_85F: Board = Board {
         // 108's narrowed sums, the same command reached 46.92 MHz (DECISIONS 113).
         narrow_sums: false,
         rtl_revision: 1,
+        spad_spram: false,
         pnr_aim_mhz: Some(41.6667),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -470,6 +490,7 @@ pub const ULX3S_85F: Board = Board {
         program_checks: true,
         narrow_sums: true,
         rtl_revision: 4,
+        spad_spram: false,
         pnr_aim_mhz: Some(36.0),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -513,6 +534,7 @@ pub const ULX3S_25F: Board = Board {
         program_checks: true,
         narrow_sums: true,
         rtl_revision: 1,
+        spad_spram: false,
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -549,6 +571,7 @@ pub const ULX3S_25F: Board = Board {
         program_checks: true,
         narrow_sums: true,
         rtl_revision: 1,
+        spad_spram: false,
         pnr_aim_mhz: Some(45.0),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -610,6 +633,8 @@ mod tests {
                 assert_eq!(built.program_checks, p.program_checks, "{what}");
                 assert_eq!(built.narrow_sums, p.narrow_sums, "{what}");
                 assert_eq!(built.rtl_revision, p.rtl_revision, "{what}");
+                assert_eq!(built.spad_spram, p.spad_spram, "{what}");
+                assert!(!p.spad_spram || b.sprams > 0, "{what}: SPRAM on a part without");
                 assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
                 assert_eq!(r.pnr.seed, p.pnr_seed, "{what}");
                 assert_eq!(b.default_seed(dtype, p.mhz), p.pnr_seed, "{what}");

@@ -96,9 +96,9 @@ pub fn machine_adapter(board: &Board) -> (String, Vec<TopPort>) {
 }
 
 /// Cycles of the board's clock after its reset pin is released before the machine leaves
-/// reset: the wrapper's power-on counter (16 cycles of the design's clock) and a margin.
-pub fn settle_cycles(clock_ratio: u32) -> u32 {
-    64 * clock_ratio.max(1)
+/// reset: the wrapper's power-on counter (`reset`'s cycles of the design's clock) and a margin.
+pub fn settle_cycles(clock_ratio: u32, reset: crate::wrapper::PowerOnReset) -> u32 {
+    (reset.cycles() + 48) * clock_ratio.max(1)
 }
 
 #[cfg(test)]

@@ -103,6 +103,11 @@ pub struct Built {
     /// from before revisions were counted, which were built on revision 1).
     #[serde(default = "first_revision")]
     pub rtl_revision: u8,
+    /// The scratchpad in the part's SPRAMs, timed for their single port
+    /// (`systole_hdl::TopConfig::spad_spram`, `ArrayConfig::single_port_spad`; absent when it
+    /// is in block RAM, as in every build before it existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spad_spram: bool,
     /// Where the PEs' products were built (absent in reports from before it was recorded,
     /// which built them in multipliers where the part has them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -153,8 +153,52 @@ pub fn leds_vector(board: &Board) -> bool {
     board.family == Family::Ecp5 || board.name == "alchitry-cu"
 }
 
-/// The wrapper's Verilog, its clock from `clock`.
+/// How long the wrapper holds the machine in reset after power-up, PLL lock or the button.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerOnReset {
+    /// 16 cycles.
+    Short,
+    /// 16,384 cycles: a scratchpad in SPRAM, which the bitstream cannot initialise, is cleared
+    /// a row a cycle in reset (`systole_hdl::mem::SpramRows`).
+    ClearSpram,
+}
+
+impl PowerOnReset {
+    /// The reset a machine needs: long enough to clear a scratchpad in SPRAM.
+    pub fn for_top(top: &systole_hdl::TopConfig) -> PowerOnReset {
+        if top.spad_spram {
+            PowerOnReset::ClearSpram
+        } else {
+            PowerOnReset::Short
+        }
+    }
+
+    /// The counter bit that ends the reset: it is held for `2^bit` cycles.
+    fn bit(self) -> u32 {
+        match self {
+            PowerOnReset::Short => 4,
+            PowerOnReset::ClearSpram => systole_hdl::mem::SPRAM_WORDS.trailing_zeros(),
+        }
+    }
+
+    /// Cycles of the design's clock the reset is held for.
+    pub fn cycles(self) -> u32 {
+        1 << self.bit()
+    }
+}
+
+/// The wrapper's Verilog, its clock from `clock`, its power-on reset [`PowerOnReset::Short`].
 pub fn wrapper(board: &Board, ports: &[TopPort], clock: ClockSource) -> Result<String, ToolError> {
+    wrapper_with_reset(board, ports, clock, PowerOnReset::Short)
+}
+
+/// The wrapper's Verilog, its clock from `clock`, its power-on reset held as `reset` says.
+pub fn wrapper_with_reset(
+    board: &Board,
+    ports: &[TopPort],
+    clock: ClockSource,
+    reset: PowerOnReset,
+) -> Result<String, ToolError> {
     let has = |name: &str| ports.iter().any(|p| p.name == name);
     for required in ["clock", "reset"] {
         if !has(required) {
@@ -217,13 +261,14 @@ pub fn wrapper(board: &Board, ports: &[TopPort], clock: ClockSource) -> Result<S
         }
     }
     let button = if active_low { format!("~{reset_pin}") } else { reset_pin.to_string() };
+    let (cycles, bit) = (reset.cycles(), reset.bit());
     let _ = writeln!(
         v,
-        "  // Reset held for 16 cycles after power-up, PLL lock, or while the button is pressed."
+        "  // Reset held for {cycles} cycles after power-up, PLL lock, or while the button is pressed."
     );
-    let _ = writeln!(v, "  reg [4:0] por = 5'd0;");
-    let _ = writeln!(v, "  always @(posedge clock) por <= (!locked || {button}) ? 5'd0 : (por[4] ? por : por + 5'd1);");
-    let _ = writeln!(v, "  wire reset = !por[4];");
+    let _ = writeln!(v, "  reg [{bit}:0] por = {}'d0;", bit + 1);
+    let _ = writeln!(v, "  always @(posedge clock) por <= (!locked || {button}) ? {w}'d0 : (por[{bit}] ? por : por + {w}'d1);", w = bit + 1);
+    let _ = writeln!(v, "  wire reset = !por[{bit}];");
     let mut conns = vec![".clock(clock)".to_string(), ".reset(reset)".to_string()];
     for name in ["uart_rx", "uart_tx", "spi_cs_n", "spi_sck", "spi_mosi", "spi_miso"] {
         if has(name) {

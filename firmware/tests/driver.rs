@@ -250,7 +250,7 @@ fn identify_refuses_a_mismatch_naming_the_field() {
 #[test]
 fn a_malformed_identity_is_a_protocol_error() {
     let mut bytes = identity().to_bytes();
-    bytes[6] = 8; // no such flag beside the dtype
+    bytes[6] = 16; // no such flag beside the dtype
     let mut d = driver(&exchange(&Request::Identify, &Response::Ok(&bytes)));
     assert_eq!(d.read_identity().unwrap_err(), Error::Protocol(ProtocolError::Field));
     finish(d);

@@ -227,6 +227,7 @@ pub fn array_config_of(
             .with_read_stages(built.read_stages)
             .with_dram_port(dram_port)
             .with_schedule(schedule)
+            .with_single_port_spad(built.spad_spram)
     };
     config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
     Ok(config)

@@ -91,6 +91,7 @@ fn list_text() -> String {
                         + read_stages(p.read_stages)
                         + adder_tree(p.adder_tree)
                         + head_register(p.head_register)
+                        + &spad_spram(p.spad_spram)
                         + parallel_align(p.parallel_align)
                         + program_checks(p.program_checks)
                         + narrow_sums(p.narrow_sums)
@@ -177,8 +178,19 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
     if let Some(port) = args.dram_port {
         config.dram_port = port.into();
     }
-    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     let preset = b.preset(dtype).unwrap_or(&b.int8);
+    // The scratchpad in SPRAM (its rows, its single port) or in block RAM (the board's rows).
+    let spad_spram = args.spad_spram.unwrap_or(preset.spad_spram);
+    if spad_spram && b.sprams == 0 {
+        bail!("--spad-spram true: {} has no SPRAM (the iCE40 UP5K's iCEBreaker has)", b.name);
+    }
+    config.single_port_spad = spad_spram;
+    config.spad_depth = if spad_spram {
+        systole_hdl::mem::SPRAM_WORDS as u32
+    } else {
+        b.memories.spad_depth.max(3 * config.spad_width() as u32)
+    };
+    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     Ok(systole_hdl::TopConfig {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
@@ -192,6 +204,7 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         program_checks: args.program_checks.unwrap_or(preset.program_checks),
         narrow_sums: args.narrow_sums.unwrap_or(preset.narrow_sums),
         rtl_revision: args.rtl_revision.unwrap_or(preset.rtl_revision),
+        spad_spram,
         pe_pairs,
         ..systole_hdl::TopConfig::new(config)
     })
@@ -309,6 +322,15 @@ fn adder_tree(on: bool) -> &'static str {
 
 /// The words `board list` and `board build` add for a blocking machine whose candidate is
 /// registered after the FIFO.
+/// The words `board list` and `board build` add for a machine whose scratchpad is in SPRAM.
+fn spad_spram(on: bool) -> String {
+    if on {
+        format!(", scratchpad of {} rows in SPRAM (one port)", systole_hdl::mem::SPRAM_WORDS)
+    } else {
+        String::new()
+    }
+}
+
 fn head_register(on: bool) -> &'static str {
     if on {
         ", candidate registered"
@@ -388,6 +410,7 @@ pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
         program_checks: top.program_checks,
         narrow_sums: !top.wide_sums(),
         rtl_revision: top.rtl_revision,
+        spad_spram: top.spad_spram,
         pe_products: Some(products.way),
         multiplier_pes: products.in_multipliers,
     }
@@ -410,6 +433,7 @@ pub fn top_of(built: &Built, config: ArrayConfig) -> systole_hdl::TopConfig {
         program_checks: built.program_checks,
         narrow_sums: built.narrow_sums,
         rtl_revision: built.rtl_revision,
+        spad_spram: built.spad_spram,
         pe_pairs: built.pe_products == Some(PeProducts::DspPairs),
         ..systole_hdl::TopConfig::new(config)
     }
@@ -431,7 +455,8 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let clock = wrapper::clock_source(&b, config.clock_mhz);
-    let top = wrapper::wrapper(&b, &ports, clock)?;
+    let reset = wrapper::PowerOnReset::for_top(&top_config);
+    let top = wrapper::wrapper_with_reset(&b, &ports, clock, reset)?;
     let mut sources =
         vec![("systole_top.v".to_string(), emitted.verilog), ("board_top.v".to_string(), top)];
     if clock == wrapper::ClockSource::Pll {
@@ -459,7 +484,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let m = &top_config;
     eprintln!(
         "building {} (scratchpad {} rows, accumulators {} rows, DRAM {} bytes, FIFO {} words, {} \
-         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
+         conversion stages, requantize {} a row{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}, {} schedule) for {} at {} MHz in {} (PE \
          products in {}{}; nextpnr {}, seed {}{})",
         describe(&config),
         config.spad_depth,
@@ -488,6 +513,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
         read_stages(config.read_stages),
         adder_tree(m.adder_tree),
         head_register(m.head_register),
+        spad_spram(m.spad_spram),
         parallel_align(m.parallel_align && config.dtype == Dtype::Bf16),
         program_checks(m.program_checks),
         narrow_sums(!m.wide_sums()),

@@ -189,6 +189,12 @@ pub struct BoardBuildArgs {
     /// RAM; the decoupled machine always has it; default: the board's default build's).
     #[arg(long, value_name = "true|false")]
     pub head_register: Option<bool>,
+    /// Whether the scratchpad is in the iCE40 UP5K's SPRAMs: 16,384 rows of up to eight INT8
+    /// lanes where its block RAMs hold 512, timed for their single port (`LoadWeights` waits
+    /// for the array and `Matmul` for the weight loader; each `Load` and `Requantize` takes a
+    /// cycle more). The iCEBreaker only; default: the board's default build's.
+    #[arg(long, value_name = "true|false")]
+    pub spad_spram: Option<bool>,
     /// Whether the blocking machine forms each word's fault code as the word is queued (a
     /// second decoder beside the host link) or from the FIFO's head as it is decided on (the
     /// same results and cycles in less logic; the decoupled machine always checks as it queues;

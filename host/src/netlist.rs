@@ -89,7 +89,8 @@ impl Netlist {
 
     /// Verilates it (or finds it in the cache).
     pub fn build(&self, opts: &BuildOptions) -> anyhow::Result<RtlBuild> {
-        let settle = settle_cycles(self.clock_ratio);
+        let reset = systole_boards::wrapper::PowerOnReset::for_top(&self.top);
+        let settle = settle_cycles(self.clock_ratio, reset);
         RtlBuild::from_netlist(
             &self.top,
             &self.verilog,
