@@ -792,12 +792,16 @@ mod tests {
             super::built(&queued, super::Products::all(super::PeProducts::Dsp)).checks_at_queue,
             "as asked"
         );
-        // Its preset's byte port is the blocking machine's: a decoupled build asks for rows.
+        // Its preset's byte port and SPRAM scratchpad are the blocking machine's: a decoupled
+        // build asks for rows and block RAM.
         let err = super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]))
             .unwrap_err()
             .to_string();
         assert!(err.contains("dram_port = byte"), "{err}");
-        let decoupled = ["icebreaker", "--schedule", "decoupled", "--dram-port", "row"];
+        let rows = ["icebreaker", "--schedule", "decoupled", "--dram-port", "row"];
+        let err = super::top_config(&ice, &build_args(&rows)).unwrap_err().to_string();
+        assert!(err.contains("single_port_spad = true"), "{err}");
+        let decoupled = [&rows[..], &["--spad-spram", "false"]].concat();
         let decoupled = super::top_config(&ice, &build_args(&decoupled));
         let built = super::built(&decoupled.unwrap(), super::Products::all(super::PeProducts::Dsp));
         assert!(built.checks_at_queue, "a decoupled build records its checks at the queue");
