@@ -213,9 +213,10 @@ pub struct ArrayConfig {
     pub dram_port: DramPort,
     /// Whether the scratchpad is one single-port memory, which reads or writes one row a cycle
     /// (the iCE40 UP5K's SPRAM: 128 KiB where its block RAMs hold 15), instead of copies with
-    /// a read port each beside a write port. Then the weight loader and the array take turns:
-    /// `LoadWeights` waits for the array to finish and `Matmul` for the weight loader, where
-    /// otherwise the weight loader fills the shadow weights beside a running matmul
+    /// a read port each beside a write port. Then the weight loader and the array take turns
+    /// on its port: `LoadWeights` waits for the running matmul's reads
+    /// (`timing::matmul_port_cycles`) and `Matmul` for the weight loader, where otherwise the
+    /// weight loader fills the shadow weights from the cycle after a matmul dispatches
     /// (`timing::schedule`); and an instruction that writes the scratchpad (`Load`,
     /// `CastBf16`, `Requantize`) holds the sequencer a cycle after its last row lands, so that
     /// the next instruction's first read is not addressed in the cycle of that write

@@ -547,7 +547,7 @@ pub struct ArrayArgs {
     #[arg(long, value_enum, default_value_t = DramPortArg::Row)]
     pub dram_port: DramPortArg,
     /// Whether the scratchpad is a single-port memory (the iCE40 UP5K's SPRAM): `LoadWeights`
-    /// then waits for the array and `Matmul` for the weight loader, and each `Load` and
+    /// then waits for the matmul's reads and `Matmul` for the weight loader, and each `Load` and
     /// `Requantize` takes a cycle more (weight-stationary, blocking schedule only).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "true|false")]
     pub single_port_spad: bool,

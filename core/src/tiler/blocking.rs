@@ -144,10 +144,14 @@ impl GemmPlan {
                     // A `Load` of B and one of A each k-tile; a weight load takes `R + late`.
                     let (loads, weights) =
                         ((2 - self.a_resident as u64) * kt * load_late, r + late);
-                    // A group's later weight loads overlap the matmul before them, unless the
-                    // two take turns on a single-port scratchpad.
-                    let pair =
-                        if self.config.single_port_spad { weights + d } else { d.max(weights + 1) };
+                    // A group's later weight loads overlap the matmul before them, from the
+                    // cycle after it, or on a single-port scratchpad from the end of its reads.
+                    let handover = if self.config.single_port_spad {
+                        crate::timing::matmul_port_cycles(mb as u16)
+                    } else {
+                        1
+                    };
+                    let pair = d.max(weights + handover);
                     b_rows
                         + a_rows
                         + loads

@@ -509,9 +509,9 @@ impl GemmPlan {
     ///        + E(mb) )              epilogue: one cycle per row of each of its instructions
     /// ```
     ///
-    /// On a single-port scratchpad ([`ArrayConfig::single_port_spad`]) the weight loads and
-    /// matmuls take turns, `(KT - G)*(R + D)`, and each `Load` and `Requantize` takes a cycle
-    /// more.
+    /// On a single-port scratchpad ([`ArrayConfig::single_port_spad`]) a weight load waits for
+    /// the matmul's reads, `(KT - G)*max(D, R + mb + 1)`, and each `Load` and `Requantize` takes
+    /// a cycle more.
     ///
     /// OS, per m-tile of `mi` rows, with `KC = ceil(K / kc)` chunks:
     /// `NT * (3K + KC*(L' + mi) + E(mi))`, `L'` being `timing::os_latency` (`R + C - 2`). Plus

@@ -190,6 +190,15 @@ pub fn spad_write_turn(config: &ArrayConfig, ins: &Instruction) -> u64 {
     (config.single_port_spad && writes != 0) as u64
 }
 
+/// Cycles from a `Matmul`'s dispatch until a single-port scratchpad's port is free for a
+/// `LoadWeights` ([`ArrayConfig::single_port_spad`]): its `rows` reads, and one cycle more, since
+/// the array unit reports its reads over from the register that feeds its rows to the array (a
+/// flip-flop, so no dispatch decision waits on its row count). The rest of the matmul, its rows
+/// crossing the array and draining, reads nothing and overlaps the weight load.
+pub const fn matmul_port_cycles(rows: u16) -> u64 {
+    rows as u64 + 1
+}
+
 /// [`duration`] on a scratchpad with a write port of its own.
 fn work_cycles(config: &ArrayConfig, ins: &Instruction) -> u64 {
     let r = config.rows as u64;
@@ -224,8 +233,9 @@ pub fn schedule(
 }
 
 /// [`schedule`] under [`Schedule::Blocking`]: the sequencer waits for every unit and blocks
-/// them all; the weight loader overlaps the array, unless they share a single-port scratchpad
-/// ([`ArrayConfig::single_port_spad`]), when each waits for the other.
+/// them all; the weight loader overlaps the array. On a single-port scratchpad
+/// ([`ArrayConfig::single_port_spad`]) they take turns on its port: a `LoadWeights` waits for
+/// the matmul's reads ([`matmul_port_cycles`]) and a `Matmul` for the weight load.
 fn blocking(
     config: &ArrayConfig,
     program: &[Instruction],
@@ -233,6 +243,8 @@ fn blocking(
 ) -> Result<u64, (usize, ExecErrorKind)> {
     let mut next = 0u64; // first cycle the controller may dispatch in
     let (mut seq_free, mut wl_free, mut arr_free) = (0u64, 0u64, 0u64);
+    // First cycle the array's reads leave a single-port scratchpad's port to the weight loader.
+    let mut arr_reads_free = 0u64;
     // Cycle from which the shadow weights are full; `None` when empty.
     let mut shadow_full_at: Option<u64> = None;
     for (index, ins) in program.iter().enumerate() {
@@ -246,13 +258,13 @@ fn blocking(
             Instruction::LoadWeights { .. } => {
                 let mut at = next.max(seq_free).max(wl_free);
                 if config.single_port_spad {
-                    at = at.max(arr_free);
+                    at = at.max(arr_reads_free);
                 }
                 wl_free = at + dur;
                 shadow_full_at = Some(at + dur);
                 at
             }
-            Instruction::Matmul { swap, .. } => {
+            Instruction::Matmul { swap, rows, .. } => {
                 let mut at = next.max(seq_free).max(arr_free);
                 if config.single_port_spad {
                     at = at.max(wl_free);
@@ -262,6 +274,7 @@ fn blocking(
                     shadow_full_at = None;
                 }
                 arr_free = at + dur;
+                arr_reads_free = at + matmul_port_cycles(rows);
                 at
             }
             Instruction::MatmulOs { .. } => {

@@ -43,6 +43,10 @@ pub struct ArrayUnit {
     pub spad_read_a: Signal<Out, Bits<16>>,
     pub spad_read_b: Signal<Out, Bits<16>>,
     pub acc_read: Signal<Out, Bits<16>>,
+    /// On a single-port scratchpad (`ArrayConfig::single_port_spad`) only: the unit holds the
+    /// scratchpad's port, from the cycle after its dispatch through the cycle after its last
+    /// read (its feed register: `timing::matmul_port_cycles`).
+    pub reading: Optional<Signal<Out, Bit>>,
     busy: DFF<Bit>,
     tau: DFF<Bits<18>>,
     /// Cycle of the first output row, and the op's last cycle.
@@ -111,6 +115,7 @@ impl ArrayUnit {
             spad_read_a: Default::default(),
             spad_read_b: Default::default(),
             acc_read: Default::default(),
+            reading: Optional::default_when(config.single_port_spad),
             busy: Default::default(),
             tau: Default::default(),
             out_from: Default::default(),
@@ -237,6 +242,9 @@ impl Logic for ArrayUnit {
         self.swap_q.d.next = self.busy.d.val() && self.swapping.d.val() && !self.tau.d.val().any();
         self.first_q.d.next = self.busy.d.val() && !self.tau.d.val().any();
         self.feed.next = self.feed_q.q.val();
+        for _s in 0..self.reading.len() {
+            self.reading.next = self.feed_q.q.val();
+        }
         self.swap_now.next = self.swap_q.q.val();
         self.first.next = self.first_q.q.val();
         self.drain.next = self.writing.val();

@@ -8,6 +8,7 @@ use crate::decoded::Decoded;
 use systole_core::protocol::FaultCode;
 
 use crate::decode::constant;
+use crate::optional::Optional;
 
 /// The dispatcher: run state, dispatch decisions one cycle ahead on the FIFO's head (the
 /// candidate), the shadow-full flag, the cycle counter and the status the host reads.
@@ -30,6 +31,9 @@ pub struct Dispatcher {
     pub wl_free: Signal<In, Bit>,
     pub wl_finishing: Signal<In, Bit>,
     pub arr_free: Signal<In, Bit>,
+    /// On a single-port scratchpad (`ArrayConfig::single_port_spad`) only: the array unit
+    /// reads the scratchpad's one port in the next cycle, so a `LoadWeights` waits.
+    pub arr_reading: Optional<Signal<In, Bit>>,
     /// The candidate word.
     pub word: Signal<Out, Bits<128>>,
     pub pop: Signal<Out, Bit>,
@@ -66,9 +70,6 @@ pub struct Dispatcher {
     stop: Signal<Local, Bit>,
     stop_code: Signal<Local, Bits<4>>,
     dispatch: Signal<Local, Bit>,
-    /// 1 on a single-port scratchpad (`ArrayConfig::single_port_spad`): the weight loader and
-    /// the array each wait for the other.
-    _single: usize,
 }
 
 impl Default for Dispatcher {
@@ -85,6 +86,7 @@ impl Default for Dispatcher {
             wl_free: Default::default(),
             wl_finishing: Default::default(),
             arr_free: Default::default(),
+            arr_reading: Default::default(),
             word: Default::default(),
             pop: Default::default(),
             fifo_clear: Default::default(),
@@ -116,16 +118,15 @@ impl Default for Dispatcher {
             stop: Default::default(),
             stop_code: Default::default(),
             dispatch: Default::default(),
-            _single: 0,
         }
     }
 }
 
 impl Dispatcher {
     /// The dispatcher of a machine with a single-port scratchpad: `LoadWeights` also waits for
-    /// the array, `Matmul` for the weight loader.
+    /// the array's reads (`arr_reading`), `Matmul` for the weight loader.
     pub fn single_port_spad() -> Dispatcher {
-        Dispatcher { _single: 1, ..Default::default() }
+        Dispatcher { arr_reading: Optional::default_when(true), ..Default::default() }
     }
 }
 
@@ -164,8 +165,8 @@ impl Logic for Dispatcher {
                 self.go_halt.next = self.all_free.val();
             } else if self.ins.load_weights.val() {
                 self.go_wl.next = self.seq_free.val() && self.wl_free.val();
-                for _s in 0..self._single {
-                    if !self.arr_free.val() {
+                for _s in 0..self.arr_reading.len() {
+                    if self.arr_reading.val() {
                         self.go_wl.next = false;
                     }
                 }
@@ -177,7 +178,7 @@ impl Logic for Dispatcher {
                         self.stop.next = true;
                         self.stop_code.next = self.code_no_weights.val();
                     }
-                    for _s in 0..self._single {
+                    for _s in 0..self.arr_reading.len() {
                         if !self.wl_free.val() {
                             self.go_arr.next = false;
                         }

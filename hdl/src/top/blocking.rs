@@ -256,6 +256,9 @@ impl Logic for SystoleTop {
         self.dispatcher.wl_free.next = self.wl.free.val();
         self.dispatcher.wl_finishing.next = self.wl.finishing.val();
         self.dispatcher.arr_free.next = self.unit.free.val();
+        for _s in 0..self.dispatcher.arr_reading.len() {
+            self.dispatcher.arr_reading.next = self.unit.reading.val();
+        }
         self.en.next = self.dispatcher.enable.val();
         // The host owns the memory ports whenever no program runs.
         self.host.next = !self.dispatcher.running.val();
@@ -300,11 +303,11 @@ impl Logic for SystoleTop {
         self.seq_reads.next = !self.seq.free.val() || self.dispatcher.seq_may_start.val();
         self.spad_a.read_address.next = self.unit.spad_read_a.val();
         // On a single-port scratchpad the weight loader reads through port A while it continues
-        // a load, or when the array is free and the candidate is a `LoadWeights` (each unit
-        // addresses its next read a cycle ahead, a candidate's first before it dispatches).
+        // a load, or when the array's reads are over and the candidate is a `LoadWeights` (each
+        // unit addresses its next read a cycle ahead, a candidate's first before it dispatches).
         for _s in 0..self._single {
             if !self.wl.free.val()
-                || (self.unit.free.val() && self.candidate.out.load_weights.val())
+                || (!self.unit.reading.val() && self.candidate.out.load_weights.val())
             {
                 self.spad_a.read_address.next = self.wl.spad_read.val();
             }

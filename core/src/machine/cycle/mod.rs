@@ -17,7 +17,8 @@
 //!   registers, bottom row first. It dispatches when the sequencer and the loader are idle, so
 //!   it overlaps a running matmul: this is what the shadow registers are for. On a machine
 //!   whose scratchpad has a single port ([`ArrayConfig::single_port_spad`]) it also waits for
-//!   the array, and a `Matmul` for it.
+//!   the running matmul's reads (`rows + 1` cycles from its dispatch,
+//!   `timing::matmul_port_cycles`), and a `Matmul` for the weight loader.
 //! * the **array** runs `Matmul` (WS): `rows + R + C - 1` cycles, and `MatmulOs` (OS):
 //!   `k + R + C - 2` cycles of compute plus one cycle per drained row; on PEs that register their
 //!   products (`pe_stages` 2) one cycle more each, on PEs that stage their f32 add too
@@ -136,6 +137,13 @@ struct ArrayOp {
 }
 
 impl ArrayOp {
+    /// Whether a weight-stationary matmul still holds a single-port scratchpad's port in cycle
+    /// `t` ([`timing::matmul_port_cycles`](crate::timing::matmul_port_cycles)).
+    fn reads_port_at(&self, t: u64) -> bool {
+        let Instruction::Matmul { rows, .. } = self.ins else { return false };
+        t < self.at + crate::timing::matmul_port_cycles(rows)
+    }
+
     /// The row of this matmul that enters the left edge at cycle `slot`, if any.
     fn row_at(&self, slot: u64) -> Option<usize> {
         let Instruction::Matmul { rows, .. } = self.ins else { return None };
