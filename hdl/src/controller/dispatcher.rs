@@ -32,7 +32,7 @@ pub struct Dispatcher {
     pub wl_finishing: Signal<In, Bit>,
     pub arr_free: Signal<In, Bit>,
     /// On a single-port scratchpad (`ArrayConfig::single_port_spad`) only: the array unit
-    /// reads the scratchpad's one port in the next cycle, so a `LoadWeights` waits.
+    /// still holds the scratchpad's one port (`ArrayUnit::reading`), so a `LoadWeights` waits.
     pub arr_reading: Optional<Signal<In, Bit>>,
     /// The candidate word.
     pub word: Signal<Out, Bits<128>>,
