@@ -21,7 +21,7 @@ impl<A: Arith> CycleMachine<A> {
             // On a single-port scratchpad the weight loader and the array take turns on its
             // port: the loader waits for the array's reads, the array for the loader.
             let single = self.mem.config.single_port_spad;
-            let array_reading = self.array_ops.iter().any(|op| op.reads_port_at(t));
+            let array_reading = single && self.array_ops.iter().any(|op| op.reads_port_at(t));
             // Dispatch at most one instruction.
             match (fault, program.get(pc)) {
                 (Some(e), _) => {
@@ -41,7 +41,7 @@ impl<A: Arith> CycleMachine<A> {
                             }
                         }
                         Instruction::LoadWeights { .. } => {
-                            if seq.is_none() && wl.is_none() && !(single && array_reading) {
+                            if seq.is_none() && wl.is_none() && !array_reading {
                                 wl = Some(self.start_weight_load(ins));
                                 go = true;
                             }
