@@ -1,6 +1,6 @@
 //! The board's top module around `systole_top`: the board clock (through a PLL when the design
-//! runs at another frequency, or a divider when it runs at an even fraction of it: an iCE40 PLL
-//! cannot go below 16 MHz), a power-on and button reset, the USB serial and SPI pins of the
+//! runs at another frequency, or a divider when it runs at an even fraction of it, or both when
+//! it runs below the lowest an iCE40 PLL makes, 16 MHz), a power-on and button reset, the USB serial and SPI pins of the
 //! host interface, and status LEDs.
 //!
 //! `systole_top` is connected by port name: `clock` and `reset` (required), the UART pair
@@ -120,10 +120,45 @@ pub enum ClockSource {
     Pll,
     /// The oscillator divided by this even number in logic.
     Divided(u32),
+    /// A `systole_pll` module at this even number times the design's clock, divided by it in
+    /// logic: for a clock below what the family's PLL makes ([`pll_floor_mhz`]) that is no even
+    /// fraction of the oscillator.
+    PllDivided(u32),
+}
+
+/// The lowest output of the family's PLL, if it has one the boards' clocks reach: an iCE40 PLL
+/// makes 16 MHz and up (icepll's nearest to 16 itself is 15.938, which it refuses).
+pub fn pll_floor_mhz(family: Family) -> Option<f64> {
+    match family {
+        Family::Ice40 => Some(16.0),
+        Family::Ecp5 => None,
+    }
+}
+
+impl ClockSource {
+    /// The frequency the PLL is asked for, if the clock comes from one.
+    pub fn pll_mhz(self, mhz: f64) -> Option<f64> {
+        match self {
+            ClockSource::Pll => Some(mhz),
+            ClockSource::PllDivided(n) => Some(mhz * n as f64),
+            ClockSource::Board | ClockSource::Divided(_) => None,
+        }
+    }
+
+    /// Cycles of the clock before the divider (the oscillator's or the PLL's) per cycle of the
+    /// design's clock: a simulated netlist, whose PLL passes its input through, is clocked this
+    /// many times a machine cycle.
+    pub fn ratio(self) -> u32 {
+        match self {
+            ClockSource::Divided(n) | ClockSource::PllDivided(n) => n,
+            ClockSource::Board | ClockSource::Pll => 1,
+        }
+    }
 }
 
 /// The clock source for a design at `mhz` on `board`: the oscillator, a divider when `mhz` is
-/// the oscillator's frequency over an even number, else a PLL.
+/// the oscillator's frequency over an even number, else a PLL, followed by a divider when `mhz`
+/// is at or below the lowest the PLL makes.
 pub fn clock_source(board: &Board, mhz: f64) -> ClockSource {
     if (mhz - board.clock_mhz).abs() <= 1e-9 {
         return ClockSource::Board;
@@ -133,9 +168,15 @@ pub fn clock_source(board: &Board, mhz: f64) -> ClockSource {
     // A ratio within a millionth of an even integer is that divisor (`--clock-mhz 8.333333`
     // divides 100 MHz by 12).
     if (ratio - n).abs() <= 1e-6 * n && (2.0..=65536.0).contains(&n) && n as u32 % 2 == 0 {
-        ClockSource::Divided(n as u32)
-    } else {
-        ClockSource::Pll
+        return ClockSource::Divided(n as u32);
+    }
+    match pll_floor_mhz(board.family) {
+        // The smallest even multiple above the PLL's floor.
+        Some(floor) if mhz > 0.0 && mhz <= floor => {
+            let n = ((floor / mhz).floor() as u32 + 1).next_multiple_of(2);
+            ClockSource::PllDivided(n)
+        }
+        _ => ClockSource::Pll,
     }
 }
 
@@ -245,16 +286,23 @@ pub fn wrapper_with_reset(
         ClockSource::Divided(n) => {
             let _ =
                 writeln!(v, "  // The oscillator divided by {n}: a toggle every {} cycles.", n / 2);
-            let _ = writeln!(v, "  reg [15:0] divide = 16'd0;\n  reg clock_q = 1'b0;");
+            divider(&mut v, board.clock_port, n);
+            let _ = writeln!(v, "  wire clock = clock_q;\n  wire locked = 1'b1;");
+        }
+        ClockSource::PllDivided(n) => {
             let _ = writeln!(
                 v,
-                "  always @(posedge {}) begin\n    if (divide == 16'd{}) begin\n      \
-                 divide <= 16'd0;\n      clock_q <= ~clock_q;\n    end else begin\n      \
-                 divide <= divide + 16'd1;\n    end\n  end",
-                board.clock_port,
-                n / 2 - 1
+                "  // The PLL at {n} times the clock, divided by {n}: a toggle every {} cycles.",
+                n / 2
             );
-            let _ = writeln!(v, "  wire clock = clock_q;\n  wire locked = 1'b1;");
+            let _ = writeln!(v, "  wire pll_clock, locked;");
+            let _ = writeln!(
+                v,
+                "  systole_pll pll(.clock_in({}), .clock_out(pll_clock), .locked(locked));",
+                board.clock_port
+            );
+            divider(&mut v, "pll_clock", n);
+            let _ = writeln!(v, "  wire clock = clock_q;");
         }
         ClockSource::Board => {
             let _ = writeln!(v, "  wire clock = {};\n  wire locked = 1'b1;", board.clock_port);
@@ -302,6 +350,18 @@ pub fn wrapper_with_reset(
     Ok(v)
 }
 
+/// A divider by the even `n` from `source`: `clock_q` toggles every `n / 2` of its cycles.
+fn divider(v: &mut String, source: &str, n: u32) {
+    let _ = writeln!(v, "  reg [15:0] divide = 16'd0;\n  reg clock_q = 1'b0;");
+    let _ = writeln!(
+        v,
+        "  always @(posedge {source}) begin\n    if (divide == 16'd{}) begin\n      \
+         divide <= 16'd0;\n      clock_q <= ~clock_q;\n    end else begin\n      \
+         divide <= divide + 16'd1;\n    end\n  end",
+        n / 2 - 1
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,12 +387,27 @@ mod tests {
         assert_eq!(clock_source(&ICEBREAKER, 12.0), ClockSource::Board);
         assert_eq!(clock_source(&ICEBREAKER, 6.0), ClockSource::Divided(2));
         assert_eq!(clock_source(&ICEBREAKER, 3.0), ClockSource::Divided(4));
-        assert_eq!(clock_source(&ICEBREAKER, 4.0), ClockSource::Pll, "12 / 3: odd");
+        // 12 / 3 is odd, and an iCE40 PLL makes nothing below 16 MHz: the PLL at 24 MHz,
+        // divided by 6.
+        assert_eq!(clock_source(&ICEBREAKER, 4.0), ClockSource::PllDivided(6), "12 / 3: odd");
+        assert_eq!(clock_source(&ICEBREAKER, 10.125), ClockSource::PllDivided(2));
+        assert_eq!(clock_source(&ICEBREAKER, 16.0), ClockSource::PllDivided(2), "icepll: 15.938");
+        assert_eq!(clock_source(&ICEBREAKER, 16.5), ClockSource::Pll);
+        assert_eq!(ClockSource::PllDivided(2).pll_mhz(10.125), Some(20.25));
+        assert_eq!(ClockSource::Divided(2).pll_mhz(6.0), None);
+        assert_eq!(ClockSource::PllDivided(6).ratio(), 6);
+        assert_eq!(ClockSource::Pll.ratio(), 1);
         assert_eq!(clock_source(&ICEBREAKER, 30.0), ClockSource::Pll);
         assert_eq!(clock_source(&ULX3S_85F, 15.0), ClockSource::Pll);
+        assert_eq!(clock_source(&ULX3S_85F, 10.0), ClockSource::Pll, "an ECP5 PLL makes 10 MHz");
         assert_eq!(clock_source(&ALCHITRY_CU, 8.333333), ClockSource::Divided(12), "typed");
         assert_eq!(clock_source(&ALCHITRY_CU, 100.0 / 12.0), ClockSource::Divided(12));
-        assert_eq!(clock_source(&ALCHITRY_CU, 8.3), ClockSource::Pll, "100 / 8.3 is no integer");
+        assert_eq!(
+            clock_source(&ALCHITRY_CU, 8.3),
+            ClockSource::PllDivided(2),
+            "100 / 8.3 is no integer, and 8.3 is below the PLL's 16"
+        );
+        assert_eq!(clock_source(&ALCHITRY_CU, 17.0), ClockSource::Pll);
     }
 
     #[test]
@@ -386,6 +461,7 @@ mod tests {
             (ICEBREAKER, ICEBREAKER.clock_mhz * 2.0),
             (ULX3S_85F, ULX3S_85F.clock_mhz * 2.0),
             (ICEBREAKER, ICEBREAKER.clock_mhz / 4.0),
+            (ICEBREAKER, 10.125),
         ];
         for (board, mhz) in builds {
             let dir = tempfile::tempdir().unwrap();
@@ -394,17 +470,25 @@ mod tests {
             let w = wrapper(&board, &ports(&names), clock).unwrap();
             let mut sources =
                 vec![("systole_top.v".to_string(), top.to_string()), ("board_top.v".into(), w)];
-            if clock == ClockSource::Pll {
-                let pll_file = pll(&board, mhz, dir.path()).unwrap();
+            if let Some(pll_mhz) = clock.pll_mhz(mhz) {
+                let pll_file = pll(&board, pll_mhz, dir.path()).unwrap();
                 let text = std::fs::read_to_string(dir.path().join(&pll_file)).unwrap();
                 sources.push((pll_file, text));
-            } else {
-                assert_eq!(clock, ClockSource::Divided(4));
-                assert!(
-                    sources[1].1.contains("16'd1"),
-                    "toggles every 2 cycles:\n{}",
+            }
+            match clock {
+                ClockSource::Divided(4) => assert!(
+                    sources[1].1.contains("16'd1") && !sources[1].1.contains("systole_pll"),
+                    "the oscillator, toggling every 2 cycles:\n{}",
                     sources[1].1
-                );
+                ),
+                // 10.125 MHz: the PLL's 20.25 halved.
+                ClockSource::PllDivided(2) => assert!(
+                    sources[1].1.contains("posedge pll_clock") && sources[1].1.contains("16'd0)"),
+                    "the PLL's clock, toggling every cycle:\n{}",
+                    sources[1].1
+                ),
+                ClockSource::Pll => {}
+                other => panic!("{mhz} MHz on {}: {other:?}", board.name),
             }
             let design = crate::flow::Design {
                 sources,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context};
 use systole_boards::board::Family;
 use systole_boards::netlist::{machine_adapter, netlist_verilog, settle_cycles};
-use systole_boards::wrapper::{clock_source, ClockSource};
+use systole_boards::wrapper::clock_source;
 use systole_boards::yosys::share_dir;
 use systole_boards::{Board, Report};
 use systole_hdl::TopConfig;
@@ -51,10 +51,7 @@ impl Netlist {
         };
         let config = crate::bench::array_config_of(&built, &source)?;
         let top = crate::board::top_of(&built, config);
-        let clock_ratio = match clock_source(&board, config.clock_mhz) {
-            ClockSource::Divided(n) => n,
-            ClockSource::Board | ClockSource::Pll => 1,
-        };
+        let clock_ratio = clock_source(&board, config.clock_mhz).ratio();
         let work = tempfile::tempdir().context("a scratch directory for Yosys")?;
         let netlist = netlist_verilog(&board, dir, work.path()).map_err(|e| anyhow!("{e}"))?;
         let cells = systole_sim::cells::instance_count(&netlist);
