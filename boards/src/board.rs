@@ -281,12 +281,14 @@ pub const ICEBREAKER: Board = Board {
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
     },
     // The 1 x 1 BF16 needs 5,511 of the 5,280 logic cells on the row port (docs/BOARDS.md); on
-    // the byte port (DECISIONS 116) it takes 4,902, its lanes' product and add registered once
-    // (10.36 MHz: the oscillator's 12 MHz halved, below the 16 MHz the PLL starts at).
+    // the byte port (DECISIONS 116) it takes 4,902, its lanes' product and add registered once.
+    // Its 10.5 MHz is the PLL's 21 halved (DECISIONS 126: below the 16 MHz the PLL starts at,
+    // where the oscillator's 12 halved gave 6), on RTL revision 4 (4,993 cells, 11.3 MHz for a
+    // placement aimed at 12, seed 2).
     bf16: Some(Preset {
         rows: 1,
         cols: 1,
-        mhz: 6.0,
+        mhz: 10.5,
         pe_products: PeProducts::Dsp,
         multiplier_pes: 0,
         convert_stages: 3,
@@ -307,10 +309,10 @@ pub const ICEBREAKER: Board = Board {
         parallel_align: false,
         program_checks: false,
         narrow_sums: true,
-        rtl_revision: 1,
+        rtl_revision: 4,
         spad_spram: false,
-        pnr_aim_mhz: None,
-        pnr_seed: 1,
+        pnr_aim_mhz: Some(12.0),
+        pnr_seed: 2,
         measured: Some(include_str!("../icebreaker/report-icebreaker-bf16.json")),
     }),
     memories: ICE40_MEMORIES,
@@ -688,10 +690,10 @@ mod tests {
         // The iCEBreaker's INT8 at 20.25 MHz from its PLL.
         let clock = ICEBREAKER.default_config().clock_mhz;
         assert_eq!((clock, clock_source(&ICEBREAKER, clock)), (20.25, ClockSource::Pll));
-        // Its BF16, a 1 x 1 on the byte port, at the oscillator's 12 MHz halved.
+        // Its BF16, a 1 x 1 on the byte port, at the PLL's 21 MHz halved.
         let bf16 = ICEBREAKER.preset_config(Dtype::Bf16).unwrap();
-        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (1, 1, 6.0));
-        assert_eq!(clock_source(&ICEBREAKER, bf16.clock_mhz), ClockSource::Divided(2));
+        assert_eq!((bf16.rows, bf16.cols, bf16.clock_mhz), (1, 1, 10.5));
+        assert_eq!(clock_source(&ICEBREAKER, bf16.clock_mhz), ClockSource::PllDivided(2));
         // The Alchitry Cu's INT8 at 40 MHz from its PLL; its BF16 the 100 MHz divided by 6.
         let clock = ALCHITRY_CU.default_clock(Dtype::Int8);
         assert_eq!((clock, clock_source(&ALCHITRY_CU, clock)), (40.0, ClockSource::Pll));
