@@ -1,7 +1,7 @@
 //! The board's top module around `systole_top`: the board clock (through a PLL when the design
 //! runs at another frequency, or a divider when it runs at an even fraction of it, or both when
-//! it runs below the lowest an iCE40 PLL makes, 16 MHz), a power-on and button reset, the USB serial and SPI pins of the
-//! host interface, and status LEDs.
+//! it runs below the lowest an iCE40 PLL makes, 16 MHz), a power-on and button reset, the USB
+//! serial and SPI pins of the host interface, and status LEDs.
 //!
 //! `systole_top` is connected by port name: `clock` and `reset` (required), the UART pair
 //! `uart_rx`/`uart_tx`, the SPI slave `spi_sck`/`spi_mosi`/`spi_miso`/`spi_cs_n`, and the status
@@ -38,26 +38,53 @@ pub const PLL_TOLERANCE: f64 = 1e-4;
 /// [`PLL_TOLERANCE`]), the build is refused naming the frequency it can make, rather than run
 /// at a clock the UART divisor and the timing report were not computed for.
 pub fn pll(board: &Board, mhz: f64, dir: &Path) -> Result<String, ToolError> {
+    divided_pll(board, mhz, 1, dir)
+}
+
+/// [`pll`] for a design clock of `mhz / divide` (a divider after the PLL): a refusal names the
+/// design clock the PLL's nearest frequency would give.
+fn divided_pll(board: &Board, mhz: f64, divide: u32, dir: &Path) -> Result<String, ToolError> {
     let (tool, made) = run_pll(board, mhz, dir)?;
     if (made - mhz).abs() > PLL_TOLERANCE * mhz {
         let fin = board.clock_mhz;
+        let (clock, nearest) = (mhz / divide as f64, made / divide as f64);
         // A tool's nearest may lie outside its own output range (icepll's nearest to 16 MHz is
         // 15.938, which it then refuses): name it only once the tool accepts it.
         let ask = match run_pll(board, made, dir) {
             Ok((_, again)) if (again - made).abs() <= PLL_TOLERANCE * made => {
-                format!("Ask for --clock-mhz {made}")
+                format!("Ask for --clock-mhz {nearest}")
             }
             Ok(_) => format!("{tool} does not make that one when asked for it; ask for another"),
             Err(e) => format!("{tool} refuses that one when asked for it ({e}); ask for another"),
         };
+        let divided = match divide {
+            1 => String::new(),
+            n => format!(
+                "{clock} MHz is below what the PLL makes, so it would be the PLL at {mhz} MHz \
+                 divided by {n}, and "
+            ),
+        };
         return Err(ToolError::Report(format!(
-            "{}'s PLL cannot make {mhz} MHz from its {fin} MHz oscillator: the nearest {tool} \
-             finds is {made} MHz. {ask}, or for {fin} MHz over an even number, which a divider \
-             makes",
+            "{divided}{}'s PLL cannot make {mhz} MHz from its {fin} MHz oscillator: the nearest \
+             {tool} finds is {made} MHz. {ask}, or for {fin} MHz over an even number, which a \
+             divider makes",
             board.name
         )));
     }
     Ok("pll.v".into())
+}
+
+/// The PLL module a design at `mhz` clocked from `clock` needs, written into `dir` ([`pll`]):
+/// its file name, or `None` when the clock comes from no PLL. A divided PLL's refusal names the
+/// design clocks, the one asked for and the one the PLL's nearest would give.
+pub fn clock_pll(
+    board: &Board,
+    clock: ClockSource,
+    mhz: f64,
+    dir: &Path,
+) -> Result<Option<String>, ToolError> {
+    let Some(pll_mhz) = clock.pll_mhz(mhz) else { return Ok(None) };
+    divided_pll(board, pll_mhz, clock.ratio(), dir).map(Some)
 }
 
 /// Runs the family's PLL tool for `mhz`, writing `dir/pll.v`; returns the tool's name and the
@@ -446,6 +473,18 @@ mod tests {
                 && !err.contains("--clock-mhz 15.938"),
             "{err}"
         );
+        // 8.3 MHz would be the PLL's 16.6 halved, which icepll does not make: the refusal names
+        // both clocks.
+        let clock = clock_source(&ICEBREAKER, 8.3);
+        let err = clock_pll(&ICEBREAKER, clock, 8.3, dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("8.3 MHz is below what the PLL makes")
+                && err.contains("the PLL at 16.6 MHz divided by 2")
+                && err.contains("the nearest icepll finds is 16.5 MHz")
+                && err.contains("--clock-mhz 8.25,"),
+            "{err}"
+        );
+        assert_eq!(clock_pll(&ICEBREAKER, ClockSource::Divided(2), 6.0, dir.path()).unwrap(), None);
     }
 
     /// A stand-in top with the host-interface ports: the wrapper, with a PLL or a divided
@@ -470,8 +509,7 @@ mod tests {
             let w = wrapper(&board, &ports(&names), clock).unwrap();
             let mut sources =
                 vec![("systole_top.v".to_string(), top.to_string()), ("board_top.v".into(), w)];
-            if let Some(pll_mhz) = clock.pll_mhz(mhz) {
-                let pll_file = pll(&board, pll_mhz, dir.path()).unwrap();
+            if let Some(pll_file) = clock_pll(&board, clock, mhz, dir.path()).unwrap() {
                 let text = std::fs::read_to_string(dir.path().join(&pll_file)).unwrap();
                 sources.push((pll_file, text));
             }

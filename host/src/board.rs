@@ -459,18 +459,7 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let top = wrapper::wrapper_with_reset(&b, &ports, clock, reset)?;
     let mut sources =
         vec![("systole_top.v".to_string(), emitted.verilog), ("board_top.v".to_string(), top)];
-    if let Some(pll_mhz) = clock.pll_mhz(config.clock_mhz) {
-        let file = match clock {
-            wrapper::ClockSource::PllDivided(n) => wrapper::pll(&b, pll_mhz, &args.out)
-                .with_context(|| {
-                    format!(
-                        "{} MHz is below what the PLL makes, so it comes from the PLL at \
-                         {pll_mhz} MHz divided by {n}",
-                        config.clock_mhz
-                    )
-                })?,
-            _ => wrapper::pll(&b, pll_mhz, &args.out)?,
-        };
+    if let Some(file) = wrapper::clock_pll(&b, clock, config.clock_mhz, &args.out)? {
         let text = std::fs::read_to_string(args.out.join(&file))?;
         sources.push((file, text));
     }
