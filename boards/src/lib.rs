@@ -15,6 +15,7 @@
 
 pub mod blocks;
 pub mod board;
+pub mod clock;
 pub mod flow;
 pub mod instances;
 pub mod netlist;
