@@ -216,14 +216,15 @@ fn two_flags_naming_one_file_are_refused_before_any_work() {
 fn train_paused_at_its_data_set(s: &Scratch, flags: &[&Path]) -> (Child, fs::File) {
     let fifo = s.path("data.fifo");
     mkfifo(&fifo);
-    let mut child = Command::new(systole_binary())
+    let mut command = Command::new(systole_binary());
+    command
         .args(["train", "--epochs", "1", "--dataset"])
         .arg(&fifo)
         .args(flags)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    no_core_dumps(&mut command);
+    let mut child = command.spawn().unwrap();
     // Non-blocking, so a child that never opens the FIFO fails the test instead of hanging it.
     let started = Instant::now();
     loop {
@@ -246,6 +247,19 @@ fn train_paused_at_its_data_set(s: &Scratch, flags: &[&Path]) -> (Child, fs::Fil
         }
         assert!(started.elapsed() < Duration::from_secs(60), "the run never opened its data set");
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// SIGQUIT's default action dumps core: not into the test's directories.
+fn no_core_dumps(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `setrlimit` is async-signal-safe, as `pre_exec` requires.
+    unsafe {
+        command.pre_exec(|| {
+            let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::setrlimit(libc::RLIMIT_CORE, &none);
+            Ok(())
+        });
     }
 }
 
@@ -272,7 +286,7 @@ fn a_destination_that_becomes_a_directory_during_the_run_fails_the_whole_commit(
 
 #[test]
 fn a_run_stopped_by_a_signal_leaves_no_temporary_file() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
         let s = Scratch::new();
         let (json, model) = (s.path("run.json"), s.path("model.safetensors"));
         let (child, feed) = train_paused_at_its_data_set(
@@ -314,4 +328,59 @@ fn a_run_stopped_by_a_signal_leaves_no_temporary_file() {
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
     assert_eq!(s.listing(), Vec::<String>::new());
+}
+
+/// Issue 73: a signal sent while `train` put its outputs in place ended it between the FIFO's
+/// write and `--json`'s rename: the model went out, the old run.json stayed. The FIFO's reader
+/// holds the commit inside its first output (a 150 KB model does not fit a 64 KB pipe) while the
+/// signal is sent; the run must finish putting every output in place, say so, and only then end
+/// by the signal.
+#[test]
+fn a_signal_during_the_commit_takes_effect_after_every_output_is_in_place() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let s = Scratch::new();
+        let json = s.write("run.json", OLD);
+        let fifo = s.path("model.fifo");
+        mkfifo(&fifo);
+        let mut reader =
+            fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        let mut command = Command::new(systole_binary());
+        command
+            .args(["train", "--epochs", "1", "--dtype", "f32", "--hidden", "512", "--json"])
+            .arg(&json)
+            .arg("--save")
+            .arg(&fifo)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let child = command.spawn().unwrap();
+        // The commit has begun once the model's first bytes are in the pipe.
+        let mut model = vec![0u8; 4096];
+        let started = Instant::now();
+        let first = loop {
+            match reader.read(&mut model) {
+                Ok(n) if n > 0 => break n,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("reading the FIFO: {e}"),
+            }
+            assert!(started.elapsed() < Duration::from_secs(120), "the run never wrote its model");
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        model.truncate(first);
+        // SAFETY: signalling our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        // SAFETY: `reader` is an open descriptor; clearing O_NONBLOCK is always valid.
+        unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETFL, 0) };
+        reader.read_to_end(&mut model).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), Some(signal), "{:?}: {stderr}", out.status);
+        assert!(stderr.contains("arrived while the outputs were committed"), "{stderr}");
+        assert!(model.len() > 150_000, "the whole model: {} bytes", model.len());
+        let run = fs::read_to_string(&json).unwrap();
+        assert!(run.starts_with('{'), "signal {signal}: run.json is the old one: {run}");
+        assert_eq!(temporaries(&s), Vec::<String>::new());
+    }
 }

@@ -9,7 +9,8 @@
 //! the run commits. [`Outputs::commit`] first checks every destination again (a path that has
 //! become a directory during the run fails the whole commit), then writes the in-place ones,
 //! then renames the staged ones over their files. A run that fails before the commit, or is
-//! stopped by a signal ([`cleanup`]), leaves every file as it was and no temporary file behind.
+//! stopped by a signal ([`cleanup`]), leaves every file as it was and no temporary file behind; a
+//! signal that arrives once the outputs are being put in place takes effect after the last one.
 
 mod cleanup;
 mod target;
@@ -168,11 +169,27 @@ impl Outputs {
                 );
             }
         }
-        // 2. What is written in place cannot be taken back, so it goes before any rename.
-        let _ = io::stdout().flush();
+        // 2. From here a signal is held back until every output is in place (`cleanup`).
+        let committing = cleanup::committing();
         let mut written = Vec::new();
+        match Outputs::put_in_place(self.outputs, &mut written) {
+            Ok(()) => {
+                committing.end(&written, None);
+                Ok(written)
+            }
+            Err(e) => {
+                committing.end(&written, Some(&e));
+                Err(e)
+            }
+        }
+    }
+
+    /// Steps 2 and 3 of [`Outputs::commit`]; `written` gathers the paths put in place.
+    fn put_in_place(outputs: Vec<Output>, written: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+        // What is written in place cannot be taken back, so it goes before any rename.
+        let _ = io::stdout().flush();
         let mut staged = Vec::new();
-        for output in self.outputs {
+        for output in outputs {
             let path = output.declared.path;
             match output.staging {
                 Staging::Unnamed(mut file) => {
@@ -182,7 +199,7 @@ impl Outputs {
                         to.flush()
                     });
                     done.with_context(|| {
-                        format!("writing {}{}", path.display(), already(&written))
+                        format!("writing {}{}", path.display(), already(written))
                     })?;
                     written.push(path);
                 }
@@ -191,17 +208,17 @@ impl Outputs {
                 }
             }
         }
-        // 3. The staged files, renamed over their destinations.
+        // The staged files, renamed over their destinations.
         for (path, dest, temp, registered) in staged {
             let Dest::Replace { path: to, .. } = dest else { unreachable!("staged beside a file") };
             keep_mode(temp.path(), &to);
             temp.persist(&to)
                 .map_err(|e| e.error)
-                .with_context(|| format!("cannot write {}{}", path.display(), already(&written)))?;
+                .with_context(|| format!("cannot write {}{}", path.display(), already(written)))?;
             registered.release();
             written.push(path);
         }
-        Ok(written)
+        Ok(())
     }
 }
 
