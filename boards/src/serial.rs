@@ -9,8 +9,8 @@ use systole_core::link::{ByteStream, Framed, LinkMachine, TransportError};
 use systole_core::protocol::{frame_len, HEADER_BYTES};
 use systole_core::ArrayConfig;
 
-/// The default baud rate of the boards' UART host interface.
-pub const DEFAULT_BAUD: u32 = 115_200;
+/// The default baud rate of the boards' UART host interface (the rate the RTL's divisor makes).
+pub use systole_hdl::top::DEFAULT_BAUD;
 
 /// A serial port as a [`ByteStream`].
 pub struct SerialStream {

@@ -191,7 +191,13 @@ pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hd
         b.memories.spad_depth.max(3 * config.spad_width() as u32)
     };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    // Before any work: a clock the link's rate cannot be divided from would build a board
+    // that nobody can talk to.
+    let uart_divisor =
+        systole_hdl::top::uart_divisor(config.clock_mhz, systole_hdl::top::DEFAULT_BAUD)
+            .map_err(|e| anyhow!("--clock-mhz {}: {e}", config.clock_mhz))?;
     Ok(systole_hdl::TopConfig {
+        uart_divisor,
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
         checks_at_queue: args.checks_at_queue.unwrap_or(preset.checks_at_queue),

@@ -89,9 +89,11 @@ pub fn emit(args: &EmitArgs) -> anyhow::Result<()> {
     top.dram_bytes = args.dram_bytes;
     top.fifo_depth = args.fifo_depth;
     top.rtl_revision = args.rtl_revision;
-    if let Some(divisor) = args.uart_divisor {
-        top.uart_divisor = divisor;
-    }
+    top.uart_divisor = match args.uart_divisor {
+        Some(divisor) => divisor,
+        None => systole_hdl::top::uart_divisor(config.clock_mhz, systole_hdl::top::DEFAULT_BAUD)
+            .map_err(|e| anyhow::anyhow!("--clock-mhz {}: {e}", config.clock_mhz))?,
+    };
     let emitted = emit_verilog(&top).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (r, c) = (config.rows, config.cols);
     let ws = config.dataflow == systole_core::Dataflow::WeightStationary;

@@ -39,7 +39,40 @@ pub const DEFAULT_DRAM_BYTES: usize = 64 * 1024;
 /// GiB and aborted).
 pub const MAX_DRAM_BYTES: usize = 16 << 20;
 /// The UART's default rate, from which the default divisor follows the clock.
-pub const DEFAULT_BAUD: f64 = 115_200.0;
+pub const DEFAULT_BAUD: u32 = 115_200;
+
+/// How far a UART's rate may be from the one asked for: 2%, a side's usual share of the 8N1
+/// frame's 5% budget (half a bit over ten bits) between the two ends' clocks.
+pub const BAUD_TOLERANCE: f64 = 0.02;
+
+/// Why a clock cannot make a UART rate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "a {clock_mhz} MHz clock cannot make the link's {baud} baud: the nearest divisor ({divisor}) \
+     gives {made:.0} baud, {off:.1}% off; the UART needs 4 to 65535 cycles a bit, within {tol}%",
+    off = 100.0 * (made - *baud as f64).abs() / *baud as f64,
+    tol = 100.0 * BAUD_TOLERANCE
+)]
+pub struct BaudError {
+    pub clock_mhz: f64,
+    pub baud: u32,
+    pub divisor: u64,
+    pub made: f64,
+}
+
+/// The UART divisor (clock cycles a bit) that makes `baud` at `clock_mhz`: the nearest, refused
+/// if it is below 4 (the receiver samples the middle of a bit), above 65535 (the counter's
+/// width), or gives a rate more than [`BAUD_TOLERANCE`] away.
+pub fn uart_divisor(clock_mhz: f64, baud: u32) -> Result<u16, BaudError> {
+    let exact = clock_mhz * 1e6 / baud.max(1) as f64;
+    let divisor = exact.round().max(1.0) as u64;
+    let made = clock_mhz * 1e6 / divisor as f64;
+    let off = (made - baud as f64).abs() / baud as f64;
+    match u16::try_from(divisor) {
+        Ok(d) if d >= 4 && off <= BAUD_TOLERANCE && baud > 0 => Ok(d),
+        _ => Err(BaudError { clock_mhz, baud, divisor, made }),
+    }
+}
 
 /// The latest revision of the emitted RTL ([`TopConfig::rtl_revision`]). A revision changes
 /// the netlist, never what the machine computes or when: a board's measured default names the
@@ -185,7 +218,9 @@ impl TopConfig {
 
     /// The defaults: 64 KiB of DRAM, a FIFO of 64 words, 115,200 baud at the config's clock.
     pub fn new(array: ArrayConfig) -> TopConfig {
-        let divisor = (array.clock_mhz * 1e6 / DEFAULT_BAUD).round().clamp(4.0, 65535.0);
+        // A clock that cannot make the rate still gets a machine (the simulators' links run at
+        // any divisor); what is built for a board or emitted asks `uart_divisor` first.
+        let divisor = (array.clock_mhz * 1e6 / DEFAULT_BAUD as f64).round().clamp(4.0, 65535.0);
         TopConfig {
             array,
             dram_bytes: DEFAULT_DRAM_BYTES,
@@ -291,6 +326,25 @@ mod tests {
         assert!((top.baud() - 115_384.6).abs() < 1.0);
         assert_eq!(top.dram_banks(), 16);
         assert_eq!(TopConfig::new(ArrayConfig::new(3, 5, Dtype::Bf16)).dram_banks(), 32);
+    }
+
+    /// Issue 73: `hdl emit --clock-mhz 0.001` clamped the divisor to 4 and wrote a 250-baud UART
+    /// where 115,200 was promised.
+    #[test]
+    fn a_clock_that_cannot_make_the_baud_is_refused_naming_the_rate_it_would_give() {
+        assert_eq!(uart_divisor(12.0, DEFAULT_BAUD), Ok(104));
+        assert_eq!(uart_divisor(50.0, DEFAULT_BAUD), Ok(434));
+        let e = uart_divisor(0.001, DEFAULT_BAUD).unwrap_err();
+        assert_eq!(e.divisor, 1);
+        let text = e.to_string();
+        assert!(text.contains("0.001 MHz") && text.contains("gives 1000 baud"), "{text}");
+        // Four cycles a bit, but 8.5% fast: past the tolerance.
+        assert!(uart_divisor(0.5, DEFAULT_BAUD).is_err());
+        // 1 MHz: 9 cycles a bit make 111,111 baud, 3.5% slow.
+        assert!(uart_divisor(1.0, DEFAULT_BAUD).is_err());
+        assert_eq!(uart_divisor(1.8432, DEFAULT_BAUD), Ok(16));
+        assert!(uart_divisor(10_000.0, 9600).is_err(), "past the 16-bit counter");
+        assert!(uart_divisor(12.0, 0).is_err());
     }
 
     /// The whole machine's Rust model answers `Identify` through its UART pins as core encodes
