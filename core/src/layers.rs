@@ -280,21 +280,24 @@ impl Net {
         )
     }
 
-    /// The widths of an MLP (the input features, then each dense layer's outputs), or `None`
-    /// if the network has other layers than dense ones and ReLUs, or more than
+    /// The widths of an MLP (the input features, then each dense layer's outputs): the network
+    /// is dense layers with one ReLU between each two and none before the first or after the
+    /// last, as [`crate::graph::MlpSpec::net`] builds it. `None` for any other layer list (two
+    /// dense layers with no ReLU between them are one linear map, not an MLP), or more than
     /// `MAX_LAYERS + 1` dense layers.
     pub fn mlp_widths(&self) -> Option<Vec<u32, { MAX_LAYERS + 2 }>> {
         let Shape::Flat(n) = self.input else { return None };
         let mut widths = Vec::new();
         widths.push(n).ok()?;
-        for layer in &self.layers {
-            match *layer {
-                Layer::Dense { outputs, .. } => widths.push(outputs).ok()?,
-                Layer::Relu => {}
+        for (i, layer) in self.layers.iter().enumerate() {
+            match (i % 2, *layer) {
+                (0, Layer::Dense { outputs, .. }) => widths.push(outputs).ok()?,
+                (1, Layer::Relu) => {}
                 _ => return None,
             }
         }
-        Some(widths)
+        // Dense layers at the even places, so an odd count ends on one.
+        (self.layers.len() % 2 == 1).then_some(widths)
     }
 
     /// The class count: the last shape's features.
@@ -331,6 +334,24 @@ mod tests {
         assert_eq!(net.shapes[6], Shape::Flat(400));
         assert_eq!(net.classes(), 10);
         assert_eq!(net.layers.iter().filter(|l| l.has_params()).count(), 5);
+    }
+
+    /// Issue 73: two dense layers without a ReLU between them were labelled `64-32-10 MLP`.
+    #[test]
+    fn only_dense_layers_with_one_relu_between_each_two_are_an_mlp() {
+        let dense = |i, o| Layer::Dense { inputs: i, outputs: o };
+        let net = |layers: &[Layer]| Net::new(Shape::Flat(64), layers).unwrap();
+        let mlp = net(&[dense(64, 32), Layer::Relu, dense(32, 10)]);
+        assert_eq!(mlp.mlp_widths().unwrap().as_slice(), &[64, 32, 10]);
+        assert_eq!(net(&[dense(64, 10)]).mlp_widths().unwrap().as_slice(), &[64, 10]);
+        for layers in [
+            &[dense(64, 32), dense(32, 10)][..],
+            &[Layer::Relu, dense(64, 32), Layer::Relu, dense(32, 10)],
+            &[dense(64, 32), Layer::Relu, Layer::Relu, dense(32, 10)],
+            &[dense(64, 32), Layer::Relu, dense(32, 10), Layer::Relu],
+        ] {
+            assert_eq!(net(layers).mlp_widths(), None, "{layers:?}");
+        }
     }
 
     /// Each mistake names the layer and, where one is at fault, the field.
