@@ -153,7 +153,20 @@ fn bad_models() -> Vec<(&'static str, Vec<u8>, &'static str)> {
                 ),
                 &[0; 24],
             ),
-            "not a valid safetensors",
+            // Issue 73: the crate's message named no tensor.
+            "tensor `layers.0.bias`: shape [2] of F32 needs 8 bytes",
+        ),
+        (
+            "a shape its bytes do not fill",
+            safetensors(
+                &format!(
+                    "{{{},{},{b}}}",
+                    meta("2,2"),
+                    tensor("layers.0.weight", "F32", "[2,3]", 0, 16)
+                ),
+                &[0; 24],
+            ),
+            "tensor `layers.0.weight`: shape [2, 3] of F32 needs 24 bytes",
         ),
         (
             "an extra tensor",

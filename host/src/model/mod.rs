@@ -9,6 +9,7 @@
 //! the train/test split), `dataset`, `dtype` (how it was trained), and the run's test
 //! accuracies.
 
+mod header;
 pub mod pytorch;
 
 use std::collections::HashMap;
@@ -111,7 +112,9 @@ impl Model {
         for (name, value) in &self.accuracies {
             metadata.insert(name.clone(), value.to_string());
         }
-        safetensors::serialize(views, Some(metadata))
+        let mut bytes = safetensors::serialize(views, Some(metadata))?;
+        sort_header(&mut bytes);
+        Ok(bytes)
     }
 
     /// The MLP it is, if it is one.
@@ -128,9 +131,10 @@ impl Model {
 
     /// [`Model::load`] on a file's bytes already in memory; `path` names it in errors.
     pub fn from_safetensors(bytes: &[u8], path: &Path) -> Result<Model, ModelError> {
+        // The crate's refusal of a tensor's shape or offsets names no tensor: say which.
         let format = |e: safetensors::SafeTensorError| ModelError::Format {
             path: path.into(),
-            reason: e.to_string(),
+            reason: header::fault(bytes).unwrap_or_else(|| e.to_string()),
         };
         let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(format)?;
         let file = safetensors::SafeTensors::deserialize(bytes).map_err(format)?;
@@ -283,6 +287,34 @@ impl Model {
     }
 }
 
+/// Rewrites a serialized file's JSON header with its keys in sorted order, so one model is one
+/// byte string: `safetensors::serialize` takes the metadata as a `HashMap` and writes it in that
+/// map's (per-process random) order. The header keeps its length and padding.
+fn sort_header(bytes: &mut [u8]) {
+    fn sorted(value: Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            }
+            other => other,
+        }
+    }
+    let Some(len) = bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize)
+    else {
+        return;
+    };
+    let Some(header) = bytes.get_mut(8..8 + len) else { return };
+    let Ok(value) = serde_json::from_slice::<Value>(header) else { return };
+    let text = serde_json::to_string(&sorted(value)).expect("a JSON value serializes");
+    // The same keys and values in another order: the same length, then the same padding.
+    if text.len() <= header.len() {
+        header[..text.len()].copy_from_slice(text.as_bytes());
+        header[text.len()..].fill(b' ');
+    }
+}
+
 fn le_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
@@ -331,6 +363,23 @@ mod tests {
     fn load(m: &Model) -> Result<Model, String> {
         let bytes = m.to_safetensors().unwrap();
         Model::from_safetensors(&bytes, Path::new("m.safetensors")).map_err(|e| e.to_string())
+    }
+
+    /// Issue 73: `--save` wrote the metadata in a `HashMap`'s order, different in each run.
+    #[test]
+    fn one_model_is_one_byte_string() {
+        let mut m = model("bf16");
+        m.accuracies = vec![("test_accuracy_f32".into(), 0.5), ("test_accuracy_bf16".into(), 0.25)];
+        let first = m.to_safetensors().unwrap();
+        for _ in 0..8 {
+            assert_eq!(m.to_safetensors().unwrap(), first);
+        }
+        let len = u64::from_le_bytes(first[..8].try_into().unwrap()) as usize;
+        let header = std::str::from_utf8(&first[8..8 + len]).unwrap();
+        let at = |key: &str| header.find(&format!("\"{key}\"")).unwrap();
+        assert!(at("dataset") < at("dtype") && at("dtype") < at("feature_scale"), "{header}");
+        assert!(at("seed") < at("test_accuracy_bf16"), "{header}");
+        assert_eq!(load(&m).unwrap().accuracies.len(), 2);
     }
 
     /// `systole predict` and `firmware blob` took a model "trained in fp64".
