@@ -26,10 +26,24 @@ pub fn netlist_verilog(board: &Board, build_dir: &Path, work: &Path) -> Result<S
             json.display()
         )));
     }
+    // A damaged file is named here, not left to Yosys' message about its own copy.
+    let bytes = std::fs::read(&json).map_err(ToolError::io(&json))?;
+    // Its syntax and its `modules` object, read without building the (large) document.
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct YosysJson {
+        modules: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+    }
+    if let Err(e) = serde_json::from_slice::<YosysJson>(&bytes) {
+        return Err(ToolError::Report(format!(
+            "{}: not a Yosys JSON netlist ({e}); give the directory `systole board build` wrote",
+            json.display()
+        )));
+    }
     // A copy beside the output, named relative to it: YoWASP's Yosys sees only the directory
     // it runs in (a path under /tmp outside it was "not found").
     let copy = work.join("netlist.json");
-    std::fs::copy(&json, &copy).map_err(ToolError::io(&copy))?;
+    std::fs::write(&copy, &bytes).map_err(ToolError::io(&copy))?;
     // Newer Yosys releases (the ECP5's) record the design's hierarchy in `$scopeinfo` cells,
     // which simulate as nothing.
     let script = match board.family {
@@ -38,7 +52,12 @@ pub fn netlist_verilog(board: &Board, build_dir: &Path, work: &Path) -> Result<S
             "read_json netlist.json; delete t:$scopeinfo; write_verilog -noattr netlist.v"
         }
     };
-    crate::yosys::tool(board).run(work, &["-q", "-p", script])?;
+    crate::yosys::tool(board).run(work, &["-q", "-p", script]).map_err(|e| match e {
+        ToolError::Failed { tool, code, output } => {
+            ToolError::Failed { tool: format!("{tool} reading {}", json.display()), code, output }
+        }
+        other => other,
+    })?;
     let out = work.join("netlist.v");
     std::fs::read_to_string(&out).map_err(ToolError::io(out))
 }

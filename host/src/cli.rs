@@ -2,6 +2,8 @@
 //!
 //! Every error exits with status 2 and one line on stderr, `error: ...`.
 
+mod ignored;
+
 use crate::network::ModelChoice;
 use std::path::PathBuf;
 
@@ -10,6 +12,8 @@ use systole_core::machine::GoldenKind;
 use systole_core::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
 
 use crate::dataset::Source;
+
+pub use ignored::note;
 
 /// The array the host picks when no flag says otherwise; the depths and the clock are the
 /// core's own defaults, read from [`ArrayConfig::new`] rather than written here again.
@@ -63,8 +67,8 @@ pub struct BlobArgs {
     /// The data set the model was trained on (for INT8 calibration).
     #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
-    /// Samples per inference.
-    #[arg(long, default_value_t = 1)]
+    /// Samples per inference (1 to 65535).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub batch: u16,
     /// A board's default build in --dtype (`systole board list`): its array, memories and clock
     /// instead of the array flags, and the blob refused if it needs more DRAM than the board has.
@@ -646,7 +650,7 @@ impl From<DataflowArg> for Dataflow {
     }
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MachineArg {
     /// Instruction by instruction; cycles from the closed form.
     Functional,

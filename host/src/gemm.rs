@@ -18,6 +18,9 @@ pub fn run(args: &GemmArgs) -> anyhow::Result<()> {
     let dtype = Dtype::from(args.dtype);
     let config = args.array.config(dtype);
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
+    if let Some(line) = crate::cli::note(&args.ignored()) {
+        eprintln!("{line}");
+    }
     // The outputs first, so a path that cannot be written (or is an input) fails before any work.
     let mut outputs = Outputs::new();
     outputs.reads("--a", &args.a)?;

@@ -36,10 +36,10 @@ impl Netlist {
     /// Reads `dir` (what `systole board build` wrote): its `report.json` and `netlist.json`.
     pub fn load(dir: &Path) -> anyhow::Result<Netlist> {
         let report_path = dir.join("report.json");
-        let json = std::fs::read_to_string(&report_path).with_context(|| {
-            format!(
-                "cannot read {} (give the directory `systole board build` wrote)",
-                dir.display()
+        let json = std::fs::read_to_string(&report_path).map_err(|e| {
+            anyhow!(
+                "cannot read {}: {e}; give the directory `systole board build` wrote",
+                report_path.display()
             )
         })?;
         let source = report_path.display().to_string();

@@ -47,6 +47,9 @@ const SHUFFLE_STREAM: u64 = 0x5348_5546_464c_4553; // "SHUFFLES"
 pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let sgd = check_flags(args)?;
+    if let Some(line) = crate::cli::note(&args.ignored()) {
+        eprintln!("{line}");
+    }
     // The outputs first, so a path that cannot be written (or is an input) fails before any work.
     let mut outputs = Outputs::new();
     for path in args.dataset.files() {
@@ -73,6 +76,15 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         }
         for dtype in arrays {
             let config = args.array.config(dtype);
+            // Every array the run will use, checked before the first epoch (the INT8 one was
+            // only built after training).
+            config.validate().map_err(|e| {
+                anyhow!(
+                    "array config of the {} array (--dtype {}): {e}",
+                    dtype.name(),
+                    args.dtype.name()
+                )
+            })?;
             if let Err(CompileError::NotLowered { what }) = check_lowered(&graph, &config) {
                 bail!(
                     "--model {}: {what} does not run on the accelerator yet; this model trains \

@@ -193,7 +193,10 @@ fn netlists_are_refused_naming_what_is_missing() {
         args.extend(extra);
         systole(args)
     };
-    assert_fails_naming(&netlist(&missing, &[]), &["nowhere", "board build"]);
+    assert_fails_naming(&netlist(&missing, &[]), &["nowhere/report.json", "board build"]);
+    // Issue 73: a directory without its report was "No such file or directory" about the
+    // directory.
+    assert_fails_naming(&netlist(dir.path(), &[]), &["report.json", "board build"]);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for (report, needles) in [
         ("boards/ulx3s/report-ulx3s-25f.json", ["netlist.json is missing", "board build"]),
@@ -202,6 +205,12 @@ fn netlists_are_refused_naming_what_is_missing() {
         fs::copy(root.join(report), dir.path().join("report.json")).unwrap();
         assert_fails_naming(&netlist(dir.path(), &[]), &needles);
     }
+    // Issue 73: a damaged netlist got Yosys' message about its own copy, without the file.
+    fs::write(dir.path().join("netlist.json"), "{\"creator\": \"Yosys\", \"modu").unwrap();
+    let damaged = dir.path().join("netlist.json");
+    let damaged = damaged.to_str().unwrap();
+    assert_fails_naming(&netlist(dir.path(), &[]), &[damaged, "not a Yosys JSON netlist"]);
+    fs::remove_file(dir.path().join("netlist.json")).unwrap();
     let out = netlist(dir.path(), &["--dtype", "int8"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--dtype"), "{}", text(&out.stderr));
