@@ -3,7 +3,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Dataset, DatasetError, DIGITS_CSV};
 
@@ -23,37 +23,53 @@ const IMAGES_PART: &str = "images-idx3-ubyte";
 const LABELS_PART: &str = "labels-idx1-ubyte";
 
 impl Source {
-    /// `digits` is the built-in set; anything else is a path.
+    /// `digits` and `mnist` are the built-in sets; anything else is a path. A name that
+    /// names an existing file is that file, commas and all; only otherwise is a comma the one
+    /// between an IDX pair's two paths, and a pair must name two existing files.
     pub fn parse(s: &str) -> Result<Source, String> {
         match s {
             "" => Err("the data set must be `digits`, `mnist`, a .csv file or an IDX pair".into()),
             "digits" => Ok(Source::Digits),
             "mnist" => Ok(Source::Mnist),
-            pair if pair.contains(',') => {
-                let (images, labels) = pair.split_once(',').expect("has a comma");
-                if images.is_empty() || labels.is_empty() || labels.contains(',') {
+            path if !path.contains(',') || Path::new(path).exists() => Ok(Source::file(path)),
+            pair => {
+                let no_file = format!("{pair:?} names no file");
+                let paths = pair.split_once(',').filter(|(images, labels)| {
+                    !images.is_empty() && !labels.is_empty() && !labels.contains(',')
+                });
+                let Some((images, labels)) = paths else {
                     return Err(format!(
-                        "{pair:?}: an IDX pair is IMAGES,LABELS: two paths and one comma"
+                        "{no_file}; an IMAGES,LABELS pair is two paths and one comma"
                     ));
+                };
+                for (which, path) in [("images", images), ("labels", labels)] {
+                    if !Path::new(path).exists() {
+                        return Err(format!(
+                            "{no_file}; as an IMAGES,LABELS pair, its {which} file {path:?} does \
+                             not exist"
+                        ));
+                    }
                 }
                 Ok(Source::Idx { images: images.into(), labels: labels.into() })
-            }
-            path => {
-                let name = std::path::Path::new(path).file_name().and_then(|n| n.to_str());
-                match name.filter(|n| n.contains(IMAGES_PART)) {
-                    Some(n) => Ok(Source::Idx {
-                        images: path.into(),
-                        labels: PathBuf::from(path)
-                            .with_file_name(n.replace(IMAGES_PART, LABELS_PART)),
-                    }),
-                    None => Ok(Source::Csv(PathBuf::from(path))),
-                }
             }
         }
     }
 
+    /// The one file `path`: an IDX images file when its name has MNIST's `images-idx3-ubyte`
+    /// (its labels beside it), else a CSV.
+    fn file(path: &str) -> Source {
+        let name = Path::new(path).file_name().and_then(|n| n.to_str());
+        match name.filter(|n| n.contains(IMAGES_PART)) {
+            Some(n) => Source::Idx {
+                images: path.into(),
+                labels: PathBuf::from(path).with_file_name(n.replace(IMAGES_PART, LABELS_PART)),
+            },
+            None => Source::Csv(PathBuf::from(path)),
+        }
+    }
+
     /// The files it reads (none for a built-in set), for the outputs' input checks.
-    pub fn files(&self) -> Vec<&std::path::Path> {
+    pub fn files(&self) -> Vec<&Path> {
         match self {
             Source::Digits | Source::Mnist => vec![],
             Source::Csv(path) => vec![path],
@@ -101,5 +117,70 @@ impl Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder of its own under the system's temporary one, removed when dropped.
+    struct Folder(PathBuf);
+
+    impl Folder {
+        fn new(name: &str) -> Folder {
+            let dir = std::env::temp_dir().join(format!("systole-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            Folder(dir)
+        }
+
+        fn file(&self, name: &str) -> PathBuf {
+            let path = self.0.join(name);
+            std::fs::write(&path, "1,0\n2,1\n").unwrap();
+            path
+        }
+    }
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// `--dataset 'my,data.csv'` was read as the IDX pair `my` and `data.csv` (`cannot read
+    /// my`): a comma had no escape. A name that is an existing file is now that file, and
+    /// when neither reading exists the message gives both.
+    #[test]
+    fn a_comma_in_an_existing_files_name_is_part_of_the_name() {
+        let dir = Folder::new("comma");
+        let csv = dir.file("my,data.csv");
+        assert_eq!(Source::parse(csv.to_str().unwrap()).unwrap(), Source::Csv(csv.clone()));
+        let images = dir.file("a,b-images-idx3-ubyte");
+        assert_eq!(
+            Source::parse(images.to_str().unwrap()).unwrap(),
+            Source::Idx { images: images.clone(), labels: dir.0.join("a,b-labels-idx1-ubyte") }
+        );
+        // A pair whose files exist is a pair, as before.
+        let (i, l) = (dir.file("i"), dir.file("l"));
+        let pair = format!("{},{}", i.display(), l.display());
+        assert_eq!(Source::parse(&pair).unwrap(), Source::Idx { images: i, labels: l });
+        // Neither the whole name nor the pair: both readings named.
+        let missing = format!("{}/no,such.csv", dir.0.display());
+        assert_eq!(
+            Source::parse(&missing).unwrap_err(),
+            format!(
+                "{missing:?} names no file; as an IMAGES,LABELS pair, its images file {:?} does \
+                 not exist",
+                format!("{}/no", dir.0.display()),
+            )
+        );
+        let half = format!("{},such.csv", dir.file("yes").display());
+        let e = Source::parse(&half).unwrap_err();
+        assert!(e.ends_with("its labels file \"such.csv\" does not exist"), "{e}");
+        let odd = format!("{missing},x");
+        assert_eq!(
+            Source::parse(&odd).unwrap_err(),
+            format!("{odd:?} names no file; an IMAGES,LABELS pair is two paths and one comma")
+        );
     }
 }
