@@ -25,32 +25,55 @@ const LABELS_PART: &str = "labels-idx1-ubyte";
 impl Source {
     /// `digits` and `mnist` are the built-in sets; anything else is a path. A name that
     /// names an existing file is that file, commas and all; only otherwise is a comma the one
-    /// between an IDX pair's two paths, and a pair must name two existing files.
+    /// between an IDX pair's two paths: the one comma that splits the name into two existing
+    /// files (a pair's paths may hold commas too).
     pub fn parse(s: &str) -> Result<Source, String> {
         match s {
             "" => Err("the data set must be `digits`, `mnist`, a .csv file or an IDX pair".into()),
             "digits" => Ok(Source::Digits),
             "mnist" => Ok(Source::Mnist),
             path if !path.contains(',') || Path::new(path).exists() => Ok(Source::file(path)),
-            pair => {
-                let no_file = format!("{pair:?} names no file");
-                let paths = pair.split_once(',').filter(|(images, labels)| {
-                    !images.is_empty() && !labels.is_empty() && !labels.contains(',')
-                });
-                let Some((images, labels)) = paths else {
-                    return Err(format!(
-                        "{no_file}; an IMAGES,LABELS pair is two paths and one comma"
-                    ));
-                };
-                for (which, path) in [("images", images), ("labels", labels)] {
-                    if !Path::new(path).exists() {
-                        return Err(format!(
-                            "{no_file}; as an IMAGES,LABELS pair, its {which} file {path:?} does \
-                             not exist"
-                        ));
-                    }
-                }
+            pair => Source::pair(pair),
+        }
+    }
+
+    /// `IMAGES,LABELS`, split at the one comma that leaves two existing files on its sides;
+    /// else a message that gives both readings, the file's and the pair's.
+    fn pair(s: &str) -> Result<Source, String> {
+        let splits: Vec<(&str, &str)> = s
+            .match_indices(',')
+            .map(|(at, _)| (&s[..at], &s[at + 1..]))
+            .filter(|(images, labels)| !images.is_empty() && !labels.is_empty())
+            .collect();
+        let exists = |path: &&str| Path::new(path).exists();
+        let pairs: Vec<&(&str, &str)> =
+            splits.iter().filter(|(i, l)| exists(i) && exists(l)).collect();
+        match (pairs.as_slice(), splits.as_slice()) {
+            ([(images, labels)], _) => {
                 Ok(Source::Idx { images: images.into(), labels: labels.into() })
+            }
+            ([], [(images, labels)]) => {
+                let (which, path) = match exists(images) {
+                    false => ("images", images),
+                    true => ("labels", labels),
+                };
+                Err(format!(
+                    "{s:?} names no file; as an IMAGES,LABELS pair, its {which} file {path:?} \
+                     does not exist"
+                ))
+            }
+            ([], _) => Err(format!(
+                "{s:?} names no file, nor does any of its commas split it into an IMAGES,LABELS \
+                 pair of files"
+            )),
+            (several, _) => {
+                let shown: Vec<String> =
+                    several.iter().map(|(i, l)| format!("{i:?} and {l:?}")).collect();
+                Err(format!(
+                    "{s:?} names no file, and splits into more than one IMAGES,LABELS pair of \
+                     files: {}",
+                    shown.join("; ")
+                ))
             }
         }
     }
@@ -180,7 +203,30 @@ mod tests {
         let odd = format!("{missing},x");
         assert_eq!(
             Source::parse(&odd).unwrap_err(),
-            format!("{odd:?} names no file; an IMAGES,LABELS pair is two paths and one comma")
+            format!(
+                "{odd:?} names no file, nor does any of its commas split it into an \
+                 IMAGES,LABELS pair of files"
+            )
         );
+    }
+
+    /// A pair's paths may hold commas too: the comma that splits the name into two existing
+    /// files is the pair's (one comma only was taken, and a second was refused).
+    #[test]
+    fn a_pair_of_files_with_commas_in_their_names_is_that_pair() {
+        let dir = Folder::new("comma-pair");
+        let (i, l) = (dir.file("a,b-images"), dir.file("c,d"));
+        let pair = format!("{},{}", i.display(), l.display());
+        assert_eq!(Source::parse(&pair).unwrap(), Source::Idx { images: i, labels: l });
+        // Two splits into existing files: which pair is meant cannot be told. `D/p,D/q,D/r`
+        // is `D/p` and `D/q,D/r`, or `D/p,D/q` and `D/r`.
+        let d = dir.0.display().to_string();
+        std::fs::create_dir_all(dir.0.join(format!("q,{d}"))).unwrap();
+        std::fs::create_dir_all(dir.0.join(format!("p,{d}"))).unwrap();
+        for name in ["p".to_string(), format!("q,{d}/r"), format!("p,{d}/q"), "r".into()] {
+            dir.file(&name);
+        }
+        let e = Source::parse(&format!("{d}/p,{d}/q,{d}/r")).unwrap_err();
+        assert!(e.contains("splits into more than one IMAGES,LABELS pair"), "{e}");
     }
 }
