@@ -42,18 +42,30 @@ pub fn check_memory(what: impl Display, bytes: u64) -> Result<(), MemoryError> {
 /// from a file ends the run with a message, never with an allocation failure's abort.
 pub fn try_vec<T>(what: impl Display, len: u64) -> Result<Vec<T>, MemoryError> {
     let mut v = Vec::new();
-    try_reserve(&mut v, len, what)?;
+    try_grow(&mut v, len, len, what)?;
     Ok(v)
 }
 
-/// Room in `v` for `more` elements beyond its length, for `what`, checked as [`try_vec`]
-/// checks (the need named is the whole vector's).
-pub fn try_reserve<T>(v: &mut Vec<T>, more: u64, what: impl Display) -> Result<(), MemoryError> {
-    let bytes = (v.len() as u64).saturating_add(more).saturating_mul(size_of::<T>() as u64);
+/// Room in `v` for `more` elements beyond its length, for `what`: the length they make
+/// checked as [`try_vec`] checks it, the room grown geometrically as `Vec` grows it (so what
+/// is reserved follows what has been read, never what a header claims) but to at most
+/// `at_most` elements (a header's count, once it is being met).
+pub fn try_grow<T>(
+    v: &mut Vec<T>,
+    more: u64,
+    at_most: u64,
+    what: impl Display,
+) -> Result<(), MemoryError> {
+    let need = (v.len() as u64).saturating_add(more);
+    let bytes = need.saturating_mul(size_of::<T>() as u64);
     check_memory(&what, bytes)?;
+    if need <= v.capacity() as u64 {
+        return Ok(());
+    }
+    let room = (v.capacity() as u64).saturating_mul(2).min(at_most).max(need);
     let refused = || MemoryError::Refused { what: what.to_string(), bytes };
-    let more = usize::try_from(more).map_err(|_| refused())?;
-    v.try_reserve(more).map_err(|_| refused())
+    let extra = usize::try_from(room - v.len() as u64).map_err(|_| refused())?;
+    v.try_reserve_exact(extra).map_err(|_| refused())
 }
 
 /// The largest input file one command reads whole (a `.npy`, a model, a report): 1 GiB, a
@@ -121,8 +133,15 @@ mod tests {
     fn a_reservation_past_the_limit_or_refused_is_an_error() {
         let past = try_vec::<u32>("a.idx", (MEMORY_LIMIT / 4) + 1).unwrap_err().to_string();
         assert_eq!(past, "a.idx needs 4294967300 bytes of memory; the limit is 4294967296 (4 GiB)");
+        // Room grows as a vector's does, to at most the count given.
         let mut v = vec![0u64; 8];
-        assert!(try_reserve(&mut v, 1 << 20, "x").is_ok() && v.capacity() >= 8 + (1 << 20));
+        try_grow(&mut v, 1, 100, "x").unwrap();
+        assert_eq!(v.capacity(), 16);
+        v.resize(16, 0);
+        try_grow(&mut v, 4, 20, "x").unwrap();
+        assert_eq!(v.capacity(), 20);
+        try_grow(&mut v, 1 << 20, u64::MAX, "x").unwrap();
+        assert_eq!(v.capacity(), 16 + (1 << 20));
         let e = MemoryError::Refused { what: "t.csv".into(), bytes: 7 }.to_string();
         assert_eq!(
             e,

@@ -271,6 +271,19 @@ fn an_idx_that_outgrows_the_address_space_is_refused_not_aborted() {
     assert_refused("256 MiB of pixels", &out, &["images-idx3-ubyte.gz", "bytes of memory"]);
 }
 
+/// A header within the memory limit (8,191 images of 256 x 256: 4.29 GB as f32 and split) had
+/// its f32 features reserved before a pixel came, past this 2 GiB address space; a 16-byte
+/// file justifies none of it. Room now grows with the pixels read, so the file is refused for
+/// what it is: short.
+#[test]
+fn an_idx_header_within_the_limit_is_not_reserved_before_its_pixels_are_read() {
+    let s = Scratch::new();
+    let pair = idx_pair(&s, [8191, 256, 256], 0);
+    let out = systole_limited(words("train --dtype f32 --dataset", &[pair.as_os_str()]));
+    let short = "elements: the file ends after 0 of its 536805376 bytes";
+    assert_refused("a header alone", &out, &["images-idx3-ubyte.gz: ", short]);
+}
+
 /// A CSV grew its features as it was read until an allocation failed: an abort. Each row is
 /// now counted against the memory limit, and an allocation the system refuses (here, under a
 /// 512 MiB address space, from a pipe with no end) is an error.

@@ -24,7 +24,7 @@ use systole_core::graph::MAX_WIDTH;
 use super::gzip::Members;
 use super::memory::check_held;
 use super::{Dataset, DatasetError};
-use crate::limits::{try_vec, INPUT_LIMIT};
+use crate::limits::{try_grow, INPUT_LIMIT};
 
 /// The built-in MNIST sample (data/README.md has its provenance): 10,000 images of 28 x 28.
 pub const MNIST_IMAGES: &[u8] = include_bytes!("../../../data/mnist10k-images-idx3-ubyte.gz");
@@ -55,9 +55,14 @@ impl IdxArray {
         ranks: RangeInclusive<usize>,
     ) -> Result<IdxArray, DatasetError> {
         let idx = IdxReader::open(reader, file, ranks)?;
-        let mut data = try_vec(format_args!("{file}: {} elements", idx.elements), idx.elements)?;
         let dims = idx.dims.clone();
-        idx.read_elements(|chunk| data.extend_from_slice(chunk))?;
+        let mut data = Vec::new();
+        idx.read_elements(|chunk, elements| {
+            let what = format_args!("{file}: {elements} elements");
+            try_grow(&mut data, chunk.len() as u64, elements, what)?;
+            data.extend_from_slice(chunk);
+            Ok(())
+        })?;
         Ok(IdxArray { dims, data })
     }
 
@@ -166,8 +171,12 @@ impl<'f, R: Read> IdxReader<'f, R> {
         Ok(IdxReader { stream, file, dims, elements })
     }
 
-    /// Hands the elements to `take` a chunk at a time, then checks that nothing follows them.
-    fn read_elements(mut self, mut take: impl FnMut(&[u8])) -> Result<(), DatasetError> {
+    /// Hands the elements to `take` a chunk at a time (with their count, for the room to
+    /// grow to), then checks that nothing follows them.
+    fn read_elements(
+        mut self,
+        mut take: impl FnMut(&[u8], u64) -> Result<(), DatasetError>,
+    ) -> Result<(), DatasetError> {
         let (file, total) = (self.file, self.elements);
         let mut chunk = vec![0u8; CHUNK];
         let mut done = 0u64;
@@ -182,7 +191,7 @@ impl<'f, R: Read> IdxReader<'f, R> {
                     ))
                 }
                 Ok(n) => {
-                    take(&chunk[..n]);
+                    take(&chunk[..n], total)?;
                     done += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -278,9 +287,15 @@ impl Dataset {
             });
         }
         check_held(images_file, count as u64, features)?;
-        let what = format_args!("{images_file}: {} pixels as f32", images.elements);
-        let mut x: Vec<f32> = try_vec(what, images.elements)?;
-        images.read_elements(|chunk| x.extend(chunk.iter().map(|&p| p as f32)))?;
+        // Room for the f32 features grows with the pixels read: a file that ends early never
+        // had what its header claims reserved.
+        let mut x: Vec<f32> = Vec::new();
+        images.read_elements(|chunk, pixels| {
+            let what = format_args!("{images_file}: {pixels} pixels as f32");
+            try_grow(&mut x, chunk.len() as u64, pixels, what)?;
+            x.extend(chunk.iter().map(|&p| p as f32));
+            Ok(())
+        })?;
         let labels = IdxReader::open(labels, labels_file, 1..=1)?;
         if labels.dims[0] != count {
             return Err(DatasetError::Idx {
@@ -292,9 +307,13 @@ impl Dataset {
                 ),
             });
         }
-        let mut read: Vec<u16> =
-            try_vec(format_args!("{labels_file}: {count} labels"), count as u64)?;
-        labels.read_elements(|chunk| read.extend(chunk.iter().map(|&l| l as u16)))?;
+        let mut read: Vec<u16> = Vec::new();
+        labels.read_elements(|chunk, count| {
+            let what = format_args!("{labels_file}: {count} labels");
+            try_grow(&mut read, chunk.len() as u64, count, what)?;
+            read.extend(chunk.iter().map(|&l| l as u16));
+            Ok(())
+        })?;
         let max = *read.iter().max().expect("a dimension is never 0");
         if read.iter().all(|&l| l == max) {
             return Err(DatasetError::OneClass { file: labels_file.into(), label: max });

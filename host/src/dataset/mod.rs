@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use systole_core::graph::MAX_WIDTH;
 use systole_core::params::SplitMix64;
 
-use crate::limits::{try_reserve, try_vec, MemoryError};
+use crate::limits::{try_grow, try_vec, MemoryError};
 
 mod gzip;
 mod idx;
@@ -221,7 +221,7 @@ impl Dataset {
             let (rows, width) = (labels.len() as u64 + 1, features.len() as u64);
             memory::check_held(file, rows, width)?;
             let what = format_args!("{file}: {rows} rows of {width} features as f32");
-            try_reserve(&mut x, width, what)?;
+            try_grow(&mut x, width, u64::MAX, what)?;
             for (i, cell) in features.iter().enumerate() {
                 let value = cell.parse::<f32>().map_err(|_| DatasetError::NotNumber {
                     file: file.into(),
