@@ -449,7 +449,7 @@ impl Split {
     pub fn to_channels_last(&mut self, c: usize, positions: usize) {
         for side in [&mut self.train, &mut self.test] {
             assert_eq!(side.x.len(), side.len() * c * positions);
-            for image in side.x.chunks_exact_mut(c * positions) {
+            for image in side.x.chunks_exact_mut((c * positions).max(1)) {
                 let last = systole_core::conv::nchw_to_nhwc(image, 1, positions, c);
                 image.copy_from_slice(&last);
             }
@@ -475,6 +475,23 @@ mod tests {
         // Per class round(0.8 n): 1438 training rows in all.
         assert_eq!((split.train.len(), split.test.len()), (1438, 359));
         assert!(split.train.x.iter().all(|v| (0.0..=1.0).contains(v)));
+    }
+
+    /// Images turn channels-last one at a time in place, as core turns a whole side.
+    #[test]
+    fn channels_last_in_place_is_cores_transpose() {
+        let d = parse(
+            &(0..12)
+                .map(|i| format!("{},{},{},{},{},{},{}\n", i, -i, 2 * i, 3, i % 5, 7 - i, i % 2))
+                .collect::<String>(),
+        )
+        .unwrap();
+        let mut split = d.split(0).unwrap();
+        let whole: Vec<Vec<f32>> = [&split.train, &split.test]
+            .map(|s| systole_core::conv::nchw_to_nhwc(&s.x, s.len(), 3, 2))
+            .to_vec();
+        split.to_channels_last(2, 3);
+        assert_eq!([split.train.x, split.test.x].to_vec(), whole);
     }
 
     #[test]
