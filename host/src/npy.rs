@@ -2,7 +2,9 @@
 //!
 //! Inputs become the bytes the accelerator's DRAM holds: INT8 as they are, float32 rounded to
 //! bf16 with [`Bf16::from_f32`], as the hardware's input path would. C-order and Fortran-order
-//! files are both read; the result is always row-major.
+//! files are both read; the result is always row-major. Every spelling NumPy reads of the two
+//! dtypes is read (`descr.rs`): int8 (`|i1`, `i1`, `b`, `int8`, any byte order) and float32
+//! (`<f4`, `f4`, `f`, `float32`, and big-endian `>f4`, whose bytes are swapped).
 
 use std::fmt;
 use std::io::{self, Cursor, Write};
@@ -11,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use npyz::{DType, Endianness, NpyHeader, Order, TypeChar, TypeStr, WriteOptions, WriterBuilder};
 use systole_core::{Bf16, Dtype};
+
+mod descr;
 
 /// A row-major matrix as the accelerator's DRAM holds it: little-endian elements of the dtype.
 #[derive(Debug)]
@@ -77,7 +81,7 @@ pub fn parse_matrix(file: &[u8], path: &Path, dtype: Dtype) -> Result<Matrix, Np
     })?;
     let shape = Shape(header.shape().to_vec());
     let (rows, cols) = matrix_dims(path, &shape, input.bytes, data.len() as u64)?;
-    let mut elems = input.to_dram(data);
+    let mut elems = input.to_dram(data, header.dtype());
     if header.order() == Order::Fortran {
         elems = fortran_to_row_major(&elems, rows as usize, cols as usize, dtype.elem_bytes());
     }
@@ -115,19 +119,19 @@ fn split_header(file: &[u8]) -> Result<(NpyHeader, &[u8]), String> {
     if element_count_overflows(file) {
         return Err("the shape's element count overflows 64 bits".into());
     }
-    // npyz knows only explicit byte orders: a native-order type string (`=f4`, which NumPy
-    // reads in the reading machine's order) is given to it as that order, spelled out.
-    let spelled = entries.as_deref().and_then(|e| spell_native_order(file, e));
-    let mut cursor = Cursor::new(spelled.as_deref().unwrap_or(file));
+    // npyz knows only an explicit byte order, a kind and a size (`<f4`): NumPy's other
+    // spellings (`f4`, `=f4`, `float32`, `b`) are given to it spelled so.
+    if let Some((spelled, data_start)) = entries.as_deref().and_then(|e| spell_descr(file, e)) {
+        let header = NpyHeader::from_reader(&spelled[..]).map_err(|e| one_line(&e.to_string()))?;
+        return Ok((header, &file[data_start..]));
+    }
+    let mut cursor = Cursor::new(file);
     let header = NpyHeader::from_reader(&mut cursor).map_err(|e| one_line(&e.to_string()))?;
     Ok((header, &file[cursor.position() as usize..]))
 }
 
 /// The keys of a `.npy` header's dict: NumPy writes these and reads nothing else.
 const HEADER_KEYS: [&str; 3] = ["descr", "fortran_order", "shape"];
-
-/// The byte order `=` means here: this machine's, as NumPy reads it.
-const NATIVE_ORDER: u8 = if cfg!(target_endian = "big") { b'>' } else { b'<' };
 
 /// A missing key or one NumPy does not read, named.
 fn check_header_keys(entries: &[(Vec<u8>, Range<usize>)]) -> Result<(), String> {
@@ -159,31 +163,51 @@ fn quoted_key(key: &[u8]) -> String {
     }
 }
 
-/// The preamble and header of `file` with the `=` of each native-order type string in its
-/// `descr` (the dtype's own, or a structured dtype's fields') replaced by [`NATIVE_ORDER`];
-/// `None` if it has none.
-fn spell_native_order(file: &[u8], entries: &[(Vec<u8>, Range<usize>)]) -> Option<Vec<u8>> {
+/// The preamble and header of `file` with each type string in its `descr` (the dtype's own,
+/// or a structured dtype's fields') spelled as npyz reads it ([`descr::spell`]), and where
+/// the data starts in `file`; `None` if every type string is spelled so already.
+fn spell_descr(file: &[u8], entries: &[(Vec<u8>, Range<usize>)]) -> Option<(Vec<u8>, usize)> {
     let (len, start) = header_len(file)?;
     let (_, descr) = entries.iter().find(|(k, _)| k == b"descr")?;
-    let mut head = file.get(..start + len)?.to_vec();
+    let text = file.get(start..start + len)?;
+    let mut spelled_text = text[..descr.start].to_vec();
     let mut spelled = false;
-    let mut i = start + descr.start;
-    while i < start + descr.end {
-        if !matches!(head[i], b'\'' | b'"') {
-            i += 1;
-            continue;
-        }
-        let end = string_end(&head, i)?;
-        if head[i + 1] == b'=' {
-            head[i + 1] = NATIVE_ORDER;
-            match std::str::from_utf8(&head[i + 1..end]).map(str::parse::<TypeStr>) {
-                Ok(Ok(_)) => spelled = true,
-                _ => head[i + 1] = b'=',
+    let mut i = descr.start;
+    while i < descr.end {
+        let quoted = matches!(text[i], b'\'' | b'"');
+        // A string after `(` is a field's name (or title), not its type.
+        let named = text[..i].iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'(');
+        let end = if quoted { string_end(text, i)? } else { i };
+        let respelled = match quoted && !named {
+            true => std::str::from_utf8(&text[i + 1..end])
+                .ok()
+                .and_then(descr::spell)
+                .filter(|s| s.as_bytes() != &text[i + 1..end]),
+            false => None,
+        };
+        match respelled {
+            Some(s) => {
+                spelled = true;
+                spelled_text.push(text[i]);
+                spelled_text.extend_from_slice(s.as_bytes());
+                spelled_text.push(text[end]);
             }
+            None => spelled_text.extend_from_slice(&text[i..=end]),
         }
         i = end + 1;
     }
-    spelled.then_some(head)
+    if !spelled {
+        return None;
+    }
+    spelled_text.extend_from_slice(&text[descr.end..]);
+    // The same version and preamble, with the header's new length.
+    let mut head = file[..start].to_vec();
+    match start {
+        10 => head[8..10].copy_from_slice(&u16::try_from(spelled_text.len()).ok()?.to_le_bytes()),
+        _ => head[8..12].copy_from_slice(&u32::try_from(spelled_text.len()).ok()?.to_le_bytes()),
+    }
+    head.extend_from_slice(&spelled_text);
+    Some((head, start + len))
 }
 
 /// A header's dict, entry by entry: each key and where its value lies in `text`. `None` when
@@ -381,34 +405,38 @@ impl InputType {
             Dtype::Int8 => {
                 InputType { name: "int8 (|i1)", type_char: TypeChar::Int, bytes: 1, dtype }
             }
-            Dtype::Bf16 => InputType {
-                name: "little-endian float32 (<f4)",
-                type_char: TypeChar::Float,
-                bytes: 4,
-                dtype,
-            },
+            Dtype::Bf16 => {
+                InputType { name: "float32 (<f4)", type_char: TypeChar::Float, bytes: 4, dtype }
+            }
         }
     }
 
-    /// `Ok` if `found` is this type (any byte order for one-byte types, little-endian otherwise);
-    /// else `found` as NumPy names it.
+    /// `Ok` if `found` is this type, in either byte order; else `found` as NumPy names it.
     fn check(&self, found: &DType) -> Result<(), String> {
         let DType::Plain(ts) = found else { return Err(format!("{} (structured)", found.descr())) };
-        let little = self.bytes == 1 || ts.endianness() == Endianness::Little;
-        if ts.type_char() == self.type_char && ts.size_field() == self.bytes && little {
+        if ts.type_char() == self.type_char && ts.size_field() == self.bytes {
             Ok(())
         } else {
             Err(numpy_name(ts))
         }
     }
 
-    /// File data (already checked to be the right size) as DRAM bytes.
-    fn to_dram(&self, data: &[u8]) -> Vec<u8> {
+    /// File data of type `found` (already checked to be this type and the right size) as
+    /// DRAM bytes: little-endian.
+    fn to_dram(&self, data: &[u8], found: DType) -> Vec<u8> {
+        let big = matches!(found, DType::Plain(ts) if ts.endianness() == Endianness::Big);
         match self.dtype {
             Dtype::Int8 => data.to_vec(),
             Dtype::Bf16 => data
                 .chunks_exact(4)
-                .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                .map(|w| {
+                    let w = [w[0], w[1], w[2], w[3]];
+                    if big {
+                        f32::from_be_bytes(w)
+                    } else {
+                        f32::from_le_bytes(w)
+                    }
+                })
                 .flat_map(|x| Bf16::from_f32(x).0.to_le_bytes())
                 .collect(),
         }
@@ -613,6 +641,64 @@ mod tests {
         // `=` before something that is no type is still npyz's to refuse.
         let e = parse_matrix(&npy(&dict("=q9"), &[0; 4]), path, Dtype::Int8).unwrap_err();
         assert!(e.to_string().contains("invalid type string"), "{e}");
+    }
+
+    /// `'i1'` and `'f4'` (no byte-order character; NumPy reads them as int8 and native
+    /// float32) were refused as "invalid type string", and so was every other spelling NumPy
+    /// takes for the two dtypes (`b`, `int8`, `f`, `float32`, ...); `>f4` was refused as
+    /// big-endian. Each now reads as the usual spelling does.
+    #[test]
+    fn every_spelling_numpy_reads_as_int8_or_float32_is_read_as_it() {
+        let path = Path::new("a.npy");
+        let dict = |descr: &str| {
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 2), }}")
+        };
+        let read = |descr: &str, data: &[u8], dtype: Dtype| {
+            parse_matrix(&npy(&dict(descr), data), path, dtype).map(|m| m.elems)
+        };
+        let ints = [1u8, 0xfe, 0x80, 4];
+        let int8 = read("|i1", &ints, Dtype::Int8).unwrap();
+        for descr in ["i1", "<i1", ">i1", "=i1", "b", "<b", ">b", "|b", "=b", "int8", "byte", "i01"]
+        {
+            assert_eq!(read(descr, &ints, Dtype::Int8).unwrap(), int8, "{descr}");
+        }
+        let floats = [1.0f32, -2.5, 3.0, 0.25];
+        let le: Vec<u8> = floats.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let be: Vec<u8> = floats.iter().flat_map(|x| x.to_be_bytes()).collect();
+        let float32 = read("<f4", &le, Dtype::Bf16).unwrap();
+        // Without an order (and with `|`, which NumPy takes as native for a 4-byte type), the
+        // machine's own: little-endian on every host Systole runs on.
+        let native = if cfg!(target_endian = "big") { &be } else { &le };
+        for descr in ["f4", "=f4", "|f4", "f", "<f", "=f", "float32", "single", "f04"] {
+            assert_eq!(read(descr, native, Dtype::Bf16).unwrap(), float32, "{descr}");
+        }
+        for descr in [">f4", ">f"] {
+            assert_eq!(read(descr, &be, Dtype::Bf16).unwrap(), float32, "{descr}");
+        }
+        // Other dtypes, however spelled, are named as NumPy names them.
+        let wrong = |descr: &str, dtype: Dtype| {
+            parse_matrix(&npy(&dict(descr), &[0; 32]), path, dtype).unwrap_err().to_string()
+        };
+        for (descr, name) in [
+            ("f8", "float64 (<f8)"),
+            ("d", "float64 (<f8)"),
+            ("float64", "float64 (<f8)"),
+            ("u1", "uint8 (|u1)"),
+            ("B", "uint8 (|u1)"),
+            ("h", "int16 (<i2)"),
+            ("e", "float16 (<f2)"),
+            ("b1", "bool (|b1)"),
+        ] {
+            let e = wrong(descr, Dtype::Int8);
+            assert!(e.starts_with(&format!("a.npy: dtype {name} but --dtype int8")), "{e}");
+        }
+        let e = wrong("f4", Dtype::Int8);
+        assert!(e.starts_with("a.npy: dtype float32 (<f4) but --dtype int8"), "{e}");
+        // What NumPy refuses stays refused: a name with a byte order, a size of 0, spaces.
+        for descr in ["<int8", ">float32", "i0", "f4 ", "F4", "Int8"] {
+            let e = wrong(descr, Dtype::Int8);
+            assert!(e.starts_with("a.npy: not a valid .npy file"), "{descr}: {e}");
+        }
     }
 
     /// A header with a key NumPy refuses (`'extra': 1`) was read; a missing key was npyz's

@@ -452,21 +452,30 @@ mod files {
             }
         }
 
+        /// Plain, or gzipped in one to three members (`cat a.gz b.gz`), cut at `cut`.
         #[test]
         fn idx_data_sets_read_back_or_are_refused_naming_a_file(
             (images, labels) in idx_pair(),
-            zipped in any::<bool>(),
+            members in 0usize..4,
+            cut in any::<usize>(),
             damage in damage(),
             damaged_labels in any::<bool>(),
         ) {
+            let gzip = |bytes: &[u8]| {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                e.write_all(bytes).unwrap();
+                e.finish().unwrap()
+            };
             let wrap = |a: &IdxArray| {
                 let bytes = a.to_bytes();
-                if !zipped {
-                    return bytes;
+                let at = cut % (bytes.len() + 1);
+                match members {
+                    0 => bytes,
+                    1 => gzip(&bytes),
+                    2 => [gzip(&bytes[..at]), gzip(&bytes[at..])].concat(),
+                    _ => [gzip(&bytes[..at / 2]), gzip(&bytes[at / 2..at]), gzip(&bytes[at..])]
+                        .concat(),
                 }
-                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-                e.write_all(&bytes).unwrap();
-                e.finish().unwrap()
             };
             let (mut i, mut l) = (wrap(&images), wrap(&labels));
             if damaged_labels {

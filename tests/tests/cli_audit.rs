@@ -538,3 +538,101 @@ fn sim_of_a_long_program_file_says_what_it_is_doing() {
         assert!(stderr.contains(&step), "{step:?}: {stderr}");
     }
 }
+
+/// `train --dataset IMAGES,LABELS` of a small pair: 20 images of 2 x 2, two classes.
+fn small_idx_pair() -> (Vec<u8>, Vec<u8>) {
+    let mut images = vec![0, 0, 8, 3, 0, 0, 0, 20, 0, 0, 0, 2, 0, 0, 0, 2];
+    images.extend((0..80u8).map(|p| p.wrapping_mul(37)));
+    let mut labels = vec![0, 0, 8, 1, 0, 0, 0, 20];
+    labels.extend((0..20u8).map(|i| i % 2));
+    (images, labels)
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// An IDX file of several gzip members (`cat a.gz b.gz`, read whole by gunzip and Python) was
+/// refused as ending early: only the first member was read; bytes after the last member that
+/// are not one were ignored. It now reads as the members' concatenation, and bytes after the
+/// elements are refused alike, plain or gzipped, in a member or after the last.
+#[test]
+fn idx_files_of_several_gzip_members_read_whole_and_extra_bytes_are_refused_alike() {
+    let s = Scratch::new();
+    let (images, labels) = small_idx_pair();
+    let l = s.write("l-labels-idx1-ubyte.gz", [gzip(&labels[..10]), gzip(&labels[10..])].concat());
+    let train = |images: &Path| {
+        let pair = format!("{},{}", images.display(), l.display());
+        run(&["train", "--dtype", "f32", "--epochs", "1", "--hidden", "4", "--dataset", &pair])
+    };
+    let members = [gzip(&images[..7]), gzip(&images[7..50]), gzip(&images[50..])].concat();
+    let out = train(&s.write("i-images-idx3-ubyte.gz", members));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let past = "elements: the file goes on past the 80 its header [20, 2, 2] gives";
+    for (case, file) in [
+        ("plain, a byte more", [&images[..], &[0]].concat()),
+        ("a byte more inside the gzip", gzip(&[&images[..], &[0]].concat())),
+        ("a member of one byte more", [gzip(&images), gzip(&[0])].concat()),
+        ("a byte after the last member", [gzip(&images), vec![0]].concat()),
+        ("text after the last member", [gzip(&images), b"trailing".to_vec()].concat()),
+    ] {
+        let path = s.write("i-images-idx3-ubyte.gz", file);
+        assert_error_line(case, &train(&path), &[&path.display().to_string(), past]);
+    }
+}
+
+/// `.npy` type strings without a byte order (`i1`, `f4`) and NumPy's other spellings of int8
+/// and float32 (`b`, `int8`, `f`, `float32`, big-endian `>f4`) were refused as "invalid type
+/// string" or as big-endian; NumPy reads each. Each now gives the product its usual spelling
+/// (`|i1`, `<f4`) gives.
+#[test]
+fn npy_type_strings_numpy_reads_give_the_product_of_their_usual_spelling() {
+    let dict =
+        |descr: &str| format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 3), }}");
+    let values = [1.5f32, -2.0, 0.25, 3.0, 8.0, -0.5];
+    let le: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let be: Vec<u8> = values.iter().flat_map(|x| x.to_be_bytes()).collect();
+    let ints = [1u8, 0xff, 3, 0x80, 5, 6];
+    /// Type strings, each with its file's data.
+    type Spellings<'a> = Vec<(&'a str, &'a [u8])>;
+    let int8: Spellings = ["|i1", "i1", "<i1", "b", "int8"].map(|d| (d, &ints[..])).to_vec();
+    let mut bf16: Spellings = ["<f4", "f4", "|f4", "f", "float32"].map(|d| (d, &le[..])).to_vec();
+    bf16.push((">f4", &be));
+    for (dtype, spellings) in [("int8", int8), ("bf16", bf16)] {
+        let s = Scratch::new();
+        let mut products = Vec::new();
+        for (descr, data) in spellings {
+            let a = s.write("A.npy", [npy_header(&dict(descr)), data.to_vec()].concat());
+            let b_dict = dict(descr).replace("(2, 3)", "(3, 2)");
+            let b = s.write("B.npy", [npy_header(&b_dict), data.to_vec()].concat());
+            let c = s.path("C.npy");
+            let out = gemm(dtype, &a, &b, &c, &[]);
+            assert!(out.status.success(), "{descr}: {}", String::from_utf8_lossy(&out.stderr));
+            products.push((descr, fs::read(&c).unwrap()));
+        }
+        for (descr, product) in &products[1..] {
+            assert_eq!(product, &products[0].1, "{descr} and {} differ", products[0].0);
+        }
+    }
+}
+
+/// `--dataset 'my,data.csv'` was read as the IDX pair `my` and `data.csv`: `cannot read my`.
+/// An existing file's name is now that file; when neither reading names files, both are named.
+#[test]
+fn a_dataset_file_with_a_comma_in_its_name_is_read_as_that_file() {
+    let s = Scratch::new();
+    let rows: Vec<String> = (0..20).map(|i| format!("{},{},{}", i % 3, i % 5, i % 2)).collect();
+    let csv = s.write("my,data.csv", rows.join("\n") + "\n");
+    let name = csv.to_str().unwrap();
+    let out =
+        run(&["train", "--dtype", "f32", "--epochs", "1", "--hidden", "4", "--dataset", name]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let missing = s.path("no,such.csv");
+    let missing = missing.to_str().unwrap();
+    let out = run(&["train", "--dataset", missing]);
+    let images = format!("its images file {:?} does not exist", &missing[..missing.len() - 9]);
+    assert_error_line("no such file or pair", &out, &["names no file", "IMAGES,LABELS", &images]);
+}

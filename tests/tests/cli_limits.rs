@@ -27,20 +27,25 @@ const ROW_LIMIT: &str = "the limit is 4194368 bytes a row";
 
 /// Runs `systole` with `args` under [`ADDRESS_SPACE`].
 fn systole_limited<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
+    limited(args, ADDRESS_SPACE).output().expect("spawn systole")
+}
+
+/// `systole` with `args`, to run under an address space of `bytes`.
+fn limited<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>, bytes: u64) -> Command {
     let mut command = Command::new(systole_binary());
     command.args(args);
     // SAFETY: the closure runs in the child between fork and exec and calls only setrlimit,
     // which is async-signal-safe; it allocates nothing.
     unsafe {
-        command.pre_exec(|| {
-            let limit = libc::rlimit { rlim_cur: ADDRESS_SPACE, rlim_max: ADDRESS_SPACE };
+        command.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
             if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
     }
-    command.output().expect("spawn systole")
+    command
 }
 
 /// Status 2 (not an abort's 134), one line on stderr starting `error: ` with every needle in
@@ -237,6 +242,104 @@ fn predict_of_a_wide_model_on_many_rows_runs_in_bounded_passes() {
     assert_eq!(out.status.code(), Some(0), "exit status {:?}; stderr: {stderr}", out.status);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("test accuracy") && stdout.contains("/2800)"), "{stdout}");
+}
+
+/// A 1 MB gzip whose header says 16,384 images of 256 x 256 (1 GiB of pixels, the input limit)
+/// had its pixels read and then copied to f32: an abort asking for 4 GiB. Its header alone is
+/// now refused, before a pixel is read: the f32 features and the split's copy need 8 GiB.
+#[test]
+fn a_gzipped_idx_whose_header_implies_more_than_the_memory_limit_is_refused_before_reading() {
+    let s = Scratch::new();
+    let pair = idx_pair(&s, [16384, 256, 256], 1 << 30);
+    let out = systole_limited(words("train --dtype f32 --dataset", &[pair.as_os_str()]));
+    let need = "16384 rows of 65536 features (as f32, with the train/test split's copy) needs \
+                8590262272 bytes of memory";
+    assert_refused("1 GiB of pixels", &out, &["images-idx3-ubyte.gz: ", need, MEMORY_LIMIT]);
+}
+
+/// 256 MiB of pixels (4,096 images of 256 x 256, within the memory limit) were held as bytes
+/// and as f32 at once, then split: an abort under this 2 GiB address space. An allocation the
+/// system refuses is now an error naming what needed it; the pixels are never held as bytes.
+#[test]
+fn an_idx_that_outgrows_the_address_space_is_refused_not_aborted() {
+    let s = Scratch::new();
+    let pair = idx_pair(&s, [4096, 256, 256], 256 << 20);
+    let out = systole_limited(words(
+        "train --dtype f32 --hidden 1 --epochs 1 --dataset",
+        &[pair.as_os_str()],
+    ));
+    assert_refused("256 MiB of pixels", &out, &["images-idx3-ubyte.gz", "bytes of memory"]);
+}
+
+/// A header within the memory limit (8,191 images of 256 x 256: 4.29 GB as f32 and split) had
+/// its f32 features reserved before a pixel came, past this 2 GiB address space; a 16-byte
+/// file justifies none of it. Room now grows with the pixels read, so the file is refused for
+/// what it is: short.
+#[test]
+fn an_idx_header_within_the_limit_is_not_reserved_before_its_pixels_are_read() {
+    let s = Scratch::new();
+    let pair = idx_pair(&s, [8191, 256, 256], 0);
+    let out = systole_limited(words("train --dtype f32 --dataset", &[pair.as_os_str()]));
+    let short = "elements: the file ends after 0 of its 536805376 bytes";
+    assert_refused("a header alone", &out, &["images-idx3-ubyte.gz: ", short]);
+}
+
+/// A CSV grew its features as it was read until an allocation failed: an abort. Each row is
+/// now counted against the memory limit, and an allocation the system refuses (here, under a
+/// 512 MiB address space, from a pipe with no end) is an error.
+#[test]
+fn a_csv_that_outgrows_the_address_space_is_refused_not_aborted() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = limited(words("train --dtype f32 --dataset /dev/stdin", &[]), 512 << 20)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn systole");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let row = |label: u8| "0,".repeat(65536) + &format!("{label}\n");
+        let rows = [row(0), row(1)];
+        // Until the run ends and the pipe with it.
+        for i in 0..1_000_000 {
+            if stdin.write_all(rows[i % 2].as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_refused("an endless wide CSV", &out, &["/dev/stdin: ", "bytes of memory"]);
+}
+
+/// An IDX pair, `IMAGES,LABELS`: gzipped images of `dims` (`pixels` of them, all 0, which may
+/// be fewer than the header says) and labels alternating 0 and 1.
+fn idx_pair(s: &Scratch, dims: [u32; 3], pixels: u64) -> OsString {
+    use flate2::{write::GzEncoder, Compression};
+    use std::io::Write;
+    let mut images = GzEncoder::new(Vec::new(), Compression::fast());
+    images.write_all(&[0, 0, 8, 3]).unwrap();
+    for d in dims {
+        images.write_all(&d.to_be_bytes()).unwrap();
+    }
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = pixels;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        images.write_all(&chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    let images = s.write("t-images-idx3-ubyte.gz", images.finish().unwrap());
+    let labels: Vec<u8> = (0..dims[0]).map(|i| (i % 2) as u8).collect();
+    let labels = s.write(
+        "t-labels-idx1-ubyte",
+        [&[0, 0, 8, 1][..], &dims[0].to_be_bytes(), &labels].concat(),
+    );
+    let mut pair = images.into_os_string();
+    pair.push(",");
+    pair.push(labels);
+    pair
 }
 
 /// The words of `line`, then `more` (paths, kept whole).

@@ -214,11 +214,11 @@ fn mnist_and_idx_pairs_train() {
         let (r, _) = train_json(&s, name, &[&["--dataset", dataset][..], &quick].concat());
         assert_eq!(r["epochs"], builtin["epochs"], "{dataset} trains as the built-in set");
     }
-    let short = s.write("short-labels-idx1-ubyte", [0, 0, 8, 1, 0, 0, 0, 9, 1, 2]);
+    let short = s.write("short-labels-idx1-ubyte", [0, 0, 8, 1, 0, 0, 0x27, 0x10, 1, 2]);
     let pair = format!("{},{}", images.display(), short.display());
     assert_fails_naming(
         &train(&["--dataset", &pair]),
-        &["short-labels-idx1-ubyte: elements: the file ends after 2 of its 9 bytes"],
+        &["short-labels-idx1-ubyte: elements: the file ends after 2 of its 10000 bytes"],
     );
     let odd = format!("{},{},x", images.display(), labels.display());
     assert_fails_naming(&train(&["--dataset", &odd]), &["IMAGES,LABELS"]);

@@ -15,6 +15,10 @@
 //! feature value in the training split (16 for digits, whose pixels are 0 to 16), so the inputs
 //! lie in [-1, 1] whatever the units. The scale is saved with a model, so `predict` feeds it the
 //! same inputs.
+//!
+//! **Memory**: what a data set will hold, read and split, is counted before it is allocated
+//! (`memory.rs`: an IDX file's from its header, a CSV's row by row) and refused past the memory
+//! limit; an allocation the system refuses below it is an error too, never an abort.
 
 use std::fmt;
 use std::io::{self, Read};
@@ -23,9 +27,14 @@ use std::path::PathBuf;
 use systole_core::graph::MAX_WIDTH;
 use systole_core::params::SplitMix64;
 
+use crate::limits::{try_grow, try_vec, MemoryError};
+
+mod gzip;
 mod idx;
+mod memory;
 mod source;
 pub use idx::{IdxArray, MNIST_IMAGES, MNIST_LABELS};
+pub use memory::held_bytes;
 pub use source::Source;
 
 /// The digits CSV (data/digits.csv; data/README.md has its provenance), compiled in so that
@@ -117,6 +126,10 @@ pub enum DatasetError {
     /// `dimensions` or `elements`.
     #[error("{file}: {part}: {message}")]
     Idx { file: String, part: &'static str, message: String },
+    /// What the data set needs past the memory limit, or more than the system gives; the
+    /// message starts with the file.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
 }
 
 /// Samples as read: features unscaled, one row each, labels below `classes`.
@@ -205,6 +218,10 @@ impl Dataset {
             let column =
                 |i: usize| Column { number: i + 1, name: header.as_ref().map(|h| h[i].clone()) };
             let (label, features) = cells.split_last().expect("at least two cells");
+            let (rows, width) = (labels.len() as u64 + 1, features.len() as u64);
+            memory::check_held(file, rows, width)?;
+            let what = format_args!("{file}: {rows} rows of {width} features as f32");
+            try_grow(&mut x, width, u64::MAX, what)?;
             for (i, cell) in features.iter().enumerate() {
                 let value = cell.parse::<f32>().map_err(|_| DatasetError::NotNumber {
                     file: file.into(),
@@ -239,6 +256,7 @@ impl Dataset {
             }
             labels.push(value as u16);
         }
+        x.shrink_to_fit();
         let Some((width, _)) = width.filter(|_| !labels.is_empty()) else {
             return Err(DatasetError::Empty { file: file.into() });
         };
@@ -301,8 +319,8 @@ impl Dataset {
         let scale = if max > 0.0 { max } else { 1.0 };
         Ok(Split {
             feature_scale: scale,
-            train: self.take(&train, scale),
-            test: self.take(&test, scale),
+            train: self.take(&train, scale, "training")?,
+            test: self.take(&test, scale, "test")?,
         })
     }
 
@@ -332,8 +350,8 @@ impl Dataset {
         let (train, test) = self.split_indices(seed)?;
         Ok(Split {
             feature_scale: scale,
-            train: self.take(&train, scale),
-            test: self.take(&test, scale),
+            train: self.take(&train, scale, "training")?,
+            test: self.take(&test, scale, "test")?,
         })
     }
 
@@ -341,13 +359,18 @@ impl Dataset {
         &self.x[i * self.features..(i + 1) * self.features]
     }
 
-    fn take(&self, rows: &[usize], scale: f32) -> Samples {
-        Samples {
+    /// The rows `rows` as the `side` side of a split, divided by `scale`.
+    fn take(&self, rows: &[usize], scale: f32, side: &str) -> Result<Samples, DatasetError> {
+        let (n, features) = (rows.len() as u64, self.features as u64);
+        let what = format_args!("{}: the {side} side ({n} rows of {features} features)", self.file);
+        let mut x = try_vec(what, n.saturating_mul(features))?;
+        x.extend(rows.iter().flat_map(|&i| self.row(i)).map(|&v| v / scale));
+        Ok(Samples {
             features: self.features,
-            x: rows.iter().flat_map(|&i| self.row(i)).map(|&v| v / scale).collect(),
+            x,
             labels: rows.iter().map(|&i| self.labels[i]).collect(),
             rows: rows.to_vec(),
-        }
+        })
     }
 }
 
@@ -421,10 +444,15 @@ pub struct Split {
 
 impl Split {
     /// Both sides' images from channels-first (`c x positions` per sample, as data sets and
-    /// PyTorch hold them) to channels-last, as every machine runs images (core's `conv`).
+    /// PyTorch hold them) to channels-last, as every machine runs images (core's `conv`), one
+    /// image at a time in place: a side is never held twice.
     pub fn to_channels_last(&mut self, c: usize, positions: usize) {
         for side in [&mut self.train, &mut self.test] {
-            side.x = systole_core::conv::nchw_to_nhwc(&side.x, side.len(), positions, c);
+            assert_eq!(side.x.len(), side.len() * c * positions);
+            for image in side.x.chunks_exact_mut((c * positions).max(1)) {
+                let last = systole_core::conv::nchw_to_nhwc(image, 1, positions, c);
+                image.copy_from_slice(&last);
+            }
         }
     }
 }
@@ -447,6 +475,23 @@ mod tests {
         // Per class round(0.8 n): 1438 training rows in all.
         assert_eq!((split.train.len(), split.test.len()), (1438, 359));
         assert!(split.train.x.iter().all(|v| (0.0..=1.0).contains(v)));
+    }
+
+    /// Images turn channels-last one at a time in place, as core turns a whole side.
+    #[test]
+    fn channels_last_in_place_is_cores_transpose() {
+        let d = parse(
+            &(0..12)
+                .map(|i| format!("{},{},{},{},{},{},{}\n", i, -i, 2 * i, 3, i % 5, 7 - i, i % 2))
+                .collect::<String>(),
+        )
+        .unwrap();
+        let mut split = d.split(0).unwrap();
+        let whole: Vec<Vec<f32>> = [&split.train, &split.test]
+            .map(|s| systole_core::conv::nchw_to_nhwc(&s.x, s.len(), 3, 2))
+            .to_vec();
+        split.to_channels_last(2, 3);
+        assert_eq!([split.train.x, split.test.x].to_vec(), whole);
     }
 
     #[test]
