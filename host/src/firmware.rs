@@ -42,7 +42,7 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
             // Calibrated as `systole train --dtype int8` does: on the training side of the
             // model's own split, images channels-last as every machine runs them.
             let data = args.dataset.load()?;
-            let mut split = data.split_for_model(
+            let mut split = data.into_split_for_model(
                 model.seed,
                 model.feature_scale,
                 net.input.elements() as usize,

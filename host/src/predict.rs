@@ -48,7 +48,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     let model = Model::load(&args.model)?;
     let data = args.dataset.load()?;
     let net = &model.net;
-    let mut split = data.split_for_model(
+    let mut split = data.into_split_for_model(
         model.seed,
         model.feature_scale,
         net.input.elements() as usize,

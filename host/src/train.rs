@@ -98,7 +98,9 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let mut split = data.split(args.seed)?;
+    // What the report says of the data set, before the split takes over its features.
+    let (rows, features, classes) = (data.rows(), data.features, data.classes);
+    let mut split = data.into_split(args.seed)?;
     if let Shape::Image { c, h, w } = net.input {
         // Images are channels-last inside every machine (core's `conv`); a data set's rows are
         // PyTorch's channels-first.
@@ -143,12 +145,12 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     println!(
         "{}: {} rows ({} train, {} test), {} features divided by {}, {} classes",
         args.dataset,
-        data.rows(),
+        rows,
         split.train.len(),
         split.test.len(),
-        data.features,
+        features,
         split.feature_scale,
-        data.classes
+        classes
     );
     let on = match accel {
         Some(c) => format!(
@@ -182,9 +184,9 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let config = RunConfig {
         dataset: DatasetReport {
             name: args.dataset.name(),
-            rows: data.rows(),
-            features: data.features,
-            classes: data.classes,
+            rows,
+            features,
+            classes,
             train_rows: split.train.len(),
             test_rows: split.test.len(),
             feature_scale: split.feature_scale,

@@ -246,32 +246,35 @@ fn predict_of_a_wide_model_on_many_rows_runs_in_bounded_passes() {
 
 /// A 1 MB gzip whose header says 16,384 images of 256 x 256 (1 GiB of pixels, the input limit)
 /// had its pixels read and then copied to f32: an abort asking for 4 GiB. Its header alone is
-/// now refused, before a pixel is read: the f32 features and the split's copy need 8 GiB.
+/// now refused, before a pixel is read: the f32 features and the test side's copy need 4.8 GiB.
 #[test]
 fn a_gzipped_idx_whose_header_implies_more_than_the_memory_limit_is_refused_before_reading() {
     let s = Scratch::new();
     let pair = idx_pair(&s, [16384, 256, 256], 1 << 30);
     let out = systole_limited(words("train --dtype f32 --dataset", &[pair.as_os_str()]));
-    let need = "16384 rows of 65536 features (as f32, with the train/test split's copy) needs \
-                8590262272 bytes of memory";
+    let need = "16384 rows of 65536 features (as f32, with the test side's copy) needs \
+                5187633152 bytes of memory";
     assert_refused("1 GiB of pixels", &out, &["images-idx3-ubyte.gz: ", need, MEMORY_LIMIT]);
 }
 
 /// 256 MiB of pixels (4,096 images of 256 x 256, within the memory limit) were held as bytes
-/// and as f32 at once, then split: an abort under this 2 GiB address space. An allocation the
-/// system refuses is now an error naming what needed it; the pixels are never held as bytes.
+/// and as f32 at once, then copied again by the split: an abort under this 2 GiB address space
+/// (2.4 GB at its peak without one). The pixels are never held as bytes now, and the training
+/// side takes over the data set's features in place (1.4 GB at the peak), so it trains.
 #[test]
-fn an_idx_that_outgrows_the_address_space_is_refused_not_aborted() {
+fn an_idx_of_256_mib_pixels_trains_within_a_2_gib_address_space() {
     let s = Scratch::new();
     let pair = idx_pair(&s, [4096, 256, 256], 256 << 20);
     let out = systole_limited(words(
         "train --dtype f32 --hidden 1 --epochs 1 --dataset",
         &[pair.as_os_str()],
     ));
-    assert_refused("256 MiB of pixels", &out, &["images-idx3-ubyte.gz", "bytes of memory"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("test accuracy"), "{stderr}");
 }
 
-/// A header within the memory limit (8,191 images of 256 x 256: 4.29 GB as f32 and split) had
+/// A header within the memory limit (8,191 images of 256 x 256: 2.6 GB as f32 with the test side) had
 /// its f32 features reserved before a pixel came, past this 2 GiB address space; a 16-byte
 /// file justifies none of it. Room now grows with the pixels read, so the file is refused for
 /// what it is: short.

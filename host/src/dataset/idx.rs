@@ -456,27 +456,27 @@ mod tests {
         let refused = |i: &[u8]| {
             Dataset::from_idx(i, "i.idx", &lb[..], "l.idx", "pair").unwrap_err().to_string()
         };
-        // 16384 x 65536 pixels as f32 (4 GiB), the split's copy of them (4 GiB), and 20 bytes a
-        // row of labels and row numbers.
-        let need = 2 * 4 * 16384 * 65536 + 20 * 16384u64;
+        // 16384 x 65536 pixels as f32 (4 GiB, the training side's in place), the test side's
+        // copy of at most 3,276 + 128 rows, and 20 bytes a row of labels and row numbers.
+        let need = 4 * 65536 * (16384 + 3404) + 20 * 16384u64;
         let header = IdxArray { dims: vec![16384, 256, 256], data: vec![] }.to_bytes();
         let some_pixels = [&header[..], &[0u8; 4096]].concat();
         for file in [header.clone(), gzip(&header), gzip(&some_pixels)] {
             assert_eq!(
                 refused(&file),
                 format!(
-                    "i.idx: 16384 rows of 65536 features (as f32, with the train/test split's \
-                     copy) needs {need} bytes of memory; the limit is 4294967296 (4 GiB)"
+                    "i.idx: 16384 rows of 65536 features (as f32, with the test side's copy) \
+                     needs {need} bytes of memory; the limit is 4294967296 (4 GiB)"
                 )
             );
         }
-        // Every shape of that many pixels is the same need; 8,192 images (4 GiB and 160 KiB) are
-        // past the limit too, and 8,191 within it are read (and found cut short here).
-        let shapes = [[16384, 65536].to_vec(), vec![16384, 16, 16, 256], vec![8192, 256, 256]];
-        for dims in [&shapes[..], &[vec![8191, 256, 256]]].concat() {
+        // Every shape of that many pixels is the same need; 13,546 images are past the limit
+        // too, and 13,545 within it are read (and found cut short here).
+        let shapes = [[16384, 65536].to_vec(), vec![16384, 16, 16, 256], vec![13546, 256, 256]];
+        for dims in [&shapes[..], &[vec![13545, 256, 256]]].concat() {
             let header = IdxArray { dims: dims.clone(), data: vec![] }.to_bytes();
             let e = refused(&gzip(&header));
-            let fits = dims[0] == 8191;
+            let fits = dims[0] == 13545;
             assert_eq!(e.contains("the limit is 4294967296"), !fits, "{dims:?}: {e}");
             assert_eq!(e.contains("the file ends after 0"), fits, "{dims:?}: {e}");
         }

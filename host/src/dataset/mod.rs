@@ -313,21 +313,25 @@ impl Dataset {
     }
 
     /// The 80/20 split for `seed`, scaled by the training side's largest absolute feature.
+    /// [`Dataset::into_split`] on a copy: for tests, which keep the data set.
     pub fn split(&self, seed: u64) -> Result<Split, DatasetError> {
+        self.clone().into_split(seed)
+    }
+
+    /// The 80/20 split for `seed`, scaled by the training side's largest absolute feature. The
+    /// training side takes over the data set's features in place, so the split's peak is the
+    /// data set and a copy of its test side, not two copies of every feature.
+    pub fn into_split(self, seed: u64) -> Result<Split, DatasetError> {
         let (train, test) = self.split_indices(seed)?;
         let max = train.iter().flat_map(|&i| self.row(i)).fold(0.0f32, |m, &v| m.max(v.abs()));
         let scale = if max > 0.0 { max } else { 1.0 };
-        Ok(Split {
-            feature_scale: scale,
-            train: self.take(&train, scale, "training")?,
-            test: self.take(&test, scale, "test")?,
-        })
+        self.into_sides(&train, &test, scale)
     }
 
     /// The split for `seed` with a given scale (a saved model's), after checking the data fits a
     /// model of `inputs` features and `classes` classes.
-    pub fn split_for_model(
-        &self,
+    pub fn into_split_for_model(
+        self,
         seed: u64,
         scale: f32,
         inputs: usize,
@@ -348,15 +352,38 @@ impl Dataset {
             });
         }
         let (train, test) = self.split_indices(seed)?;
-        Ok(Split {
-            feature_scale: scale,
-            train: self.take(&train, scale, "training")?,
-            test: self.take(&test, scale, "test")?,
-        })
+        self.into_sides(&train, &test, scale)
     }
 
     fn row(&self, i: usize) -> &[f32] {
         &self.x[i * self.features..(i + 1) * self.features]
+    }
+
+    /// The two sides of a split, divided by `scale`: the test side copied out, then the
+    /// training side's rows (ascending, so each moves to a place at or before its own) moved
+    /// down over the data set's features in place.
+    fn into_sides(
+        mut self,
+        train: &[usize],
+        test: &[usize],
+        scale: f32,
+    ) -> Result<Split, DatasetError> {
+        let test_side = self.take(test, scale, "test")?;
+        let f = self.features;
+        for (to, &from) in train.iter().enumerate() {
+            debug_assert!(to <= from, "the training rows are sorted");
+            self.x.copy_within(from * f..(from + 1) * f, to * f);
+            self.x[to * f..(to + 1) * f].iter_mut().for_each(|v| *v /= scale);
+        }
+        self.x.truncate(train.len() * f);
+        self.x.shrink_to_fit();
+        let train_side = Samples {
+            features: f,
+            labels: train.iter().map(|&i| self.labels[i]).collect(),
+            rows: train.to_vec(),
+            x: self.x,
+        };
+        Ok(Split { feature_scale: scale, train: train_side, test: test_side })
     }
 
     /// The rows `rows` as the `side` side of a split, divided by `scale`.
