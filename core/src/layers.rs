@@ -62,7 +62,11 @@ impl Shape {
     /// Elements of one sample.
     pub fn elements(&self) -> u64 {
         match *self {
-            Shape::Image { c, h, w } => c as u64 * h as u64 * w as u64,
+            // Saturated: a count past u64 fails every size check after it (in a checked net
+            // each side is at most `MAX_WIDTH`, and the product is exact).
+            Shape::Image { c, h, w } => {
+                (c as u64).saturating_mul(h as u64).saturating_mul(w as u64)
+            }
             Shape::Flat(n) => n as u64,
         }
     }

@@ -11,10 +11,11 @@ pub enum ShapeError {
     Zero(&'static str),
     /// The kernel is larger than the (padded) input: no output position.
     KernelTooLarge { kernel: u32, side: u64 },
-    /// A field, or a size made of the fields (computed in 64 bits, as PyTorch's formulas
-    /// give it), past its limit: `what` says which size, `field` the model file's field at
-    /// fault (`in`, `out`, `kernel`, `stride` or `padding`).
-    TooLarge { field: &'static str, what: &'static str, value: u64, limit: u64 },
+    /// A field, or a size made of the fields (computed in 64 bits with checked operations, as
+    /// PyTorch's formulas give it; `None` past `u64::MAX`), past its limit: `what` says which
+    /// size, `field` the model file's field at fault (`in`, `out`, `kernel`, `stride` or
+    /// `padding`).
+    TooLarge { field: &'static str, what: &'static str, value: Option<u64>, limit: u64 },
 }
 
 impl ShapeError {
@@ -37,8 +38,11 @@ impl core::fmt::Display for ShapeError {
             ShapeError::KernelTooLarge { kernel, side } => {
                 write!(f, "kernel {kernel} is larger than the input side {side} (with padding)")
             }
-            ShapeError::TooLarge { what, value, limit, .. } => {
+            ShapeError::TooLarge { what, value: Some(value), limit, .. } => {
                 write!(f, "{what} is {value}, more than {limit}")
+            }
+            ShapeError::TooLarge { what, value: None, limit, .. } => {
+                write!(f, "{what} is more than 2^64, past {limit}")
             }
         }
     }
@@ -52,34 +56,44 @@ fn nonzero(fields: &[(u32, &'static str)]) -> Result<(), ShapeError> {
     }
 }
 
-/// `value` of `what` (blamed on `field`) if it is at most `limit`.
+/// `value` of `what` (blamed on `field`; `None` past `u64::MAX`) if it is at most `limit`.
 fn at_most(
     field: &'static str,
     what: &'static str,
-    value: u64,
+    value: Option<u64>,
     limit: u64,
 ) -> Result<u64, ShapeError> {
-    match value <= limit {
-        true => Ok(value),
-        false => Err(ShapeError::TooLarge { field, what, value, limit }),
+    match value {
+        Some(v) if v <= limit => Ok(v),
+        _ => Err(ShapeError::TooLarge { field, what, value, limit }),
     }
 }
 
+/// The product of `factors`, or `None` past `u64::MAX` (past every limit).
+fn product(factors: &[u64]) -> Option<u64> {
+    factors.iter().try_fold(1u64, |p, &f| p.checked_mul(f))
+}
+
+/// A side with `padding` on both ends (below 2^34: it cannot wrap).
+fn padded(side: u32, padding: u32) -> u64 {
+    side as u64 + 2 * padding as u64
+}
+
 /// One output side, PyTorch's `floor((side + 2 padding - kernel) / stride) + 1` (dilation 1) in
-/// 64 bits, where no operand can wrap (each is below 2^32).
+/// 64 bits, where no operand can wrap (each is below 2^34).
 fn out_side(side: u32, kernel: u32, stride: u32, padding: u32) -> Result<u64, ShapeError> {
-    let padded = side as u64 + 2 * padding as u64;
+    let padded = padded(side, padding);
     if kernel as u64 > padded {
         return Err(ShapeError::KernelTooLarge { kernel, side: padded });
     }
     Ok((padded - kernel as u64) / stride as u64 + 1)
 }
 
-/// The input image's elements, each side and channel count at most [`MAX_WIDTH`], the product
-/// too (a sample between layers).
+/// The input image's elements, at most [`MAX_WIDTH`] (a sample between layers), so each side
+/// and the channel count are too.
 fn image((c, h, w): (u32, u32, u32)) -> Result<u64, ShapeError> {
-    let limit = MAX_WIDTH as u64;
-    at_most("in", "the input image's elements", c as u64 * h as u64 * w as u64, limit)
+    let elements = product(&[c as u64, h as u64, w as u64]);
+    at_most("in", "the input image's elements", elements, MAX_WIDTH as u64)
 }
 
 /// A 2-D convolution of `c x h x w` images to `out_c` channels.
@@ -113,18 +127,17 @@ impl ConvGeometry {
         ])?;
         let max = MAX_WIDTH as u64;
         image((c, h, w))?;
-        at_most("out", "the out channels", out_c as u64, max)?;
+        at_most("out", "the out channels", Some(out_c as u64), max)?;
         let (oh, ow) =
             (out_side(h, kernel, stride, padding)?, out_side(w, kernel, stride, padding)?);
-        at_most("padding", "the output side", oh.max(ow), max)?;
-        at_most("padding", "the output positions (height x width)", oh * ow, max)?;
-        let patch = c as u64 * kernel as u64 * kernel as u64;
+        at_most("padding", "the output side", Some(oh.max(ow)), max)?;
+        at_most("padding", "the output positions (height x width)", product(&[oh, ow]), max)?;
+        let patch = product(&[c as u64, kernel as u64, kernel as u64]);
         at_most("kernel", "the patch (in x kernel x kernel)", patch, max)?;
-        at_most("padding", "the padding", padding as u64, max)?;
-        let p = 2 * padding as u64;
-        let padded = c as u64 * (h as u64 + p) * (w as u64 + p);
-        at_most("padding", "the padded image's elements", padded, MAX_PADDED_IMAGE)?;
-        at_most("stride", "the stride", stride as u64, max)?;
+        at_most("padding", "the padding", Some(padding as u64), max)?;
+        let image = product(&[c as u64, padded(h, padding), padded(w, padding)]);
+        at_most("padding", "the padded image's elements", image, MAX_PADDED_IMAGE)?;
+        at_most("stride", "the stride", Some(stride as u64), max)?;
         Ok(ConvGeometry { c, h, w, out_c, kernel, stride, padding })
     }
 
@@ -198,7 +211,7 @@ impl PoolGeometry {
         for side in [h, w] {
             out_side(side, kernel, stride, 0)?;
         }
-        at_most("stride", "the stride", stride as u64, MAX_WIDTH as u64)?;
+        at_most("stride", "the stride", Some(stride as u64), MAX_WIDTH as u64)?;
         Ok(PoolGeometry { c, h, w, kernel, stride })
     }
 
