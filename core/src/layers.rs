@@ -14,8 +14,7 @@ use crate::conv::{ConvGeometry, PoolGeometry, ShapeError};
 /// Most layers with parameters (dense and convolution) a network may have.
 pub const MAX_LAYERS: usize = 8;
 
-/// Widest layer, and most elements of one sample between layers.
-pub const MAX_WIDTH: u32 = 1 << 16;
+pub use crate::limits::MAX_WIDTH;
 
 /// Most layers in one network (ReLUs, pooling and `Flatten` included).
 pub const MAX_NET_LAYERS: usize = 24;
@@ -63,7 +62,11 @@ impl Shape {
     /// Elements of one sample.
     pub fn elements(&self) -> u64 {
         match *self {
-            Shape::Image { c, h, w } => c as u64 * h as u64 * w as u64,
+            // Saturated: a count past u64 fails every size check after it (in a checked net
+            // each side is at most `MAX_WIDTH`, and the product is exact).
+            Shape::Image { c, h, w } => {
+                (c as u64).saturating_mul(h as u64).saturating_mul(w as u64)
+            }
             Shape::Flat(n) => n as u64,
         }
     }
@@ -110,6 +113,10 @@ pub enum NetProblem {
     },
     Zero,
     TooManyLayers,
+    /// More layers with parameters (dense and convolution) than [`MAX_LAYERS`].
+    TooManyParamLayers {
+        count: usize,
+    },
     NoLayers,
     /// The last layer leaves an image or a single class.
     Ends(Shape),
@@ -140,6 +147,10 @@ impl core::fmt::Display for NetError {
             NetProblem::TooLarge { value, limit } => write!(f, "{value} is more than {limit}"),
             NetProblem::Zero => f.write_str("is 0"),
             NetProblem::TooManyLayers => write!(f, "more than {MAX_NET_LAYERS} layers"),
+            NetProblem::TooManyParamLayers { count } => write!(
+                f,
+                "{count} layers with parameters (conv2d, dense); at most {MAX_LAYERS} are supported"
+            ),
             NetProblem::NoLayers => f.write_str("the list is empty"),
             NetProblem::Ends(s) => write!(
                 f,
@@ -193,6 +204,10 @@ impl Net {
         if layers.is_empty() {
             return Err(at(None, None, NetProblem::NoLayers));
         }
+        let count = layers.iter().filter(|l| l.has_params()).count();
+        if count > MAX_LAYERS {
+            return Err(at(None, None, NetProblem::TooManyParamLayers { count }));
+        }
         let mut net = Net { input, layers: Vec::new(), shapes: Vec::new() };
         let mut shape = input;
         for (i, &layer) in layers.iter().enumerate() {
@@ -214,12 +229,12 @@ impl Net {
                     }
                     width(l, "out", out_channels as u64)?;
                     let g = ConvGeometry::new((c, h, w), out_channels, kernel, stride, padding)
-                        .map_err(|e| geometry(conv_field(&e), e))?;
+                        .map_err(|e| geometry(e.field(), e))?;
                     Shape::Image { c: out_channels, h: g.out_h(), w: g.out_w() }
                 }
                 Layer::MaxPool2d { kernel, stride } | Layer::AvgPool2d { kernel, stride } => {
                     let g = PoolGeometry::new(image(shape)?, kernel, stride)
-                        .map_err(|e| geometry(conv_field(&e), e))?;
+                        .map_err(|e| geometry(e.field(), e))?;
                     Shape::Image { c: g.c, h: g.out_h(), w: g.out_w() }
                 }
                 Layer::Relu => shape,
@@ -306,18 +321,6 @@ impl Net {
             Some(Shape::Flat(n)) => *n,
             _ => unreachable!("Net::new checks the last shape"),
         }
-    }
-}
-
-/// The field a geometry error is about.
-fn conv_field(e: &ShapeError) -> &'static str {
-    match e {
-        ShapeError::Zero(field) => match *field {
-            "kernel" => "kernel",
-            "stride" => "stride",
-            _ => "in",
-        },
-        ShapeError::KernelTooLarge { .. } => "kernel",
     }
 }
 
@@ -413,6 +416,33 @@ mod tests {
             wide.starts_with("layer 0 (conv2d), field \"output\": 3840000 is more than 65536"),
             "{wide}"
         );
+    }
+
+    /// Issue 73: a convolution whose shape does not fit is refused naming its field, never
+    /// computed in 32 bits and wrapped (the issue's three: an 8 x 8 input padded by 2^31, whose
+    /// PyTorch output side is 4294967302; stride and padding `u32::MAX`, 3 x 3 in PyTorch; a
+    /// kernel of 65537, a patch of 65537^2 elements).
+    #[test]
+    fn huge_convolution_geometry_is_refused_naming_the_field() {
+        let img = Shape::Image { c: 1, h: 8, w: 8 };
+        let conv = |kernel, stride, padding| Layer::Conv2d {
+            in_channels: 1,
+            out_channels: 2,
+            kernel,
+            stride,
+            padding,
+        };
+        let cases = [
+            (conv(3, 1, 1 << 31), 72, "padding", "4294967302"),
+            (conv(3, u32::MAX, u32::MAX), 2, "padding", ""),
+            (conv(65537, 1, 32765), 8, "kernel", "4295098369"),
+        ];
+        for (layer, flat, field, shown) in cases {
+            let layers = [layer, Layer::Flatten, Layer::Dense { inputs: flat, outputs: 10 }];
+            let e = Net::new(img, &layers).unwrap_err();
+            assert_eq!((e.layer, e.kind, e.field), (Some(0), "conv2d", Some(field)), "{e}");
+            assert!(e.to_string().contains(shown), "{e}");
+        }
     }
 
     /// An MLP is dense layers and ReLUs on a flat input.

@@ -35,6 +35,7 @@ pub mod fault;
 pub mod graph;
 pub mod isa;
 pub mod layers;
+pub mod limits;
 pub mod link;
 pub mod machine;
 pub mod numerics;

@@ -69,7 +69,10 @@ impl ParamShapes for Net {
             .filter_map(|layer| match *layer {
                 Layer::Dense { inputs, outputs } => Some((inputs, outputs)),
                 Layer::Conv2d { in_channels, out_channels, kernel, .. } => {
-                    Some((in_channels * kernel * kernel, out_channels))
+                    // At most `MAX_WIDTH` in a checked net (`ConvGeometry::new`); saturated, so
+                    // an unchecked one fails every size check after it rather than wrap.
+                    let patch = in_channels as u64 * kernel as u64 * kernel as u64;
+                    Some((u32::try_from(patch).unwrap_or(u32::MAX), out_channels))
                 }
                 _ => None,
             })

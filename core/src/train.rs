@@ -8,7 +8,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::compile::{compile_inference, compile_training, CompileError, CompiledStep, Int8Plan};
-use crate::exec::{softmax_cross_entropy, to_operand, BatchOutcome, Executor, Plain};
+use crate::exec::{softmax_cross_entropy, to_operand, BatchOutcome, Executor, Numerics, Plain};
 use crate::graph::Graph;
 use crate::machine::{Machine, MachineError, Region, Stats};
 use crate::numerics::int8::quantize;
@@ -226,8 +226,16 @@ impl AccelTrainer {
             labels.len() * classes,
         )?;
         let logits: Vec<f32> = logits.into_iter().map(f32::from_bits).collect();
-        let (outcome, dlogits) = softmax_cross_entropy(&logits, labels, classes);
-        let at = g.gradient(g.logits).map(|t| step.buffers[t as usize]).unwrap_or_default();
+        let (outcome, mut dlogits) = softmax_cross_entropy(&logits, labels, classes);
+        let mut at = g.gradient(g.logits).map(|t| step.buffers[t as usize]).unwrap_or_default();
+        // A network ending in a ReLU: its gradient too, with the golden model's numerics.
+        if let Some(dx) = crate::compile::logits_relu(g) {
+            let accel = crate::exec::Accel { config: step.config };
+            for (d, &y) in dlogits.iter_mut().zip(&logits) {
+                *d = accel.relu_grad(*d, y);
+            }
+            at = step.buffers[dx as usize];
+        }
         write_bf16(m, at.elems.unwrap_or(0), &dlogits)?;
         // A pooling whose output is the logits reads their gradient as f32 words.
         if let Some(words) = at.words {

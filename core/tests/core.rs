@@ -16,6 +16,7 @@ mod modules;
 mod numerics;
 mod pooled_compiled;
 mod read_stages;
+mod relu_placements;
 mod reorder;
 mod training;
 mod updates;

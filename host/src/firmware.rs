@@ -3,7 +3,7 @@
 //! and image models alike: an image model's blob says where each pixel goes.
 
 use anyhow::{anyhow, bail};
-use systole_core::compile::{check_lowered, Int8Plan};
+use systole_core::compile::{check_lowered, CompileError, Int8Plan};
 use systole_core::graph::Graph;
 use systole_core::layers::Shape;
 
@@ -33,8 +33,11 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     // What the array cannot run is named before the data set is read.
-    check_lowered(&graph, &config).map_err(|e| {
-        anyhow!("{}: {e}; a blob of this model needs --dtype bf16", args.model.display())
+    check_lowered(&graph, &config).map_err(|e| match e {
+        CompileError::NotLowered { .. } if dtype == systole_core::Dtype::Int8 => {
+            anyhow!("{}: {e}; a blob of this model needs --dtype bf16", args.model.display())
+        }
+        e => anyhow!("{}: {e}", args.model.display()),
     })?;
     let int8 = match args.dtype {
         DtypeArg::Bf16 => None,
@@ -49,7 +52,7 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
                 net.classes(),
             )?;
             if let Shape::Image { c, h, w } = net.input {
-                split.to_channels_last(c as usize, (h * w) as usize);
+                split.to_channels_last(c as usize, h as usize * w as usize);
             }
             let rows = split.train.len().min(CALIBRATION_ROWS);
             let plan = Int8Plan::calibrate(&graph, &model.params, split.train.head(rows), rows)

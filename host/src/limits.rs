@@ -75,12 +75,18 @@ pub const INPUT_LIMIT: u64 = 1 << 30;
 /// Reads a whole input file of at most [`INPUT_LIMIT`] bytes. A larger regular file is refused
 /// from its size; a stream that goes on (`/dev/zero`, a FIFO) once that much is read.
 pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+    read_file_at_most(path, INPUT_LIMIT)
+}
+
+/// Reads a whole input file of at most `limit` bytes (an input with a smaller limit of its own:
+/// a model file's `net_file::MAX_NET_FILE_BYTES`), refused as [`read_file`] refuses.
+pub fn read_file_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let file = std::fs::File::open(path)?;
     let meta = file.metadata()?;
-    if meta.is_file() && meta.len() > INPUT_LIMIT {
-        return Err(too_long(INPUT_LIMIT));
+    if meta.is_file() && meta.len() > limit {
+        return Err(too_long(limit));
     }
-    read_at_most(file, INPUT_LIMIT)
+    read_at_most(file, limit)
 }
 
 /// Reads `file` to its end in chunks, never holding more than `limit` bytes (nor, while
@@ -111,7 +117,7 @@ fn read_at_most(mut file: impl Read, limit: u64) -> io::Result<Vec<u8>> {
 fn too_long(limit: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("it holds more than {limit} bytes, the most one input file may"),
+        format!("it holds more than {limit} bytes, the most this input file may"),
     )
 }
 

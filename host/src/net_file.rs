@@ -12,8 +12,12 @@
 //! its arguments: `conv2d` needs `in`, `out`, `kernel` (`stride` 1 and `padding` 0 unless
 //! given), `maxpool2d` and `avgpool2d` need `kernel` (`stride` the kernel unless given),
 //! `dense` needs `in` and `out`; `relu` and `flatten` take none. Anything else, a missing field or
-//! a value that is not a whole number is one line naming the file, the layer and the field.
+//! a value that is not a whole number from 0 to 2^32 - 1 (however it is written: `64.0` is 64)
+//! is one line naming the file, the layer and the field, showing the value as written.
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use systole_core::layers::{Layer, Net, Shape, MAX_NET_LAYERS};
 
@@ -42,20 +46,22 @@ pub fn parse_net(bytes: &[u8], file: &str) -> Result<Net, NetFileError> {
     }
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| fail(format!("not a JSON model file: {e}")))?;
-    let Value::Object(top) = value else {
+    if !value.is_object() {
         return Err(fail("not a JSON object with \"input\" and \"layers\"".into()));
-    };
+    }
+    // Again with each value as written, so a number is shown as the file spells it.
+    let top: Fields =
+        serde_json::from_slice(bytes).map_err(|e| fail(format!("not a JSON model file: {e}")))?;
     if let Some(key) = top.keys().find(|k| !["input", "layers"].contains(&k.as_str())) {
         return Err(fail(format!(
             "unknown field {key:?} (a model file has \"input\" and \"layers\")"
         )));
     }
-    let input = match top.get("input") {
-        Some(Value::Array(dims)) if dims.len() == 1 || dims.len() == 3 => {
+    let input = match top.get("input").map(|raw| list(raw)) {
+        Some(Ok(dims)) if dims.len() == 1 || dims.len() == 3 => {
             let mut d = [0u32; 3];
             for (i, v) in dims.iter().enumerate() {
-                d[i] = whole(v)
-                    .ok_or_else(|| fail(format!("field \"input\": {v} is not a whole number")))?;
+                d[i] = whole(v).map_err(|m| fail(format!("field \"input\": {m}")))?;
             }
             if dims.len() == 1 {
                 Shape::Flat(d[0])
@@ -63,35 +69,55 @@ pub fn parse_net(bytes: &[u8], file: &str) -> Result<Net, NetFileError> {
                 Shape::Image { c: d[0], h: d[1], w: d[2] }
             }
         }
-        Some(other) => {
+        Some(_) => {
             return Err(fail(format!(
-                "field \"input\": {other} is not [channels, height, width] or [features]"
+                "field \"input\": {} is not [channels, height, width] or [features]",
+                compact(top["input"])
             )))
         }
         None => return Err(fail("field \"input\" is missing".into())),
     };
-    let Some(Value::Array(list)) = top.get("layers") else {
+    let Some(Ok(entries)) = top.get("layers").map(|raw| list(raw)) else {
         return Err(fail("field \"layers\" is missing or not a list".into()));
     };
-    if list.len() > MAX_NET_LAYERS {
-        return Err(fail(format!("{} layers; the limit is {MAX_NET_LAYERS}", list.len())));
+    if entries.len() > MAX_NET_LAYERS {
+        return Err(fail(format!("{} layers; the limit is {MAX_NET_LAYERS}", entries.len())));
     }
-    let mut layers = Vec::with_capacity(list.len());
-    for (i, entry) in list.iter().enumerate() {
+    let mut layers = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
         layers.push(layer(entry).map_err(|m| fail(format!("layer {i}{m}")))?);
     }
     Net::new(input, &layers).map_err(|e| fail(e.to_string()))
 }
 
+/// An object's fields, each value as written.
+type Fields<'a> = BTreeMap<String, &'a RawValue>;
+
+/// A list's values as written, if `raw` is a list.
+fn list(raw: &RawValue) -> Result<Vec<&RawValue>, serde_json::Error> {
+    serde_json::from_str(raw.get())
+}
+
+/// A value on one line (JSON's compact form).
+fn compact(raw: &RawValue) -> String {
+    serde_json::from_str::<Value>(raw.get()).map_or_else(|_| raw.get().into(), |v| v.to_string())
+}
+
 /// One layer, or the rest of an error message after `layer {i}`.
-fn layer(entry: &Value) -> Result<Layer, String> {
-    let Value::Object(fields) = entry else {
-        return Err(format!(": {entry} is not an object with a \"kind\""));
+fn layer(entry: &RawValue) -> Result<Layer, String> {
+    let Ok(fields) = serde_json::from_str::<Fields>(entry.get()) else {
+        return Err(format!(": {} is not an object with a \"kind\"", compact(entry)));
     };
-    let kind = match fields.get("kind") {
-        Some(Value::String(k)) if KINDS.contains(&k.as_str()) => k.as_str(),
-        Some(other) => {
-            return Err(format!(", field \"kind\": {other} is not one of {}", KINDS.join(", ")))
+    let kind = match fields.get("kind").map(|raw| serde_json::from_str::<Value>(raw.get())) {
+        Some(Ok(Value::String(k))) if KINDS.contains(&k.as_str()) => {
+            KINDS.into_iter().find(|known| *known == k).unwrap_or_default()
+        }
+        Some(_) => {
+            return Err(format!(
+                ", field \"kind\": {} is not one of {}",
+                compact(fields["kind"]),
+                KINDS.join(", ")
+            ))
         }
         None => return Err(": field \"kind\" is missing".into()),
     };
@@ -107,12 +133,7 @@ fn layer(entry: &Value) -> Result<Layer, String> {
     }
     let get = |name: &str, default: Option<u32>| -> Result<u32, String> {
         match (fields.get(name), default) {
-            (Some(v), _) => whole(v).ok_or_else(|| {
-                format!(
-                    " ({kind}), field {name:?}: {v} is not a whole number from 0 to {}",
-                    u32::MAX
-                )
-            }),
+            (Some(v), _) => whole(v).map_err(|m| format!(" ({kind}), field {name:?}: {m}")),
             (None, Some(d)) => Ok(d),
             (None, None) => Err(format!(" ({kind}), field {name:?} is missing")),
         }
@@ -140,8 +161,28 @@ fn layer(entry: &Value) -> Result<Layer, String> {
     })
 }
 
-fn whole(v: &Value) -> Option<u32> {
-    v.as_u64().and_then(|n| u32::try_from(n).ok())
+/// A field's number, or why it is none: a number is its value however it is written (`64`,
+/// `64.0`, `6.4e1`, `-0`), and must be whole and fit a `u32`; the message shows it as written.
+fn whole(raw: &RawValue) -> Result<u32, String> {
+    let text = raw.get();
+    let Ok(Value::Number(n)) = serde_json::from_str::<Value>(text) else {
+        return Err(format!("{} is not a number", compact(raw)));
+    };
+    let range = || format!("{text} is out of range: a whole number from 0 to {}", u32::MAX);
+    if let Some(v) = n.as_u64() {
+        return u32::try_from(v).map_err(|_| range());
+    }
+    if n.is_i64() {
+        return Err(range()); // negative
+    }
+    let v = n.as_f64().unwrap_or(f64::NAN);
+    if v.fract() != 0.0 {
+        Err(format!("{text} is not a whole number"))
+    } else if (0.0..=u32::MAX as f64).contains(&v) {
+        Ok(v as u32)
+    } else {
+        Err(range())
+    }
 }
 
 /// The model file of `net`, every field written out ([`parse_net`] reads it back as `net`).
@@ -251,5 +292,73 @@ mod tests {
         }
         let huge = vec![b' '; MAX_NET_FILE_BYTES + 1];
         assert!(parse_net(&huge, "m.json").unwrap_err().to_string().contains("at most 65536"));
+    }
+
+    /// Issue 73: a convolution whose shape does not fit 64-bit-checked limits is refused as the
+    /// file is read, naming the file, the layer and the field (each of these trained, its
+    /// shapes wrapped in 32 bits, with the dense layer sized for the wrapped shape).
+    #[test]
+    fn huge_geometry_is_refused_naming_file_layer_and_field() {
+        let cases = [
+            (r#""kernel": 3, "padding": 2147483648"#, 72, "padding"),
+            (r#""kernel": 3, "stride": 4294967295, "padding": 4294967295"#, 2, "padding"),
+            (r#""kernel": 65537, "padding": 32765"#, 8, "kernel"),
+        ];
+        for (conv, flat, field) in cases {
+            let text = format!(
+                r#"{{"input": [1, 8, 8], "layers": [{{"kind": "conv2d", "in": 1, "out": 2, {conv}}},
+                {{"kind": "flatten"}}, {{"kind": "dense", "in": {flat}, "out": 10}}]}}"#
+            );
+            let got = parse_net(text.as_bytes(), "m.json").unwrap_err().to_string();
+            let want = format!("m.json: layer 0 (conv2d), field \"{field}\": ");
+            assert!(got.starts_with(&want), "{got:?} does not start {want:?}");
+            assert!(!got.contains('\n'), "{got:?}");
+        }
+    }
+
+    /// Issue 73: a number that is whole is taken as one however it is written (`64.0`, `-0`);
+    /// one out of range says so, naming the range, and is shown as written.
+    #[test]
+    fn numbers_are_judged_as_numbers_and_shown_as_written() {
+        let dense = |out: &str| {
+            format!(r#"{{"input": [64], "layers": [{{"kind": "dense", "in": 64, "out": {out}}}]}}"#)
+        };
+        let ten = parse_net(dense("10").as_bytes(), "m.json").unwrap();
+        for same in ["10.0", "1e1", "1.0E+1"] {
+            assert_eq!(parse_net(dense(same).as_bytes(), "m.json").unwrap(), ten, "{same}");
+        }
+        let input = r#"{"input": [64.0], "layers": [{"kind": "dense", "in": 64, "out": 10}]}"#;
+        assert_eq!(parse_net(input.as_bytes(), "m.json").unwrap(), ten);
+        let range = "is out of range: a whole number from 0 to 4294967295";
+        let cases = [
+            ("4294967296", format!("field \"out\": 4294967296 {range}")),
+            ("4294967296.0", format!("field \"out\": 4294967296.0 {range}")),
+            ("1e10", format!("field \"out\": 1e10 {range}")),
+            ("-1", format!("field \"out\": -1 {range}")),
+            ("-0", "field \"out\": is 0".to_string()),
+            ("2.5", "field \"out\": 2.5 is not a whole number".to_string()),
+            ("\"10\"", "field \"out\": \"10\" is not a number".to_string()),
+        ];
+        for (out, want) in cases {
+            let got = parse_net(dense(out).as_bytes(), "m.json").unwrap_err().to_string();
+            let want = format!("m.json: layer 0 (dense), {want}");
+            assert!(got.starts_with(&want), "{got:?} does not start {want:?}");
+        }
+        let input = r#"{"input": [1, 4294967296.0, 2], "layers": [{"kind": "flatten"}]}"#;
+        let got = parse_net(input.as_bytes(), "m.json").unwrap_err().to_string();
+        let want = format!("m.json: field \"input\": 4294967296.0 {range}");
+        assert!(got.starts_with(&want), "{got:?} does not start {want:?}");
+    }
+
+    /// Issue 73: more layers with parameters than core takes is said of the file as it is
+    /// read, counted as the file counts them.
+    #[test]
+    fn too_many_parameter_layers_are_counted_in_the_file() {
+        let mut layers = vec![r#"{"kind": "dense", "in": 4, "out": 4}"#; 11];
+        layers.push(r#"{"kind": "dense", "in": 4, "out": 2}"#);
+        let text = format!(r#"{{"input": [4], "layers": [{}]}}"#, layers.join(", "));
+        let got = parse_net(text.as_bytes(), "m.json").unwrap_err().to_string();
+        let want = "m.json: 12 layers with parameters (conv2d, dense); at most 8 are supported";
+        assert_eq!(got, want);
     }
 }

@@ -72,7 +72,8 @@ impl ModelChoice {
             }
             ModelChoice::Lenet => Net::lenet(classes).map_err(|e| anyhow!("--model lenet: {e}"))?,
             ModelChoice::File(path) => {
-                let bytes = crate::limits::read_file(path)
+                let limit = net_file::MAX_NET_FILE_BYTES as u64;
+                let bytes = crate::limits::read_file_at_most(path, limit)
                     .map_err(|e| anyhow!("cannot read --model {}: {e}", path.display()))?;
                 net_file::parse_net(&bytes, &path.display().to_string())?
             }
@@ -142,5 +143,14 @@ mod tests {
             "{}",
             describe(&lenet)
         );
+    }
+
+    /// Issue 73: a model file that goes on (`/dev/zero`, a FIFO) is refused once past the
+    /// model file's own limit, not read to the 1 GiB any input may be.
+    #[test]
+    fn an_endless_model_file_is_refused_at_its_own_limit() {
+        let endless = ModelChoice::File("/dev/zero".into());
+        let e = endless.resolve(&[], 64, 10).unwrap_err().to_string();
+        assert!(e.contains("/dev/zero") && e.contains("more than 65536 bytes"), "{e}");
     }
 }

@@ -55,7 +55,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
         net.classes(),
     )?;
     if let Shape::Image { c, h, w } = net.input {
-        split.to_channels_last(c as usize, (h * w) as usize);
+        split.to_channels_last(c as usize, h as usize * w as usize);
     }
     let test = &split.test;
     // The model's shapes come from its file and the rows from the data set's: together they

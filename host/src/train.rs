@@ -85,17 +85,20 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
                     args.dtype.name()
                 )
             })?;
-            if let Err(CompileError::NotLowered { what }) = check_lowered(&graph, &config) {
-                bail!(
-                    "--model {}: {what} does not run on the accelerator yet; this model trains \
-                     on the f32 CPU reference (--dtype f32) and the GPU (--device gpu){}",
-                    args.model,
-                    match dtype {
-                        Dtype::Int8 => ", and on the accelerator in bf16 (--dtype bf16)",
-                        Dtype::Bf16 => "",
-                    }
-                );
-            }
+            let what = match check_lowered(&graph, &config) {
+                Err(CompileError::NotLowered { what }) => what.to_string(),
+                Err(CompileError::Relu { layer, what }) => format!("layer {layer} (relu): {what}"),
+                _ => continue,
+            };
+            bail!(
+                "--model {}: {what} does not run on the accelerator yet; this model trains on \
+                 the f32 CPU reference (--dtype f32) and the GPU (--device gpu){}",
+                args.model,
+                match dtype {
+                    Dtype::Int8 => ", and on the accelerator in bf16 (--dtype bf16)",
+                    Dtype::Bf16 => "",
+                }
+            );
         }
     }
     // What the report says of the data set, before the split takes over its features.
@@ -104,7 +107,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     if let Shape::Image { c, h, w } = net.input {
         // Images are channels-last inside every machine (core's `conv`); a data set's rows are
         // PyTorch's channels-first.
-        split.to_channels_last(c as usize, (h * w) as usize);
+        split.to_channels_last(c as usize, h as usize * w as usize);
     }
     // Every path trains the f32 reference, and most compile accelerator steps beside it: both
     // are checked before any of it is allocated (the accelerator's DRAM, once it is known).

@@ -79,6 +79,9 @@ proptest! {
     }
 }
 
+// Convolution and pooling shapes over the whole `u32` range.
+mod geometry;
+
 // ---------------------------------------------------------------------------------------------
 // The host's file readers (`systole_host`): `.npy` inputs, CSV data sets, safetensors models,
 // and core's firmware model blobs. Valid files, then the same files damaged.

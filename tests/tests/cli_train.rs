@@ -413,6 +413,51 @@ fn an_average_pooled_cnn_trains_on_the_accelerator() {
     assert!((int8 - bf16).abs() < 0.02, "{r}");
 }
 
+/// Issue 73: a ReLU anywhere in a valid network trains on the accelerator (BF16, beside the f32
+/// reference) or is refused before any work in one line naming the file and the layer. Two in
+/// a row are one; one after a flatten or a max pooling runs before it (they commute exactly);
+/// one last masks the logits' gradient on the host. One of the input itself, or after an
+/// average pooling, is refused (DECISIONS 131).
+#[test]
+fn relu_in_any_position_trains_on_the_accelerator_or_is_named() {
+    let s = Scratch::new();
+    let conv = r#"{"kind": "conv2d", "in": 1, "out": 4, "kernel": 3, "padding": 1}"#;
+    let (relu, flatten) = (r#"{"kind": "relu"}"#, r#"{"kind": "flatten"}"#);
+    let max = r#"{"kind": "maxpool2d", "kernel": 2}"#;
+    let avg = r#"{"kind": "avgpool2d", "kernel": 2}"#;
+    let dense = |i: u32| format!(r#"{{"kind": "dense", "in": {i}, "out": 10}}"#);
+    let (d256, d64) = (dense(256), dense(64));
+    let file = |name: &str, layers: &[&str]| {
+        let text = format!(r#"{{"input": [1, 8, 8], "layers": [{}]}}"#, layers.join(", "));
+        s.write(name, &text)
+    };
+    let trains: [(&str, Vec<&str>); 4] = [
+        ("twice.json", vec![conv, relu, relu, flatten, &d256]),
+        ("after-max.json", vec![conv, max, relu, flatten, &d64]),
+        ("after-flatten.json", vec![conv, flatten, relu, &d256]),
+        ("last.json", vec![flatten, &d64, relu]),
+    ];
+    for (name, layers) in &trains {
+        let model = file(name, layers);
+        let args = ["--model", model.to_str().unwrap(), "--epochs", "1"];
+        let (r, stdout) = train_json(&s, "run.json", &args);
+        assert!(stdout.contains("bf16 on the functional machine"), "{name}: {stdout}");
+        for e in r["epochs"].as_array().unwrap() {
+            assert!(f64_of(e, "loss_gap").abs() < 0.03, "{name}: {e}");
+        }
+    }
+    let refused: [(&str, Vec<&str>, &str); 2] = [
+        ("first.json", vec![relu, flatten, &d64], "layer 0 (relu)"),
+        ("after-avg.json", vec![conv, avg, relu, flatten, &d64], "layer 2 (relu)"),
+    ];
+    for (name, layers, layer) in &refused {
+        let model = file(name, layers);
+        let path = model.to_str().unwrap();
+        assert_fails_naming(&train(&["--model", path]), &[name, layer, "--dtype f32"]);
+        assert_ok(&train(&["--model", path, "--dtype", "f32", "--epochs", "1"]));
+    }
+}
+
 /// A network that does not fit the data set, a bad model file, or a CNN on a machine that
 /// cannot run it yet: one line naming the model and what is wrong.
 #[test]

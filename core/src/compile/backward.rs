@@ -14,10 +14,13 @@ impl Compiler<'_> {
         // A layer's parameter gradients wait for its input gradient, which reads the bf16 copy
         // of the weights that the updates fused into them overwrite.
         let mut waiting: Vec<Op> = Vec::new();
+        let on_host = super::logits_relu(self.graph);
         let mut i = 0;
         while i < ops.len() {
             match ops[i] {
                 Op::SoftmaxCrossEntropyGrad { .. } => i += 1, // on the host, between the programs
+                // A last ReLU's too, on the softmax's gradient.
+                Op::ReluGrad { dx, .. } if Some(dx) == on_host => i += 1,
                 op @ (Op::BiasGrad { .. } | Op::DenseGradWeight { .. }) => {
                     waiting.push(op);
                     i += 1;

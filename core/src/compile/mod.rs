@@ -39,6 +39,7 @@ pub use step::{Buffers, CompiledStep, Segment};
 use crate::config::{ArrayConfig, Dtype, Schedule};
 use crate::graph::{Graph, Op, TensorId, TensorKind};
 use crate::isa::{Instruction, VectorOp};
+use crate::layers::Layer;
 use crate::machine::ExecErrorKind;
 use crate::numerics::Requant;
 use crate::tiler::{
@@ -61,7 +62,17 @@ pub enum CompileError {
     Batch { batch: u32 },
     /// An op of the graph that the compiler does not lower to the array yet.
     NotLowered { what: &'static str },
+    /// A ReLU (layer `layer` of the list) that follows no GEMM to fuse into, even where
+    /// [`crate::graph::Graph::network`] moves it (DECISIONS 131): `what` says where it is.
+    Relu { layer: usize, what: &'static str },
 }
+
+/// Where a ReLU cannot run ([`CompileError::Relu`]).
+pub const RELU_OF_INPUT: &str =
+    "a ReLU of the network's input (the array applies a ReLU to the GEMM before it, and none is)";
+pub const RELU_AFTER_AVG_POOL: &str =
+    "a ReLU after an average pooling (the array applies a ReLU to the GEMM before it, and a mean \
+     does not commute with it)";
 
 impl core::fmt::Display for CompileError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -79,6 +90,9 @@ impl core::fmt::Display for CompileError {
             CompileError::Batch { batch } => write!(f, "batch size {batch} must be 1 to 65535"),
             CompileError::NotLowered { what } => {
                 write!(f, "{what} does not run on the accelerator yet")
+            }
+            CompileError::Relu { layer, what } => {
+                write!(f, "layer {layer} (relu): {what} does not run on the accelerator yet")
             }
         }
     }
@@ -105,6 +119,15 @@ pub struct Int8Plan {
 /// lowered.
 pub fn check_lowered(graph: &Graph, config: &ArrayConfig) -> Result<(), CompileError> {
     let not = |what| Err(CompileError::NotLowered { what });
+    let layers = crate::graph::lowered_layers(&graph.net);
+    for (at, &(layer, kind, _)) in layers.iter().enumerate() {
+        let what = match (kind, at.checked_sub(1).map(|before| layers[before].1)) {
+            (Layer::Relu, None) => RELU_OF_INPUT,
+            (Layer::Relu, Some(Layer::AvgPool2d { .. })) => RELU_AFTER_AVG_POOL,
+            _ => continue,
+        };
+        return Err(CompileError::Relu { layer, what });
+    }
     for op in graph.forward.iter().chain(&graph.backward) {
         match *op {
             Op::MaxPool { .. } if !VectorOp::Max.runs_on(config) => return not(pool::INT8),
@@ -144,6 +167,24 @@ pub fn compile_inference(
         return Err(CompileError::Dtype { needs });
     }
     Compiler::new(graph, config, batch, false)?.finish(int8)
+}
+
+/// The ReLU a network ends in (through flattens): its gradient op's output, whose buffers the
+/// host writes the logits' gradient to, masked by the ReLU as the golden model's `ReluGrad`
+/// masks it (`exec::Accel::relu_grad`), beside the softmax between the programs. `None` if the
+/// network ends otherwise.
+pub fn logits_relu(graph: &Graph) -> Option<TensorId> {
+    let mut grad = graph.gradient(graph.logits)?;
+    let logits = reshape_source(graph, graph.logits);
+    for op in &graph.backward {
+        match *op {
+            Op::SoftmaxCrossEntropyGrad { .. } => {}
+            Op::Reshape { x, y } if x == grad => grad = y,
+            Op::ReluGrad { dy, y, dx } if dy == grad && y == logits => return Some(dx),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The tensor whose buffers `t` is, through the reshapes of either pass (`t` itself if none).

@@ -15,6 +15,7 @@ mod geometry;
 #[cfg(feature = "alloc")]
 mod ops;
 
+pub use crate::limits::MAX_PADDED_IMAGE;
 pub use geometry::{ConvGeometry, PoolGeometry, ShapeError};
 #[cfg(feature = "alloc")]
 pub use ops::{

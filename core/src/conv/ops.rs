@@ -61,7 +61,7 @@ pub fn col2im_with<T: Float>(
 /// A convolution's weight from PyTorch's `[out, in, kh, kw]` to the `(kh, kw, in) x out`
 /// matrix the patches multiply.
 pub fn weight_from_pytorch<T: Copy>(g: &ConvGeometry, w: &[T]) -> Vec<T> {
-    let (taps, c, out) = ((g.kernel * g.kernel) as usize, g.c as usize, g.out_c as usize);
+    let (taps, c, out) = (g.taps(), g.c as usize, g.out_c as usize);
     assert_eq!(w.len(), out * c * taps);
     let mut m = Vec::with_capacity(w.len());
     for tap in 0..taps {
@@ -74,7 +74,7 @@ pub fn weight_from_pytorch<T: Copy>(g: &ConvGeometry, w: &[T]) -> Vec<T> {
 
 /// The inverse of [`weight_from_pytorch`].
 pub fn weight_to_pytorch<T: Copy>(g: &ConvGeometry, m: &[T]) -> Vec<T> {
-    let (taps, c, out) = ((g.kernel * g.kernel) as usize, g.c as usize, g.out_c as usize);
+    let (taps, c, out) = (g.taps(), g.c as usize, g.out_c as usize);
     assert_eq!(m.len(), out * c * taps);
     let mut w = Vec::with_capacity(m.len());
     for o in 0..out {

@@ -230,3 +230,16 @@ fn max_pool_takes_nan_and_the_first_of_ties() {
     let (y, at) = max_pool(&g, &[3.0f32, 1.0, 3.0, 2.0], 1);
     assert_eq!((y[0], at[0]), (3.0, 0));
 }
+
+/// Issue 73 (found by `boundaries::geometry`): fields near `u32::MAX` are refused, their sizes
+/// computed with checked 64-bit operations (`2 x (2^32 - 2)^2` elements is past `u64::MAX`).
+#[test]
+fn fields_near_u32_max_are_refused_without_overflow() {
+    let big = u32::MAX - 1;
+    let e = ConvGeometry::new((2, big, big), 1, 1, 1, 0).unwrap_err();
+    assert_eq!(e.field(), "in");
+    assert!(e.to_string().contains("more than 2^64"), "{e}");
+    assert!(ConvGeometry::new((u32::MAX, 1, 1), 1, 1, 1, u32::MAX).is_err());
+    assert!(ConvGeometry::new((1, 1, 1), 1, u32::MAX, u32::MAX, u32::MAX).is_err());
+    assert_eq!(PoolGeometry::new((2, big, big), 1, 1).unwrap_err().field(), "in");
+}

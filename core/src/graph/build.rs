@@ -5,7 +5,7 @@ use heapless::Vec;
 use super::{Graph, GraphError, MlpSpec, Op, Rows, Sgd, TensorId, TensorKind, MAX_LAYERS};
 use super::{MAX_NET_LAYERS_OF_MLP, MAX_WIDTH};
 use crate::conv::{ConvGeometry, PoolGeometry, ShapeError};
-use crate::layers::{Layer, Net, NetError, NetProblem, Shape};
+use crate::layers::{Layer, Net, NetError, NetProblem, Shape, MAX_NET_LAYERS};
 
 impl MlpSpec {
     /// The MLP as a layer list: dense layers with a ReLU after each but the last.
@@ -28,6 +28,35 @@ impl MlpSpec {
         }
         Net::new(Shape::Flat(self.inputs), &layers)
     }
+}
+
+/// The layers a graph is built of, each with its index in `net` and its input shape: `net`'s,
+/// but each ReLU runs before the flattens and max poolings before it, and one that then follows
+/// another ReLU is dropped. Both are exact: a ReLU is elementwise and idempotent, and a max
+/// pooling keeps its window's first largest, which a ReLU leaves first and largest (or makes 0,
+/// where the window's largest was at most 0); the gradients agree the same way. The compiler
+/// fuses a ReLU into the GEMM before it, so this puts every ReLU it can there (DECISIONS 131).
+pub(crate) fn lowered_layers(net: &Net) -> Vec<(usize, Layer, Shape), MAX_NET_LAYERS> {
+    let mut out: Vec<(usize, Layer, Shape), MAX_NET_LAYERS> = Vec::new();
+    let mut shape = net.input;
+    for (i, &layer) in net.layers.iter().enumerate() {
+        if layer == Layer::Relu {
+            let mut at = out.len();
+            while at > 0 && matches!(out[at - 1].1, Layer::Flatten | Layer::MaxPool2d { .. }) {
+                at -= 1;
+            }
+            if at == 0 || out[at - 1].1 != Layer::Relu {
+                // Where it moves, its input is that of the layer it moves before.
+                let input = out.get(at).map_or(shape, |&(_, _, s)| s);
+                // `out` holds at most as many layers as `net`.
+                let _ = out.insert(at, (i, layer, input));
+            }
+        } else {
+            let _ = out.push((i, layer, shape));
+        }
+        shape = net.shapes[i];
+    }
+    out
 }
 
 impl Graph {
@@ -90,10 +119,8 @@ impl Graph {
         g.input = g.tensor(TensorKind::Input, Rows::PerSample(1), g.inputs())?;
         g.labels = g.tensor(TensorKind::Labels, Rows::PerSample(1), 1)?;
         let mut x = g.input;
-        let mut shape = net.input;
-        for (i, &layer) in net.layers.iter().enumerate() {
+        for (i, layer, shape) in lowered_layers(net) {
             x = g.layer(i, layer, shape, x)?;
-            shape = net.shapes[i];
         }
         g.logits = x;
         g.loss = g.tensor(TensorKind::Loss, Rows::Fixed(1), 1)?;

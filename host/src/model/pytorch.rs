@@ -40,7 +40,7 @@ fn param_layers(net: &Net) -> Vec<(usize, Weight)> {
                 }
             }
             (Layer::Flatten, Shape::Image { c, h, w }) => {
-                flattened = Some((c as usize, (h * w) as usize))
+                flattened = Some((c as usize, h as usize * w as usize))
             }
             (Layer::Dense { inputs, outputs }, _) => {
                 out.push((i, Weight::Dense { inputs, outputs, chw: flattened.take() }))
