@@ -50,17 +50,18 @@ impl<R: BufRead> Read for Members<R> {
     }
 }
 
+/// `bytes` as one gzip member, for the readers' tests.
+#[cfg(test)]
+pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flate2::write::GzEncoder;
-    use std::io::Write;
-
-    fn gzip(bytes: &[u8]) -> Vec<u8> {
-        let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        e.write_all(bytes).unwrap();
-        e.finish().unwrap()
-    }
 
     fn read_all(file: &[u8]) -> (io::Result<Vec<u8>>, bool) {
         let mut members = Members::new(file);

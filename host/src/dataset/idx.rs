@@ -341,15 +341,8 @@ impl Dataset {
 
 #[cfg(test)]
 mod tests {
+    use super::super::gzip::gzip;
     use super::*;
-    use flate2::write::GzEncoder;
-    use std::io::Write;
-
-    fn gzip(bytes: &[u8]) -> Vec<u8> {
-        let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        e.write_all(bytes).unwrap();
-        e.finish().unwrap()
-    }
 
     fn pair(images: &IdxArray, labels: &IdxArray) -> Result<Dataset, DatasetError> {
         let (i, l) = (images.to_bytes(), labels.to_bytes());
