@@ -20,6 +20,7 @@ use crate::layers::{Net, NetError};
 
 mod autodiff;
 mod build;
+#[cfg(feature = "alloc")]
 pub(crate) use build::lowered_layers;
 #[cfg(test)]
 mod tests;
