@@ -23,6 +23,13 @@ fn assert_ok(out: &Output) {
     assert!(out.status.success(), "{:?}: {}", out.status, stderr(out));
 }
 
+/// `systole train --epochs 1 --dtype f32` with `extra` flags: the f32 reference alone, quickly.
+fn train_f32(extra: &[&str]) -> Output {
+    let mut args = vec!["train", "--epochs", "1", "--dtype", "f32"];
+    args.extend(extra);
+    systole(args)
+}
+
 /// The note line, if the run printed one.
 fn note(out: &Output) -> Option<String> {
     let text = stderr(out);
@@ -34,23 +41,11 @@ fn note(out: &Output) -> Option<String> {
 #[test]
 fn flags_that_do_not_apply_are_named_in_one_line() {
     let s = Scratch::new();
-    let plain = systole(["train", "--epochs", "1", "--dtype", "f32"]);
+    let plain = train_f32(&[]);
     assert_ok(&plain);
     assert_eq!(note(&plain), None, "a run with no stray flag says nothing");
 
-    let out = systole([
-        "train",
-        "--epochs",
-        "1",
-        "--dtype",
-        "f32",
-        "--machine",
-        "rtl",
-        "--port",
-        "/dev/null",
-        "--rows",
-        "4",
-    ]);
+    let out = train_f32(&["--machine", "rtl", "--port", "/dev/null", "--rows", "4"]);
     assert_ok(&out);
     let line = note(&out).expect("a note naming the ignored flags");
     for flag in ["--machine rtl", "--port /dev/null", "the array flags", "--dtype f32"] {
@@ -59,17 +54,7 @@ fn flags_that_do_not_apply_are_named_in_one_line() {
 
     let model =
         s.write("m.json", r#"{"input": [64], "layers": [{"kind": "dense", "in": 64, "out": 10}]}"#);
-    let out = systole([
-        "train",
-        "--epochs",
-        "1",
-        "--dtype",
-        "f32",
-        "--hidden",
-        "32",
-        "--model",
-        model.to_str().unwrap(),
-    ]);
+    let out = train_f32(&["--hidden", "32", "--model", model.to_str().unwrap()]);
     assert_ok(&out);
     let line = note(&out).expect("a note naming --hidden");
     assert!(line.contains("--hidden 32") && line.contains("has its own layers"), "{line}");
@@ -158,17 +143,7 @@ fn dense_layers_without_relus_between_them_are_not_called_an_mlp() {
             {"kind": "dense", "in": 32, "out": 10}]}"#,
     );
     let saved = s.path("linear.safetensors");
-    let out = systole([
-        "train",
-        "--epochs",
-        "1",
-        "--dtype",
-        "f32",
-        "--model",
-        model.to_str().unwrap(),
-        "--save",
-        saved.to_str().unwrap(),
-    ]);
+    let out = train_f32(&["--model", model.to_str().unwrap(), "--save", saved.to_str().unwrap()]);
     assert_ok(&out);
     assert!(!stdout(&out).contains("64-32-10"), "{}", stdout(&out));
     let out = systole([
