@@ -302,7 +302,8 @@ impl core::fmt::Display for ConfigError {
             ConfigError::PeAddStaged { stages, dtype, dataflow, schedule } => write!(
                 f,
                 "pe_stages = {stages}: only BF16 weight-stationary PEs of the blocking schedule \
-                 stage their f32 add, and this machine is {} {} {}; use pe_stages 1 or 2",
+                 stage their f32 add, and this machine is {} {} {}; use pe_stages 1 or 2, or \
+                 the blocking schedule",
                 dtype.name(),
                 dataflow.short_name(),
                 schedule.name()
@@ -331,7 +332,8 @@ impl core::fmt::Display for ConfigError {
             ConfigError::SinglePortSpad { dataflow, schedule } => write!(
                 f,
                 "single_port_spad = true: a single-port scratchpad serves weight-stationary \
-                 machines of the blocking schedule only, and this machine is {} {}",
+                 machines of the blocking schedule only, and this machine is {} {}; use \
+                 the blocking schedule",
                 dataflow.short_name(),
                 schedule.name()
             ),

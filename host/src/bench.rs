@@ -49,7 +49,8 @@ use crate::outputs::Outputs;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Which workloads: GEMMs, the MLP training step, or both.
+    /// Which workloads: GEMMs, the training steps (the digits MLP at each --batches size, then
+    /// LeNet-5 at the smallest), or both.
     #[arg(long, value_enum, default_value_t = Suite::All)]
     pub suite: Suite,
     #[command(flatten)]
@@ -588,12 +589,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let (gpu, gpu_report) = open_gpu();
     match &gpu_report {
         GpuReport { available: true, device: Some(d), .. } => println!("GPU: {d}"),
-        GpuReport { reason: Some(r), .. } => println!("GPU rows unavailable: {r}"),
+        GpuReport { reason: Some(r), .. } => {
+            println!("{}", crate::table::paragraph(&format!("GPU rows unavailable: {r}")))
+        }
         _ => {}
     }
     let bench =
         Bench { config, fmax_mhz, projected, cpu: CpuPeak::of_this_machine(), gpu, gpu_report };
-    println!(
+    let about = format!(
         "accelerator: {}x{} {}{} {} array{} at {} MHz (peak {}MAC/s); projection: {}x{} at {} \
          MHz\nCPU: {} at {:.0} MHz, peak assumed {}MAC/s ({})",
         config.rows,
@@ -612,6 +615,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         si(bench.cpu.peak_macs_per_s),
         bench.cpu.assumption
     );
+    println!("{}", crate::table::paragraph(&about));
 
     let mut rows = Vec::new();
     if matches!(suite, Suite::Gemm | Suite::All) {
@@ -631,9 +635,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 
     println!("{}", table(&rows));
     println!(
-        "MAC/s: multiply-accumulates per second; % peak: of that machine's peak (accelerator: \
-         rows x cols x clock; CPU: the assumption above; GPU: datasheet dense peak); MAC/B: \
-         MACs per byte moved (accelerator: its DRAM loads and stores; CPU, GPU: every operand once)."
+        "{}",
+        crate::table::paragraph(
+            "MAC/s: multiply-accumulates per second; % peak: of that machine's peak (accelerator: \
+             rows x cols x clock; CPU: the assumption above; GPU: datasheet dense peak); MAC/B: \
+             MACs per byte moved (accelerator: its DRAM loads and stores; CPU, GPU: every operand \
+             once)."
+        )
     );
 
     let report = Report {
@@ -847,10 +855,9 @@ pub fn duration(seconds: f64) -> String {
 
 /// The aligned terminal table, one block per workload.
 pub fn table(rows: &[Row]) -> String {
-    let header = [
-        "workload", "machine", "dtype", "kind", "time", "MAC/s", "% peak", "MAC/B", "check", "note",
-    ];
-    let cells: Vec<[String; 10]> = rows
+    let header =
+        ["workload", "machine", "dtype", "kind", "time", "MAC/s", "% peak", "MAC/B", "check; note"];
+    let cells: Vec<[String; 9]> = rows
         .iter()
         .map(|r| {
             [
@@ -864,14 +871,18 @@ pub fn table(rows: &[Row]) -> String {
                     .map(|f| format!("{:.1}", 100.0 * f))
                     .unwrap_or_else(|| "-".into()),
                 r.macs_per_byte.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
-                if r.check.is_empty() { "-".into() } else { r.check.clone() },
-                r.note.clone(),
+                match (r.check.is_empty(), r.note.is_empty()) {
+                    (true, true) => "-".into(),
+                    (false, true) => r.check.clone(),
+                    (true, false) => r.note.clone(),
+                    (false, false) => format!("{}; {}", r.check, r.note),
+                },
             ]
         })
         .collect();
     use crate::table::Align::{Free, Left, Right};
-    // The note is last and free-running.
-    let align = [Left, Left, Left, Left, Right, Right, Right, Right, Left, Free];
+    // The check and the note are last and free-running (wrapped under the row).
+    let align = [Left, Left, Left, Left, Right, Right, Right, Right, Free];
     let table = crate::table::lines(
         &std::iter::once(header.map(String::from)).chain(cells).collect::<Vec<_>>(),
         &align,

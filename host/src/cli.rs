@@ -2,12 +2,15 @@
 //!
 //! Every error exits with status 2 and one line on stderr, `error: ...`.
 
+#[cfg(test)]
+mod help;
 mod ignored;
 
 use crate::network::ModelChoice;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use systole_core::graph::Sgd;
 use systole_core::machine::GoldenKind;
 use systole_core::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
 
@@ -15,27 +18,35 @@ use crate::dataset::Source;
 
 pub use ignored::note;
 
-/// The array the host picks when no flag says otherwise; the depths and the clock are the
-/// core's own defaults, read from [`ArrayConfig::new`] rather than written here again.
-const DEFAULT_ARRAY: ArrayConfig = ArrayConfig::new(16, 16, Dtype::Int8);
+/// The array the host picks when no flag says otherwise: 16 x 16 on the decoupled schedule,
+/// the fastest machine every golden machine and the RTL run (the boards' presets keep their
+/// own). The depths and the clock are the core's own defaults, read from [`ArrayConfig::new`]
+/// rather than written here again.
+const DEFAULT_ARRAY: ArrayConfig =
+    ArrayConfig::new(16, 16, Dtype::Int8).with_schedule(Schedule::Decoupled);
 
 #[derive(Debug, Parser)]
 #[command(name = "systole", version, about = "Run workloads on the Systole accelerator's machines")]
 #[command(after_help = "Exit status: 0 on success, 2 on any error; `sim` exits 1 on a mismatch.")]
 pub struct Cli {
+    /// Print detail beyond the results (such as every place the CUDA search looked).
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Train an MLP classifier on the accelerator (BF16) beside an f32 CPU reference.
+    /// Train a network (an MLP, LeNet-5, or a JSON model of conv, pool and dense layers) on an
+    /// accelerator machine beside an f32 CPU reference, or on a CUDA GPU.
     Train(TrainArgs),
-    /// Reload a model saved by `train --save` and report its test accuracy.
+    /// Reload a model saved by `train --save` and report its test accuracy (f32, on the CPU).
     Predict(PredictArgs),
     /// C = A x B on any machine (golden, RTL, board), from and to NumPy .npy files.
     Gemm(GemmArgs),
-    /// The accelerator against the CPU and a CUDA GPU on the same GEMMs and training step.
+    /// The accelerator against the CPU and a CUDA GPU on the same GEMMs and training steps
+    /// (the digits MLP and LeNet-5).
     Bench(crate::bench::BenchArgs),
     /// The hardware: emit Verilog for an array config.
     #[command(subcommand)]
@@ -64,7 +75,8 @@ pub struct BlobArgs {
     /// int8 (calibrated on the model's training split) or bf16.
     #[arg(long, value_enum, default_value_t = DtypeArg::Int8)]
     pub dtype: DtypeArg,
-    /// The data set the model was trained on (for INT8 calibration).
+    /// The data set the model was trained on, for INT8 calibration: digits, mnist, a CSV file
+    /// or an IDX pair, as `train --dataset` takes it.
     #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
     /// Samples per inference (1 to 65535).
@@ -294,7 +306,7 @@ pub struct EmitArgs {
     #[arg(long, value_enum)]
     pub dtype: DtypeArg,
     /// ws: weight-stationary; os: output-stationary.
-    #[arg(long, value_enum, default_value_t = DataflowArg::Ws)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_ARRAY.dataflow.into())]
     pub dataflow: DataflowArg,
     /// Scratchpad rows.
     #[arg(long, default_value_t = DEFAULT_ARRAY.spad_depth)]
@@ -315,33 +327,33 @@ pub struct EmitArgs {
     /// System clock cycles per UART bit (default: 115200 baud at --clock-mhz).
     #[arg(long)]
     pub uart_divisor: Option<u16>,
-    /// blocking: the machine the boards build; decoupled: units overlapping under a
-    /// scoreboard, streamed matmuls (docs/HARDWARE.md).
-    #[arg(long, value_enum, default_value_t = ScheduleArg::Blocking)]
+    /// decoupled: the units overlap under a scoreboard and matmuls stream; blocking: loads,
+    /// stores and vector ops wait for an idle array, in less logic (docs/HARDWARE.md).
+    #[arg(long, value_enum, default_value_t = DEFAULT_ARRAY.schedule.into())]
     pub schedule: ScheduleArg,
     /// Pipeline registers in the requantize and cast lanes (0 to 3): each `Requantize`,
     /// `CastBf16` and `StoreBf16` takes as many cycles more, for a shorter clock period.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.convert_stages)]
     pub convert_stages: u8,
     /// Cycles each requantized row takes in the INT8 conversion lanes: 1 (a 32 x 32
     /// multiplier per lane) or 4 (one 16 x 16 multiplier per lane, a quarter of the logic).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.requant_cycles)]
     pub requant_cycles: u8,
     /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, 2 with the
     /// lanes' product registered, or 3 with the multiplier's halves registered apart too (a
     /// shorter clock period each).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.scale_cycles)]
     pub scale_cycles: u8,
     /// Cycles each PE takes from its operands to its sum: 1, or 2 with the product registered
     /// (a shorter clock period; results leave the array a cycle later), or 3 with the f32 add's
     /// aligned operands registered too (BF16 weight-stationary blocking machines: results
     /// `rows + 1` cycles later), or 4 with its normalised sum registered as well (`2 rows + 1`).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.pe_stages)]
     pub pe_stages: u8,
     /// Cycles a BF16 accumulator lane's f32 add takes: 1, or 2 with its aligned operands
     /// registered, or 3 with its normalised sum registered too (a shorter clock period each;
     /// results land a cycle later, and adding vector rows take a cycle more, for each).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.add_stages)]
     pub add_stages: u8,
     /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
     /// inference).
@@ -385,16 +397,18 @@ pub struct GemmArgs {
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
-    /// `digits` (built in: 8x8 handwritten digits, 1797 rows) or a CSV file: features, then an
-    /// integer label 0-255 in the last column; an optional header row.
+    /// `digits` (built in: 1,797 8x8 handwritten digits), `mnist` (built in: MNIST's 70,000
+    /// 28x28 digits), a CSV file (features, then an integer label 0-255 in the last column; an
+    /// optional header row) or an IDX pair `IMAGES,LABELS` (MNIST's format, plain or gzipped).
     #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
     /// The network: `mlp` (dense layers of the --hidden widths), `lenet` (LeNet-5 for 1 x 28 x
     /// 28 images: --dataset mnist) or a JSON model file of an input shape and a layer list
     /// (conv2d, maxpool2d, avgpool2d, relu, flatten, dense; README "Networks"). The
-    /// accelerator pools in bf16 only, not the network's input, and trains pooling whose
-    /// windows tile its input; other networks train on the f32 CPU reference (--dtype f32) and
-    /// the GPU (--device gpu).
+    /// accelerator trains convolutions and pooling in BF16 (pooling whose windows tile its
+    /// input, not of the network's input), and --dtype int8 runs the trained network, max and
+    /// average pooling included, in INT8 inference; other networks train on the f32 CPU
+    /// reference (--dtype f32) and the GPU (--device gpu).
     #[arg(long, default_value = "mlp", value_name = "mlp|lenet|PATH.json", value_parser = ModelChoice::parse)]
     pub model: ModelChoice,
     /// Hidden layer widths of `--model mlp`, input side first (at most 7 layers).
@@ -421,10 +435,10 @@ pub struct TrainArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub lr: Option<f32>,
     /// SGD momentum, 0 <= m < 1 (0: plain SGD).
-    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = Sgd::DEFAULT.momentum, allow_negative_numbers = true)]
     pub momentum: f32,
     /// L2 penalty added to every gradient: g + wd * p.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = Sgd::DEFAULT.weight_decay, allow_negative_numbers = true)]
     pub weight_decay: f32,
     /// Seeds the split, the shuffles and the initial weights.
     #[arg(long, default_value_t = 0)]
@@ -432,7 +446,8 @@ pub struct TrainArgs {
     /// Write the whole run (config, per-epoch figures, per-op cycles, accuracies) as JSON.
     #[arg(long, value_name = "run.json")]
     pub json: Option<PathBuf>,
-    /// Save the trained f32 weights (PyTorch nn.Linear layout) and the run's facts.
+    /// Save the trained f32 weights as safetensors, in PyTorch's layouts (nn.Linear's
+    /// out x in, nn.Conv2d's out x in x kh x kw), with the network and the run's facts.
     #[arg(long, value_name = "model.safetensors")]
     pub save: Option<PathBuf>,
     /// accel: a golden machine (--dtype bf16|int8); gpu: a CUDA GPU, beside the f32 CPU
@@ -450,7 +465,8 @@ pub struct PredictArgs {
     /// A model written by `systole train --save`.
     #[arg(long, value_name = "model.safetensors")]
     pub model: PathBuf,
-    /// The data set to split (with the model's seed) and predict the test side of.
+    /// The data set to split (with the model's seed) and predict the test side of: digits,
+    /// mnist, a CSV file or an IDX pair, as `train --dataset` takes it.
     #[arg(long, default_value = "digits", value_name = "digits|mnist|PATH.csv|IMAGES,LABELS", value_parser = Source::parse)]
     pub dataset: Source,
     /// Write the accuracy and every test row's prediction as JSON.
@@ -496,7 +512,7 @@ pub struct ArrayArgs {
     #[arg(long, default_value_t = DEFAULT_ARRAY.cols)]
     pub cols: u16,
     /// ws: weight-stationary; os: output-stationary.
-    #[arg(long, value_enum, default_value_t = DataflowArg::Ws)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_ARRAY.dataflow.into())]
     pub dataflow: DataflowArg,
     /// Scratchpad rows.
     #[arg(long, default_value_t = DEFAULT_ARRAY.spad_depth)]
@@ -508,33 +524,33 @@ pub struct ArrayArgs {
     #[arg(long, default_value_t = DEFAULT_ARRAY.clock_mhz, value_name = "MHZ")]
     #[arg(value_parser = parse_mhz, allow_negative_numbers = true)]
     pub clock_mhz: f64,
-    /// blocking: loads, stores and vector ops wait for an idle array (what the boards build);
-    /// decoupled: the units overlap under a scoreboard and matmuls stream (functional, cycle
-    /// and RTL machines).
-    #[arg(long, value_enum, default_value_t = ScheduleArg::Blocking)]
+    /// decoupled: the units overlap under a scoreboard and matmuls stream; blocking: loads,
+    /// stores and vector ops wait for an idle array, in less logic (the small boards' builds;
+    /// a byte-wide DRAM port, a single-port scratchpad and BF16 PEs of 3 or 4 stages need it).
+    #[arg(long, value_enum, default_value_t = DEFAULT_ARRAY.schedule.into())]
     pub schedule: ScheduleArg,
     /// Pipeline registers in the requantize and cast lanes (0 to 3; the boards' builds say
     /// theirs): each `Requantize`, `CastBf16` and `StoreBf16` takes as many cycles more.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.convert_stages)]
     pub convert_stages: u8,
     /// Cycles each `Requantize` row takes in the conversion lanes: 1, or 4 on lanes with one
     /// 16 x 16 multiplier each (the boards' builds say theirs).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.requant_cycles)]
     pub requant_cycles: u8,
     /// Cycles each `Scale` or `Axpy` row takes in the BF16 accumulator lanes: 1, 2 on lanes
     /// that register their product, or 3 on lanes that register their multiplier's halves
     /// apart too (the boards' builds say theirs).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.scale_cycles)]
     pub scale_cycles: u8,
     /// Cycles each PE takes from its operands to its sum: 1, 2 on PEs that register their
     /// product, 3 on BF16 PEs that register their f32 add's aligned operands too, or 4 on ones
     /// that register its normalised sum as well (the boards' builds say theirs).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.pe_stages)]
     pub pe_stages: u8,
     /// Cycles a BF16 accumulator lane's f32 add takes: 1, 2 on lanes that register their
     /// aligned operands, or 3 on ones that register the normalised sum too (the boards' builds
     /// say theirs).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.add_stages)]
     pub add_stages: u8,
     /// Whether INT8 accumulator lanes have a comparator (`Max`, for max pooling in INT8
     /// inference; the boards' builds say theirs).
@@ -543,17 +559,17 @@ pub struct ArrayArgs {
     /// Registers after each memory's read port: 0, or 1 for memories that register their read
     /// word once more (the ECP5 block RAM's output register), which makes every instruction a
     /// cycle longer (docs/DECISIONS.md 106).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.read_stages)]
     pub read_stages: u8,
     /// How the DRAM moves bytes: row, a row of a transfer a cycle; byte, a byte a cycle, for
     /// parts too small for the row port's banks (the blocking schedule only; docs/DECISIONS.md
     /// 111).
-    #[arg(long, value_enum, default_value_t = DramPortArg::Row)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_ARRAY.dram_port.into())]
     pub dram_port: DramPortArg,
     /// Whether the scratchpad is a single-port memory (the iCE40 UP5K's SPRAM): `LoadWeights`
     /// then waits for the matmul's reads and `Matmul` for the weight loader, and each `Load` and
     /// `Requantize` takes a cycle more (weight-stationary, blocking schedule only).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "true|false")]
+    #[arg(long, default_value_t = DEFAULT_ARRAY.single_port_spad, action = clap::ArgAction::Set, value_name = "true|false")]
     pub single_port_spad: bool,
 }
 
@@ -611,11 +627,29 @@ pub enum ScheduleArg {
     Decoupled,
 }
 
+impl From<DramPort> for DramPortArg {
+    fn from(p: DramPort) -> DramPortArg {
+        match p {
+            DramPort::Row => DramPortArg::Row,
+            DramPort::Byte => DramPortArg::Byte,
+        }
+    }
+}
+
 impl From<ScheduleArg> for Schedule {
     fn from(s: ScheduleArg) -> Schedule {
         match s {
             ScheduleArg::Blocking => Schedule::Blocking,
             ScheduleArg::Decoupled => Schedule::Decoupled,
+        }
+    }
+}
+
+impl From<Schedule> for ScheduleArg {
+    fn from(s: Schedule) -> ScheduleArg {
+        match s {
+            Schedule::Blocking => ScheduleArg::Blocking,
+            Schedule::Decoupled => ScheduleArg::Decoupled,
         }
     }
 }
@@ -639,6 +673,15 @@ impl From<DtypeArg> for Dtype {
 pub enum DataflowArg {
     Ws,
     Os,
+}
+
+impl From<Dataflow> for DataflowArg {
+    fn from(d: Dataflow) -> DataflowArg {
+        match d {
+            Dataflow::WeightStationary => DataflowArg::Ws,
+            Dataflow::OutputStationary => DataflowArg::Os,
+        }
+    }
 }
 
 impl From<DataflowArg> for Dataflow {

@@ -193,12 +193,8 @@ impl GemmReport {
             CLOSED_FORM | TIMING_MODEL => format!(" ({})", self.cycles_source),
             _ => String::new(),
         };
-        let schedule = match self.schedule {
-            "blocking" => String::new(),
-            other => format!(" ({other})"),
-        };
         format!(
-            "gemm {}x{}x{} {} on a {}x{} {} array{}, {} machine: {} cycles{}, {:.1}% utilization, \
+            "gemm {}x{}x{} {} on a {}x{} {} {} array, {} machine: {} cycles{}, {:.1}% utilization, \
              {:.3} us at {} MHz",
             self.m,
             self.k,
@@ -207,7 +203,7 @@ impl GemmReport {
             self.rows,
             self.cols,
             self.dataflow,
-            schedule,
+            self.schedule,
             self.machine,
             self.cycles,
             note,

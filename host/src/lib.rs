@@ -25,3 +25,4 @@ pub mod report;
 pub mod sim;
 pub mod table;
 pub mod train;
+pub mod verbose;

@@ -32,23 +32,40 @@ pub fn open(
         .identify(config.clock_mhz)
         .map_err(|e| anyhow!("{port}: no accelerator answers ({e})"))?;
     let got = id.config;
-    let differs = |what: &str, want: String, have: String| -> anyhow::Result<()> {
+    // Each field the run and the board disagree on, with the flags that would match the board.
+    let differs = |what: &str, want: String, have: String, flags: String| -> anyhow::Result<()> {
         if want != have {
-            bail!("{port}: the board's accelerator has {what} {have}, this run needs {want}; rebuild the bitstream or change the flags");
+            let fix = match flags.is_empty() {
+                true => "rebuild the bitstream".to_string(),
+                false => format!("pass {flags} or rebuild the bitstream"),
+            };
+            bail!(
+                "{port}: the board's accelerator has {what} {have}, this run needs {want}; {fix}"
+            );
         }
         Ok(())
     };
-    differs("ISA version", systole_core::isa::ISA_VERSION.to_string(), id.isa_version.to_string())?;
+    let (isa, board_isa) = (systole_core::isa::ISA_VERSION, id.isa_version);
+    differs("ISA version", isa.to_string(), board_isa.to_string(), String::new())?;
     differs(
         "array",
         format!("{}x{}", config.rows, config.cols),
         format!("{}x{}", got.rows, got.cols),
+        format!("--rows {} --cols {}", got.rows, got.cols),
     )?;
-    differs("dtype", config.dtype.name().into(), got.dtype.name().into())?;
-    differs("dataflow", config.dataflow.short_name().into(), got.dataflow.short_name().into())?;
-    differs("scratchpad depth", config.spad_depth.to_string(), got.spad_depth.to_string())?;
-    differs("accumulator depth", config.acc_depth.to_string(), got.acc_depth.to_string())?;
-    differs("schedule", config.schedule.name().into(), got.schedule.name().into())?;
+    let (dtype, board_dtype) = (config.dtype.name(), got.dtype.name());
+    differs("dtype", dtype.into(), board_dtype.into(), format!("--dtype {board_dtype}"))?;
+    let (flow, board_flow) = (config.dataflow.short_name(), got.dataflow.short_name());
+    differs("dataflow", flow.into(), board_flow.into(), format!("--dataflow {board_flow}"))?;
+    let (spad, board_spad) = (config.spad_depth, got.spad_depth);
+    let flags = format!("--spad-depth {board_spad}");
+    differs("scratchpad depth", spad.to_string(), board_spad.to_string(), flags)?;
+    let (acc, board_acc) = (config.acc_depth, got.acc_depth);
+    let flags = format!("--acc-depth {board_acc}");
+    differs("accumulator depth", acc.to_string(), board_acc.to_string(), flags)?;
+    let (schedule, board_schedule) = (config.schedule.name(), got.schedule.name());
+    let flags = format!("--schedule {board_schedule}");
+    differs("schedule", schedule.into(), board_schedule.into(), flags)?;
     if (id.dram_bytes as usize) < dram {
         bail!(
             "{port}: this run needs {dram} bytes of DRAM, the board's accelerator has {}",

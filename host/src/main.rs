@@ -28,6 +28,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    systole_host::verbose::set(cli.verbose);
     let result = match &cli.command {
         Command::Train(args) => train::run(args),
         Command::Predict(args) => predict::run(args),

@@ -46,7 +46,7 @@ impl ModelChoice {
     pub fn default_lr(&self) -> f32 {
         match self {
             ModelChoice::Lenet => LENET_LR,
-            _ => 0.05,
+            _ => systole_core::graph::Sgd::DEFAULT.lr,
         }
     }
 

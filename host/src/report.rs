@@ -92,11 +92,11 @@ pub fn dram_port_words(port: systole_core::DramPort) -> &'static str {
     }
 }
 
-/// " decoupled" after an array's dataflow in a line of text when it runs the decoupled
-/// schedule; nothing for the default, so the default's lines stay as they were.
+/// The schedule after an array's dataflow in a line of text: " decoupled" or " blocking"
+/// (either may be the default of one command or another, so each is always named).
 pub fn schedule_word(config: &ArrayConfig) -> &'static str {
     match config.schedule {
-        systole_core::Schedule::Blocking => "",
+        systole_core::Schedule::Blocking => " blocking",
         systole_core::Schedule::Decoupled => " decoupled",
     }
 }

@@ -543,11 +543,12 @@ fn print_run(
         Err(e) => format!("fault: {e}"),
     };
     println!(
-        "{}x{} {} {} array, {} bytes of DRAM; program of {} instructions",
+        "{}x{} {} {}{} array, {} bytes of DRAM; program of {} instructions",
         config.rows,
         config.cols,
         config.dtype.name(),
         config.dataflow.short_name(),
+        crate::report::schedule_word(config),
         top.dram_bytes,
         program.len()
     );

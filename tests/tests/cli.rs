@@ -598,7 +598,16 @@ fn gemm_on_a_board_over_serial_equals_the_cycle_machine() {
     let out = gemm_in(
         &s,
         "int8",
-        &["--machine", "board", "--port", &path, "--stats", s.path("s.json").to_str().unwrap()],
+        &[
+            "--machine",
+            "board",
+            "--port",
+            &path,
+            "--schedule",
+            "blocking",
+            "--stats",
+            s.path("s.json").to_str().unwrap(),
+        ],
     );
     assert_success(&out);
     let (_, shape, c) = read_npy::<i32>(&s.path("C.npy"));
@@ -615,7 +624,14 @@ fn a_board_built_for_another_array_is_refused() {
     let s = valid_inputs(Dtype::Int8);
     let (path, _server) = emulated_board(ArrayConfig::new(4, 4, Dtype::Int8), 1 << 16);
     let out = gemm_in(&s, "int8", &["--machine", "board", "--port", &path]);
-    assert_fails_naming(&out, &["has array 4x4", "needs 16x16"]);
+    assert_fails_naming(&out, &["has array 4x4", "needs 16x16", "pass --rows 4 --cols 4"]);
+    // A board of the array asked for, built for the other schedule: the flag that matches it.
+    let (path, _server) = emulated_board(ArrayConfig::new(16, 16, Dtype::Int8), 1 << 16);
+    let out = gemm_in(&s, "int8", &["--machine", "board", "--port", &path]);
+    assert_fails_naming(
+        &out,
+        &["has schedule blocking", "needs decoupled", "pass --schedule blocking"],
+    );
     let out = gemm_in(&s, "int8", &["--machine", "board"]);
     assert_fails_naming(&out, &["--port"]);
 }
@@ -632,8 +648,11 @@ fn training_on_a_board_over_serial_equals_the_cycle_machine() {
         assert!(out.status.success(), "{:?}: {}", machine, String::from_utf8_lossy(&out.stderr));
         serde_json::from_reader(File::open(json).unwrap()).unwrap()
     };
-    let cycle = run(&["--machine", "cycle"], &s.path("cycle.json"));
-    let board = run(&["--machine", "board", "--port", &path], &s.path("board.json"));
+    let cycle = run(&["--machine", "cycle", "--schedule", "blocking"], &s.path("cycle.json"));
+    let board = run(
+        &["--machine", "board", "--port", &path, "--schedule", "blocking"],
+        &s.path("board.json"),
+    );
     assert_eq!(board["config"]["machine"], "board");
     assert_eq!(cycle["epochs"].as_array().unwrap().len(), 2);
     // Every epoch's loss, accuracies and cycles, bit for bit: one semantics on both machines.

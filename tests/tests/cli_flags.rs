@@ -81,7 +81,9 @@ fn flags_that_do_not_apply_are_named_in_one_line() {
 /// the INT8 array for the inference was built.
 #[test]
 fn an_int8_array_that_cannot_be_built_is_refused_before_the_first_epoch() {
-    let out = systole(["train", "--pe-stages", "3", "--dtype", "int8", "--epochs", "30"]);
+    // BF16 PEs of three stages train on the blocking schedule; INT8 PEs have none.
+    let flags = ["--pe-stages", "3", "--schedule", "blocking", "--dtype", "int8", "--epochs", "30"];
+    let out = systole([&["train"][..], &flags].concat());
     assert_fails_naming(&out, &["int8 array", "--dtype int8"]);
 }
 

@@ -367,7 +367,8 @@ fn hdl_emit_writes_the_revision_asked_for() {
     let emit = |revision: &str| {
         let out = dir.path().join(revision);
         let args = ["hdl", "emit", "--rows", "2", "--cols", "2", "--dtype", "bf16"];
-        let rest = ["--pe-stages", "3", "--rtl-revision", revision, "-o", out.to_str().unwrap()];
+        let rest = ["--pe-stages", "3", "--schedule", "blocking", "--rtl-revision", revision];
+        let rest = rest.into_iter().chain(["-o", out.to_str().unwrap()]);
         let run = systole(args.iter().copied().chain(rest));
         (run, out.join("systole_top.v"))
     };

@@ -502,7 +502,7 @@ fn conformance_16x16_decoupled() {
 /// cycles and every parameter equal the cycle machine's, bit for bit.
 #[test]
 fn a_training_step_on_the_rtl_equals_the_cycle_machine() {
-    let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
+    let sgd = Sgd::DEFAULT;
     let spec =
         MlpSpec { inputs: 64, hidden: heapless::Vec::from_slice(&[64]).unwrap(), classes: 10 };
     let mlp = spec.net().unwrap();

@@ -164,7 +164,7 @@ fn bench_train_suite_checks_every_machine_against_the_reference() {
     let dir = tempfile::tempdir().unwrap();
     let (report, stdout) = bench_json(dir.path(), &["--suite", "train", "--batches", "8,20"]);
     let spec = MlpSpec { inputs: 64, hidden: [64].iter().copied().collect(), classes: 10 };
-    let graph = Graph::training(&spec, Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 }).unwrap();
+    let graph = Graph::training(&spec, Sgd::DEFAULT).unwrap();
     let config = ArrayConfig::new(16, 16, Dtype::Bf16);
     for batch in [8u32, 20] {
         let step = compile_training(&graph, &config, batch).unwrap();

@@ -11,6 +11,7 @@ mod cli_sim;
 mod cli_train;
 mod conformance;
 mod cosim;
+mod docs;
 mod faults;
 mod gpu;
 mod hardware;

@@ -168,6 +168,12 @@ pub struct Sgd {
     pub weight_decay: f32,
 }
 
+impl Sgd {
+    /// The settings a run uses when it names none (`systole train`'s defaults for an MLP):
+    /// momentum SGD at a step the digits MLP trains smoothly with, no weight decay.
+    pub const DEFAULT: Sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
+}
+
 /// Why a graph cannot be built.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -20,7 +20,7 @@ use crate::gpu::GpuDtype;
 
 /// The digits MLP: 8x8 pixels in, one hidden layer of 64, ten classes.
 pub const WIDTHS: [u32; 3] = [64, 64, 10];
-pub const SGD: Sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
+pub const SGD: Sgd = Sgd::DEFAULT;
 pub(super) const BUDGET: Duration = Duration::from_millis(700);
 /// Batches above this are not stepped on the cycle machine (seconds per step).
 const CYCLE_MAX_BATCH: u32 = 1024;

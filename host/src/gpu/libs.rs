@@ -298,8 +298,14 @@ impl Discovery {
         self.missing().is_empty()
     }
 
-    /// One line: which libraries are missing and everything that was searched.
+    /// One line: which libraries are missing, and with `--verbose` everything that was
+    /// searched.
     pub fn missing_line(&self) -> String {
+        self.missing_line_with(crate::verbose::on())
+    }
+
+    /// One line: which libraries are missing, and everything that was searched or how to see it.
+    pub fn missing_line_with(&self, searched: bool) -> String {
         let mut names: Vec<String> = Vec::new();
         for (lib, found) in &self.libs {
             if let Found::Missing(why) = found {
@@ -309,7 +315,11 @@ impl Discovery {
                 });
             }
         }
-        format!("no CUDA: {} not found (searched {})", names.join(", "), self.searched)
+        let searched = match searched {
+            true => format!("searched {}", self.searched),
+            false => "`systole --verbose` lists the places searched".to_string(),
+        };
+        format!("no CUDA: {} not found ({searched})", names.join(", "))
     }
 
     /// One line: where each library came from.
@@ -553,8 +563,11 @@ mod tests {
             searched: "the loader's default path".into(),
         };
         assert_eq!(d.missing(), vec![CudaLib::Driver, CudaLib::Nvrtc]);
-        let line = d.missing_line();
+        let line = d.missing_line_with(true);
         assert!(line.starts_with("no CUDA: libcuda, libnvrtc (found but failed to load: bad ELF)"));
         assert!(line.ends_with("(searched the loader's default path)"), "{line}");
+        let short = d.missing_line_with(false);
+        assert!(short.ends_with("(`systole --verbose` lists the places searched)"), "{short}");
+        assert!(!short.contains("loader's default path"), "{short}");
     }
 }
