@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use systole_boards::board::BOARDS;
+use systole_boards::board::{Board, BOARDS};
 use systole_core::blob::{self, Blob};
 use systole_core::compile::Int8Plan;
 use systole_core::exec::{argmax, Executor, Plain};
@@ -104,12 +104,12 @@ fn train() -> Trained {
 
 /// The board default arrays, once each (the clock is not part of what a blob must match), each
 /// with the first board that builds it.
-fn targets() -> Vec<(&'static str, ArrayConfig)> {
-    let mut out: Vec<(&'static str, ArrayConfig)> = Vec::new();
+fn targets() -> Vec<(Board, ArrayConfig)> {
+    let mut out: Vec<(Board, ArrayConfig)> = Vec::new();
     for board in BOARDS {
         let c = board.default_config();
         if !out.iter().any(|(_, o)| ArrayConfig { clock_mhz: c.clock_mhz, ..*o } == c) {
-            out.push((board.name, c));
+            out.push((board, c));
         }
     }
     out
@@ -128,7 +128,7 @@ fn build_all(t: &Trained) -> Vec<(String, Vec<u8>)> {
         .map(|(board, c)| {
             let bytes =
                 blob::build(&t.spec.net().unwrap(), &t.params, c, 1, Some(&t.plan), FEATURE_SCALE);
-            (blob_name(board), bytes.unwrap())
+            (blob_name(board.name), bytes.unwrap())
         })
         .collect();
     // The first held-out row of a 7 that the INT8 model gets right on every target.
@@ -202,9 +202,9 @@ fn the_int8_digits_model_classifies_held_out_rows() {
 }
 
 /// What the Pico does, with the committed files: for each blob, wake, identify, load, infer the
-/// sample through the driver on an emulated accelerator of the blob's target (a golden cycle
-/// machine behind the SPI framing); the digit is the sample's label, the logits are
-/// `Int8Inference`'s and the cycles the blob's.
+/// sample through the driver on an emulated accelerator of its board's default build (a golden
+/// cycle machine behind the SPI framing) with the DRAM that build has, which the blob must fit;
+/// the digit is the sample's label, the logits are `Int8Inference`'s and the cycles the blob's.
 #[test]
 fn the_pico_blobs_classify_their_sample_through_the_driver() {
     let sample = std::fs::read(pico_dir().join("sample.bin")).unwrap();
@@ -212,23 +212,26 @@ fn the_pico_blobs_classify_their_sample_through_the_driver() {
     let features: Vec<f32> = pixels.iter().map(|&p| p as f32).collect();
     let t = train();
     for (board, config) in targets() {
-        let bytes = std::fs::read(pico_dir().join(blob_name(board))).unwrap();
+        let name = blob_name(board.name);
+        let bytes = std::fs::read(pico_dir().join(&name)).unwrap();
         let blob = Blob::parse(&bytes).unwrap();
+        let (needs, has) = (blob.target.dram_bytes as usize, board.memories.dram_bytes);
+        assert!(needs <= has, "{name} needs {needs} bytes of DRAM, {} has {has}", board.name);
         assert_eq!(blob.feature_scale, FEATURE_SCALE);
         let x: Vec<f32> = features.iter().map(|v| v / blob.feature_scale).collect();
-        let mut accel = emulated(*blob.config(), blob.target.dram_bytes as usize, 2);
+        let mut accel = emulated(config, has, 2);
         accel.reset().unwrap();
         let mut logits = [0f32; CLASSES as usize];
         let cycles = accel.run_inference(&blob, Input::F32(&x), &mut logits).unwrap();
         let (expected, class) = int8_logits(&t, config, &features);
-        assert_eq!(argmax(&logits), label[0] as usize, "{}", blob_name(board));
+        assert_eq!(argmax(&logits), label[0] as usize, "{name}");
         assert_eq!(class, label[0] as usize);
         assert_eq!(logits.to_vec(), expected);
         assert_eq!(cycles, blob.expected_cycles);
         let spi = &accel.release().0;
         eprintln!(
-            "{}: {} bytes, {} program words, {} cycles; {} SPI bytes in {} transactions",
-            blob_name(board),
+            "{name}: {} bytes, {} program words, {} cycles, {needs} of {has} DRAM bytes; {} SPI \
+             bytes in {} transactions",
             bytes.len(),
             blob.program_words(),
             cycles,

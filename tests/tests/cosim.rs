@@ -697,8 +697,9 @@ fn identify_answers_over_both_links() {
 }
 
 /// The digits model the Pico example embeds (`firmware/pico-digits/blobs`), run by the unchanged
-/// firmware driver on the RTL over SPI: the sample's digit, and exactly the logits and the cycle
-/// count of the same driver on a golden cycle machine (behind core's device emulator).
+/// firmware driver on the RTL over SPI, with the ULX3S 25F's memories (its preset's DRAM and
+/// FIFO): the sample's digit, and exactly the logits and the cycle count of the same driver on a
+/// golden cycle machine (behind core's device emulator).
 #[test]
 fn the_firmware_driver_runs_the_digits_model_on_the_rtl() {
     use embedded_hal_mock::eh1::delay::NoopDelay;
@@ -713,7 +714,8 @@ fn the_firmware_driver_runs_the_digits_model_on_the_rtl() {
     let (pixels, label) = sample.split_at(64);
     let x: Vec<f32> = pixels.iter().map(|&p| p as f32 / blob.feature_scale).collect();
     let config = *blob.config();
-    let dram = blob.target.dram_bytes as usize;
+    let memories = systole_boards::board::by_name("ulx3s-25f").unwrap().memories;
+    let (dram, fifo_depth) = (memories.dram_bytes, memories.fifo_depth);
     let options = Options { clock_mhz: config.clock_mhz, ..Options::DEFAULT };
     let mut logits = vec![0f32; blob.logits_len()];
 
@@ -725,8 +727,7 @@ fn the_firmware_driver_runs_the_digits_model_on_the_rtl() {
     let golden_cycles = golden_accel.run_inference(&blob, Input::F32(&x), &mut logits).unwrap();
     let expected = logits.clone();
 
-    // The blob does not constrain the FIFO depth (0): the default one.
-    let top = TopConfig { dram_bytes: dram, uart_divisor: 4, ..TopConfig::new(config) };
+    let top = TopConfig { dram_bytes: dram, fifo_depth, uart_divisor: 4, ..TopConfig::new(config) };
     let bus = SimSpi::new(RtlTarget(SpiLink::new(verilated(&top), 4)));
     let mut accel = Systole::with_options(bus, NoopDelay::new(), options);
     logits.fill(0.0);

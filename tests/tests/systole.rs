@@ -4,6 +4,7 @@ mod board_machine;
 mod boundaries;
 mod cli;
 mod cli_audit;
+mod cli_firmware;
 mod cli_flags;
 mod cli_limits;
 mod cli_outputs;

@@ -257,7 +257,7 @@ impl<'g> Compiler<'g> {
             updates: 0,
         };
         let es = config.dtype.elem_bytes() as u64;
-        plan_params(graph, &mut c.dram, &mut c.buffers, es);
+        plan_params(graph, &mut c.dram, &mut c.buffers, config.dtype);
         // The input is read padded when the first convolution pads it (`im2col`).
         c.input_padding = graph
             .forward
