@@ -20,36 +20,13 @@ fn batch(seed: u64, rows: usize, inputs: usize, classes: u32) -> (Vec<f64>, Vec<
     (x, y)
 }
 
-/// Every parameter's gradient from autodiff against central differences of the loss; returns
+/// Every parameter's gradient of `net` on a random batch against central differences; returns
 /// how many were checked.
 fn check_gradients(net: &Net, seed: u64, rows: usize) -> u64 {
     let graph = Graph::network_training(net, SGD).unwrap();
     let params = Params::init(net, seed);
     let (x, y) = batch(seed + 1, rows, graph.inputs() as usize, graph.classes());
-    let mut ex = Executor::new(graph.clone(), Plain::<f64>::new(), &params);
-    ex.forward(&x, &y);
-    ex.backward(&y);
-    let h = 1e-6;
-    let mut checked = 0;
-    for &(w, b) in &graph.params {
-        for param in [w, b] {
-            let grad = ex.values[graph.gradient(param).unwrap() as usize].clone();
-            for (i, &analytic) in grad.iter().enumerate() {
-                let mut probe = Executor::new(graph.clone(), Plain::<f64>::new(), &params);
-                probe.values[param as usize][i] += h;
-                let up = probe.forward(&x, &y).loss;
-                probe.values[param as usize][i] -= 2.0 * h;
-                let down = probe.forward(&x, &y).loss;
-                let numeric = (up - down) / (2.0 * h);
-                assert!(
-                    (numeric - analytic).abs() <= 1e-7 + 1e-5 * numeric.abs(),
-                    "tensor {param} element {i}: autodiff {analytic} vs finite difference {numeric}"
-                );
-                checked += 1;
-            }
-        }
-    }
-    checked
+    crate::finite_differences::check_gradients(&graph, &params, &x, &y)
 }
 
 /// Two convolutions (padded and strided), both poolings, a ReLU between each and flatten into

@@ -7,6 +7,7 @@ mod byte_port;
 mod cnn;
 mod cnn_common;
 mod cnn_compiled;
+mod finite_differences;
 mod hazards;
 mod isa;
 mod last_row;

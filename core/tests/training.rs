@@ -27,31 +27,8 @@ fn gradients_match_finite_differences() {
     let mut rng = SplitMix64(9);
     let (x, y) = batch(&mut rng, 6, 5, 3);
     let x: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-    let mut ex = Executor::new(graph.clone(), Plain::<f64>::new(), &params);
-    ex.forward(&x, &y);
-    ex.backward(&y);
-    let h = 1e-6;
-    let mut checked = 0;
-    for &(w, b) in &graph.params {
-        for param in [w, b] {
-            let grad = ex.values[graph.gradient(param).unwrap() as usize].clone();
-            for (i, &analytic) in grad.iter().enumerate() {
-                let mut probe = Executor::new(graph.clone(), Plain::<f64>::new(), &params);
-                probe.values[param as usize][i] += h;
-                let up = probe.forward(&x, &y).loss;
-                probe.values[param as usize][i] -= 2.0 * h;
-                let down = probe.forward(&x, &y).loss;
-                let numeric = (up - down) / (2.0 * h);
-                let err = (numeric - analytic).abs();
-                assert!(
-                    err <= 1e-7 + 1e-5 * numeric.abs(),
-                    "tensor {param} element {i}: autodiff {analytic} vs finite difference {numeric}"
-                );
-                checked += 1;
-            }
-        }
-    }
-    assert_eq!(checked as u64, spec.parameter_count());
+    let checked = crate::finite_differences::check_gradients(&graph, &params, &x, &y);
+    assert_eq!(checked, spec.parameter_count());
 }
 
 /// Trains `steps` steps on the compiled machine and on the reference executor with the

@@ -72,7 +72,7 @@ fn train() -> Trained {
         hidden: heapless::Vec::from_slice(&[32]).unwrap(),
         classes: CLASSES,
     };
-    let sgd = Sgd { lr: 0.05, momentum: 0.9, weight_decay: 0.0 };
+    let sgd = Sgd::DEFAULT;
     let graph = Graph::training(&spec, sgd).unwrap();
     let mut ex = Executor::new(graph, Plain::<f32>::new(), &Params::init(&spec, SEED));
     let mut epoch_order = train.to_vec();
