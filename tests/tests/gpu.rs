@@ -15,7 +15,7 @@ use systole_core::compile::{compile_training, CompiledStep};
 use systole_core::graph::{Graph, MlpSpec, Sgd};
 use systole_core::layers::Net;
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
-use systole_core::{ArrayConfig, Dtype};
+use systole_core::{ArrayConfig, Dtype, Schedule};
 use systole_tests::{assert_fails_naming, systole};
 
 #[track_caller]
@@ -82,16 +82,18 @@ fn bench_gemm_suite_writes_rows_json_and_svg() {
     let all_rows = report["rows"].as_array().unwrap();
     assert_eq!(all_rows.len(), 3 * 7, "{stdout}");
     assert!(all_rows.iter().all(|r| r["suite"] == "gemm"));
-    let config = ArrayConfig { clock_mhz: 200.0, ..ArrayConfig::new(8, 8, Dtype::Bf16) };
+    // The bench's default array: the decoupled machine, its cycles the timing model's.
+    let config = ArrayConfig { clock_mhz: 200.0, ..ArrayConfig::new(8, 8, Dtype::Bf16) }
+        .with_schedule(Schedule::Decoupled);
     for (m, k, n) in [(64, 64, 64), (128, 128, 128), (64, 128, 128)] {
         let shape = GemmShape { m, k, n };
         let (layout, _) = GemmLayout::packed(&config, &shape).unwrap();
         let cycles = GemmPlan::new(&config, shape, layout).unwrap().cycles();
         let rs = rows(&report, &format!("{m}x{k}x{n}"));
         assert_eq!(rs.len(), 7);
-        let model = machine(&rs, "accelerator 8x8 ws @ 200 MHz", "bf16");
+        let model = machine(&rs, "accelerator 8x8 ws decoupled @ 200 MHz", "bf16");
         assert_eq!(model["kind"], "model");
-        assert_eq!(model["cycles"].as_u64(), Some(cycles), "closed-form cycles");
+        assert_eq!(model["cycles"].as_u64(), Some(cycles), "the timing model's cycles");
         assert_eq!(
             model["check"], "cycles = cycle machine",
             "small shapes are checked on the cycle machine"
@@ -165,7 +167,7 @@ fn bench_train_suite_checks_every_machine_against_the_reference() {
     let (report, stdout) = bench_json(dir.path(), &["--suite", "train", "--batches", "8,20"]);
     let spec = MlpSpec { inputs: 64, hidden: [64].iter().copied().collect(), classes: 10 };
     let graph = Graph::training(&spec, Sgd::DEFAULT).unwrap();
-    let config = ArrayConfig::new(16, 16, Dtype::Bf16);
+    let config = ArrayConfig::new(16, 16, Dtype::Bf16).with_schedule(Schedule::Decoupled);
     for batch in [8u32, 20] {
         let step = compile_training(&graph, &config, batch).unwrap();
         let rs = rows(&report, &format!("mlp 64-64-10 step, batch {batch}"));
