@@ -3,7 +3,7 @@
 
 use systole_core::{ArrayConfig, DramPort, Dtype, Schedule};
 
-use crate::yosys::PeProducts;
+use crate::pe_products::PeProducts;
 
 /// FPGA family, which picks the flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,9 +109,9 @@ pub struct Preset {
     /// `systole_hdl::mem::SPRAM_WORDS` rows, and timed for their single port
     /// (`ArrayConfig::single_port_spad`).
     pub spad_spram: bool,
-    /// The frequency nextpnr aims at when it is not the clock (`nextpnr::Pnr::aim_mhz`).
+    /// The frequency nextpnr aims at when it is not the clock (`pnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
-    /// nextpnr's placement seed (`nextpnr::Pnr::seed`): nextpnr is deterministic for one
+    /// nextpnr's placement seed (`pnr::Pnr::seed`): nextpnr is deterministic for one
     /// netlist and seed, and a full part meets its clock with some seeds and not others.
     pub pnr_seed: u32,
     /// `report.json` of this build (`report-<board>[-bf16].json` in the board's folder, written
@@ -205,11 +205,11 @@ impl Board {
     }
 
     /// nextpnr's seed for a build in `dtype` at `mhz` when `--seed` does not say: the default
-    /// build's at its own clock, else 1 (`nextpnr::Pnr`'s default).
+    /// build's at its own clock, else 1 (`pnr::Pnr`'s default).
     pub fn default_seed(&self, dtype: Dtype, mhz: f64) -> u32 {
         match self.preset(dtype) {
             Some(p) if p.mhz == mhz => p.pnr_seed,
-            _ => crate::nextpnr::Pnr::default().seed,
+            _ => crate::pnr::Pnr::default().seed,
         }
     }
 

@@ -5,6 +5,8 @@
 //! (pin constraints and the top wrapper around `systole_top`).
 //!
 //! * [`board`]: the boards, their parts, pins and default array configs.
+//! * [`pe_products`], [`pnr`]: where a build forms its PEs' products, and how nextpnr places
+//!   and routes it (seed, router, aim): what a default build names and a report records.
 //! * [`blocks`]: where a build's logic goes, by block of `systole_top`.
 //! * [`tool`]: finding and running the tools; a missing one names its package.
 //! * [`yosys`], [`nextpnr`], [`pack`]: one module per tool of the flow.
@@ -21,6 +23,8 @@ pub mod instances;
 pub mod netlist;
 pub mod nextpnr;
 pub mod pack;
+pub mod pe_products;
+pub mod pnr;
 pub mod program;
 pub mod report;
 pub mod serial;

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::board::Family;
-use crate::nextpnr::Pnr;
+use crate::pe_products::PeProducts;
+use crate::pnr::Pnr;
 use crate::tool::ToolError;
-use crate::yosys::PeProducts;
 
 /// What was built: the accelerator's array, memories and clock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

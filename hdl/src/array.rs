@@ -42,27 +42,7 @@ use crate::array_tree::ArrayTree;
 use crate::delay::Delay;
 use crate::optional::Optional;
 use crate::pe::{DspPair, Mac, PeOs, PeWs, WsWeights, TAG_BITS};
-
-/// One hand-written wire `dst = src` of the mesh, as Verilog AST.
-pub(crate) fn wire(dst: String, src: String) -> ast::VerilogStatement {
-    ast::VerilogStatement::Assignment(
-        ast::VerilogExpression::Signal(dst),
-        ast::VerilogExpression::Signal(src),
-    )
-}
-
-pub(crate) fn wire_zero(dst: String, bits: usize) -> ast::VerilogStatement {
-    let zero: VerilogLiteral = match bits {
-        1 => false.into(),
-        8 => Bits::<8>::default().into(),
-        16 => Bits::<16>::default().into(),
-        _ => Bits::<32>::default().into(),
-    };
-    ast::VerilogStatement::Assignment(
-        ast::VerilogExpression::Signal(dst),
-        ast::VerilogExpression::Literal(zero),
-    )
-}
+use crate::wire::{wire, wire_zero};
 
 /// Signal slots of a `Vec` port.
 fn vec_port<D: Direction, T: Synth>(n: usize) -> Vec<Signal<D, T>> {

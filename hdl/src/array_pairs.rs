@@ -5,8 +5,8 @@
 
 use rust_hdl::prelude::*;
 
-use crate::array::{wire, wire_zero};
 use crate::pe::DspPair;
+use crate::wire::{wire, wire_zero};
 
 /// The pairs that form `products` products.
 pub(crate) fn pairs_for(products: usize) -> Vec<DspPair> {

@@ -1,6 +1,6 @@
 //! The weight-stationary INT8 array with each column's products summed in one adder tree
-//! ([`ArrayTree`]): the same results in the same cycles as [`crate::array::ArrayWs`] under the
-//! blocking schedule, in less logic.
+//! ([`ArrayTree`]): the same results in the same cycles as the systolic array (`array::ArrayWs`)
+//! under the blocking schedule, in less logic.
 //!
 //! The systolic column skews row `i`'s element by `i` cycles, so that PE row `i` adds its
 //! product to the partial sum coming down in the cycle it arrives, and de-skews the columns on
@@ -17,9 +17,9 @@
 use rust_hdl::prelude::*;
 use systole_core::{timing, ArrayConfig, Dataflow, Dtype, Schedule};
 
-use crate::array::wire;
 use crate::array_pairs;
 use crate::pe::DspPair;
+use crate::wire::wire;
 
 /// Whether `config` can be built with adder trees: INT8, weight-stationary, blocking.
 pub fn tree_fits(config: &ArrayConfig) -> bool {
@@ -223,7 +223,7 @@ impl Logic for ColumnSum {
 }
 
 /// The weight-stationary INT8 array of the blocking schedule with each column summed in a tree
-/// (module docs): the ports and timing of [`crate::array::ArrayWs`] without tags. PE `(i, j)`'s
+/// (module docs): the ports and timing of `array::ArrayWs` without tags. PE `(i, j)`'s
 /// weights and product sit at `i * C + j`; `paired` forms the products two to a [`DspPair`] in
 /// that order, as `ArrayWs::paired` does.
 #[derive(LogicBlock)]

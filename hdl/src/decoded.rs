@@ -1,5 +1,5 @@
-//! The decoded instruction as one signal bundle: [`DecodedOut`] leaves the
-//! [`Decoder`](crate::decode::Decoder), [`Decoded`] enters every block that reads the instruction (the
+//! The decoded instruction as one signal bundle: [`DecodedOut`] leaves the decoder
+//! (`decode::Decoder`), [`Decoded`] enters every block that reads the instruction (the
 //! checks, the footprint, the dispatchers, the units). A top joins them in one line per block
 //! (`DecodedOut::join(&mut self.candidate.out, &mut self.seq.ins)`) instead of copying each
 //! field; a block reads the fields it needs, and synthesis drops the ones it does not.

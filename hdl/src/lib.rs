@@ -48,6 +48,7 @@ pub mod pe;
 pub mod top;
 pub mod transpose;
 pub mod vector;
+pub(crate) mod wire;
 
 #[cfg(test)]
 pub(crate) mod testing;

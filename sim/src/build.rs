@@ -20,6 +20,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use crate::model::Model;
+pub use crate::port::{Port, PortDir};
 use crate::toolchain::{self, run, SimError};
 
 /// Bumped whenever the generated shim changes, to invalidate cached models.
@@ -31,33 +32,6 @@ const OPT_FAST: &str = "-O1";
 /// The C++ optimisation of the code that runs once, at the model's first evaluation
 /// (Verilator's makefile defaults to -Os): none, since it runs once and is half the C++.
 const OPT_SLOW: &str = "-O0";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PortDir {
-    Input,
-    Output,
-}
-
-/// One port of the top module, as Verilator exposes it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Port {
-    pub name: String,
-    pub dir: PortDir,
-    pub width: u32,
-}
-
-impl Port {
-    pub fn input(name: &str, width: u32) -> Port {
-        Port { name: name.into(), dir: PortDir::Input, width }
-    }
-    pub fn output(name: &str, width: u32) -> Port {
-        Port { name: name.into(), dir: PortDir::Output, width }
-    }
-    /// 32-bit words this port's value takes.
-    pub fn words(&self) -> usize {
-        self.width.div_ceil(32) as usize
-    }
-}
 
 /// How to build.
 #[derive(Clone, Debug, Default)]

@@ -9,6 +9,7 @@
 //! * [`build`]: verilate, compile, cache.
 //! * [`cells`]: models of the FPGA cells a text instantiates (Yosys' own; and for the cells
 //!   Yosys only declares, the PLLs and the ECP5's block RAM and multiplier, this crate's).
+//! * [`port`]: a top module's ports, which a model is built for and loaded with.
 //! * [`model`]: a loaded model: set inputs, read outputs, tick the clock, dump a VCD.
 //! * [`rtl`]: the whole accelerator through its pins: its UART and SPI links as byte streams, so
 //!   `core::link::LinkMachine` drives the RTL as it drives a board.
@@ -22,13 +23,15 @@ pub mod cells;
 pub mod compare;
 pub mod machine;
 pub mod model;
+pub mod port;
 pub mod rtl;
 pub mod toolchain;
 
-pub use build::{build_library, build_model, BuildOptions, Port, PortDir};
+pub use build::{build_library, build_model, BuildOptions};
 pub use machine::{
     rtl_machine, rtl_top_config, rtl_top_config_exact, verilate_top, RtlBuild, RtlMachine,
 };
 pub use model::Model;
+pub use port::{Port, PortDir};
 pub use rtl::{HostLink, RtlTop, SpiLink, UartLink};
 pub use toolchain::SimError;

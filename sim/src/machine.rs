@@ -12,8 +12,9 @@ use systole_core::link::{Framed, LinkMachine};
 use systole_core::ArrayConfig;
 use systole_hdl::{emit, Emitted, TopConfig, TOP_MODULE};
 
-use crate::build::{build_library, BuildOptions, Port};
+use crate::build::{build_library, BuildOptions};
 use crate::model::Model;
+use crate::port::Port;
 use crate::rtl::{HostLink, RtlTop, SpiLink, UartLink};
 use crate::toolchain::SimError;
 

@@ -4,7 +4,7 @@ use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
 use std::path::Path;
 
-use crate::build::{Port, PortDir};
+use crate::port::{Port, PortDir};
 use crate::toolchain::SimError;
 
 type New = unsafe extern "C" fn() -> *mut c_void;

@@ -61,7 +61,8 @@
 //!   carried beside it (its docs say how `top.rs` wires it in place of `ArrayUnit`).
 //! * [`Dispatcher`] (`dispatcher.rs`): run state, dispatch, freezing, cycle counter, faults.
 //!
-//! [`crate::top`] wires them together with the decoder, the memories and the array.
+//! The top (`top`, `systole_top`) wires them together with the decoder, the memories and the
+//! array.
 
 mod array_unit;
 mod decoupled;

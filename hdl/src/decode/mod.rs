@@ -330,7 +330,7 @@ pub(crate) fn below_twice(limit: u64, width: u32) -> u64 {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
     use crate::testing::{settle, verilog_of, yosys_eval};
     use systole_core::isa::{decode, DecodeError, Word};
