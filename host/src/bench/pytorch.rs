@@ -151,7 +151,7 @@ pub fn add_rows(out: &ScriptOutput, rows: &mut Vec<Row>) {
     let mlp = super::train::graph();
     let lenet = super::train_cnn::network()
         .ok()
-        .and_then(|net| Graph::network_training(&net, super::train::SGD).ok());
+        .and_then(|net| Graph::network_training(&net, systole_core::graph::Sgd::DEFAULT).ok());
     let mlp_name = |t: &MlpTiming| super::train::workload(t.batch);
     let lenet_name = |t: &MlpTiming| super::train_cnn::workload(t.batch);
     let mut steps = Vec::new();

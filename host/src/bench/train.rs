@@ -20,7 +20,6 @@ use crate::gpu::GpuDtype;
 
 /// The digits MLP: 8x8 pixels in, one hidden layer of 64, ten classes.
 pub const WIDTHS: [u32; 3] = [64, 64, 10];
-pub const SGD: Sgd = Sgd::DEFAULT;
 pub(super) const BUDGET: Duration = Duration::from_millis(700);
 /// Batches above this are not stepped on the cycle machine (seconds per step).
 const CYCLE_MAX_BATCH: u32 = 1024;
@@ -31,7 +30,7 @@ pub fn graph() -> Graph {
         hidden: WIDTHS[1..2].iter().copied().collect(),
         classes: WIDTHS[2],
     };
-    Graph::training(&spec, SGD).expect("the digits MLP is a valid graph")
+    Graph::training(&spec, Sgd::DEFAULT).expect("the digits MLP is a valid graph")
 }
 
 /// The MLP step's workload name at `batch`.

@@ -3,11 +3,11 @@
 //! executor, the CPU twin of the GPU's step and the GPU, each checked before it is timed.
 
 use anyhow::anyhow;
-use systole_core::graph::Graph;
+use systole_core::graph::{Graph, Sgd};
 use systole_core::layers::Net;
 use systole_core::params::{Params, SplitMix64};
 
-use super::train::{cpu_and_gpu_rows, SGD};
+use super::train::cpu_and_gpu_rows;
 use super::{accel_step, Bench, Kind, Row};
 use crate::gpu::plan::StepPlan;
 use crate::gpu::GpuDtype;
@@ -27,7 +27,7 @@ pub fn workload(batch: u32) -> String {
 
 pub fn suite(bench: &Bench, batch: u32, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     let net = network()?;
-    let graph = Graph::network_training(&net, SGD).map_err(|e| anyhow!("LeNet: {e}"))?;
+    let graph = Graph::network_training(&net, Sgd::DEFAULT).map_err(|e| anyhow!("LeNet: {e}"))?;
     let params = Params::init(&net, 0);
     let mut rng = SplitMix64(200);
     let x: Vec<f32> = (0..batch as usize * 784).map(|_| rng.next_f64() as f32).collect();
