@@ -690,8 +690,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 /// least the DRAM the build has.
 fn open_board(build: &BoardBuild, port: &str, baud: u32) -> anyhow::Result<BoardLink> {
     let dram = build.report.built.as_ref().map_or(0, |b| b.dram_bytes);
-    let link = crate::cli::LinkArgs { port: Some(port.to_string()), baud, threads: None };
-    let machine = crate::machines::open(crate::cli::MachineArg::Board, &link, build.config, dram)?;
+    let link = crate::machines::Link { port: Some(port.to_string()), baud, threads: None };
+    let machine =
+        crate::machines::open(crate::machines::MachineKind::Board, &link, build.config, dram)?;
     println!(
         "board on {port} at {baud} baud: {}x{} {} with {dram} bytes of DRAM; GEMMs that fit run there",
         build.config.rows,

@@ -5,18 +5,23 @@
 #[cfg(test)]
 mod help;
 mod ignored;
+mod sim;
+mod values;
 
 use crate::network::ModelChoice;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use systole_core::graph::Sgd;
-use systole_core::machine::GoldenKind;
 use systole_core::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
 
 use crate::dataset::Source;
+use crate::machines::{Link, MachineKind};
+use crate::train::Device;
+use crate::train_dtype::TrainDtype;
 
 pub use ignored::note;
+pub use sim::SimArgs;
 
 /// The array the host picks when no flag says otherwise: 16 x 16 on the decoupled schedule,
 /// the fastest machine every golden machine and the RTL run (the boards' presets keep their
@@ -52,7 +57,7 @@ pub enum Command {
     #[command(subcommand)]
     Hdl(HdlCommand),
     /// Run a program or a GEMM on the Verilated RTL and compare it with the cycle machine.
-    Sim(crate::sim::SimArgs),
+    Sim(SimArgs),
     /// FPGA dev boards: list them, build a bitstream, program a board.
     #[command(subcommand)]
     Board(BoardCommand),
@@ -381,8 +386,8 @@ pub struct GemmArgs {
     #[arg(long, value_enum)]
     pub dtype: DtypeArg,
     /// Which machine runs the program.
-    #[arg(long, value_enum, default_value_t = MachineArg::Functional)]
-    pub machine: MachineArg,
+    #[arg(long, value_enum, default_value_t = MachineKind::Functional)]
+    pub machine: MachineKind,
     #[command(flatten)]
     pub link: LinkArgs,
     #[command(flatten)]
@@ -419,8 +424,8 @@ pub struct TrainArgs {
     #[arg(long, value_enum, default_value_t = TrainDtype::Bf16)]
     pub dtype: TrainDtype,
     /// Which machine trains (rtl and board: every step's programs run there).
-    #[arg(long, value_enum, default_value_t = MachineArg::Functional)]
-    pub machine: MachineArg,
+    #[arg(long, value_enum, default_value_t = MachineKind::Functional)]
+    pub machine: MachineKind,
     #[command(flatten)]
     pub link: LinkArgs,
     #[command(flatten)]
@@ -472,34 +477,6 @@ pub struct PredictArgs {
     /// Write the accuracy and every test row's prediction as JSON.
     #[arg(long, value_name = "out.json")]
     pub json: Option<PathBuf>,
-}
-
-/// What `train` trains in.
-/// Where `systole train` trains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Device {
-    /// A machine of the accelerator (with the f32 CPU reference beside it).
-    Accel,
-    /// A CUDA GPU (with the f32 CPU reference beside it); `--dtype f32|bf16` is the precision
-    /// of its matrix products.
-    Gpu,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TrainDtype {
-    Bf16,
-    Int8,
-    F32,
-}
-
-impl TrainDtype {
-    pub fn name(self) -> &'static str {
-        match self {
-            TrainDtype::Bf16 => "bf16",
-            TrainDtype::Int8 => "int8",
-            TrainDtype::F32 => "f32",
-        }
-    }
 }
 
 /// The accelerator instance: what [`ArrayConfig`] holds, less the dtype.
@@ -693,38 +670,6 @@ impl From<DataflowArg> for Dataflow {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum MachineArg {
-    /// Instruction by instruction; cycles from the closed form.
-    Functional,
-    /// Cycle-accurate; cycles counted.
-    Cycle,
-    /// The emitted Verilog, Verilated, driven through its UART pins (built on first use).
-    Rtl,
-    /// An FPGA board running the accelerator, over USB serial (--port).
-    Board,
-}
-
-impl MachineArg {
-    /// The golden machine this names, if it names one.
-    pub fn golden(self) -> Option<GoldenKind> {
-        match self {
-            MachineArg::Functional => Some(GoldenKind::Functional),
-            MachineArg::Cycle => Some(GoldenKind::Cycle),
-            MachineArg::Rtl | MachineArg::Board => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            MachineArg::Functional => "functional",
-            MachineArg::Cycle => "cycle",
-            MachineArg::Rtl => "rtl",
-            MachineArg::Board => "board",
-        }
-    }
-}
-
 /// Where `--machine board` is, and how `--machine rtl` is built.
 #[derive(Debug, Args)]
 pub struct LinkArgs {
@@ -737,6 +682,12 @@ pub struct LinkArgs {
     /// Verilator threads of the RTL model (with --machine rtl; default: one).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: Option<u32>,
+}
+
+impl LinkArgs {
+    pub fn link(&self) -> Link {
+        Link { port: self.port.clone(), baud: self.baud, threads: self.threads }
+    }
 }
 
 impl TrainArgs {

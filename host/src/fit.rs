@@ -12,7 +12,7 @@ use systole_core::graph::{Graph, Sgd};
 use systole_core::params::Params;
 use systole_core::train::{AccelTrainer, Work};
 
-use crate::gpu::train::check_batch;
+use crate::gpu::check_batch;
 
 /// Something that trains a graph one batch at a time: the GPU, its CPU twin, the f32 CPU
 /// reference or the accelerator, so one loop runs them side by side on the same batches.

@@ -4,24 +4,69 @@
 use anyhow::{anyhow, bail};
 use systole_boards::serial::SerialStream;
 use systole_core::link::{Framed, LinkMachine};
-use systole_core::machine::golden;
+use systole_core::machine::{golden, GoldenKind};
 use systole_core::{ArrayConfig, Machine};
 use systole_sim::{rtl_machine, rtl_top_config, BuildOptions, RtlMachine};
 
-use crate::cli::{LinkArgs, MachineArg};
+/// Which machine runs a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachineKind {
+    /// Instruction by instruction; cycles from the closed form.
+    Functional,
+    /// Cycle-accurate; cycles counted.
+    Cycle,
+    /// The emitted Verilog, Verilated, driven through its UART pins (built on first use).
+    Rtl,
+    /// An FPGA board running the accelerator, over USB serial.
+    Board,
+}
+
+impl MachineKind {
+    pub const ALL: [MachineKind; 4] =
+        [MachineKind::Functional, MachineKind::Cycle, MachineKind::Rtl, MachineKind::Board];
+
+    /// The golden machine this names, if it names one.
+    pub fn golden(self) -> Option<GoldenKind> {
+        match self {
+            MachineKind::Functional => Some(GoldenKind::Functional),
+            MachineKind::Cycle => Some(GoldenKind::Cycle),
+            MachineKind::Rtl | MachineKind::Board => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MachineKind::Functional => "functional",
+            MachineKind::Cycle => "cycle",
+            MachineKind::Rtl => "rtl",
+            MachineKind::Board => "board",
+        }
+    }
+}
+
+/// Where a board is, and how the RTL is built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The board's serial port, e.g. /dev/ttyUSB1.
+    pub port: Option<String>,
+    /// Baud rate of the board's UART.
+    pub baud: u32,
+    /// Verilator threads of the RTL model (default: one).
+    pub threads: Option<u32>,
+}
 
 /// Opens `choice` for `config` with at least `dram` bytes of DRAM. A board must identify as an
 /// accelerator of exactly this config, with enough DRAM, or it is refused with the difference.
 pub fn open(
-    choice: MachineArg,
-    link: &LinkArgs,
+    choice: MachineKind,
+    link: &Link,
     config: ArrayConfig,
     dram: usize,
 ) -> anyhow::Result<Box<dyn Machine>> {
     if let Some(kind) = choice.golden() {
         return golden(kind, config, dram).map_err(|e| anyhow!("array config: {e}"));
     }
-    if let MachineArg::Rtl = choice {
+    if let MachineKind::Rtl = choice {
         return Ok(Box::new(rtl(link, config, dram)?));
     }
     let port = link.port.as_deref().ok_or_else(|| anyhow!("--machine board needs --port PATH"))?;
@@ -80,7 +125,7 @@ pub fn open(
 
 /// The RTL of `config` with at least `dram` bytes of DRAM, Verilated on first use (a minute or
 /// more for a large array; cached after, see `systole_sim::build`).
-pub fn rtl(link: &LinkArgs, config: ArrayConfig, dram: usize) -> anyhow::Result<RtlMachine> {
+pub fn rtl(link: &Link, config: ArrayConfig, dram: usize) -> anyhow::Result<RtlMachine> {
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     let top = rtl_top_config(config, dram);
     let opts = BuildOptions { threads: link.threads, ..Default::default() };

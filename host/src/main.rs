@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use systole_host::cli::{self, Cli, Command};
-use systole_host::{bench, board, firmware, gemm, hdl, predict, sim, train};
+use systole_host::cmd::{firmware, gemm, hdl, predict, sim, train};
+use systole_host::{bench, board};
 
 fn main() -> ExitCode {
     restore_sigpipe();
@@ -45,7 +46,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // Reported in full on stdout already.
-        Err(e) if e.is::<sim::Mismatch>() => {
+        Err(e) if e.is::<systole_host::sim::Mismatch>() => {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }

@@ -67,7 +67,7 @@ impl ModelChoice {
                 widths.extend(hidden);
                 widths.push(classes);
                 let spec = crate::model::spec_of(&widths)
-                    .map_err(|e| anyhow!("model {}: {e}", crate::train::dashed(&widths)))?;
+                    .map_err(|e| anyhow!("model {}: {e}", dashed(&widths)))?;
                 return spec_net(&spec);
             }
             ModelChoice::Lenet => Net::lenet(classes).map_err(|e| anyhow!("--model lenet: {e}"))?,
@@ -117,10 +117,15 @@ pub fn spec_net(spec: &MlpSpec) -> anyhow::Result<Net> {
 /// (`1 x 28 x 28 conv2d relu maxpool2d ... dense -> 10`).
 pub fn describe(net: &Net) -> String {
     if let Some(widths) = net.mlp_widths() {
-        return crate::train::dashed(&widths);
+        return dashed(&widths);
     }
     let kinds: Vec<&str> = net.layers.iter().map(|l| l.kind()).collect();
     format!("{} {} -> {}", net.input, kinds.join(" "), net.classes())
+}
+
+/// `64-64-10`.
+pub fn dashed(widths: &[u32]) -> String {
+    widths.iter().map(u32::to_string).collect::<Vec<_>>().join("-")
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 
 use clap::Parser;
 
-use super::{ArrayArgs, Device, GemmArgs, LinkArgs, MachineArg, TrainArgs, TrainDtype};
+use super::{ArrayArgs, Device, GemmArgs, LinkArgs, TrainArgs, TrainDtype};
+use crate::machines::MachineKind;
 use crate::network::ModelChoice;
 
 /// The defaults of the shared flag groups, as clap fills them in.
@@ -29,10 +30,10 @@ pub fn note(ignored: &[String]) -> Option<String> {
 
 impl LinkArgs {
     /// The link flags that `machine` does not use.
-    pub fn ignored_on(&self, machine: MachineArg) -> Vec<String> {
+    pub fn ignored_on(&self, machine: MachineKind) -> Vec<String> {
         let d = defaults().link;
         let mut out = Vec::new();
-        if machine != MachineArg::Board {
+        if machine != MachineKind::Board {
             if let Some(port) = &self.port {
                 out.push(format!("--port {port} (only --machine board talks to a port)"));
             }
@@ -40,7 +41,7 @@ impl LinkArgs {
                 out.push(format!("--baud {} (only --machine board has a UART)", self.baud));
             }
         }
-        if machine != MachineArg::Rtl {
+        if machine != MachineKind::Rtl {
             if let Some(n) = self.threads {
                 out.push(format!("--threads {n} (only --machine rtl is Verilated)"));
             }
@@ -77,14 +78,14 @@ impl TrainArgs {
             Device::Accel => "--dtype f32 trains the f32 CPU reference alone",
         };
         if !accelerator {
-            if self.machine != MachineArg::Functional {
+            if self.machine != MachineKind::Functional {
                 out.push(format!("--machine {} ({why})", self.machine.name()));
             }
             if self.array.given() {
                 out.push(format!("the array flags ({why})"));
             }
         }
-        let machine = if accelerator { self.machine } else { MachineArg::Functional };
+        let machine = if accelerator { self.machine } else { MachineKind::Functional };
         out.extend(self.link.ignored_on(machine));
         out
     }

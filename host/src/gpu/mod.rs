@@ -27,6 +27,7 @@ pub mod twin;
 use std::fmt;
 
 use systole_core::exec::BatchOutcome;
+use systole_core::graph::Graph;
 
 /// Precision of the GPU's matrix products. Everything else (bias, activations, loss, SGD,
 /// master weights) is f32 in both.
@@ -117,6 +118,21 @@ impl GpuAvailability {
             GpuAvailability::Unavailable { reason } => Err(GpuError::Unavailable(reason)),
         }
     }
+}
+
+/// The features and labels of a batch, checked: `x` is `labels.len()` rows of the graph's
+/// inputs, and every label is a class.
+pub fn check_batch(graph: &Graph, x: &[f32], labels: &[u16]) -> Result<Vec<i32>, GpuError> {
+    let inputs = graph.inputs() as usize;
+    if labels.is_empty() || x.len() != labels.len() * inputs {
+        return Err(GpuError::Input(format!(
+            "a batch of {} labels needs {} features, got {}",
+            labels.len(),
+            labels.len() * inputs,
+            x.len()
+        )));
+    }
+    labels_for_device(labels, graph.classes() as usize)
 }
 
 /// Labels as the kernels read them (i32), each checked to be a class.

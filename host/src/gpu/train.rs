@@ -23,7 +23,7 @@ use crate::outputs::{OutputId, Outputs};
 use super::device::{driver_error, median, DeviceBuf, Gpu};
 use super::plan::{Elem, Role, StepPlan};
 use super::twin::TwinTrainer;
-use super::{labels_for_device, outcome, GpuDtype, GpuError};
+use super::{check_batch, outcome, GpuDtype, GpuError};
 
 /// How a plan runs after its first, eager, run.
 enum Replay {
@@ -56,21 +56,6 @@ pub struct GpuTrainer {
     /// Parameters and velocities by tensor id.
     persistent: Vec<Option<CudaSlice<f32>>>,
     gpu: Gpu,
-}
-
-/// The features and labels of a batch, checked: `x` is `labels.len()` rows of the graph's
-/// inputs, and every label is a class.
-pub fn check_batch(graph: &Graph, x: &[f32], labels: &[u16]) -> Result<Vec<i32>, GpuError> {
-    let inputs = graph.inputs() as usize;
-    if labels.is_empty() || x.len() != labels.len() * inputs {
-        return Err(GpuError::Input(format!(
-            "a batch of {} labels needs {} features, got {}",
-            labels.len(),
-            labels.len() * inputs,
-            x.len()
-        )));
-    }
-    labels_for_device(labels, graph.classes() as usize)
 }
 
 impl GpuTrainer {

@@ -15,15 +15,14 @@ pub mod pytorch;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
 use serde_json::Value;
 use systole_core::exec::{argmax, Executor, Plain};
 use systole_core::graph::{Graph, MlpSpec, MAX_LAYERS, MAX_WIDTH};
 use systole_core::layers::Net;
 use systole_core::params::Params;
 
-use crate::cli::TrainDtype;
 use crate::dataset::Samples;
+use crate::train_dtype::TrainDtype;
 
 /// The `format` metadata value of a Systole model file.
 pub const FORMAT: &str = "systole-net";
@@ -254,7 +253,7 @@ impl Model {
         // What it was trained in only labels the model (`predict` prints it): checked last, and
         // a file that does not say is taken (as `""`).
         let dtype = metadata.get("dtype").cloned().unwrap_or_default();
-        let trained_in = TrainDtype::value_variants().iter().map(|d| d.name());
+        let trained_in = TrainDtype::ALL.iter().map(|d| d.name());
         if metadata.contains_key("dtype") && !trained_in.clone().any(|name| name == dtype) {
             let names: Vec<&str> = trained_in.collect();
             let shown: String = dtype.chars().take(40).collect();

@@ -104,7 +104,8 @@ fn run_on(
     a: &Matrix,
     b: &Matrix,
 ) -> anyhow::Result<GemmRun> {
-    let mut machine = crate::machines::open(args.machine, &args.link, plan.config, dram_bytes)?;
+    let mut machine =
+        crate::machines::open(args.machine, &args.link.link(), plan.config, dram_bytes)?;
     let name = machine.name();
     let (c, stats) = run_gemm(machine.as_mut(), plan, &a.elems, &b.elems)
         .map_err(|e| anyhow!("{name} machine: {e}"))?;
