@@ -4,9 +4,11 @@
 
 use clap::Parser;
 
-use super::{ArrayArgs, Device, GemmArgs, LinkArgs, TrainArgs, TrainDtype};
+use super::{ArrayArgs, GemmArgs, LinkArgs, TrainArgs};
 use crate::machines::MachineKind;
 use crate::network::ModelChoice;
+use crate::train::Device;
+use crate::train_dtype::TrainDtype;
 
 /// The defaults of the shared flag groups, as clap fills them in.
 #[derive(Parser)]
