@@ -3,6 +3,7 @@
 //! Every error exits with status 2 and one line on stderr, `error: ...`.
 
 mod array;
+mod bench;
 mod firmware;
 mod gemm;
 mod hdl;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use array::{parse_mhz, ArrayArgs, DataflowArg, DramPortArg, DtypeArg, ScheduleArg};
+pub use bench::{BenchArgs, BenchMachine};
 pub use firmware::BlobArgs;
 pub use gemm::GemmArgs;
 pub use hdl::EmitArgs;
@@ -49,7 +51,7 @@ pub enum Command {
     Gemm(GemmArgs),
     /// The accelerator against the CPU and a CUDA GPU on the same GEMMs and training steps
     /// (the digits MLP and LeNet-5).
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
     /// The hardware: emit Verilog for an array config.
     #[command(subcommand)]
     Hdl(HdlCommand),

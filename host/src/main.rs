@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use systole_host::board;
 use systole_host::cli::{self, Cli, Command};
-use systole_host::cmd::{firmware, gemm, hdl, predict, sim, train};
-use systole_host::{bench, board};
+use systole_host::cmd::{bench, firmware, gemm, hdl, predict, sim, train};
 
 fn main() -> ExitCode {
     restore_sigpipe();

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use systole_core::graph::Graph;
 
 use super::gemm::shapes;
-use super::{BenchArgs, Kind, Row, Suite};
+use super::{Kind, Row, Suite};
 use crate::gpu::plan::StepPlan;
 use crate::gpu::GpuDtype;
 
@@ -75,7 +75,7 @@ fn one_line(s: &str) -> String {
     s.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").to_string()
 }
 
-pub fn run(args: &BenchArgs, rows: &mut Vec<Row>) -> PytorchReport {
+pub fn run(suite: Suite, sizes: &[u32], batches: &[u32], rows: &mut Vec<Row>) -> PytorchReport {
     match Command::new("python3").args(["-c", "import torch"]).output() {
         Err(e) => return PytorchReport::skipped(format!("no python3 ({e})")),
         Ok(out) if !out.status.success() => {
@@ -96,16 +96,16 @@ pub fn run(args: &BenchArgs, rows: &mut Vec<Row>) -> PytorchReport {
     if let Err(e) = std::fs::write(&script, SCRIPT) {
         return PytorchReport::skipped(format!("cannot write the script: {e}"));
     }
+    let smallest = batches.iter().min();
     let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    let batches =
-        if matches!(args.suite, Suite::Gemm) { String::new() } else { list(&args.batches) };
-    let sizes = if matches!(args.suite, Suite::Train) { String::new() } else { list(&args.sizes) };
+    let batches = if matches!(suite, Suite::Gemm) { String::new() } else { list(batches) };
+    let sizes = if matches!(suite, Suite::Train) { String::new() } else { list(sizes) };
     // LeNet's step at the smallest batch, as the train suite runs it.
     let lenet = match super::train_cnn::network() {
         Ok(net) => crate::net_file::net_json(&net).to_string(),
         Err(e) => return PytorchReport::skipped(e.to_string()),
     };
-    let lenet_batches = match (args.suite, args.batches.iter().min()) {
+    let lenet_batches = match (suite, smallest) {
         (Suite::Gemm, _) | (_, None) => String::new(),
         (_, Some(b)) => b.to_string(),
     };

@@ -4,6 +4,7 @@
 use clap::builder::PossibleValue;
 use clap::ValueEnum;
 
+use crate::bench::Suite;
 use crate::machines::MachineKind;
 use crate::sim::HostLink;
 use crate::train::Device;
@@ -64,5 +65,15 @@ impl ValueEnum for HostLink {
             HostLink::Uart => "uart",
             HostLink::Spi => "spi",
         }))
+    }
+}
+
+impl ValueEnum for Suite {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Suite::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
     }
 }

@@ -2,6 +2,7 @@
 //! configs the services below take, runs them, and prints what the command prints. Nothing
 //! below this layer knows the command line.
 
+pub mod bench;
 pub mod firmware;
 pub mod gemm;
 pub mod hdl;
