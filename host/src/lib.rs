@@ -1,6 +1,10 @@
-//! The `systole` CLI's library: every subcommand's code, and the readers of the files it takes
-//! (`.npy`, CSV data sets, safetensors models), so the fuzz targets (`fuzz/`) and other tools
-//! reach the same code the command runs. `src/main.rs` only parses and dispatches.
+//! The `systole` CLI's library, in layers: [`cli`] (every clap type; the only module that knows
+//! the command line), [`cmd`] (one file per subcommand, turning parsed flags into plain configs),
+//! and the services below that take only plain types: the machines, training ([`train`],
+//! [`fit`], [`gpu`]), models and data sets, the bench, the readers of the files a command takes
+//! (`.npy`, CSV and IDX data sets, safetensors models) and the outputs it writes. The fuzz
+//! targets (`fuzz/`) and other front ends reach the same code the command runs; `src/main.rs`
+//! only parses and dispatches. `scripts/import-cycles` keeps the layers free of circles.
 
 pub mod bench;
 pub mod board;
