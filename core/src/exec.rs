@@ -59,14 +59,15 @@ impl<T> Plain<T> {
 impl<T: Float> Numerics for Plain<T> {
     type T = T;
     fn matmul(&self, a: &[T], b: &[T], m: usize, k: usize, n: usize) -> Vec<T> {
+        // Row by row of B, so the inner loop runs along contiguous rows (and vectorizes); each
+        // element still sums its products in the order of k from zero, so the bits are those
+        // of the plain dot products.
         let mut c = vec![T::default(); m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = T::default();
-                for kk in 0..k {
-                    s = s + a[i * k + kk] * b[kk * n + j];
+        for (c_row, a_row) in c.chunks_exact_mut(n.max(1)).zip(a.chunks_exact(k.max(1))).take(m) {
+            for (&a_ik, b_row) in a_row.iter().zip(b.chunks_exact(n.max(1))) {
+                for (c_ij, &b_kj) in c_row.iter_mut().zip(b_row) {
+                    *c_ij = *c_ij + a_ik * b_kj;
                 }
-                c[i * n + j] = s;
             }
         }
         c

@@ -181,3 +181,48 @@ fn nan_leaves_the_datapath_canonical() {
     assert_eq!(BF16::acc_to_bits(nan), CANONICAL_NAN_F32);
     assert_eq!(BF16::acc_to_bits(BF16::mul(0.0, f32::INFINITY)), CANONICAL_NAN_F32);
 }
+
+/// `Plain`'s GEMM, however its loops run, sums each element's products in the order of k from
+/// zero: the bits of the plain dot products, signed zeros and infinities included (a NaN is any
+/// NaN: neither Rust nor the CPU promises its sign and payload).
+fn bits(x: f32) -> u32 {
+    if x.is_nan() {
+        f32::NAN.to_bits()
+    } else {
+        x.to_bits()
+    }
+}
+
+fn dot_products(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<u32> {
+    let mut c = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = 0.0f32;
+            for kk in 0..k {
+                s += a[i * k + kk] * b[kk * n + j];
+            }
+            c.push(bits(s));
+        }
+    }
+    c
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn plain_matmul_sums_in_dot_product_order(
+        (m, k, n) in (0usize..6, 0usize..7, 0usize..6),
+        values in prop::collection::vec(prop_oneof![
+            8 => -4.0f32..4.0,
+            1 => Just(-0.0f32),
+            1 => prop::sample::select(vec![f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e30, -1e-30]),
+        ], 72),
+    ) {
+        use systole_core::exec::{Numerics, Plain};
+        let (a, b) = (&values[..m * k], &values[36..36 + k * n]);
+        let got: Vec<u32> =
+            Plain::<f32>::new().matmul(a, b, m, k, n).iter().map(|&x| bits(x)).collect();
+        prop_assert_eq!(got, dot_products(a, b, m, k, n));
+    }
+}

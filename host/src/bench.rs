@@ -29,6 +29,7 @@ mod accel_step;
 pub mod gemm;
 pub mod plot;
 pub mod pytorch;
+pub mod saved;
 pub mod train;
 pub mod train_cnn;
 
@@ -37,7 +38,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use systole_core::isa::Instruction;
 use systole_core::{ArrayConfig, Dtype};
 
@@ -199,7 +200,7 @@ pub const PROJECTED: (u16, u16, f64) = (128, 128, 940.0);
 pub const PROJECTED_DEPTHS: (u32, u32) = (65_536, 4_096);
 
 /// What a row's figure is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// Exact cycles of the modelled hardware at a clock.
@@ -230,9 +231,9 @@ impl Kind {
 }
 
 /// One machine on one workload.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
-    pub suite: &'static str,
+    pub suite: String,
     /// `256x256x256`, or `mlp 64-64-10 batch 64`.
     pub workload: String,
     /// GEMM shape (m, k, n); batch size for training.
@@ -267,7 +268,7 @@ impl Row {
         macs: u64,
     ) -> Row {
         Row {
-            suite,
+            suite: suite.to_string(),
             workload: workload.to_string(),
             m: None,
             k: None,

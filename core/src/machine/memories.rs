@@ -124,15 +124,31 @@ impl Memories {
                 let es = self.config.dtype.elem_bytes();
                 let w = self.config.spad_width();
                 let base = (spad_row as usize + r) * w;
-                for e in 0..w {
-                    self.spad[base + e] = if e < len as usize {
-                        let at = dram_addr as usize
-                            + (r * row_stride as usize + e * elem_stride as usize) * es;
-                        elem_bits(&self.dram[at..at + es])
-                    } else {
-                        0
-                    };
+                let (row, len) = (&mut self.spad[base..base + w], (len as usize).min(w));
+                let start = dram_addr as usize + r * row_stride as usize * es;
+                let step = elem_stride as usize * es;
+                // The row's elements, then zeros to its width; contiguous rows (the common case)
+                // as one slice, so the copy is a straight loop.
+                let (filled, rest) = row.split_at_mut(len);
+                match (es, step == es) {
+                    (1, true) => {
+                        let src = &self.dram[start..start + len];
+                        filled.iter_mut().zip(src).for_each(|(out, &b)| *out = b as u16);
+                    }
+                    (_, true) => {
+                        let src = &self.dram[start..start + len * es];
+                        for (out, b) in filled.iter_mut().zip(src.chunks_exact(es)) {
+                            *out = elem_bits(b);
+                        }
+                    }
+                    _ => {
+                        for (e, out) in filled.iter_mut().enumerate() {
+                            let at = start + e * step;
+                            *out = elem_bits(&self.dram[at..at + es]);
+                        }
+                    }
                 }
+                rest.fill(0);
             }
             Instruction::Store { acc_row, dram_addr, len, row_stride, .. } => {
                 let c = self.config.cols as usize;

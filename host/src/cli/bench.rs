@@ -53,6 +53,10 @@ pub struct BenchArgs {
     /// Write every row as JSON.
     #[arg(long, value_name = "bench.json")]
     pub json: Option<PathBuf>,
+    /// Print the table of a report `--json` wrote (here or on another machine, such as a GPU
+    /// host's) instead of running anything.
+    #[arg(long, value_name = "bench.json", conflicts_with_all = ["json", "plot", "pytorch", "port"])]
+    pub show: Option<PathBuf>,
     /// Draw throughput against size and a roofline as SVG.
     #[arg(long, value_name = "bench.svg")]
     pub plot: Option<PathBuf>,

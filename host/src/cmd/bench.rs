@@ -2,11 +2,13 @@
 //! board's measured build), the GPU opened if there is one, then each suite's rows
 //! ([`crate::bench`]), printed as a table and written as JSON and SVG.
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail};
 use systole_core::{ArrayConfig, Dtype};
 
+use crate::bench::saved::Saved;
 use crate::bench::{
     board_build, dram_bandwidth, gemm, gpu_peak, peak_of, plot, pytorch, si, table, train,
     train_cnn, Bench, BoardBuild, BoardLink, ConfigReport, CpuPeak, GpuReport, Report, Suite,
@@ -18,6 +20,9 @@ use crate::gpu::GpuAvailability;
 use crate::outputs::Outputs;
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.show {
+        return show(path);
+    }
     let started = Instant::now();
     let board = match (args.machine, &args.board) {
         (BenchMachine::Board, Some(name)) => {
@@ -264,4 +269,14 @@ fn host_line() -> String {
     let cpu = CpuPeak::of_this_machine().model;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     format!("{cpu}, {threads} logical CPUs, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// `--show`: a saved report's rows as the bench prints them, under the command and host that
+/// made them.
+fn show(path: &Path) -> anyhow::Result<()> {
+    let saved = Saved::read(path)?;
+    println!("{}", crate::table::paragraph(&format!("{}: `{}`", path.display(), saved.command)));
+    println!("{}", crate::table::paragraph(&format!("host: {}", saved.host)));
+    println!("{}", table(&saved.rows));
+    Ok(())
 }
