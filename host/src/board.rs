@@ -7,16 +7,15 @@ use anyhow::{anyhow, bail, Context};
 use systole_boards::blocks::BlockCells;
 use systole_boards::board::{by_name, BOARDS};
 use systole_boards::flow::{self, Design, FlowError};
-use systole_boards::nextpnr::{Pnr, Router};
-use systole_boards::report::Built;
+use systole_boards::nextpnr::Pnr;
+use systole_boards::policy;
 use systole_boards::wrapper::{self, TopPort};
-use systole_boards::yosys::{PeProducts, Products};
-use systole_boards::{Board, Preset};
+use systole_boards::yosys::PeProducts;
+use systole_boards::{Board, Built, Preset};
 use systole_core::{ArrayConfig, Dtype, Schedule};
 
-use crate::cli::{
-    BoardBlocksArgs, BoardBuildArgs, BoardProgramArgs, DtypeArg, PeProductsArg, RouterArg,
-};
+use crate::cli::{BoardBlocksArgs, BoardBuildArgs, BoardProgramArgs};
+use crate::table::mhz;
 
 /// The board named `name`, or an error listing the boards.
 pub fn board(name: &str) -> anyhow::Result<Board> {
@@ -46,63 +45,64 @@ fn list_text() -> String {
         let preset = |p: Option<&Preset>| match p {
             None => "none fits".to_string(),
             Some(p) => {
+                let k = &p.knobs;
                 let measured = match p.measured.map(systole_boards::Report::from_json) {
                     Some(Ok(r)) => format!("fmax {:.2}", r.fmax_mhz),
                     Some(Err(e)) => format!("report unreadable: {e}"),
                     None => "not measured".into(),
                 };
                 // The PEs' products where the part's usual place is not: LUTs beside multipliers.
-                let products = match (b.dsps, p.pe_products) {
+                let products = match (b.dsps, b.pe_products_of(k)) {
                     (true, PeProducts::Logic) => {
-                        format!(", PE products in logic{}", multiplier_pes(p.multiplier_pes))
+                        format!(", PE products in logic{}", multiplier_pes(k.multiplier_pes))
                     }
                     (_, PeProducts::DspPairs) => ", PE products two to a DSP".into(),
                     _ => String::new(),
                 };
-                let stages = match p.convert_stages {
+                let stages = match k.convert_stages {
                     0 => String::new(),
                     n => format!(", {n} conversion stages"),
                 };
-                let stages = match p.requant_cycles {
+                let stages = match k.requant_cycles {
                     1 => stages,
                     n => format!("{stages}, requantize {} a row", cycles(n)),
                 };
-                let stages = match p.scale_cycles {
+                let stages = match k.scale_cycles {
                     1 => stages,
                     n => format!("{stages}, Scale and Axpy {} a row", cycles(n)),
                 };
-                let stages = match p.pe_stages {
+                let stages = match k.pe_stages {
                     1 => stages,
                     n => format!("{stages}, PEs {} a sum", cycles(n)),
                 };
-                let stages = match p.add_stages {
+                let stages = match k.add_stages {
                     1 => stages,
                     n => format!("{stages}, lane adds {} a sum", cycles(n)),
                 };
-                let stages = match p.int8_max {
+                let stages = match k.int8_max {
                     true => format!("{stages}, INT8 max pooling"),
                     false => stages,
                 };
-                let stages = match p.schedule {
+                let stages = match k.schedule {
                     Schedule::Blocking => stages,
                     s => format!("{stages}, {}", s.name()),
                 };
                 let staged =
-                    write_stages(p.spad_write_stage, p.acc_write_stage, p.dram_write_stage)
-                        + read_stages(p.read_stages)
-                        + adder_tree(p.adder_tree)
-                        + head_register(p.head_register)
-                        + &spad_spram(p.spad_spram)
-                        + parallel_align(p.parallel_align)
-                        + program_checks(p.program_checks)
-                        + narrow_sums(p.narrow_sums)
-                        + &rtl_revision(p.rtl_revision)
-                        + crate::report::dram_port_words(p.dram_port);
+                    write_stages(k.spad_write_stage, k.acc_write_stage, k.dram_write_stage)
+                        + read_stages(k.read_stages)
+                        + adder_tree(k.adder_tree)
+                        + head_register(k.head_register)
+                        + &spad_spram(k.spad_spram)
+                        + parallel_align(k.parallel_align)
+                        + program_checks(k.program_checks)
+                        + narrow_sums(k.narrow_sums)
+                        + &rtl_revision(k.rtl_revision)
+                        + crate::report::dram_port_words(k.dram_port);
                 format!(
                     "{}x{} at {} MHz{products}{stages}{staged} ({measured})",
-                    p.rows,
-                    p.cols,
-                    mhz(p.mhz)
+                    k.rows,
+                    k.cols,
+                    mhz(k.clock_mhz)
                 )
             }
         };
@@ -121,171 +121,6 @@ fn list_text() -> String {
     use crate::table::Align::{Free, Left};
     let align = [Left, Left, Left, Free];
     crate::table::lines(&lines, &align).into_iter().map(|l| l + "\n").collect()
-}
-
-/// The accelerator a board build makes: the board's default build in the dtype asked (INT8
-/// unless asked), with the array, clock, lanes and schedule overridden where asked. The
-/// memories stay the board's (grown to core's minimum for a larger array).
-pub fn top_config(b: &Board, args: &BoardBuildArgs) -> anyhow::Result<systole_hdl::TopConfig> {
-    let dtype = match args.dtype {
-        None | Some(DtypeArg::Int8) => Dtype::Int8,
-        Some(DtypeArg::Bf16) => Dtype::Bf16,
-    };
-    let (rows, cols) = match (b.preset(dtype), args.rows, args.cols) {
-        (_, Some(rows), Some(cols)) => (rows, cols),
-        (Some(p), rows, cols) => (rows.unwrap_or(p.rows), cols.unwrap_or(p.cols)),
-        (None, ..) => bail!(
-            "no {} array fits board {} (docs/BOARDS.md): pass both --rows and --cols to try one \
-             anyway",
-            dtype.name(),
-            b.name
-        ),
-    };
-    if rows == 0 || cols == 0 {
-        bail!("--rows and --cols must be at least 1");
-    }
-    let clock = args.clock_mhz.unwrap_or(b.default_clock(dtype));
-    let mut config = b.config(rows, cols, dtype, clock);
-    if let Some(stages) = args.convert_stages {
-        config.convert_stages = stages;
-    }
-    if let Some(cycles) = args.requant_cycles {
-        config.requant_cycles = cycles;
-    }
-    if let Some(cycles) = args.scale_cycles {
-        config.scale_cycles = cycles;
-    }
-    // Paired products are registered in their DSP: two-stage PEs unless asked otherwise (and
-    // then refused by the emitter, naming why).
-    let pe_pairs = pe_products(b, dtype, args.pe_products)? == PeProducts::DspPairs;
-    if pe_pairs {
-        config.pe_stages = 2;
-    }
-    if let Some(stages) = args.pe_stages {
-        config.pe_stages = stages;
-    }
-    if let Some(stages) = args.add_stages {
-        config.add_stages = stages;
-    }
-    if let Some(int8_max) = args.int8_max {
-        config.int8_max = int8_max;
-    }
-    if let Some(stages) = args.read_stages {
-        config.read_stages = stages;
-    }
-    if let Some(schedule) = args.schedule {
-        config.schedule = schedule.into();
-    }
-    if let Some(port) = args.dram_port {
-        config.dram_port = port.into();
-    }
-    let preset = b.preset(dtype).unwrap_or(&b.int8);
-    // The scratchpad in SPRAM (its rows, its single port) or in block RAM (the board's rows).
-    let spad_spram = args.spad_spram.unwrap_or(preset.spad_spram);
-    if spad_spram && b.sprams == 0 {
-        bail!("--spad-spram true: {} has no SPRAM (the iCE40 UP5K's iCEBreaker has)", b.name);
-    }
-    config.single_port_spad = spad_spram;
-    config.spad_depth = if spad_spram {
-        systole_hdl::mem::SPRAM_WORDS as u32
-    } else {
-        b.memories.spad_depth.max(3 * config.spad_width() as u32)
-    };
-    config.validate().map_err(|e| anyhow!("array config: {e}"))?;
-    // Before any work: a clock the link's rate cannot be divided from would build a board
-    // that nobody can talk to.
-    let uart_divisor =
-        systole_hdl::top::uart_divisor(config.clock_mhz, systole_hdl::top::DEFAULT_BAUD)
-            .map_err(|e| anyhow!("--clock-mhz {}: {e}", config.clock_mhz))?;
-    Ok(systole_hdl::TopConfig {
-        uart_divisor,
-        dram_bytes: b.memories.dram_bytes,
-        fifo_depth: b.memories.fifo_depth,
-        checks_at_queue: args.checks_at_queue.unwrap_or(preset.checks_at_queue),
-        spad_write_stage: args.spad_write_stage.unwrap_or(preset.spad_write_stage),
-        acc_write_stage: args.acc_write_stage.unwrap_or(preset.acc_write_stage),
-        dram_write_stage: args.dram_write_stage.unwrap_or(preset.dram_write_stage),
-        adder_tree: args.adder_tree.unwrap_or(preset.adder_tree),
-        head_register: args.head_register.unwrap_or(preset.head_register),
-        parallel_align: args.parallel_align.unwrap_or(preset.parallel_align),
-        program_checks: args.program_checks.unwrap_or(preset.program_checks),
-        narrow_sums: args.narrow_sums.unwrap_or(preset.narrow_sums),
-        rtl_revision: args.rtl_revision.unwrap_or(preset.rtl_revision),
-        spad_spram,
-        pe_pairs,
-        ..systole_hdl::TopConfig::new(config)
-    })
-}
-
-/// Where a build on `b` in `dtype` forms the PEs' products: as asked, else as the board's
-/// default build in that dtype does; a way the board's flow does not have
-/// (`Board::pe_products_ways`) is refused.
-pub fn pe_products(
-    b: &Board,
-    dtype: Dtype,
-    asked: Option<PeProductsArg>,
-) -> anyhow::Result<PeProducts> {
-    let ways = b.pe_products_ways();
-    let default = b.preset(dtype).map_or(ways[0], |p| p.pe_products);
-    let chosen = asked.map_or(default, |a| match a {
-        PeProductsArg::Dsp => PeProducts::Dsp,
-        PeProductsArg::DspPairs => PeProducts::DspPairs,
-        PeProductsArg::Logic => PeProducts::Logic,
-    });
-    if ways.contains(&chosen) {
-        return Ok(chosen);
-    }
-    let names: Vec<&str> = ways.iter().map(|w| w.name()).collect();
-    let why = match (b.dsps, chosen) {
-        (false, _) => "it has no multipliers",
-        (true, PeProducts::Logic) => "Debian's Yosys, its flow, has no Booth pass",
-        _ => "only the iCE40 UP5K's DSPs have the dual 8 x 8 mode",
-    };
-    bail!(
-        "--pe-products {}: {} builds its PEs' products only as {} ({why})",
-        chosen.name(),
-        b.name,
-        names.join(" or ")
-    )
-}
-
-/// Where a build of `top` on `b` forms its PEs' products: [`pe_products`], with as many PEs in
-/// multiplier blocks as `--multiplier-pes` asks (else as many as the board's default build
-/// keeps there, if it is this array); refused where the products are not in logic or where it
-/// names every PE.
-pub fn products(
-    b: &Board,
-    top: &systole_hdl::TopConfig,
-    args: &BoardBuildArgs,
-) -> anyhow::Result<Products> {
-    let a = &top.array;
-    let way = pe_products(b, a.dtype, args.pe_products)?;
-    let pes = a.pe_count() as u32;
-    let preset =
-        b.preset(a.dtype).filter(|p| (p.rows, p.cols) == (a.rows, a.cols) && p.pe_products == way);
-    let in_multipliers =
-        args.multiplier_pes.unwrap_or_else(|| preset.map_or(0, |p| p.multiplier_pes));
-    if in_multipliers == 0 {
-        return Ok(Products::all(way));
-    }
-    if way != PeProducts::Logic || !b.dsps {
-        bail!(
-            "--multiplier-pes {in_multipliers}: only a build with its PEs' products in logic on \
-             a board with multipliers keeps some of them in multipliers (this build's are in {})",
-            way.name()
-        );
-    }
-    if in_multipliers >= pes {
-        bail!(
-            "--multiplier-pes {in_multipliers}: the {}x{} array has {pes} PEs, so at most {} \
-             can keep their products in multipliers beside those in logic (--pe-products dsp \
-             puts all of them there)",
-            a.rows,
-            a.cols,
-            pes - 1
-        );
-    }
-    Ok(Products { way, in_multipliers, pes })
 }
 
 /// `, the first 64 in multipliers`: the words `board list` and `board build` add for a build
@@ -384,74 +219,13 @@ fn parallel_align(on: bool) -> &'static str {
     }
 }
 
-/// What `report.json` records of the accelerator.
-pub fn built(top: &systole_hdl::TopConfig, products: Products) -> Built {
-    let a = &top.array;
-    Built {
-        rows: a.rows,
-        cols: a.cols,
-        dtype: a.dtype.name().into(),
-        dataflow: a.dataflow.short_name().into(),
-        spad_depth: a.spad_depth,
-        acc_depth: a.acc_depth,
-        dram_bytes: top.dram_bytes,
-        fifo_depth: top.fifo_depth,
-        uart_divisor: top.uart_divisor,
-        clock_mhz: a.clock_mhz,
-        convert_stages: a.convert_stages,
-        requant_cycles: a.requant_cycles,
-        scale_cycles: a.scale_cycles,
-        pe_stages: a.pe_stages,
-        add_stages: a.add_stages,
-        read_stages: a.read_stages,
-        dram_port: a.dram_port.name().into(),
-        int8_max: a.int8_max,
-        schedule: a.schedule.name().into(),
-        checks_at_queue: top.checks_words_at_queue(),
-        spad_write_stage: top.spad_write_stage,
-        acc_write_stage: top.acc_write_stage,
-        dram_write_stage: top.dram_write_stage,
-        adder_tree: top.adder_tree,
-        head_register: top.head_register,
-        parallel_align: top.parallel_align && a.dtype == Dtype::Bf16,
-        program_checks: top.program_checks,
-        narrow_sums: !top.wide_sums(),
-        rtl_revision: top.rtl_revision,
-        spad_spram: top.spad_spram,
-        pe_products: Some(products.way),
-        multiplier_pes: products.in_multipliers,
-    }
-}
-
-/// The machine a report's `built` describes, around its array `config`
-/// ([`crate::bench::array_config_of`]): what [`built`] recorded, read back.
-pub fn top_of(built: &Built, config: ArrayConfig) -> systole_hdl::TopConfig {
-    systole_hdl::TopConfig {
-        dram_bytes: built.dram_bytes,
-        fifo_depth: built.fifo_depth,
-        uart_divisor: built.uart_divisor,
-        checks_at_queue: built.checks_at_queue,
-        spad_write_stage: built.spad_write_stage,
-        acc_write_stage: built.acc_write_stage,
-        dram_write_stage: built.dram_write_stage,
-        adder_tree: built.adder_tree,
-        head_register: built.head_register,
-        parallel_align: built.parallel_align,
-        program_checks: built.program_checks,
-        narrow_sums: built.narrow_sums,
-        rtl_revision: built.rtl_revision,
-        spad_spram: built.spad_spram,
-        pe_pairs: built.pe_products == Some(PeProducts::DspPairs),
-        ..systole_hdl::TopConfig::new(config)
-    }
-}
-
 /// `systole board build`: emit the whole accelerator (`systole_top`) for the board's config,
 /// wrap it for the board, run the flow.
 pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let b = board(&args.board)?;
-    let top_config = top_config(&b, args)?;
-    let pe_products = products(&b, &top_config, args)?;
+    let knobs = args.knobs(&b)?;
+    let top_config = policy::top_config(&b, args.dtype(), &knobs)?;
+    let pe_products = policy::products(&b, &top_config, &knobs)?;
     let config = top_config.array;
     let emitted = systole_hdl::emit(&top_config).map_err(|e| anyhow!("{e}"))?;
     let ports: Vec<TopPort> = emitted
@@ -473,15 +247,12 @@ pub fn build(args: &BoardBuildArgs) -> anyhow::Result<()> {
     let design = Design {
         sources,
         top: "board_top".into(),
-        built: Some(built(&top_config, pe_products)),
+        built: Some(Built::of(&top_config, pe_products)),
         pe_products,
     };
     let pnr = Pnr {
         seed: args.seed.unwrap_or_else(|| b.default_seed(config.dtype, config.clock_mhz)),
-        router: match args.router {
-            RouterArg::Router1 => Router::Router1,
-            RouterArg::Router2 => Router::Router2,
-        },
+        router: args.router.into(),
         aim_mhz: args
             .pnr_mhz
             .or_else(|| b.default_aim(config.dtype, config.clock_mhz))
@@ -651,27 +422,8 @@ fn cycles(n: u8) -> String {
     format!("{n} cycle{}", if n == 1 { "" } else { "s" })
 }
 
-/// A clock as written: exact to the kHz when it is (a PLL's 16.125 MHz), else to 10 kHz
-/// (33.3333 MHz as 33.33), without trailing zeros.
-pub(crate) fn mhz(f: f64) -> String {
-    let khz = f * 1000.0;
-    let s = if (khz - khz.round()).abs() < 1e-6 { format!("{f:.3}") } else { format!("{f:.2}") };
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 #[cfg(test)]
 mod tests {
-    /// Clocks are written as exactly as the kHz allows, without trailing zeros.
-    #[test]
-    fn clocks_are_written_to_the_khz_they_have() {
-        use super::mhz;
-        assert_eq!(mhz(16.125), "16.125");
-        assert_eq!(mhz(33.3333), "33.33");
-        assert_eq!(mhz(25.0), "25");
-        assert_eq!(mhz(37.5), "37.5");
-        assert_eq!(mhz(12.5), "12.5");
-    }
-
     /// The memories built with a write stage are named in a list.
     #[test]
     fn write_stages_are_listed() {
@@ -722,224 +474,109 @@ mod tests {
         }
     }
 
-    /// What a report's `built` records reads back as the machine built: each board's default
-    /// build in each dtype, and one with its options turned the other way.
+    /// Each flag turns its knob on the board's default build in the dtype asked; a new array
+    /// keeps none of the default build's PEs in multipliers, and paired products make two-stage
+    /// PEs unless `--pe-stages` says otherwise.
     #[test]
-    fn a_reports_built_reads_back_as_the_machine() {
-        let cases: Vec<Vec<&str>> = super::BOARDS
-            .iter()
-            .flat_map(|b| {
-                let mut dtypes = vec![vec![b.name]];
-                if b.bf16.is_some() {
-                    dtypes.push(vec![b.name, "--dtype", "bf16"]);
-                }
-                dtypes
-            })
-            .chain([vec![
-                "icebreaker",
-                "--head-register",
-                "false",
-                "--program-checks",
-                "true",
-                "--checks-at-queue",
-                "true",
-                "--spad-write-stage",
-                "true",
-                "--rtl-revision",
-                "1",
-            ]])
-            .collect();
-        for case in cases {
-            let args = build_args(&case);
-            let b = super::board(&args.board).unwrap();
-            let top = super::top_config(&b, &args).unwrap();
-            let built = super::built(&top, super::products(&b, &top, &args).unwrap());
-            let config = crate::bench::array_config_of(&built, "a test").unwrap();
-            assert_eq!(super::top_of(&built, config), top, "{case:?}");
-        }
-    }
-
-    /// A build takes the board's default build and overrides what it is asked to: the lanes
-    /// and the schedule (a decoupled machine always checks words as they are queued), and a
-    /// value core does not allow is refused naming its field.
-    #[test]
-    fn board_builds_take_the_preset_and_override_what_is_asked() {
-        use systole_core::Schedule;
-        let b = super::board("ulx3s-25f").unwrap();
-        let preset = super::top_config(&b, &build_args(&["ulx3s-25f"])).unwrap();
-        assert_eq!(preset.array, b.default_config());
-        let top = super::top_config(
-            &b,
-            &build_args(&["ulx3s-25f", "--schedule", "decoupled", "--requant-cycles", "4"]),
-        )
-        .unwrap();
-        assert_eq!(top.array.schedule, Schedule::Decoupled);
-        assert_eq!(top.array.requant_cycles, 4);
-        assert!(top.checks_words_at_queue());
-        let ice = super::board("icebreaker").unwrap();
-        let blocking = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
-        assert!(!blocking.checks_words_at_queue(), "the iCEBreaker's preset checks the head");
-        let queued = ["icebreaker", "--checks-at-queue", "true"];
-        let queued = super::top_config(&ice, &build_args(&queued)).unwrap();
-        assert!(
-            super::built(&queued, super::Products::all(super::PeProducts::Dsp)).checks_at_queue,
-            "as asked"
-        );
-        // Its preset's byte port and SPRAM scratchpad are the blocking machine's: a decoupled
-        // build asks for rows and block RAM.
-        let err = super::top_config(&ice, &build_args(&["icebreaker", "--schedule", "decoupled"]))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("dram_port = byte"), "{err}");
-        let rows = ["icebreaker", "--schedule", "decoupled", "--dram-port", "row"];
-        let err = super::top_config(&ice, &build_args(&rows)).unwrap_err().to_string();
-        assert!(err.contains("single_port_spad = true"), "{err}");
-        let decoupled = [&rows[..], &["--spad-spram", "false"]].concat();
-        let decoupled = super::top_config(&ice, &build_args(&decoupled));
-        let built = super::built(&decoupled.unwrap(), super::Products::all(super::PeProducts::Dsp));
-        assert!(built.checks_at_queue, "a decoupled build records its checks at the queue");
-        let err = super::top_config(&b, &build_args(&["ulx3s-25f", "--requant-cycles", "3"]))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("requant_cycles = 3"), "{err}");
-    }
-
-    /// `--adder-tree true` sums the columns in trees where the array is blocking
-    /// weight-stationary INT8 (and says so in the report); the emitter refuses it elsewhere,
-    /// naming why.
-    #[test]
-    fn adder_trees_are_built_on_blocking_int8_arrays() {
-        let ice = super::board("icebreaker").unwrap();
-        let top = super::top_config(&ice, &build_args(&["icebreaker", "--adder-tree", "true"]));
-        let top = top.unwrap();
-        assert!(top.adder_tree && systole_hdl::emit::check(&top).is_ok());
-        assert!(super::built(&top, super::Products::all(super::PeProducts::DspPairs)).adder_tree);
-        let b = super::board("ulx3s").unwrap();
-        let decoupled = super::top_config(&b, &build_args(&["ulx3s", "--adder-tree", "true"]));
-        let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
-        assert!(err.contains("adder trees need") && err.contains("decoupled"), "{err}");
-    }
-
-    /// `--program-checks false` leaves a blocking machine's program checks to its host: the
-    /// report records it (and omits it on a checking machine, as reports before the option
-    /// did), and the decoupled machine refuses it, naming why.
-    #[test]
-    fn program_checks_are_left_to_the_host_on_blocking_machines() {
-        let ice = super::board("icebreaker").unwrap();
-        let args = build_args(&["icebreaker", "--program-checks", "false"]);
-        let top = super::top_config(&ice, &args).unwrap();
-        assert!(!top.program_checks && systole_hdl::emit::check(&top).is_ok());
-        let lean = super::built(&top, super::Products::all(super::PeProducts::DspPairs));
-        assert!(!lean.program_checks);
-        let json = serde_json::to_string(&lean).unwrap();
-        assert!(json.contains(r#""program_checks":false"#), "{json}");
-        let args = build_args(&["icebreaker", "--program-checks", "true"]);
-        let plain = super::top_config(&ice, &args).unwrap();
-        let checked = super::built(&plain, super::Products::all(super::PeProducts::DspPairs));
-        assert!(!serde_json::to_string(&checked).unwrap().contains("program_checks"));
-        let b = super::board("ulx3s").unwrap();
-        let args = build_args(&["ulx3s", "--program-checks", "false"]);
-        let err = systole_hdl::emit::check(&super::top_config(&b, &args).unwrap()).unwrap_err();
-        assert!(err.to_string().contains("decoupled"), "{err}");
-    }
-
-    /// `--head-register true` registers a blocking machine's candidate (and the report says
-    /// so); the decoupled machine, which always has one, refuses the option, naming why.
-    #[test]
-    fn head_registers_are_built_on_blocking_machines() {
-        let b = super::board("ulx3s-25f").unwrap();
-        let top = super::top_config(&b, &build_args(&["ulx3s-25f", "--head-register", "true"]));
-        let top = top.unwrap();
-        assert!(top.head_register && systole_hdl::emit::check(&top).is_ok());
-        assert!(super::built(&top, super::Products::all(super::PeProducts::Logic)).head_register);
-        let plain = super::top_config(&b, &build_args(&["ulx3s-25f"])).unwrap();
-        assert!(
-            !super::built(&plain, super::Products::all(super::PeProducts::Logic)).head_register
-        );
-        let ulx3s = super::board("ulx3s").unwrap();
-        let decoupled =
-            super::top_config(&ulx3s, &build_args(&["ulx3s", "--head-register", "true"]));
-        let err = systole_hdl::emit::check(&decoupled.unwrap()).unwrap_err().to_string();
-        assert!(err.contains("decoupled top always registers its candidate"), "{err}");
-    }
-
-    /// `--multiplier-pes N` keeps the first N PEs' products in multipliers where the others
-    /// are in logic (and the report says how many); it is refused where the products are not
-    /// in logic, on a part without multipliers, and where it names every PE.
-    #[test]
-    fn some_pe_products_stay_in_multipliers_where_asked() {
-        let products = |board: &str, args: &[&str]| {
-            let b = super::board(board).unwrap();
-            let args = build_args(&[&[board], args].concat());
-            let top = super::top_config(&b, &args).unwrap();
-            super::products(&b, &top, &args).map_err(|e| e.to_string())
+    fn flags_turn_the_knobs_of_the_default_build() {
+        use systole_boards::pe_products::PeProducts;
+        use systole_boards::Knobs;
+        use systole_core::{DramPort, Schedule};
+        let knobs = |args: &[&str]| {
+            let args = build_args(args);
+            args.knobs(&super::board(&args.board).unwrap()).map_err(|e| e.to_string())
         };
-        let mixed = products("ulx3s", &["--multiplier-pes", "64"]).unwrap();
-        let b = super::board("ulx3s").unwrap();
-        assert_eq!(mixed.way, super::PeProducts::Logic, "the 85F's INT8 default's way");
-        assert_eq!(
-            (mixed.in_multipliers, mixed.pes),
-            (64, b.int8.rows as u32 * b.int8.cols as u32)
-        );
-        let top = super::top_config(&b, &build_args(&["ulx3s"])).unwrap();
-        assert_eq!(super::built(&top, mixed).multiplier_pes, 64);
-        let none = products("ulx3s", &["--rows", "4", "--cols", "4"]).unwrap();
-        assert_eq!(none, super::Products::all(super::PeProducts::Logic), "not the preset's array");
-        let err = products("ulx3s", &["--pe-products", "dsp", "--multiplier-pes", "4"]);
-        assert!(err.unwrap_err().contains("only a build with its PEs' products in logic"));
-        let err = products("alchitry-cu", &["--multiplier-pes", "1"]).unwrap_err();
-        assert!(err.contains("on a board with multipliers"), "{err}");
-        let err = products("ulx3s", &["--rows", "2", "--cols", "2", "--multiplier-pes", "4"]);
-        assert!(err.unwrap_err().contains("the 2x2 array has 4 PEs, so at most 3"));
-    }
-
-    /// A BF16 build's lanes align as the board's default does unless asked (and the report
-    /// says how); an INT8 machine has no aligner and its report says false.
-    #[test]
-    fn lanes_align_as_the_preset_or_as_asked() {
-        let b = super::board("ulx3s-25f").unwrap();
-        let parallel = |args: &[&str]| {
-            let top = super::top_config(&b, &build_args(args)).unwrap();
-            (
-                top.parallel_align,
-                super::built(&top, super::Products::all(super::PeProducts::Dsp)).parallel_align,
-            )
-        };
-        assert_eq!(parallel(&["ulx3s-25f", "--dtype", "bf16"]), (true, true));
-        let compact = ["ulx3s-25f", "--dtype", "bf16", "--parallel-align", "false"];
-        assert_eq!(parallel(&compact), (false, false));
-        let int8 = ["ulx3s-25f", "--parallel-align", "true"];
-        assert_eq!(parallel(&int8), (true, false), "no aligner in an INT8 machine");
         let ulx3s = super::board("ulx3s").unwrap();
-        let top = super::top_config(&ulx3s, &build_args(&["ulx3s", "--dtype", "bf16"])).unwrap();
-        assert!(top.parallel_align, "the 85F's BF16 default aligns beside the compare too");
-    }
-
-    /// `--pe-products dsp-pairs` pairs the iCEBreaker's PEs in its DSPs, two-stage unless asked
-    /// otherwise (then the emitter refuses it, naming why); a board without the mode refuses it.
-    #[test]
-    fn pe_pairs_are_built_where_the_dsps_have_them() {
-        let ice = super::board("icebreaker").unwrap();
-        let args =
-            build_args(&["icebreaker", "--rows", "8", "--cols", "1", "--pe-products", "dsp-pairs"]);
-        let top = super::top_config(&ice, &args).unwrap();
-        assert!(top.pe_pairs && top.array.pe_stages == 2);
-        assert!(systole_hdl::emit::check(&top).is_ok());
-        let args = build_args(&["icebreaker", "--pe-products", "dsp-pairs", "--pe-stages", "1"]);
-        let one_stage = super::top_config(&ice, &args).unwrap();
-        let err = systole_hdl::emit::check(&one_stage).unwrap_err().to_string();
-        assert!(err.contains("two-stage PEs"), "{err}");
-        let default = super::top_config(&ice, &build_args(&["icebreaker"])).unwrap();
-        assert!(default.pe_pairs && default.array.pe_stages == 2, "the default build pairs");
-        let one = build_args(&["icebreaker", "--pe-products", "dsp"]);
-        assert!(!super::top_config(&ice, &one).unwrap().pe_pairs);
-        for (board, asked) in
-            [("ulx3s", "dsp-pairs"), ("alchitry-cu", "dsp"), ("icebreaker", "logic")]
-        {
-            let b = super::board(board).unwrap();
-            let args = build_args(&[board, "--pe-products", asked]);
-            let err = super::top_config(&b, &args).unwrap_err().to_string();
-            assert!(err.contains(&format!("--pe-products {asked}: {board}")), "{err}");
-        }
+        assert_eq!(knobs(&["ulx3s"]), Ok(ulx3s.int8.knobs));
+        assert_eq!(knobs(&["ulx3s", "--dtype", "bf16"]), Ok(ulx3s.bf16.unwrap().knobs));
+        let all = [
+            "ulx3s",
+            "--rows",
+            "4",
+            "--cols",
+            "2",
+            "--clock-mhz",
+            "30",
+            "--convert-stages",
+            "1",
+            "--requant-cycles",
+            "4",
+            "--scale-cycles",
+            "2",
+            "--pe-stages",
+            "1",
+            "--add-stages",
+            "2",
+            "--int8-max",
+            "true",
+            "--read-stages",
+            "0",
+            "--dram-port",
+            "byte",
+            "--schedule",
+            "blocking",
+            "--checks-at-queue",
+            "false",
+            "--spad-write-stage",
+            "false",
+            "--acc-write-stage",
+            "true",
+            "--dram-write-stage",
+            "true",
+            "--adder-tree",
+            "true",
+            "--head-register",
+            "true",
+            "--parallel-align",
+            "true",
+            "--program-checks",
+            "false",
+            "--narrow-sums",
+            "true",
+            "--rtl-revision",
+            "3",
+            "--spad-spram",
+            "true",
+            "--pe-products",
+            "dsp",
+            "--multiplier-pes",
+            "5",
+        ];
+        let turned = Knobs {
+            rows: 4,
+            cols: 2,
+            clock_mhz: 30.0,
+            convert_stages: 1,
+            requant_cycles: 4,
+            scale_cycles: 2,
+            pe_stages: 1,
+            add_stages: 2,
+            int8_max: true,
+            read_stages: 0,
+            dram_port: DramPort::Byte,
+            schedule: Schedule::Blocking,
+            checks_at_queue: false,
+            spad_write_stage: false,
+            acc_write_stage: true,
+            dram_write_stage: true,
+            adder_tree: true,
+            head_register: true,
+            parallel_align: true,
+            program_checks: false,
+            narrow_sums: true,
+            rtl_revision: 3,
+            spad_spram: true,
+            pe_products: Some(PeProducts::Dsp),
+            multiplier_pes: 5,
+        };
+        assert_eq!(knobs(&all), Ok(turned));
+        // The 85F's INT8 default keeps 96 PEs in multipliers: of its own array and way only.
+        assert_eq!(knobs(&["ulx3s", "--rows", "4"]).unwrap().multiplier_pes, 0);
+        assert_eq!(knobs(&["ulx3s", "--pe-products", "dsp"]).unwrap().multiplier_pes, 0);
+        assert_eq!(knobs(&["ulx3s", "--pe-products", "logic"]).unwrap().multiplier_pes, 96);
+        let ice = ["icebreaker", "--dtype", "bf16", "--pe-products", "dsp-pairs"];
+        assert_eq!(knobs(&ice).unwrap().pe_stages, 2);
+        let one = ["icebreaker", "--pe-products", "dsp-pairs", "--pe-stages", "1"];
+        assert_eq!(knobs(&one).unwrap().pe_stages, 1);
     }
 }
