@@ -3,6 +3,7 @@
 
 use systole_core::{ArrayConfig, DramPort, Dtype, Schedule};
 
+use crate::knobs::Knobs;
 use crate::pe_products::PeProducts;
 
 /// FPGA family, which picks the flow.
@@ -47,68 +48,14 @@ pub struct Board {
     pub programmer: &'static [&'static str],
 }
 
-/// A board's default build in one dtype: the array, the clock it is built for, where its PEs'
-/// products are formed, and the report of that build as measured.
+/// A board's default build in one dtype: its knobs (the array, the clock it is built for, where
+/// its PEs' products are formed, the machine's options), how nextpnr placed it, and the report of
+/// that build as measured.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Preset {
-    pub rows: u16,
-    pub cols: u16,
-    pub mhz: f64,
-    pub pe_products: PeProducts,
-    /// With the products in logic, the PEs (the first of the array) that keep theirs in
-    /// multiplier blocks (`yosys::Products::in_multipliers`).
-    pub multiplier_pes: u32,
-    /// Pipeline registers in its conversion lanes (`ArrayConfig::convert_stages`).
-    pub convert_stages: u8,
-    /// Cycles a requantized row takes in its conversion lanes (`ArrayConfig::requant_cycles`).
-    pub requant_cycles: u8,
-    /// Cycles a `Scale` or `Axpy` row takes in its BF16 lanes (`ArrayConfig::scale_cycles`).
-    pub scale_cycles: u8,
-    /// Cycles its PEs take from operands to sum (`ArrayConfig::pe_stages`).
-    pub pe_stages: u8,
-    /// Cycles its BF16 lanes' f32 add takes (`ArrayConfig::add_stages`).
-    pub add_stages: u8,
-    /// Whether its INT8 lanes have their comparator (`ArrayConfig::int8_max`: `Max`, for max
-    /// pooling in INT8 inference; no BF16 build needs it).
-    pub int8_max: bool,
-    /// Registers after each memory's read port (`ArrayConfig::read_stages`).
-    pub read_stages: u8,
-    /// How its DRAM moves bytes (`ArrayConfig::dram_port`): a row a cycle, or a byte.
-    pub dram_port: DramPort,
-    /// How its controller issues instructions (`ArrayConfig::schedule`): the blocking top, or
-    /// the decoupled one, whose units overlap.
-    pub schedule: Schedule,
-    /// Each word's fault code formed as it is queued (`systole_hdl::TopConfig::checks_at_queue`),
-    /// not from the FIFO's head in the dispatch cycle.
-    pub checks_at_queue: bool,
-    /// The scratchpad's writes registered on the way in (`systole_hdl::TopConfig::spad_write_stage`).
-    pub spad_write_stage: bool,
-    /// The accumulators' writes registered on the way in (`systole_hdl::TopConfig::acc_write_stage`).
-    pub acc_write_stage: bool,
-    /// The DRAM's writes registered on the way in (`systole_hdl::TopConfig::dram_write_stage`).
-    pub dram_write_stage: bool,
-    /// The weight-stationary array's columns summed in adder trees (`systole_hdl::TopConfig::
-    /// adder_tree`).
-    pub adder_tree: bool,
-    /// The blocking machine's candidate registered after the FIFO (`systole_hdl::TopConfig::
-    /// head_register`).
-    pub head_register: bool,
-    /// BF16 lanes whose f32 aligner shifts beside the comparison (`systole_hdl::TopConfig::
-    /// parallel_align`; INT8 builds have no aligner and say false).
-    pub parallel_align: bool,
-    /// The machine checks its words itself (`systole_hdl::TopConfig::program_checks`), or
-    /// leaves them to its host.
-    pub program_checks: bool,
-    /// Each INT8 PE's partial sum as wide as the sums it holds (`systole_hdl::TopConfig::
-    /// narrow_sums`), or 32 bits in every PE; BF16 builds say true.
-    pub narrow_sums: bool,
-    /// The revision of the RTL it emits (`systole_hdl::TopConfig::rtl_revision`): the one its
-    /// measured report was built on.
-    pub rtl_revision: u8,
-    /// Its scratchpad in the part's SPRAMs (`systole_hdl::TopConfig::spad_spram`), of
-    /// `systole_hdl::mem::SPRAM_WORDS` rows, and timed for their single port
-    /// (`ArrayConfig::single_port_spad`).
-    pub spad_spram: bool,
+    /// What `systole board build` makes unless its flags say otherwise; the measured report
+    /// records the same.
+    pub knobs: Knobs,
     /// The frequency nextpnr aims at when it is not the clock (`pnr::Pnr::aim_mhz`).
     pub pnr_aim_mhz: Option<f64>,
     /// nextpnr's placement seed (`pnr::Pnr::seed`): nextpnr is deterministic for one
@@ -133,7 +80,7 @@ impl Board {
     /// The default accelerator config for this board (its INT8 build), at its clock, with its
     /// memories.
     pub fn default_config(&self) -> ArrayConfig {
-        self.config(self.int8.rows, self.int8.cols, Dtype::Int8, self.int8.mhz)
+        self.array_config(Dtype::Int8, &self.int8.knobs)
     }
 
     /// The default build in `dtype`, if one fits the board.
@@ -146,33 +93,41 @@ impl Board {
 
     /// The config of the default build in `dtype`, if one fits the board.
     pub fn preset_config(&self, dtype: Dtype) -> Option<ArrayConfig> {
-        self.preset(dtype).map(|p| self.config(p.rows, p.cols, dtype, p.mhz))
+        self.preset(dtype).map(|p| self.array_config(dtype, &p.knobs))
     }
 
     /// An array of `rows x cols` in `dtype` at `mhz` with this board's memories and the
     /// conversion lanes (stages, requantize cycles) and schedule of its default build in `dtype`
-    /// (else its INT8 one's); the scratchpad
-    /// and accumulator grow to the minimum core requires (`3 * max(R, C)` and `R` rows) when
-    /// the array is larger than the memories were sized for.
+    /// (else its INT8 one's), as [`Board::array_config`] makes it.
     pub fn config(&self, rows: u16, cols: u16, dtype: Dtype, mhz: f64) -> ArrayConfig {
         let p = self.preset(dtype).unwrap_or(&self.int8);
-        let mut c = ArrayConfig::new(rows, cols, dtype)
-            .with_convert_stages(p.convert_stages)
-            .with_requant_cycles(p.requant_cycles)
-            .with_scale_cycles(p.scale_cycles)
-            .with_pe_stages(p.pe_stages)
-            .with_add_stages(p.add_stages)
-            .with_int8_max(p.int8_max)
-            .with_read_stages(p.read_stages)
-            .with_dram_port(p.dram_port)
-            .with_schedule(p.schedule);
-        c.clock_mhz = mhz;
-        c.spad_depth = self.memories.spad_depth.max(3 * c.spad_width() as u32);
-        if p.spad_spram {
-            c = c.with_single_port_spad(true);
-            c.spad_depth = systole_hdl::mem::SPRAM_WORDS as u32;
-        }
-        c.acc_depth = self.memories.acc_depth.max(rows as u32);
+        self.array_config(dtype, &Knobs { rows, cols, clock_mhz: mhz, ..p.knobs })
+    }
+
+    /// The array `knobs` make in `dtype` on this board: with its memories, the scratchpad and
+    /// accumulator grown to the minimum core requires (`3 * max(R, C)` and `R` rows) when the
+    /// array is larger than they were sized for, or the scratchpad in SPRAM where the knobs
+    /// put it there.
+    pub fn array_config(&self, dtype: Dtype, knobs: &Knobs) -> ArrayConfig {
+        let k = knobs;
+        let mut c = ArrayConfig::new(k.rows, k.cols, dtype)
+            .with_convert_stages(k.convert_stages)
+            .with_requant_cycles(k.requant_cycles)
+            .with_scale_cycles(k.scale_cycles)
+            .with_pe_stages(k.pe_stages)
+            .with_add_stages(k.add_stages)
+            .with_int8_max(k.int8_max)
+            .with_read_stages(k.read_stages)
+            .with_dram_port(k.dram_port)
+            .with_schedule(k.schedule)
+            .with_single_port_spad(k.spad_spram);
+        c.clock_mhz = k.clock_mhz;
+        c.spad_depth = if k.spad_spram {
+            systole_hdl::mem::SPRAM_WORDS as u32
+        } else {
+            self.memories.spad_depth.max(3 * c.spad_width() as u32)
+        };
+        c.acc_depth = self.memories.acc_depth.max(k.rows as u32);
         c
     }
 
@@ -188,16 +143,23 @@ impl Board {
         }
     }
 
+    /// Where `knobs` form the PEs' products on this board: where they say, else where the part
+    /// usually does (the first of [`Board::pe_products_ways`]: in multipliers where it has
+    /// them), as a report from before it was recorded built them.
+    pub fn pe_products_of(&self, knobs: &Knobs) -> PeProducts {
+        knobs.pe_products.unwrap_or(self.pe_products_ways()[0])
+    }
+
     /// The clock a build in `dtype` defaults to: its default build's, else the INT8 build's.
     pub fn default_clock(&self, dtype: Dtype) -> f64 {
-        self.preset(dtype).unwrap_or(&self.int8).mhz
+        self.preset(dtype).unwrap_or(&self.int8).knobs.clock_mhz
     }
 
     /// What nextpnr aims at for a build in `dtype` at `mhz` when `--pnr-mhz` does not say: the
     /// default build's aim at its own clock, else the clock itself (`None`).
     pub fn default_aim(&self, dtype: Dtype, mhz: f64) -> Option<f64> {
         let p = self.preset(dtype)?;
-        if p.mhz == mhz {
+        if p.knobs.clock_mhz == mhz {
             p.pnr_aim_mhz
         } else {
             None
@@ -208,7 +170,7 @@ impl Board {
     /// build's at its own clock, else 1 (`pnr::Pnr`'s default).
     pub fn default_seed(&self, dtype: Dtype, mhz: f64) -> u32 {
         match self.preset(dtype) {
-            Some(p) if p.mhz == mhz => p.pnr_seed,
+            Some(p) if p.knobs.clock_mhz == mhz => p.pnr_seed,
             _ => crate::pnr::Pnr::default().seed,
         }
     }
@@ -249,33 +211,35 @@ pub const ICEBREAKER: Board = Board {
     // 118: 99% of the cells, seed 1). Its scratchpad is in the four SPRAMs, 16,384 rows where
     // the block RAMs held 512 (DECISIONS 123: the 256^3 GEMM in half the time).
     int8: Preset {
-        rows: 8,
-        cols: 1,
-        mhz: 20.25,
-        pe_products: PeProducts::DspPairs,
-        multiplier_pes: 0,
-        convert_stages: 3,
-        requant_cycles: 1,
-        scale_cycles: 1,
-        pe_stages: 2,
-        add_stages: 1,
-        int8_max: false,
-        read_stages: 0,
-        dram_port: DramPort::Byte,
-        schedule: Schedule::Blocking,
-        // Fault codes from the FIFO's head: checking words as they are queued takes a second
-        // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
-        checks_at_queue: false,
-        spad_write_stage: false,
-        acc_write_stage: false,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: true,
-        parallel_align: false,
-        program_checks: false,
-        narrow_sums: true,
-        rtl_revision: 2,
-        spad_spram: true,
+        knobs: Knobs {
+            rows: 8,
+            cols: 1,
+            clock_mhz: 20.25,
+            pe_products: Some(PeProducts::DspPairs),
+            multiplier_pes: 0,
+            convert_stages: 3,
+            requant_cycles: 1,
+            scale_cycles: 1,
+            pe_stages: 2,
+            add_stages: 1,
+            int8_max: false,
+            read_stages: 0,
+            dram_port: DramPort::Byte,
+            schedule: Schedule::Blocking,
+            // Fault codes from the FIFO's head: checking words as they are queued takes a second
+            // decoder, and the machine then needs 5,314 of the 5,280 cells (DECISIONS 56).
+            checks_at_queue: false,
+            spad_write_stage: false,
+            acc_write_stage: false,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: true,
+            parallel_align: false,
+            program_checks: false,
+            narrow_sums: true,
+            rtl_revision: 2,
+            spad_spram: true,
+        },
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../icebreaker/report-icebreaker.json")),
@@ -286,31 +250,33 @@ pub const ICEBREAKER: Board = Board {
     // where the oscillator's 12 halved gave 6), on RTL revision 4 (4,993 cells, 11.3 MHz for a
     // placement aimed at 12, seed 2).
     bf16: Some(Preset {
-        rows: 1,
-        cols: 1,
-        mhz: 10.5,
-        pe_products: PeProducts::Dsp,
-        multiplier_pes: 0,
-        convert_stages: 3,
-        requant_cycles: 1,
-        scale_cycles: 2,
-        pe_stages: 2,
-        add_stages: 2,
-        int8_max: false,
-        read_stages: 0,
-        dram_port: DramPort::Byte,
-        schedule: Schedule::Blocking,
-        checks_at_queue: false,
-        spad_write_stage: false,
-        acc_write_stage: false,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: false,
-        parallel_align: false,
-        program_checks: false,
-        narrow_sums: true,
-        rtl_revision: 4,
-        spad_spram: false,
+        knobs: Knobs {
+            rows: 1,
+            cols: 1,
+            clock_mhz: 10.5,
+            pe_products: Some(PeProducts::Dsp),
+            multiplier_pes: 0,
+            convert_stages: 3,
+            requant_cycles: 1,
+            scale_cycles: 2,
+            pe_stages: 2,
+            add_stages: 2,
+            int8_max: false,
+            read_stages: 0,
+            dram_port: DramPort::Byte,
+            schedule: Schedule::Blocking,
+            checks_at_queue: false,
+            spad_write_stage: false,
+            acc_write_stage: false,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: false,
+            parallel_align: false,
+            program_checks: false,
+            narrow_sums: true,
+            rtl_revision: 4,
+            spad_spram: false,
+        },
         pnr_aim_mhz: Some(12.0),
         pnr_seed: 2,
         measured: Some(include_str!("../icebreaker/report-icebreaker-bf16.json")),
@@ -338,31 +304,33 @@ pub const ALCHITRY_CU: Board = Board {
     // ninth row's scratchpad lanes would take more block RAMs than the part has. Placed with
     // seed 3 it runs at the PLL's 47.5 MHz (DECISIONS 127: 48.1 MHz).
     int8: Preset {
-        rows: 8,
-        cols: 1,
-        mhz: 47.5,
-        pe_products: PeProducts::Logic,
-        multiplier_pes: 0,
-        convert_stages: 3,
-        requant_cycles: 4,
-        scale_cycles: 1,
-        pe_stages: 1,
-        add_stages: 1,
-        int8_max: false,
-        read_stages: 0,
-        dram_port: DramPort::Byte,
-        schedule: Schedule::Blocking,
-        checks_at_queue: true,
-        spad_write_stage: false,
-        acc_write_stage: false,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: false,
-        parallel_align: false,
-        program_checks: true,
-        narrow_sums: true,
-        rtl_revision: 2,
-        spad_spram: false,
+        knobs: Knobs {
+            rows: 8,
+            cols: 1,
+            clock_mhz: 47.5,
+            pe_products: Some(PeProducts::Logic),
+            multiplier_pes: 0,
+            convert_stages: 3,
+            requant_cycles: 4,
+            scale_cycles: 1,
+            pe_stages: 1,
+            add_stages: 1,
+            int8_max: false,
+            read_stages: 0,
+            dram_port: DramPort::Byte,
+            schedule: Schedule::Blocking,
+            checks_at_queue: true,
+            spad_write_stage: false,
+            acc_write_stage: false,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: false,
+            parallel_align: false,
+            program_checks: true,
+            narrow_sums: true,
+            rtl_revision: 2,
+            spad_spram: false,
+        },
         pnr_aim_mhz: None,
         pnr_seed: 3,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu.json")),
@@ -372,31 +340,33 @@ pub const ALCHITRY_CU: Board = Board {
     // shifting beside its comparison (DECISIONS 103), 16.86 MHz: the oscillator divided by 6.
     // Fault codes come from the FIFO's head.
     bf16: Some(Preset {
-        rows: 1,
-        cols: 1,
-        mhz: 16.666667,
-        pe_products: PeProducts::Logic,
-        multiplier_pes: 0,
-        convert_stages: 0,
-        requant_cycles: 1,
-        scale_cycles: 2,
-        pe_stages: 1,
-        add_stages: 1,
-        int8_max: false,
-        read_stages: 0,
-        dram_port: DramPort::Row,
-        schedule: Schedule::Blocking,
-        checks_at_queue: false,
-        spad_write_stage: false,
-        acc_write_stage: false,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: false,
-        parallel_align: true,
-        program_checks: true,
-        narrow_sums: true,
-        rtl_revision: 1,
-        spad_spram: false,
+        knobs: Knobs {
+            rows: 1,
+            cols: 1,
+            clock_mhz: 16.666667,
+            pe_products: Some(PeProducts::Logic),
+            multiplier_pes: 0,
+            convert_stages: 0,
+            requant_cycles: 1,
+            scale_cycles: 2,
+            pe_stages: 1,
+            add_stages: 1,
+            int8_max: false,
+            read_stages: 0,
+            dram_port: DramPort::Row,
+            schedule: Schedule::Blocking,
+            checks_at_queue: false,
+            spad_write_stage: false,
+            acc_write_stage: false,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: false,
+            parallel_align: true,
+            program_checks: true,
+            narrow_sums: true,
+            rtl_revision: 1,
+            spad_spram: false,
+        },
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../alchitry-cu/report-alchitry-cu-bf16.json")),
@@ -426,33 +396,35 @@ pub const ULX3S_85F: Board = Board {
     // for 45 MHz and aimed at 37.5, at 48.3 MHz in 64%; with the PEs' products registered too
     // (110), built for 50 MHz and aimed at 41.67, at 50.7 MHz in 61%.
     int8: Preset {
-        rows: 18,
-        cols: 8,
-        mhz: 50.0,
-        pe_products: PeProducts::Logic,
-        multiplier_pes: 96,
-        convert_stages: 3,
-        requant_cycles: 1,
-        scale_cycles: 1,
-        pe_stages: 2,
-        add_stages: 1,
-        int8_max: false,
-        read_stages: 1,
-        dram_port: DramPort::Row,
-        schedule: Schedule::Decoupled,
-        checks_at_queue: true,
-        spad_write_stage: true,
-        acc_write_stage: false,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: false,
-        parallel_align: false,
-        program_checks: true,
-        // The PEs' sums 32 bits wide, the RTL its measured build ran on: built on DECISIONS
-        // 108's narrowed sums, the same command reached 46.92 MHz (DECISIONS 113).
-        narrow_sums: false,
-        rtl_revision: 1,
-        spad_spram: false,
+        knobs: Knobs {
+            rows: 18,
+            cols: 8,
+            clock_mhz: 50.0,
+            pe_products: Some(PeProducts::Logic),
+            multiplier_pes: 96,
+            convert_stages: 3,
+            requant_cycles: 1,
+            scale_cycles: 1,
+            pe_stages: 2,
+            add_stages: 1,
+            int8_max: false,
+            read_stages: 1,
+            dram_port: DramPort::Row,
+            schedule: Schedule::Decoupled,
+            checks_at_queue: true,
+            spad_write_stage: true,
+            acc_write_stage: false,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: false,
+            parallel_align: false,
+            program_checks: true,
+            // The PEs' sums 32 bits wide, the RTL its measured build ran on: built on DECISIONS
+            // 108's narrowed sums, the same command reached 46.92 MHz (DECISIONS 113).
+            narrow_sums: false,
+            rtl_revision: 1,
+            spad_spram: false,
+        },
         pnr_aim_mhz: Some(41.6667),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s.json")),
@@ -469,31 +441,33 @@ pub const ULX3S_85F: Board = Board {
     // lanes' adds in three stages, built for 40 MHz and aimed at 36, at 40.28 MHz in 96%; on
     // revision 4 (the lanes' sums beside their aligners too), at 43.6 MHz in 93%.
     bf16: Some(Preset {
-        rows: 8,
-        cols: 8,
-        mhz: 40.0,
-        pe_products: PeProducts::Dsp,
-        multiplier_pes: 0,
-        convert_stages: 0,
-        requant_cycles: 1,
-        scale_cycles: 3,
-        pe_stages: 3,
-        add_stages: 3,
-        int8_max: false,
-        read_stages: 1,
-        dram_port: DramPort::Row,
-        schedule: Schedule::Blocking,
-        checks_at_queue: false,
-        spad_write_stage: false,
-        acc_write_stage: true,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: true,
-        parallel_align: true,
-        program_checks: true,
-        narrow_sums: true,
-        rtl_revision: 4,
-        spad_spram: false,
+        knobs: Knobs {
+            rows: 8,
+            cols: 8,
+            clock_mhz: 40.0,
+            pe_products: Some(PeProducts::Dsp),
+            multiplier_pes: 0,
+            convert_stages: 0,
+            requant_cycles: 1,
+            scale_cycles: 3,
+            pe_stages: 3,
+            add_stages: 3,
+            int8_max: false,
+            read_stages: 1,
+            dram_port: DramPort::Row,
+            schedule: Schedule::Blocking,
+            checks_at_queue: false,
+            spad_write_stage: false,
+            acc_write_stage: true,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: true,
+            parallel_align: true,
+            program_checks: true,
+            narrow_sums: true,
+            rtl_revision: 4,
+            spad_spram: false,
+        },
         pnr_aim_mhz: Some(36.0),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-bf16.json")),
@@ -513,31 +487,33 @@ pub const ULX3S_25F: Board = Board {
     // (DECISIONS 56), the scratchpad's and the accumulators' writes registered (DECISIONS 84,
     // 88): run at 55 MHz from the PLL (DECISIONS 89). The iCE40 boards' memories.
     int8: Preset {
-        rows: 10,
-        cols: 4,
-        mhz: 55.0,
-        pe_products: PeProducts::Logic,
-        multiplier_pes: 12,
-        convert_stages: 3,
-        requant_cycles: 1,
-        scale_cycles: 1,
-        pe_stages: 1,
-        add_stages: 1,
-        int8_max: false,
-        read_stages: 0,
-        dram_port: DramPort::Row,
-        schedule: Schedule::Blocking,
-        checks_at_queue: true,
-        spad_write_stage: true,
-        acc_write_stage: true,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: false,
-        parallel_align: false,
-        program_checks: true,
-        narrow_sums: true,
-        rtl_revision: 1,
-        spad_spram: false,
+        knobs: Knobs {
+            rows: 10,
+            cols: 4,
+            clock_mhz: 55.0,
+            pe_products: Some(PeProducts::Logic),
+            multiplier_pes: 12,
+            convert_stages: 3,
+            requant_cycles: 1,
+            scale_cycles: 1,
+            pe_stages: 1,
+            add_stages: 1,
+            int8_max: false,
+            read_stages: 0,
+            dram_port: DramPort::Row,
+            schedule: Schedule::Blocking,
+            checks_at_queue: true,
+            spad_write_stage: true,
+            acc_write_stage: true,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: false,
+            parallel_align: false,
+            program_checks: true,
+            narrow_sums: true,
+            rtl_revision: 1,
+            spad_spram: false,
+        },
         pnr_aim_mhz: None,
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f.json")),
@@ -550,31 +526,33 @@ pub const ULX3S_25F: Board = Board {
     // too, 24.04 with the PEs' add in one as well, 19.91 with the product registers alone), and
     // with its memories' reads registered (106) 43.26 MHz aimed at 45: 42.86 MHz from the PLL.
     bf16: Some(Preset {
-        rows: 3,
-        cols: 3,
-        mhz: 42.8571,
-        pe_products: PeProducts::Dsp,
-        multiplier_pes: 0,
-        convert_stages: 0,
-        requant_cycles: 1,
-        scale_cycles: 3,
-        pe_stages: 4,
-        add_stages: 3,
-        int8_max: false,
-        read_stages: 1,
-        dram_port: DramPort::Row,
-        schedule: Schedule::Blocking,
-        checks_at_queue: false,
-        spad_write_stage: false,
-        acc_write_stage: true,
-        dram_write_stage: false,
-        adder_tree: false,
-        head_register: false,
-        parallel_align: true,
-        program_checks: true,
-        narrow_sums: true,
-        rtl_revision: 1,
-        spad_spram: false,
+        knobs: Knobs {
+            rows: 3,
+            cols: 3,
+            clock_mhz: 42.8571,
+            pe_products: Some(PeProducts::Dsp),
+            multiplier_pes: 0,
+            convert_stages: 0,
+            requant_cycles: 1,
+            scale_cycles: 3,
+            pe_stages: 4,
+            add_stages: 3,
+            int8_max: false,
+            read_stages: 1,
+            dram_port: DramPort::Row,
+            schedule: Schedule::Blocking,
+            checks_at_queue: false,
+            spad_write_stage: false,
+            acc_write_stage: true,
+            dram_write_stage: false,
+            adder_tree: false,
+            head_register: false,
+            parallel_align: true,
+            program_checks: true,
+            narrow_sums: true,
+            rtl_revision: 1,
+            spad_spram: false,
+        },
         pnr_aim_mhz: Some(45.0),
         pnr_seed: 1,
         measured: Some(include_str!("../ulx3s/report-ulx3s-25f-bf16.json")),
@@ -593,6 +571,20 @@ pub fn by_name(name: &str) -> Option<Board> {
     BOARDS.iter().copied().find(|b| b.name == name)
 }
 
+/// The board named `name`, or an error that lists the boards there are.
+pub fn named(name: &str) -> Result<Board, UnknownBoard> {
+    by_name(name).ok_or_else(|| UnknownBoard(name.to_string()))
+}
+
+/// A board name that is none of [`BOARDS`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown board `{0}`: the boards are {names}", names = board_names())]
+pub struct UnknownBoard(pub String);
+
+fn board_names() -> String {
+    BOARDS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -609,49 +601,26 @@ mod tests {
                 let built = r.built.as_ref().expect("a systole_top build");
                 let c = b.preset_config(dtype).unwrap();
                 assert_eq!(r.board, b.name);
-                assert_eq!((built.rows, built.cols), (c.rows, c.cols), "{what}");
                 assert_eq!(built.dtype, c.dtype.name(), "{what}");
                 assert_eq!((built.spad_depth, built.acc_depth), (c.spad_depth, c.acc_depth));
                 assert_eq!(
                     (built.dram_bytes, built.fifo_depth),
                     (b.memories.dram_bytes, b.memories.fifo_depth)
                 );
-                assert_eq!(built.clock_mhz, p.mhz, "{what}");
-                assert_eq!(built.convert_stages, c.convert_stages, "{what}");
-                assert_eq!(built.requant_cycles, c.requant_cycles, "{what}");
-                assert_eq!(built.scale_cycles, c.scale_cycles, "{what}");
-                assert_eq!(built.pe_stages, c.pe_stages, "{what}");
-                assert_eq!(built.add_stages, c.add_stages, "{what}");
-                assert_eq!(built.int8_max, c.int8_max, "{what}");
-                assert_eq!(built.read_stages, c.read_stages, "{what}");
-                assert_eq!(built.dram_port, c.dram_port.name(), "{what}");
-                assert_eq!(built.schedule, c.schedule.name(), "{what}");
-                assert_eq!(built.checks_at_queue, p.checks_at_queue, "{what}");
-                assert_eq!(built.spad_write_stage, p.spad_write_stage, "{what}");
-                assert_eq!(built.acc_write_stage, p.acc_write_stage, "{what}");
-                assert_eq!(built.dram_write_stage, p.dram_write_stage, "{what}");
-                assert_eq!(built.adder_tree, p.adder_tree, "{what}");
-                assert_eq!(built.head_register, p.head_register, "{what}");
-                assert_eq!(built.parallel_align, p.parallel_align, "{what}");
-                assert_eq!(built.program_checks, p.program_checks, "{what}");
-                assert_eq!(built.narrow_sums, p.narrow_sums, "{what}");
-                assert_eq!(built.rtl_revision, p.rtl_revision, "{what}");
-                assert_eq!(built.spad_spram, p.spad_spram, "{what}");
-                assert!(!p.spad_spram || b.sprams > 0, "{what}: SPRAM on a part without");
+                // The knobs the report records are the preset's, its products where a report
+                // from before they were recorded built them.
+                let way = b.pe_products_of(&built.knobs);
+                assert_eq!(Knobs { pe_products: Some(way), ..built.knobs }, p.knobs, "{what}");
+                let k = &p.knobs;
+                assert!(!k.spad_spram || b.sprams > 0, "{what}: SPRAM on a part without");
                 assert_eq!(r.pnr.aim_mhz, p.pnr_aim_mhz, "{what}");
                 assert_eq!(r.pnr.seed, p.pnr_seed, "{what}");
-                assert_eq!(b.default_seed(dtype, p.mhz), p.pnr_seed, "{what}");
-                // Reports from before it was recorded built them in multipliers where the part
-                // has them.
-                let ways = b.pe_products_ways();
-                let before = if ways.len() == 1 { ways[0] } else { PeProducts::Dsp };
-                assert_eq!(built.pe_products.unwrap_or(before), p.pe_products, "{what}");
-                assert!(ways.contains(&p.pe_products), "{what}: not a way its flow has");
-                assert_eq!(built.multiplier_pes, p.multiplier_pes, "{what}");
+                assert_eq!(b.default_seed(dtype, k.clock_mhz), p.pnr_seed, "{what}");
+                let way = b.pe_products_of(k);
+                assert!(b.pe_products_ways().contains(&way), "{what}: not a way its flow has");
                 assert!(
-                    p.multiplier_pes == 0
-                        || (p.pe_products == PeProducts::Logic
-                            && p.multiplier_pes < c.pe_count() as u32),
+                    k.multiplier_pes == 0
+                        || (way == PeProducts::Logic && k.multiplier_pes < c.pe_count() as u32),
                     "{what}: some PEs' products in multipliers, the others in logic"
                 );
                 assert!(r.timing_met && r.fmax_mhz >= r.target_mhz, "{what}: {r:?}");

@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use crate::board::Board;
+use crate::built::Built;
 use crate::nextpnr::Pnr;
-use crate::report::{self, Bitstream, Built, Report};
+use crate::report::{self, Bitstream, Report};
 use crate::tool::ToolError;
 use crate::yosys::Products;
 use crate::{nextpnr, pack, yosys};

@@ -6,153 +6,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::board::Family;
-use crate::pe_products::PeProducts;
+use crate::built::Built;
 use crate::pnr::Pnr;
 use crate::tool::ToolError;
-
-/// What was built: the accelerator's array, memories and clock.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Built {
-    pub rows: u16,
-    pub cols: u16,
-    /// `int8` or `bf16`.
-    pub dtype: String,
-    /// `ws` or `os`.
-    pub dataflow: String,
-    pub spad_depth: u32,
-    pub acc_depth: u32,
-    pub dram_bytes: usize,
-    pub fifo_depth: usize,
-    pub uart_divisor: u16,
-    pub clock_mhz: f64,
-    /// Pipeline registers in the conversion lanes (`ArrayConfig::convert_stages`; absent in
-    /// reports from before they existed: none).
-    #[serde(default)]
-    pub convert_stages: u8,
-    /// Cycles a requantized row takes in the conversion lanes (`ArrayConfig::requant_cycles`;
-    /// absent in reports from before it existed: 1).
-    #[serde(default = "one_cycle")]
-    pub requant_cycles: u8,
-    /// Cycles a `Scale` or `Axpy` row takes in the BF16 lanes (`ArrayConfig::scale_cycles`;
-    /// absent in reports from before it existed: 1).
-    #[serde(default = "one_cycle")]
-    pub scale_cycles: u8,
-    /// Cycles a PE takes from its operands to its sum (`ArrayConfig::pe_stages`; absent in
-    /// reports from before it existed: 1).
-    #[serde(default = "one_cycle")]
-    pub pe_stages: u8,
-    /// Cycles a BF16 lane's f32 add takes (`ArrayConfig::add_stages`; absent in reports from
-    /// before it existed: 1).
-    #[serde(default = "one_cycle")]
-    pub add_stages: u8,
-    /// Registers after each memory's read port (`ArrayConfig::read_stages`; absent in reports
-    /// of builds without, and from before it existed).
-    #[serde(default, skip_serializing_if = "is_zero_u8")]
-    pub read_stages: u8,
-    /// How the DRAM moves bytes, `row` or `byte` (`ArrayConfig::dram_port`; absent for the
-    /// row port, which every build before the byte port had).
-    #[serde(default = "row_port", skip_serializing_if = "is_row_port")]
-    pub dram_port: String,
-    /// Whether the INT8 lanes have their comparator (`ArrayConfig::int8_max`; absent in reports
-    /// from before it existed, which were built without).
-    #[serde(default)]
-    pub int8_max: bool,
-    /// `blocking` or `decoupled` (`ArrayConfig::schedule`; absent in reports from before it was
-    /// recorded, which were all blocking).
-    #[serde(default = "blocking")]
-    pub schedule: String,
-    /// Each word's fault code formed as it was queued (`systole_hdl::TopConfig::checks_at_queue`;
-    /// absent in reports from before it existed, which checked the FIFO's head).
-    #[serde(default)]
-    pub checks_at_queue: bool,
-    /// The scratchpad's writes registered on the way in (`systole_hdl::TopConfig::
-    /// spad_write_stage`; absent in reports from before it existed, which were built without).
-    #[serde(default)]
-    pub spad_write_stage: bool,
-    /// The accumulators' writes registered on the way in (`systole_hdl::TopConfig::
-    /// acc_write_stage`; absent in reports from before it existed, which were built without).
-    #[serde(default)]
-    pub acc_write_stage: bool,
-    /// The DRAM's writes registered on the way in (`systole_hdl::TopConfig::dram_write_stage`;
-    /// absent in reports from before it existed, which were built without).
-    #[serde(default)]
-    pub dram_write_stage: bool,
-    /// The weight-stationary array's columns summed in adder trees (`systole_hdl::TopConfig::
-    /// adder_tree`; absent in reports from before it existed, whose arrays were systolic).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub adder_tree: bool,
-    /// The blocking machine's candidate registered after the FIFO (`systole_hdl::TopConfig::
-    /// head_register`; absent in reports from before it existed, which were built without).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub head_register: bool,
-    /// The BF16 lanes' f32 aligner shifting beside the comparison (`systole_hdl::TopConfig::
-    /// parallel_align`; absent in reports of INT8 builds and of builds from before it existed,
-    /// whose aligner was compact).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub parallel_align: bool,
-    /// The machine checks its words itself (`systole_hdl::TopConfig::program_checks`; absent
-    /// when it does, as every build before the option did).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub program_checks: bool,
-    /// Each INT8 PE's partial sum as wide as the sums it holds (`systole_hdl::TopConfig::
-    /// narrow_sums`; absent when it is, as in every BF16 build; false in the 85F's INT8 default,
-    /// built on the RTL before DECISIONS 108).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub narrow_sums: bool,
-    /// The revision of the RTL built (`systole_hdl::TopConfig::rtl_revision`; absent in reports
-    /// from before revisions were counted, which were built on revision 1).
-    #[serde(default = "first_revision")]
-    pub rtl_revision: u8,
-    /// The scratchpad in the part's SPRAMs, timed for their single port
-    /// (`systole_hdl::TopConfig::spad_spram`, `ArrayConfig::single_port_spad`; absent when it
-    /// is in block RAM, as in every build before it existed).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub spad_spram: bool,
-    /// Where the PEs' products were built (absent in reports from before it was recorded,
-    /// which built them in multipliers where the part has them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pe_products: Option<PeProducts>,
-    /// With the products in logic: how many PEs, the first of each array, kept theirs in
-    /// multiplier blocks (`yosys::Products::in_multipliers`; absent when none did).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub multiplier_pes: u32,
-}
-
-fn first_revision() -> u8 {
-    1
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn row_port() -> String {
-    systole_core::DramPort::Row.name().into()
-}
-
-fn is_row_port(port: &str) -> bool {
-    port == systole_core::DramPort::Row.name()
-}
-
-fn is_true(b: &bool) -> bool {
-    *b
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-fn is_zero_u8(n: &u8) -> bool {
-    *n == 0
-}
-
-fn one_cycle() -> u8 {
-    1
-}
-
-fn blocking() -> String {
-    systole_core::Schedule::Blocking.name().into()
-}
 
 /// `report.json` of `systole board build`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -377,7 +233,7 @@ impl Report {
 
     /// Peak multiply-accumulates per second at the achieved clock: one per PE per cycle.
     pub fn peak_macs_per_s(&self) -> Option<f64> {
-        self.built.as_ref().map(|b| b.rows as f64 * b.cols as f64 * self.fmax_mhz * 1e6)
+        self.built.as_ref().map(|b| b.knobs.rows as f64 * b.knobs.cols as f64 * self.fmax_mhz * 1e6)
     }
 }
 

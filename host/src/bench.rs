@@ -72,10 +72,7 @@ pub fn board_build(
     dtype: Option<Dtype>,
     report: Option<&Path>,
 ) -> anyhow::Result<BoardBuild> {
-    let b = systole_boards::board::by_name(board).ok_or_else(|| {
-        let names: Vec<&str> = systole_boards::board::BOARDS.iter().map(|b| b.name).collect();
-        anyhow!("unknown board `{board}`: the boards are {}", names.join(", "))
-    })?;
+    let b = systole_boards::board::named(board)?;
     let (json, source) = match report {
         Some(path) => (
             crate::limits::read_file(path)
@@ -116,60 +113,14 @@ pub fn board_build(
             "{source}: timing was not met ({:.2} MHz achieved for {} MHz): that bitstream is not \
              usable",
             report.fmax_mhz,
-            crate::board::mhz(report.target_mhz)
+            crate::table::mhz(report.target_mhz)
         );
     }
-    let config = array_config_of(&built, &source)?;
+    let config = built.array_config().map_err(|e| anyhow!("{source}: {e}"))?;
     if let Some(want) = dtype.filter(|&want| want != config.dtype) {
         bail!("{source} is a build in {}, not {}", config.dtype.name(), want.name());
     }
     Ok(BoardBuild { config, fmax_mhz: report.fmax_mhz, report, source })
-}
-
-/// The array a build report's `built` describes (`source` names the report in errors).
-pub fn array_config_of(
-    built: &systole_boards::report::Built,
-    source: &str,
-) -> anyhow::Result<ArrayConfig> {
-    let built_dtype = match built.dtype.as_str() {
-        "int8" => Dtype::Int8,
-        "bf16" => Dtype::Bf16,
-        other => bail!("{source}: unknown dtype `{other}`"),
-    };
-    let dataflow = match built.dataflow.as_str() {
-        "ws" => systole_core::Dataflow::WeightStationary,
-        "os" => systole_core::Dataflow::OutputStationary,
-        other => bail!("{source}: unknown dataflow `{other}`"),
-    };
-    let Some(schedule) =
-        systole_core::Schedule::ALL.into_iter().find(|s| s.name() == built.schedule)
-    else {
-        bail!("{source}: unknown schedule `{}`", built.schedule)
-    };
-    let Some(dram_port) =
-        systole_core::DramPort::ALL.into_iter().find(|p| p.name() == built.dram_port)
-    else {
-        bail!("{source}: unknown dram_port `{}` (row or byte)", built.dram_port)
-    };
-    let config = ArrayConfig {
-        spad_depth: built.spad_depth,
-        acc_depth: built.acc_depth,
-        clock_mhz: built.clock_mhz,
-        int8_max: built.int8_max,
-        ..ArrayConfig::new(built.rows, built.cols, built_dtype)
-            .with_dataflow(dataflow)
-            .with_convert_stages(built.convert_stages)
-            .with_requant_cycles(built.requant_cycles)
-            .with_scale_cycles(built.scale_cycles)
-            .with_pe_stages(built.pe_stages)
-            .with_add_stages(built.add_stages)
-            .with_read_stages(built.read_stages)
-            .with_dram_port(dram_port)
-            .with_schedule(schedule)
-            .with_single_port_spad(built.spad_spram)
-    };
-    config.validate().map_err(|e| anyhow!("{source}: {e}"))?;
-    Ok(config)
 }
 
 /// Which workloads a bench runs.
@@ -458,7 +409,7 @@ pub fn accel_label(config: &ArrayConfig) -> String {
         config.cols,
         config.dataflow.short_name(),
         crate::report::schedule_word(config),
-        crate::board::mhz(config.clock_mhz)
+        crate::table::mhz(config.clock_mhz)
     )
 }
 

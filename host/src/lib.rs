@@ -7,7 +7,6 @@
 //! only parses and dispatches. `scripts/import-cycles` keeps the layers free of circles.
 
 pub mod bench;
-pub mod board;
 pub mod cli;
 pub mod cmd;
 pub mod dataset;

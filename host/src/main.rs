@@ -5,9 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use systole_host::board;
 use systole_host::cli::{self, Cli, Command};
-use systole_host::cmd::{bench, firmware, gemm, hdl, predict, sim, train};
+use systole_host::cmd::{bench, board, firmware, gemm, hdl, predict, sim, train};
 
 fn main() -> ExitCode {
     restore_sigpipe();

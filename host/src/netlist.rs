@@ -49,8 +49,8 @@ impl Netlist {
         let Some(built) = report.built.clone() else {
             bail!("{source} does not say which accelerator was built (not a `systole board build` report)")
         };
-        let config = crate::bench::array_config_of(&built, &source)?;
-        let top = crate::board::top_of(&built, config);
+        let config = built.array_config().map_err(|e| anyhow!("{source}: {e}"))?;
+        let top = built.top(config);
         let clock_ratio = clock_source(&board, config.clock_mhz).ratio();
         let work = tempfile::tempdir().context("a scratch directory for Yosys")?;
         let netlist = netlist_verilog(&board, dir, work.path()).map_err(|e| anyhow!("{e}"))?;

@@ -94,6 +94,14 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     pieces
 }
 
+/// A clock as written: exact to the kHz when it is (a PLL's 16.125 MHz), else to 10 kHz
+/// (33.3333 MHz as 33.33), without trailing zeros.
+pub(crate) fn mhz(f: f64) -> String {
+    let khz = f * 1000.0;
+    let s = if (khz - khz.round()).abs() < 1e-6 { format!("{f:.3}") } else { format!("{f:.2}") };
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +154,16 @@ mod tests {
         assert_eq!(wrap("abcdefgh ij", 4), ["abcdefgh", "ij"]);
         assert_eq!(wrap("", 4), [""]);
         assert_eq!(paragraph(&format!("{}\nb", "a ".repeat(60))).lines().count(), 3);
+    }
+
+    /// Clocks are written as exactly as the kHz allows, without trailing zeros.
+    #[test]
+    fn clocks_are_written_to_the_khz_they_have() {
+        use super::mhz;
+        assert_eq!(mhz(16.125), "16.125");
+        assert_eq!(mhz(33.3333), "33.33");
+        assert_eq!(mhz(25.0), "25");
+        assert_eq!(mhz(37.5), "37.5");
+        assert_eq!(mhz(12.5), "12.5");
     }
 }

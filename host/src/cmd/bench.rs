@@ -52,7 +52,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 build.config.dtype.name(),
                 build.source,
                 build.fmax_mhz,
-                crate::board::mhz(build.report.target_mhz)
+                crate::table::mhz(build.report.target_mhz)
             );
             if build.config.dtype != Dtype::Bf16 && suite != Suite::Gemm {
                 if suite == Suite::Train {

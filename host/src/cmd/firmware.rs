@@ -24,7 +24,7 @@ pub fn blob(args: &BlobArgs) -> anyhow::Result<()> {
     let net = &model.net;
     let graph = Graph::network(net).map_err(|e| anyhow!("{}: {e}", args.model.display()))?;
     let dtype = systole_core::Dtype::from(args.dtype);
-    let board = args.board.as_deref().map(crate::board::board).transpose()?;
+    let board = args.board.as_deref().map(systole_boards::board::named).transpose()?;
     let config = match &board {
         Some(b) => b.preset_config(dtype).ok_or_else(|| {
             anyhow!("--board {}: no {} build fits it (`systole board list`)", b.name, dtype.name())

@@ -3,6 +3,7 @@
 //! below this layer knows the command line.
 
 pub mod bench;
+pub mod board;
 pub mod firmware;
 pub mod gemm;
 pub mod hdl;
