@@ -560,8 +560,6 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// The machine the bench ran on, for the report.
-
 /// `|got - want| <= tol + eps * sum |a_i b_i|`, the GEMM check for machines that round
 /// differently from the reference (CPU f32 loop, GPU): f32 rounding of a length-k dot product
 /// stays well inside `1e-5` of the sum of the magnitudes of its products.

@@ -14,12 +14,33 @@ use systole_core::train::{AccelTrainer, Work};
 
 use crate::gpu::check_batch;
 
+mod beside;
+
+pub use beside::Beside;
+
+/// How [`StepTrainer::start_step`] left a step: done, or running beside the caller until
+/// [`StepTrainer::finish_step`].
+pub enum Started {
+    Done(BatchOutcome),
+    Pending,
+}
+
 /// Something that trains a graph one batch at a time: the GPU, its CPU twin, the f32 CPU
 /// reference or the accelerator, so one loop runs them side by side on the same batches.
 pub trait StepTrainer {
     /// For tables: "gpu f32 (NVIDIA H100)", "cpu f32 reference", ...
     fn label(&self) -> String;
     fn step(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome>;
+    /// Starts a step; a trainer that steps beside the caller (on a thread of its own, [`Beside`])
+    /// returns [`Started::Pending`] and hands the outcome to [`StepTrainer::finish_step`]. By
+    /// default the step is done here.
+    fn start_step(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<Started> {
+        Ok(Started::Done(self.step(x, labels)?))
+    }
+    /// The outcome of the step [`StepTrainer::start_step`] left pending.
+    fn finish_step(&mut self) -> anyhow::Result<BatchOutcome> {
+        bail!("{}: no step is pending", self.label())
+    }
     /// Loss and hits without training.
     fn evaluate(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome>;
     /// The accelerator's cycles and MACs over the training steps since the last call; `None`
@@ -169,8 +190,18 @@ pub fn train_curves<'t>(
         observer.epoch_started(epoch, count);
         for b in 0..count {
             let (x, y) = batches.batch(b);
-            for (t, sum) in trainers.iter_mut().zip(&mut sums) {
-                let o = t.step(x, y)?;
+            // The last trainers start first, so one stepping on its own thread (the reference,
+            // last beside the accelerator) works while the others step here.
+            let mut started = Vec::with_capacity(trainers.len());
+            for t in trainers.iter_mut().rev() {
+                started.push(t.start_step(x, y)?);
+            }
+            started.reverse();
+            for ((t, sum), started) in trainers.iter_mut().zip(&mut sums).zip(started) {
+                let o = match started {
+                    Started::Done(o) => o,
+                    Started::Pending => t.finish_step()?,
+                };
                 if !o.loss.is_finite() {
                     bail!(
                         "epoch {epoch}: the training loss of {} became {}: training diverged; {}",
@@ -317,5 +348,42 @@ mod tests {
             (short(75.999), short(0.38), short(1234.6), short(2.0)),
             ("76".into(), "0.38".into(), "1235".into(), "2".into())
         );
+    }
+
+    /// The reference on its own thread trains the same bits as the reference here: the same
+    /// curve through `train_curves` beside another trainer, and the same weights handed back.
+    #[test]
+    fn a_trainer_beside_trains_the_same_bits() {
+        let net = crate::network::ModelChoice::Mlp.resolve(&[8], 4, 3).unwrap();
+        let graph = Graph::network_training(&net, Sgd::DEFAULT).unwrap();
+        let params = Params::init(&net, 3);
+        let batch = |b: usize| -> (Vec<f32>, Vec<u16>) {
+            let x = (0..16).map(|i| ((i * 7 + b * 5) % 11) as f32 / 11.0 - 0.5).collect();
+            (x, (0..4).map(|i| ((i + b) % 3) as u16).collect())
+        };
+        let test = batch(9);
+        let run = |beside: bool| {
+            let mut batches = SameBatches((0..5).map(batch).collect());
+            let mut here = CpuReference::new(&graph, &params);
+            let mut other = Beside::new(CpuReference::new(&graph, &params));
+            let mut plain = CpuReference::new(&graph, &params);
+            let trainers: &mut [&mut dyn StepTrainer] = match beside {
+                true => &mut [&mut here, &mut other],
+                false => &mut [&mut here, &mut plain],
+            };
+            let test = (&test.0[..], &test.1[..]);
+            let curves =
+                train_curves(trainers, 3, &mut batches, test, &Sgd::DEFAULT, &mut |_: &[_]| {})
+                    .unwrap();
+            let trained = match beside {
+                true => other.into_inner().unwrap().0.params(),
+                false => plain.0.params(),
+            };
+            (curves[1].points.clone(), trained)
+        };
+        let (beside, alone) = (run(true), run(false));
+        assert_eq!(beside.0, alone.0);
+        assert_eq!(beside.1, alone.1);
+        assert!(beside.0.iter().all(|p| p.loss.is_finite() && p.loss > 0.0), "{:?}", beside.0);
     }
 }

@@ -24,8 +24,8 @@ use systole_core::{ArrayConfig, Dtype};
 
 use crate::dataset::{Samples, Split};
 use crate::fit::{
-    train_curves, AccelStepTrainer, CpuReference, CurvePoint, EpochBatches, Observer, StepTrainer,
-    EVAL_ROWS,
+    train_curves, AccelStepTrainer, Beside, CpuReference, CurvePoint, EpochBatches, Observer,
+    StepTrainer, EVAL_ROWS,
 };
 use crate::limits::check_memory;
 use crate::machines::{Link, MachineKind};
@@ -228,7 +228,8 @@ impl Training<'_> {
             trainer,
             format!("the accelerator ({} machine)", args.machine.name()),
         );
-        let mut reference = CpuReference(self.reference());
+        // The reference steps on the other core, beside the accelerator.
+        let mut reference = Beside::new(CpuReference(self.reference()));
         let epochs = self.fit(&mut [&mut accel, &mut reference], Some(config))?;
         let mut total = Work::default();
         for e in &epochs {
@@ -236,7 +237,7 @@ impl Training<'_> {
         }
         let per_epoch = epochs.last().and_then(|e| e.cycles).unwrap_or(0);
         let accel = &mut accel.trainer;
-        let reference = &mut reference.0;
+        let reference = reference.into_inner()?.0;
         let test_accuracy_bf16 = epochs.last().map_or(0.0, |e| e.test_accuracy);
         let params = accel.params().map_err(accel_error)?;
         let test_accuracy_f32 = accuracy(&f32_predictions(self.net, &params, test), &test.labels);

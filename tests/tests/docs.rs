@@ -185,12 +185,13 @@ fn mask(line: &str) -> String {
     masked.join(" ")
 }
 
-/// The scratch directory a block's commands run in: the repository's `data/` and `docs/` are
-/// there (`--dataset data/digits.csv`, `--model docs/examples/conv.json`), and the `A.npy` and
+/// The scratch directory a block's commands run in: the repository's `data/`, `docs/` and
+/// `bench/` are there (`--dataset data/digits.csv`, `--model docs/examples/conv.json`,
+/// `bench --show bench/results/...`), and the `A.npy` and
 /// `B.npy` docs/COMMANDS.md makes with NumPy for its GEMM example.
 fn scratch() -> Scratch {
     let s = Scratch::new();
-    for dir in ["data", "docs"] {
+    for dir in ["data", "docs", "bench"] {
         std::os::unix::fs::symlink(root().join(dir), s.path(dir)).unwrap();
     }
     let matrix = |rows: usize, cols: usize, step: i64| -> Vec<i8> {

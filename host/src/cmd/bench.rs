@@ -265,6 +265,7 @@ fn open_gpu() -> (Option<Gpu>, GpuReport) {
     }
 }
 
+/// The machine the bench ran on, for the report.
 fn host_line() -> String {
     let cpu = CpuPeak::of_this_machine().model;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
