@@ -720,6 +720,19 @@ fn bench_runs_the_gemms_that_fit_an_attached_board_there() {
     }
 }
 
+/// `bench --show` refuses a missing file and a JSON file of another kind, each by its path.
+#[test]
+fn bench_show_names_what_it_cannot_show() {
+    let s = Scratch::new();
+    let missing = s.path("missing.json");
+    let out = systole(["bench", "--show", missing.to_str().unwrap()]);
+    assert_fails_naming(&out, &["missing.json"]);
+    let other = s.path("other.json");
+    std::fs::write(&other, "{\"epochs\": []}").unwrap();
+    let out = systole(["bench", "--show", other.to_str().unwrap()]);
+    assert_fails_naming(&out, &["other.json: not a report of `systole bench --json`"]);
+}
+
 #[test]
 fn bench_port_needs_a_board_build() {
     let out = systole(["bench", "--port", "/dev/null", "--suite", "gemm", "--sizes", "4"]);
