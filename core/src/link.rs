@@ -12,6 +12,7 @@ use crate::config::ArrayConfig;
 use crate::fault::{ExecErrorKind, Region};
 pub use crate::fault::{LinkFault, TransportError};
 use crate::isa::{encode, Instruction};
+pub use crate::machine::traffic::{Traffic, UART_BITS_PER_BYTE};
 use crate::machine::{validate_program, Machine, MachineError, Stats};
 use crate::protocol::{
     encode_request, parse_response, ErrorCode, FaultCode, ProtocolError, Request, Response, Status,
@@ -44,6 +45,8 @@ pub struct LinkMachine<T: Transport> {
     response: [u8; MAX_FRAME],
     /// Retries spent on link faults so far (for tests and logs).
     pub retries: u32,
+    /// Everything sent and received so far.
+    pub traffic: Traffic,
     /// A run failed part-way: the device may still be running it, so the next access resets
     /// it first (memories keep their contents; the FIFO and status are cleared).
     resync: bool,
@@ -72,6 +75,7 @@ impl<T: Transport> LinkMachine<T> {
             request: [0; MAX_FRAME],
             response: [0; MAX_FRAME],
             retries: 0,
+            traffic: Traffic::default(),
             resync: false,
             name: "link",
             active: Some((0, 0)),
@@ -95,8 +99,13 @@ impl<T: Transport> LinkMachine<T> {
             if attempt > 0 {
                 self.retries += 1;
             }
+            self.traffic.requests += 1;
+            self.traffic.bytes_out += n as u64;
             let got = match self.transport.exchange(&self.request[..n], &mut self.response) {
-                Ok(got) => got,
+                Ok(got) => {
+                    self.traffic.bytes_in += got as u64;
+                    got
+                }
                 Err(e) => {
                     last = LinkFault::Transport(e);
                     if idempotent {
@@ -247,6 +256,9 @@ fn command_name(req: &Request<'_>) -> &'static str {
 impl<T: Transport> Machine for LinkMachine<T> {
     fn config(&self) -> &ArrayConfig {
         &self.config
+    }
+    fn link_traffic(&self) -> Option<Traffic> {
+        Some(self.traffic)
     }
     fn name(&self) -> &'static str {
         self.name

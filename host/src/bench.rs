@@ -358,10 +358,33 @@ pub struct GpuReport {
     pub peak: Option<GpuPeak>,
 }
 
+/// What a board's build has around its array: the DRAM a workload must fit, and the UART every
+/// byte of it crosses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoardMemory {
+    pub dram_bytes: usize,
+    /// The UART's rate as built: the build's clock over its divisor.
+    pub baud: f64,
+}
+
+impl BoardBuild {
+    /// The board's memory and link, from its report; `None` for a report from before they were
+    /// recorded.
+    pub fn memory(&self) -> Option<BoardMemory> {
+        let built = self.report.built.as_ref()?;
+        Some(BoardMemory {
+            dram_bytes: built.dram_bytes,
+            baud: built.knobs.clock_mhz * 1e6 / built.uart_divisor as f64,
+        })
+    }
+}
+
 /// Everything a suite needs.
 pub struct Bench {
     pub config: ArrayConfig,
     pub fmax_mhz: Option<f64>,
+    /// With `--machine board`: the board's memory and link, which its rows are priced on.
+    pub board: Option<BoardMemory>,
     pub projected: ArrayConfig,
     pub cpu: CpuPeak,
     pub gpu: Option<Gpu>,

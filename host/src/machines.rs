@@ -6,6 +6,7 @@ use systole_boards::serial::SerialStream;
 use systole_core::link::{Framed, LinkMachine};
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::{ArrayConfig, Machine};
+use systole_sim::machine::RTL_UART_DIVISOR;
 use systole_sim::{rtl_machine, rtl_top_config, BuildOptions, RtlMachine};
 
 /// Which machine runs a command.
@@ -53,6 +54,16 @@ pub struct Link {
     pub baud: u32,
     /// Verilator threads of the RTL model (default: one).
     pub threads: Option<u32>,
+}
+
+/// The baud rate of the link to `choice`, if it is reached over one: the board's serial port at
+/// `link.baud`, or the RTL's UART at its clock over [`RTL_UART_DIVISOR`].
+pub fn link_baud(choice: MachineKind, link: &Link, config: &ArrayConfig) -> Option<f64> {
+    match choice {
+        MachineKind::Board => Some(link.baud as f64),
+        MachineKind::Rtl => Some(config.clock_mhz * 1e6 / RTL_UART_DIVISOR as f64),
+        MachineKind::Functional | MachineKind::Cycle => None,
+    }
 }
 
 /// Opens `choice` for `config` with at least `dram` bytes of DRAM. A board must identify as an

@@ -99,6 +99,9 @@ impl Machine for Injected {
     fn read(&mut self, region: Region, offset: usize, out: &mut [u8]) -> Result<(), MachineError> {
         self.inner.read(region, offset, out)
     }
+    fn link_traffic(&self) -> Option<systole_core::link::Traffic> {
+        self.inner.link_traffic()
+    }
     fn run(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
         let result = self.inner.run(program);
         let body = program.iter().take_while(|i| **i != Instruction::Halt).count();

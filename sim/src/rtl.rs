@@ -169,6 +169,10 @@ pub struct UartLink {
     received: VecDeque<u8>,
     /// Byte times `read_byte` waits before reporting a time-out.
     pub patience_bytes: u64,
+    /// Bytes driven onto `uart_rx`, whole frames.
+    pub sent: u64,
+    /// Bytes decoded from `uart_tx`.
+    pub heard: u64,
 }
 
 impl UartLink {
@@ -180,6 +184,8 @@ impl UartLink {
             decoder: UartDecoder { divisor, wait: None, bit: 0, byte: 0 },
             received: VecDeque::new(),
             patience_bytes: 64,
+            sent: 0,
+            heard: 0,
         }
     }
 
@@ -187,6 +193,7 @@ impl UartLink {
         self.top.step();
         let line = self.top.get(self.top.uart_tx);
         if let Some(b) = self.decoder.sample(line) {
+            self.heard += 1;
             self.received.push_back(b);
         }
     }
@@ -205,6 +212,7 @@ impl ByteStream for UartLink {
                     self.step();
                 }
             }
+            self.sent += 1;
         }
         Ok(())
     }

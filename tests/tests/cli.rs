@@ -609,7 +609,7 @@ fn gemm_on_a_board_over_serial_equals_the_cycle_machine() {
             s.path("s.json").to_str().unwrap(),
         ],
     );
-    assert_success(&out);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (_, shape, c) = read_npy::<i32>(&s.path("C.npy"));
     assert_eq!(shape, [3, 2]);
     assert_eq!(c, vec![8; 6]);
@@ -617,6 +617,20 @@ fn gemm_on_a_board_over_serial_equals_the_cycle_machine() {
     let plan = plan_for(&config, GemmShape { m: 3, k: 4, n: 2 });
     assert_eq!(stats["cycles"], plan.cycles(), "the cycle counter read back");
     assert_eq!(stats["cycles_source"], "the accelerator's cycle counter");
+    // What crossed the link, at the link's baud rate, beside the compute: the run end to end.
+    let link = &stats["link"];
+    let (bytes_out, bytes_in) =
+        (link["bytes_out"].as_u64().unwrap(), link["bytes_in"].as_u64().unwrap());
+    assert!(bytes_out > 3 * 4 + 4 * 2 && bytes_in > 3 * 2 * 4, "{link}");
+    assert_eq!(link["baud"], 115_200.0);
+    let seconds = ((bytes_out + bytes_in) * 10) as f64 / 115_200.0;
+    assert_seconds(link["seconds"].as_f64(), seconds);
+    let compute = stats["time_us"].as_f64().unwrap() / 1e6;
+    assert_seconds(link["end_to_end_seconds"].as_f64(), seconds + compute);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "the compute, then the link: {stdout}");
+    assert!(lines[1].starts_with(&format!("host link: {bytes_out} bytes out and {bytes_in} in")));
 }
 
 #[test]
@@ -691,7 +705,10 @@ fn bench_runs_the_gemms_that_fit_an_attached_board_there() {
     let board_rows = |workload: &str| -> Vec<&Value> {
         rows.iter()
             .filter(|r| {
-                r["workload"] == workload && r["machine"].as_str().unwrap().starts_with("board")
+                let machine = r["machine"].as_str().unwrap();
+                r["workload"] == workload
+                    && machine.starts_with("board")
+                    && !machine.starts_with("board end to end")
             })
             .collect()
     };
@@ -783,10 +800,27 @@ fn each_dtype_has_its_own_measured_board_build() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .find(|r| r["workload"] == "8x8x8" && r["note"] == "at the board's fmax")
+                .find(|r| {
+                    r["workload"] == "8x8x8" && r["note"] == "at the board's fmax; compute only"
+                })
                 .unwrap_or_else(|| panic!("{name} {d}: no row at the fmax"));
             assert_eq!(at_fmax["cycles"], cycles, "{name} {d}");
             assert_seconds(at_fmax["seconds"].as_f64(), cycles as f64 / (fmax * 1e6));
+            // And end to end over the board's UART, at the baud its build runs it.
+            let built = systole_boards::Report::from_json(measured).unwrap().built.unwrap();
+            let baud = built.knobs.clock_mhz * 1e6 / built.uart_divisor as f64;
+            let label = format!("board end to end, UART at {baud:.0} baud");
+            let end_to_end = report["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["workload"] == "8x8x8" && r["machine"] == label.as_str())
+                .unwrap_or_else(|| panic!("{name} {d}: no row {label}"));
+            let link = (end_to_end["bytes"].as_u64().unwrap() * 10) as f64 / baud;
+            assert_seconds(
+                end_to_end["seconds"].as_f64(),
+                link + cycles as f64 / (config.clock_mhz * 1e6),
+            );
             seen += 1;
         }
     }
@@ -797,6 +831,25 @@ fn each_dtype_has_its_own_measured_board_build() {
     let args = ["bench", "--machine", "board", "--board", "ulx3s", "--dtype", "bf16", "--report"];
     let out = systole(args.iter().copied().chain([int8.to_str().unwrap()]));
     assert_fails_naming(&out, &["is a build in int8, not bf16"]);
+}
+
+/// A board's figures are priced on the memory and link it has: a GEMM larger than the board's
+/// DRAM is marked as not running, with both sizes, instead of timed on a memory it lacks; one
+/// that fits is timed compute only and end to end over the board's UART.
+#[test]
+fn bench_prices_a_board_on_its_own_memory_and_link() {
+    let args = ["bench", "--machine", "board", "--board", "ulx3s", "--suite", "gemm"];
+    let out = systole(args.iter().copied().chain(["--sizes", "64,256"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let dram = systole_boards::board::ULX3S_85F.memories.dram_bytes;
+    let needs =
+        format!("needs 393216 bytes of DRAM; the board has {dram}: does not run in one piece");
+    assert!(stdout.contains(&needs), "{stdout}");
+    let big = stdout.lines().find(|l| l.starts_with("256x256x256  accelerator")).unwrap();
+    assert!(big.contains("skipped"), "{big}");
+    assert!(stdout.contains("64x64x64     board end to end, UART at 115207 baud"), "{stdout}");
+    assert!(stdout.contains("square; compute only"), "{stdout}");
 }
 
 /// The ULX3S's PLL makes 12.5 MHz when asked for 12 (its 25 MHz input cannot give 12 within the

@@ -279,6 +279,12 @@ fn gemm_on_the_rtl_under(schedule: &str) {
     assert_eq!(s_rtl["machine"], "rtl");
     assert_eq!(s_rtl["cycles_source"], "the accelerator's cycle counter");
     assert_eq!(s_rtl["cycles"], s_cycle["cycles"], "{schedule}");
+    // The RTL is reached over its UART, 4 clock cycles a bit: what crossed it is counted; the
+    // cycle machine has no link.
+    let link = &s_rtl["link"];
+    assert_eq!(link["baud"], 100e6 / 4.0, "{link}");
+    assert!(link["bytes_out"].as_u64().unwrap() > 0 && link["bytes_in"].as_u64().unwrap() > 0);
+    assert!(s_cycle["link"].is_null(), "{}", s_cycle["link"]);
 }
 
 #[test]

@@ -741,3 +741,34 @@ fn the_firmware_driver_runs_the_digits_model_on_the_rtl() {
         logits.iter().enumerate().fold(0, |best, (i, v)| if *v > logits[best] { i } else { best });
     assert_eq!(digit, label[0] as usize, "the sample's digit");
 }
+
+/// What the host link says crossed it (`LinkMachine::traffic`, what `gemm --stats` and the
+/// bench report) is what the RTL's UART pins carried: every byte driven onto `uart_rx` and every
+/// byte decoded from `uart_tx`, for a tiled GEMM whose program tops up a FIFO shorter than it;
+/// and the link's time at a baud rate is those bytes' 10 bits each.
+#[test]
+fn the_link_counts_the_bytes_the_uart_pins_carried() {
+    let array =
+        ArrayConfig { spad_depth: 64, acc_depth: 16, ..ArrayConfig::new(2, 2, Dtype::Int8) };
+    let shape = GemmShape { m: 5, k: 6, n: 3 };
+    let (layout, dram) = GemmLayout::packed(&array, &shape).expect("layout");
+    let plan = GemmPlan::new(&array, shape, layout).expect("plan");
+    let mut rng = SplitMix(31);
+    let a = rng.matrix((shape.m * shape.k) as usize, array.dtype);
+    let b = rng.matrix((shape.k * shape.n) as usize, array.dtype);
+    let top =
+        TopConfig { dram_bytes: dram, fifo_depth: 8, uart_divisor: 4, ..TopConfig::new(array) };
+    let mut rtl =
+        LinkMachine::new(Framed { stream: UartLink::new(verilated(&top), 4) }, array, dram);
+    run_gemm(&mut rtl, &plan, &a, &b).unwrap_or_else(|e| panic!("RTL: {e}"));
+    let traffic = rtl.link_traffic().expect("a link machine counts its traffic");
+    let uart = &rtl.transport.stream;
+    assert_eq!((traffic.bytes_out, traffic.bytes_in), (uart.sent, uart.heard));
+    // A, B and C cross the link, and the program's words: more than their bytes alone.
+    let payload = (a.len() + b.len() + (shape.m * shape.n) as usize * 4) as u64
+        + plan.instruction_count() * 16;
+    assert!(traffic.bytes() > payload, "{traffic:?} for {payload} bytes of payload");
+    assert!(traffic.requests > 3, "{traffic:?}");
+    let seconds = traffic.seconds_at(115_200.0);
+    assert_eq!(seconds, (traffic.bytes() * 10) as f64 / 115_200.0);
+}

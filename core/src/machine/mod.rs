@@ -11,6 +11,8 @@
 //! [`Machine::run`] validates the whole program first ([`validate_program`]) and executes nothing
 //! if any instruction is invalid.
 
+pub mod traffic;
+pub use traffic::Traffic;
 mod program;
 pub use program::{check_instruction, validate_program, ProgramError, ProgramErrorKind};
 
@@ -115,6 +117,11 @@ pub trait Machine {
     fn read(&mut self, region: Region, offset: usize, out: &mut [u8]) -> Result<(), MachineError>;
     /// Validate, then run the program to its first `Halt`.
     fn run(&mut self, program: &[Instruction]) -> Result<Stats, MachineError>;
+    /// What has crossed the host link so far, for a machine reached over one (the RTL, a
+    /// board); `None` for the golden machines, which have no link.
+    fn link_traffic(&self) -> Option<Traffic> {
+        None
+    }
 }
 
 #[cfg(feature = "alloc")]

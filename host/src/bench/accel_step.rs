@@ -7,13 +7,15 @@ use anyhow::{anyhow, bail};
 use systole_core::compile::{compile_training, CompiledStep};
 use systole_core::exec::{Accel, Executor};
 use systole_core::graph::Graph;
+use systole_core::link::emulator::Emulator;
+use systole_core::link::LinkMachine;
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::params::Params;
 use systole_core::train::AccelTrainer;
 use systole_core::{ArrayConfig, Dtype};
 
 use super::train::BUDGET;
-use super::{dram_traffic, peak_of, time_runs, Bench, Kind, Row};
+use super::{dram_traffic, peak_of, time_runs, Bench, BoardMemory, Kind, Row};
 
 /// The row of the compiled `step` on `config`: its cycles over the clock, its DRAM traffic.
 pub fn model_row(
@@ -91,14 +93,111 @@ pub fn rows(
         machine_rows.push(r.timed(seconds, None).checked("bit-exact with the reference executor"));
     }
     let model_check = if cycles_checked { "cycles = cycle machine" } else { "timing model" };
-    rows.push(model_row(&config, &step, Kind::Model, model_check, workload));
-    if let Some(f) = bench.fmax_mhz {
-        let at_fmax = ArrayConfig { clock_mhz: f, ..config };
-        rows.push(
-            model_row(&at_fmax, &step, Kind::Model, model_check, workload)
-                .noted("at the board's fmax"),
-        );
+    let compute = model_row(&config, &step, Kind::Model, model_check, workload);
+    match bench.board {
+        Some(memory) if dram > memory.dram_bytes => rows.push(
+            workload(&super::accel_label(&config), Kind::Skipped, "bf16").checked("-").noted(
+                format!(
+                    "needs {dram} bytes of DRAM; the board has {}: does not run in one piece",
+                    memory.dram_bytes
+                ),
+            ),
+        ),
+        Some(memory) => {
+            let end_to_end = link_row(graph, params, (x, y), (&config, dram), memory, &compute)?;
+            rows.push(compute.noted("compute only"));
+            if let Some(f) = bench.fmax_mhz {
+                let at_fmax = ArrayConfig { clock_mhz: f, ..config };
+                rows.push(
+                    model_row(&at_fmax, &step, Kind::Model, model_check, workload)
+                        .noted("at the board's fmax; compute only"),
+                );
+            }
+            rows.push(end_to_end);
+        }
+        None => {
+            rows.push(compute);
+            if let Some(f) = bench.fmax_mhz {
+                let at_fmax = ArrayConfig { clock_mhz: f, ..config };
+                rows.push(
+                    model_row(&at_fmax, &step, Kind::Model, model_check, workload)
+                        .noted("at the board's fmax"),
+                );
+            }
+        }
     }
     rows.append(&mut machine_rows);
     Ok(())
+}
+
+/// One step on a board end to end, as the host sees it: the step's batch, programs and
+/// results over the board's UART at the build's baud rate, then its exact cycles (`compute`'s
+/// time). The bytes are the link's own count for the second step on an emulated board (a
+/// golden machine behind the host protocol; the first step's uploads of the weights left out).
+fn link_row(
+    graph: &Graph,
+    params: &Params,
+    (x, y): (&[f32], &[u16]),
+    (config, dram): (&ArrayConfig, usize),
+    memory: BoardMemory,
+    compute: &Row,
+) -> anyhow::Result<Row> {
+    let machine = golden(GoldenKind::Functional, *config, dram).map_err(|e| anyhow!("{e}"))?;
+    let board = LinkMachine::new(Emulator::new(machine), *config, dram);
+    let mut t = AccelTrainer::new(Box::new(board), graph.clone(), params)
+        .map_err(|e| anyhow!("emulated board: {e}"))?;
+    t.step(x, y).map_err(|e| anyhow!("emulated board: {e}"))?;
+    let before = t.machine.link_traffic().unwrap_or_default();
+    t.step(x, y).map_err(|e| anyhow!("emulated board: {e}"))?;
+    let traffic = t.machine.link_traffic().unwrap_or_default() - before;
+    let link_seconds = traffic.seconds_at(memory.baud);
+    let compute_seconds = compute.seconds.unwrap_or(0.0);
+    let mut r = compute.clone();
+    r.kind = Kind::Model;
+    r.machine = format!("board end to end, UART at {:.0} baud", memory.baud);
+    let mut r = r
+        .timed(link_seconds + compute_seconds, Some(peak_of(config)))
+        .checked("link bytes counted on an emulated board")
+        .noted(format!(
+            "{} bytes over the link a step in {} requests: {} of link, {} of compute",
+            traffic.bytes(),
+            traffic.requests,
+            super::duration(link_seconds),
+            super::duration(compute_seconds)
+        ));
+    r.bytes = Some(traffic.bytes());
+    r.macs_per_byte = Some(r.macs as f64 / traffic.bytes().max(1) as f64);
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A training step on a board end to end: the second step's bytes (the batch, its
+    /// programs, the loss and hits read back, with the protocol's framing) at the baud rate,
+    /// and the compute; the weights written before the first step are not a step's.
+    #[test]
+    fn a_board_step_end_to_end_counts_one_steps_link_bytes() {
+        let graph = super::super::train::graph();
+        let params = Params::init(&graph.net, 0);
+        let config = ArrayConfig::new(4, 4, Dtype::Bf16);
+        let (x, y) = (vec![0.25f32; 4 * 64], vec![1u16, 2, 3, 4]);
+        let step = compile_training(&graph, &config, 4).unwrap();
+        let dram = AccelTrainer::dram_needed(&graph, &config, 4, 4).unwrap();
+        let memory = BoardMemory { dram_bytes: dram, baud: 1_000_000.0 };
+        let row = |machine: &str, kind: Kind, dtype: &str| {
+            Row::new("train", "test", machine, kind, dtype, step.macs())
+        };
+        let compute = model_row(&config, &step, Kind::Model, "test", &row);
+        let r = link_row(&graph, &params, (&x, &y), (&config, dram), memory, &compute).unwrap();
+        let bytes = r.bytes.unwrap();
+        // The step's programs go over every step, 16 bytes a word, and the batch's features
+        // (BF16 at least); with the framing, less than twice those.
+        let program = 16 * (step.forward.len() + step.backward.len()) as u64;
+        let least = program + 4 * 64 * 2;
+        assert!(bytes > least && bytes < 2 * least, "{bytes} bytes a step, {program} of program");
+        let want = (bytes * 10) as f64 / 1e6 + compute.seconds.unwrap();
+        assert!((r.seconds.unwrap() - want).abs() < 1e-12, "{:?} against {want}", r.seconds);
+    }
 }

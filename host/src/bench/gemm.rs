@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
+use systole_core::link::emulator::Emulator;
+use systole_core::link::LinkMachine;
 use systole_core::machine::{golden, run_gemm, GoldenKind};
 use systole_core::params::SplitMix64;
 use systole_core::reference;
@@ -10,8 +12,8 @@ use systole_core::tiler::{k_chunk, GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Bf16, Dtype, Int8, BF16};
 
 use super::{
-    close, dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, BoardLink, Kind,
-    Row,
+    close, dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, BoardLink,
+    BoardMemory, Kind, Row,
 };
 use crate::gpu::gemm::DeviceGemm;
 use crate::gpu::plan::Precision;
@@ -179,6 +181,45 @@ fn plan_of(config: &ArrayConfig, shape: GemmShape) -> anyhow::Result<(GemmPlan, 
     Ok((plan, dram))
 }
 
+/// The GEMM on a board end to end, as the host sees it: A and B written over the board's UART,
+/// the program sent, the run, C read back, each byte 10 bits at the build's baud rate, and the
+/// compute's exact cycles (`compute`'s time). The bytes are the link's own count
+/// (`LinkMachine::traffic`, framing, retries and status polls included) for the run on an
+/// emulated board: a golden machine behind the host protocol, which polls no more than once
+/// while it computes, so a real board's polls add a little to this.
+fn link_row(
+    config: &ArrayConfig,
+    plan: &GemmPlan,
+    dram: usize,
+    memory: BoardMemory,
+    compute: &Row,
+) -> anyhow::Result<Row> {
+    let machine = golden(GoldenKind::Functional, *config, dram).map_err(|e| anyhow!("{e}"))?;
+    let mut board = LinkMachine::new(Emulator::new(machine), *config, dram);
+    let shape = &plan.shape;
+    let elem = config.dtype.elem_bytes();
+    let a = vec![0u8; (shape.m * shape.k) as usize * elem];
+    let b = vec![0u8; (shape.k * shape.n) as usize * elem];
+    run_gemm(&mut board, plan, &a, &b).map_err(|e| anyhow!("emulated board: {e}"))?;
+    let traffic = board.traffic;
+    let link_seconds = traffic.seconds_at(memory.baud);
+    let seconds = link_seconds + compute.seconds.unwrap_or(0.0);
+    let label = format!("board end to end, UART at {:.0} baud", memory.baud);
+    let mut r = row(shape, label, Kind::Model, config.dtype.name())
+        .timed(seconds, Some(peak_of(config)))
+        .checked("link bytes counted on an emulated board")
+        .noted(format!(
+            "{} bytes over the link in {} requests: {} of link, {} of compute",
+            traffic.bytes(),
+            traffic.requests,
+            super::duration(link_seconds),
+            super::duration(compute.seconds.unwrap_or(0.0))
+        ));
+    r.bytes = Some(traffic.bytes());
+    r.macs_per_byte = Some(shape.macs() as f64 / traffic.bytes().max(1) as f64);
+    Ok(r)
+}
+
 /// A model row: exact cycles at the config's clock.
 fn model_row(config: &ArrayConfig, plan: &GemmPlan, kind: Kind, check: &str) -> Row {
     let cycles = plan.cycles();
@@ -247,12 +288,40 @@ pub fn suite(
         }
         let model_check =
             if cycle_row.is_some() { "cycles = cycle machine" } else { model(&config) };
-        rows.push(model_row(&config, &plan, Kind::Model, model_check).noted(family));
-        if let Some(f) = bench.fmax_mhz {
-            let at_fmax = ArrayConfig { clock_mhz: f, ..config };
-            rows.push(
-                model_row(&at_fmax, &plan, Kind::Model, model_check).noted("at the board's fmax"),
-            );
+        match bench.board {
+            // A board's memory bounds what runs on it: a GEMM larger than its DRAM is not
+            // priced on a memory it does not have.
+            Some(memory) if dram > memory.dram_bytes => rows.push(
+                row(&shape, super::accel_label(&config), Kind::Skipped, dtype).checked("-").noted(
+                    format!(
+                        "needs {dram} bytes of DRAM; the board has {}: does not run in one piece",
+                        memory.dram_bytes
+                    ),
+                ),
+            ),
+            Some(memory) => {
+                let compute = model_row(&config, &plan, Kind::Model, model_check);
+                let end_to_end = link_row(&config, &plan, dram, memory, &compute)?;
+                rows.push(compute.noted(format!("{family}; compute only")));
+                if let Some(f) = bench.fmax_mhz {
+                    let at_fmax = ArrayConfig { clock_mhz: f, ..config };
+                    rows.push(
+                        model_row(&at_fmax, &plan, Kind::Model, model_check)
+                            .noted("at the board's fmax; compute only"),
+                    );
+                }
+                rows.push(end_to_end);
+            }
+            None => {
+                rows.push(model_row(&config, &plan, Kind::Model, model_check).noted(family));
+                if let Some(f) = bench.fmax_mhz {
+                    let at_fmax = ArrayConfig { clock_mhz: f, ..config };
+                    rows.push(
+                        model_row(&at_fmax, &plan, Kind::Model, model_check)
+                            .noted("at the board's fmax"),
+                    );
+                }
+            }
         }
 
         // The board, over its serial port.
@@ -496,6 +565,26 @@ fn model(config: &ArrayConfig) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A GEMM on a board end to end: its time is the link's bytes at the baud rate (10 bits
+    /// each) and the compute's; the bytes are A, B, C and the program, and the protocol's
+    /// framing on top of them.
+    #[test]
+    fn a_board_gemm_end_to_end_adds_its_link_time_to_its_compute() {
+        let config = ArrayConfig::new(4, 4, Dtype::Int8);
+        let shape = GemmShape { m: 12, k: 9, n: 10 };
+        let (plan, dram) = plan_of(&config, shape).unwrap();
+        let memory = BoardMemory { dram_bytes: dram, baud: 115_200.0 };
+        let compute = model_row(&config, &plan, Kind::Model, "test");
+        let r = link_row(&config, &plan, dram, memory, &compute).unwrap();
+        let bytes = r.bytes.unwrap();
+        let payload = 12 * 9 + 9 * 10 + 12 * 10 * 4 + 16 * plan.instruction_count();
+        assert!(bytes > payload && bytes < 2 * payload, "{bytes} bytes for {payload} of payload");
+        let link = (bytes * 10) as f64 / 115_200.0;
+        let want = link + compute.seconds.unwrap();
+        assert!((r.seconds.unwrap() - want).abs() < 1e-12, "{:?} against {want}", r.seconds);
+        assert!(r.machine.contains("115200 baud"), "{}", r.machine);
+    }
 
     #[test]
     fn shapes_are_squares_then_skinny() {

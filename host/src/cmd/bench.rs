@@ -117,8 +117,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         }
         _ => {}
     }
-    let bench =
-        Bench { config, fmax_mhz, projected, cpu: CpuPeak::of_this_machine(), gpu, gpu_report };
+    let bench = Bench {
+        config,
+        fmax_mhz,
+        board: board.as_ref().and_then(BoardBuild::memory),
+        projected,
+        cpu: CpuPeak::of_this_machine(),
+        gpu,
+        gpu_report,
+    };
     let about = format!(
         "accelerator: {}x{} {}{} {} array{} at {} MHz (peak {}MAC/s); projection: {}x{} at {} \
          MHz\nCPU: {} at {:.0} MHz, peak assumed {}MAC/s ({})",

@@ -5,6 +5,7 @@ use std::io::Write;
 use anyhow::{anyhow, bail};
 use serde::Serialize;
 use systole_core::isa::Instruction;
+use systole_core::link::Traffic;
 use systole_core::machine::run_gemm;
 use systole_core::tiler::{scalesim_cycles, GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype, Schedule, Stats};
@@ -94,6 +95,8 @@ struct GemmRun {
     machine: &'static str,
     c: Vec<u32>,
     stats: Stats,
+    /// What crossed the host link, and its baud rate, on a machine reached over one.
+    link: Option<(Traffic, f64)>,
 }
 
 /// Runs the plan on a fresh golden machine of `kind` with `dram_bytes` of DRAM.
@@ -104,12 +107,16 @@ fn run_on(
     a: &Matrix,
     b: &Matrix,
 ) -> anyhow::Result<GemmRun> {
-    let mut machine =
-        crate::machines::open(args.machine, &args.link.link(), plan.config, dram_bytes)?;
+    let link = args.link.link();
+    let mut machine = crate::machines::open(args.machine, &link, plan.config, dram_bytes)?;
     let name = machine.name();
+    // Identifying a board crossed the link already: only the GEMM's own traffic counts.
+    let before = machine.link_traffic().unwrap_or_default();
     let (c, stats) = run_gemm(machine.as_mut(), plan, &a.elems, &b.elems)
         .map_err(|e| anyhow!("{name} machine: {e}"))?;
-    Ok(GemmRun { machine: name, c, stats })
+    let baud = crate::machines::link_baud(args.machine, &link, &plan.config);
+    let link = machine.link_traffic().zip(baud).map(|(t, baud)| (t - before, baud));
+    Ok(GemmRun { machine: name, c, stats, link })
 }
 
 fn write_json(out: &mut dyn Write, report: &GemmReport) -> std::io::Result<()> {
@@ -153,6 +160,22 @@ struct GemmReport {
     /// SCALE-Sim's published compute-only estimate for the same GEMM and array, for comparison
     /// (see docs/PERFORMANCE_MODEL.md for where its assumptions differ).
     scalesim_cycles: u64,
+    /// What crossed the host link (the RTL's UART, a board's serial port); absent on the golden
+    /// machines, which have none.
+    link: Option<LinkReport>,
+}
+
+/// A run's host link: A, B, the program and C, with the protocol's framing and polls.
+#[derive(Debug, Serialize)]
+struct LinkReport {
+    requests: u64,
+    bytes_out: u64,
+    bytes_in: u64,
+    baud: f64,
+    /// The bytes at `baud`, 10 bits each.
+    seconds: f64,
+    /// The link's seconds and the compute's (`time_us`): the run end to end, as the host sees it.
+    end_to_end_seconds: f64,
 }
 
 impl GemmReport {
@@ -185,16 +208,41 @@ impl GemmReport {
             utilization: stats.macs as f64 / (config.pe_count() as f64 * cycles as f64),
             time_us: cycles as f64 / config.clock_mhz,
             scalesim_cycles: scalesim_cycles(config, &plan.shape),
+            link: run.link.map(|(traffic, baud)| {
+                let seconds = traffic.seconds_at(baud);
+                LinkReport {
+                    requests: traffic.requests,
+                    bytes_out: traffic.bytes_out,
+                    bytes_in: traffic.bytes_in,
+                    baud,
+                    seconds,
+                    end_to_end_seconds: seconds + cycles as f64 / (config.clock_mhz * 1e6),
+                }
+            }),
         }
     }
 
-    /// One line for the terminal.
+    /// One line for the terminal (two over a link: the compute, then the link and the whole).
     fn summary(&self) -> String {
         let note = match self.cycles_source {
             CLOSED_FORM | TIMING_MODEL => format!(" ({})", self.cycles_source),
             _ => String::new(),
         };
-        format!(
+        let link = match &self.link {
+            None => String::new(),
+            Some(l) => format!(
+                "\nhost link: {} bytes out and {} in over {} requests, {} at {:.0} baud; end to end \
+                 {} (compute only {})",
+                l.bytes_out,
+                l.bytes_in,
+                l.requests,
+                crate::bench::duration(l.seconds),
+                l.baud,
+                crate::bench::duration(l.end_to_end_seconds),
+                crate::bench::duration(self.time_us / 1e6)
+            ),
+        };
+        let compute = format!(
             "gemm {}x{}x{} {} on a {}x{} {} {} array, {} machine: {} cycles{}, {:.1}% utilization, \
              {:.3} us at {} MHz",
             self.m,
@@ -211,6 +259,7 @@ impl GemmReport {
             100.0 * self.utilization,
             self.time_us,
             self.clock_mhz
-        )
+        );
+        compute + &link
     }
 }
