@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use systole_core::{ArrayConfig, ConfigError, Dataflow, Dtype};
 use systole_hdl::TopConfig;
 
-use crate::knobs::Knobs;
+use crate::knobs::{Knobs, TopMemories};
 use crate::pe_products::PeProducts;
 use crate::yosys::Products;
 
@@ -118,25 +118,12 @@ impl Built {
     /// The machine this build made around its array `config` ([`Built::array_config`]): what
     /// [`Built::of`] recorded, read back.
     pub fn top(&self, config: ArrayConfig) -> TopConfig {
-        let k = &self.knobs;
-        TopConfig {
+        let memories = TopMemories {
             dram_bytes: self.dram_bytes,
             fifo_depth: self.fifo_depth,
             uart_divisor: self.uart_divisor,
-            checks_at_queue: k.checks_at_queue,
-            spad_write_stage: k.spad_write_stage,
-            acc_write_stage: k.acc_write_stage,
-            dram_write_stage: k.dram_write_stage,
-            adder_tree: k.adder_tree,
-            head_register: k.head_register,
-            parallel_align: k.parallel_align,
-            program_checks: k.program_checks,
-            narrow_sums: k.narrow_sums,
-            rtl_revision: k.rtl_revision,
-            spad_spram: k.spad_spram,
-            pe_pairs: k.pe_products == Some(PeProducts::DspPairs),
-            ..TopConfig::new(config)
-        }
+        };
+        self.knobs.top(config, memories, self.knobs.pe_products == Some(PeProducts::DspPairs))
     }
 }
 

@@ -4,7 +4,8 @@
 //! records them ([`crate::Built::knobs`]) under the names written here.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use systole_core::{DramPort, Schedule};
+use systole_core::{ArrayConfig, DramPort, Schedule};
+use systole_hdl::TopConfig;
 
 use crate::pe_products::PeProducts;
 
@@ -132,6 +133,38 @@ impl Knobs {
             ..self
         }
     }
+
+    /// The machine these knobs make of `config` around `memories`, its PEs' products paired
+    /// in DSPs or not (where `None` puts them is the board's to say: `policy::pe_products`).
+    pub fn top(&self, config: ArrayConfig, memories: TopMemories, pe_pairs: bool) -> TopConfig {
+        TopConfig {
+            dram_bytes: memories.dram_bytes,
+            fifo_depth: memories.fifo_depth,
+            uart_divisor: memories.uart_divisor,
+            checks_at_queue: self.checks_at_queue,
+            spad_write_stage: self.spad_write_stage,
+            acc_write_stage: self.acc_write_stage,
+            dram_write_stage: self.dram_write_stage,
+            adder_tree: self.adder_tree,
+            head_register: self.head_register,
+            parallel_align: self.parallel_align,
+            program_checks: self.program_checks,
+            narrow_sums: self.narrow_sums,
+            rtl_revision: self.rtl_revision,
+            spad_spram: self.spad_spram,
+            pe_pairs,
+            ..TopConfig::new(config)
+        }
+    }
+}
+
+/// What a machine has around its array that the knobs do not set: its DRAM, its instruction
+/// FIFO and its UART's divisor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopMemories {
+    pub dram_bytes: usize,
+    pub fifo_depth: usize,
+    pub uart_divisor: u16,
 }
 
 fn one_cycle() -> u8 {

@@ -9,7 +9,7 @@ use systole_hdl::top::BaudError;
 use systole_hdl::TopConfig;
 
 use crate::board::Board;
-use crate::knobs::Knobs;
+use crate::knobs::{Knobs, TopMemories};
 use crate::pe_products::PeProducts;
 use crate::yosys::Products;
 
@@ -86,24 +86,12 @@ pub fn top_config(b: &Board, dtype: Dtype, knobs: &Knobs) -> Result<TopConfig, P
     let uart_divisor =
         systole_hdl::top::uart_divisor(config.clock_mhz, systole_hdl::top::DEFAULT_BAUD)
             .map_err(|source| PolicyError::Clock { mhz: config.clock_mhz, source })?;
-    Ok(TopConfig {
-        uart_divisor,
+    let memories = TopMemories {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
-        checks_at_queue: k.checks_at_queue,
-        spad_write_stage: k.spad_write_stage,
-        acc_write_stage: k.acc_write_stage,
-        dram_write_stage: k.dram_write_stage,
-        adder_tree: k.adder_tree,
-        head_register: k.head_register,
-        parallel_align: k.parallel_align,
-        program_checks: k.program_checks,
-        narrow_sums: k.narrow_sums,
-        rtl_revision: k.rtl_revision,
-        spad_spram: k.spad_spram,
-        pe_pairs,
-        ..TopConfig::new(config)
-    })
+        uart_divisor,
+    };
+    Ok(k.top(config, memories, pe_pairs))
 }
 
 /// Where a build of `knobs` on `b` forms the PEs' products ([`Board::pe_products_of`]); a way
