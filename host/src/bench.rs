@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
 use systole_core::isa::Instruction;
+use systole_core::link::Traffic;
 use systole_core::{ArrayConfig, Dtype};
 
 use crate::gpu::device::Gpu;
@@ -365,6 +366,27 @@ pub struct BoardMemory {
     pub dram_bytes: usize,
     /// The UART's rate as built: the build's clock over its divisor.
     pub baud: f64,
+}
+
+impl BoardMemory {
+    /// `compute` (a compute-only row) as its run on the board end to end: `traffic`, the bytes
+    /// that crossed the link for it (`per` says for what, e.g. " a step"), at the baud rate, 10
+    /// bits each, then the compute.
+    pub fn end_to_end(&self, compute: &Row, traffic: Traffic, per: &str) -> Row {
+        let (link, work) = (traffic.seconds_at(self.baud), compute.seconds.unwrap_or(0.0));
+        let machine = format!("board end to end, UART at {:.0} baud", self.baud);
+        let r = Row { machine, kind: Kind::Model, cycles: None, ..compute.clone() };
+        r.timed(link + work, compute.peak_macs_per_s)
+            .moved(traffic.bytes())
+            .checked("link bytes counted on an emulated board")
+            .noted(format!(
+                "{} bytes over the link{per} in {} requests: {} of link, {} of compute",
+                traffic.bytes(),
+                traffic.requests,
+                duration(link),
+                duration(work)
+            ))
+    }
 }
 
 impl BoardBuild {

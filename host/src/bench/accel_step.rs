@@ -150,24 +150,7 @@ fn link_row(
     let before = t.machine.link_traffic().unwrap_or_default();
     t.step(x, y).map_err(|e| anyhow!("emulated board: {e}"))?;
     let traffic = t.machine.link_traffic().unwrap_or_default() - before;
-    let link_seconds = traffic.seconds_at(memory.baud);
-    let compute_seconds = compute.seconds.unwrap_or(0.0);
-    let mut r = compute.clone();
-    r.kind = Kind::Model;
-    r.machine = format!("board end to end, UART at {:.0} baud", memory.baud);
-    let mut r = r
-        .timed(link_seconds + compute_seconds, Some(peak_of(config)))
-        .checked("link bytes counted on an emulated board")
-        .noted(format!(
-            "{} bytes over the link a step in {} requests: {} of link, {} of compute",
-            traffic.bytes(),
-            traffic.requests,
-            super::duration(link_seconds),
-            super::duration(compute_seconds)
-        ));
-    r.bytes = Some(traffic.bytes());
-    r.macs_per_byte = Some(r.macs as f64 / traffic.bytes().max(1) as f64);
-    Ok(r)
+    Ok(memory.end_to_end(compute, traffic, " a step"))
 }
 
 #[cfg(test)]

@@ -201,23 +201,7 @@ fn link_row(
     let a = vec![0u8; (shape.m * shape.k) as usize * elem];
     let b = vec![0u8; (shape.k * shape.n) as usize * elem];
     run_gemm(&mut board, plan, &a, &b).map_err(|e| anyhow!("emulated board: {e}"))?;
-    let traffic = board.traffic;
-    let link_seconds = traffic.seconds_at(memory.baud);
-    let seconds = link_seconds + compute.seconds.unwrap_or(0.0);
-    let label = format!("board end to end, UART at {:.0} baud", memory.baud);
-    let mut r = row(shape, label, Kind::Model, config.dtype.name())
-        .timed(seconds, Some(peak_of(config)))
-        .checked("link bytes counted on an emulated board")
-        .noted(format!(
-            "{} bytes over the link in {} requests: {} of link, {} of compute",
-            traffic.bytes(),
-            traffic.requests,
-            super::duration(link_seconds),
-            super::duration(compute.seconds.unwrap_or(0.0))
-        ));
-    r.bytes = Some(traffic.bytes());
-    r.macs_per_byte = Some(shape.macs() as f64 / traffic.bytes().max(1) as f64);
-    Ok(r)
+    Ok(memory.end_to_end(compute, board.traffic, ""))
 }
 
 /// A model row: exact cycles at the config's clock.
