@@ -13,6 +13,8 @@
 //! * [`protocol`]: the host link's packets (SPI and UART), their checksum and codes.
 //! * [`blob`]: model blobs, a compiled inference pass with its weights for firmware to run.
 //! * [`scoreboard`]: the decoupled schedule's units and the hazards between them.
+//! * [`sdram`]: the board's SDRAM: its datasheet timing, the controller every machine times it
+//!   with, and a model of the chip that checks the controller's commands.
 //! * [`tiler`]: `C = A x B` of any shape into a program, and its closed-form cycle count.
 //! * [`reference`](mod@reference): naive loops that sum in the array's order, the tests' oracle.
 //! * [`check`]: the one bit-exact comparison every machine's tests use, and a seeded generator.
@@ -46,6 +48,7 @@ pub mod reference;
 #[cfg(feature = "alloc")]
 pub mod reorder;
 pub mod scoreboard;
+pub mod sdram;
 pub mod tiler;
 pub mod timing;
 #[cfg(feature = "alloc")]

@@ -19,5 +19,6 @@ mod pooled_compiled;
 mod read_stages;
 mod relu_placements;
 mod reorder;
+mod sdram;
 mod training;
 mod updates;
