@@ -24,15 +24,18 @@
 //! * [`Dram`]: `banks` one-byte RAMs (a power of two at least as wide as any row) and two
 //!   rotators, so a contiguous row of up to `banks` bytes at any byte address is read or written
 //!   in one cycle.
+//! * [`SdramController`]: the board SDRAM's controller, core's `sdram::Controller` in logic.
 
 mod dram;
 mod ram;
 mod rotator;
 mod row_ram;
+mod sdram;
 mod spram;
 
 pub use dram::{dram_banks, Dram};
 pub use ram::Ram;
 pub use rotator::Rotator;
 pub use row_ram::RowRam;
+pub use sdram::SdramController;
 pub use spram::{SpramRows, LANES_PER_SPRAM, SPRAM_WORDS, UP5K_SPRAMS};
