@@ -25,12 +25,14 @@
 //!   rotators, so a contiguous row of up to `banks` bytes at any byte address is read or written
 //!   in one cycle.
 //! * [`SdramController`]: the board SDRAM's controller, core's `sdram::Controller` in logic.
+//! * [`SdramPort`]: the SDRAM's power-up and its controller behind the pins' registers.
 
 mod dram;
 mod ram;
 mod rotator;
 mod row_ram;
 mod sdram;
+mod sdram_port;
 mod spram;
 
 pub use dram::{dram_banks, Dram};
@@ -38,4 +40,5 @@ pub use ram::Ram;
 pub use rotator::Rotator;
 pub use row_ram::RowRam;
 pub use sdram::SdramController;
+pub use sdram_port::SdramPort;
 pub use spram::{SpramRows, LANES_PER_SPRAM, SPRAM_WORDS, UP5K_SPRAMS};

@@ -6,8 +6,8 @@
 //! due from cycle `k * refi` after it.
 //!
 //! The outputs are the chip's pins in the cycle the command is decided (CS# low); the board's
-//! top registers them in the pins' I/O cells. Power-up (core's `sdram::controller::power_up`)
-//! is the top's: the controller starts with the chip ready and every bank closed.
+//! port ([`super::SdramPort`]) registers them in the pins' I/O cells and powers the chip up
+//! first, holding the controller (`hold`) until the chip is ready.
 
 use rust_hdl::prelude::*;
 use systole_core::sdram::{Geometry, SdramTiming, A10};
@@ -23,6 +23,9 @@ type Wait = Bits<WAIT_BITS>;
 #[derive(LogicBlock)]
 pub struct SdramController {
     pub clock: Signal<In, Clock>,
+    /// While high, NOP and the state of a run's cycle 0: the run starts in the first cycle it is
+    /// low (the chip must then be idle, as after its power-up).
+    pub hold: Signal<In, Bit>,
     /// A word is offered: `word`, and `write` with `write_data`, or a read.
     pub request: Signal<In, Bit>,
     pub word: Signal<In, Bits<32>>,
@@ -96,6 +99,7 @@ impl SdramController {
         let per_bank = || (0..4).map(|_| Default::default()).collect::<Vec<_>>();
         SdramController {
             clock: Default::default(),
+            hold: Default::default(),
             request: Default::default(),
             word: Default::default(),
             write: Default::default(),
@@ -333,6 +337,24 @@ impl Logic for SdramController {
                 if self.rp_m1.val() >= self.active_wait[k].q.val() {
                     self.active_wait[k].d.next = self.rp_m1.val();
                 }
+            }
+        }
+        if self.hold.val() {
+            self.ras_n.next = true;
+            self.cas_n.next = true;
+            self.we_n.next = true;
+            self.dq_drive.next = false;
+            self.accept.next = false;
+            self.owed.d.next = false;
+            self.refresh_timer.d.next = 0.into();
+            self.any_active_wait.d.next = 0.into();
+            self.write_wait.d.next = 0.into();
+            self.refresh_wait.d.next = 0.into();
+            for k in 0..4 {
+                self.open[k].d.next = false;
+                self.active_wait[k].d.next = 0.into();
+                self.access_wait[k].d.next = 0.into();
+                self.close_wait[k].d.next = 0.into();
             }
         }
     }
