@@ -86,7 +86,14 @@ pub enum TimingError {
     Clock { mhz: f64 },
     /// Faster than the part runs at any CAS latency.
     TooFast { part: &'static str, mhz: f64, max_mhz: f64 },
+    /// So slow that a refresh may still be owed when the next falls due.
+    TooSlow { part: &'static str, mhz: f64, refi: u64 },
 }
+
+/// The fewest cycles between refreshes the controller takes: a due refresh waits for the open
+/// rows to close (tRAS), tRP and tRFC, some twenty cycles at the part's fastest clock, and must
+/// be given before the next is due (`sdram::controller` counts one owed refresh at a time).
+pub const MIN_REFI: u64 = 32;
 
 impl core::fmt::Display for TimingError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -95,6 +102,11 @@ impl core::fmt::Display for TimingError {
             TimingError::TooFast { part, mhz, max_mhz } => {
                 write!(f, "the {part} runs at {max_mhz} MHz at most, not {mhz} MHz")
             }
+            TimingError::TooSlow { part, mhz, refi } => write!(
+                f,
+                "at {mhz} MHz the {part} needs a refresh every {refi} cycles, fewer than the \
+                 controller's {MIN_REFI}"
+            ),
         }
     }
 }
@@ -124,6 +136,10 @@ impl SdramTiming {
             });
         };
         let p = 1000.0 / clock_mhz;
+        let refi = (part.t_refi / p) as u64;
+        if refi < MIN_REFI {
+            return Err(TimingError::TooSlow { part: part.name, mhz: clock_mhz, refi });
+        }
         Ok(SdramTiming {
             cas,
             rcd: cycles(part.t_rcd, p),
@@ -134,7 +150,7 @@ impl SdramTiming {
             rrd: cycles(part.t_rrd, p),
             wr: cycles(part.t_wr, p),
             mrd: part.mrd_clocks.max(1),
-            refi: (part.t_refi / p) as u64,
+            refi,
             init: cycles(part.t_init, p),
         })
     }
@@ -166,6 +182,13 @@ mod tests {
             "the MT48LC16M16A2-75 runs at 133 MHz at most, not 150 MHz"
         );
         assert!(SdramTiming::at(&ULX3S_SDRAM, 0.0).is_err());
+        let e = SdramTiming::at(&ULX3S_SDRAM, 2.0).unwrap_err();
+        assert_eq!(
+            alloc::format!("{e}"),
+            "at 2 MHz the MT48LC16M16A2-75 needs a refresh every 15 cycles, fewer than the \
+             controller's 32"
+        );
+        assert!(SdramTiming::at(&ULX3S_SDRAM, 5.0).is_ok());
         assert!(SdramTiming::at(&ULX3S_SDRAM, f64::NAN).is_err());
     }
 }

@@ -10,6 +10,7 @@
 //! first, holding the controller (`hold`) until the chip is ready.
 
 use rust_hdl::prelude::*;
+use systole_core::sdram::part::MIN_REFI;
 use systole_core::sdram::{Geometry, SdramTiming, A10};
 
 use crate::decode::constant;
@@ -94,7 +95,7 @@ impl SdramController {
     pub fn new(t: &SdramTiming, g: &Geometry) -> SdramController {
         let rules = [t.rcd, t.rp, t.ras, t.rc, t.rfc, t.rrd, t.wr, t.cas + 1];
         assert!(rules.iter().all(|&r| (1..=1 << WAIT_BITS).contains(&r)), "{t:?}");
-        assert!((2..=1 << 16).contains(&t.refi), "refresh every {} cycles", t.refi);
+        assert!((MIN_REFI..=1 << 16).contains(&t.refi), "refresh every {} cycles", t.refi);
         assert!(g.banks == 4 && g.rows <= 8192 && g.cols.is_power_of_two() && g.cols <= 4096);
         let per_bank = || (0..4).map(|_| Default::default()).collect::<Vec<_>>();
         SdramController {
