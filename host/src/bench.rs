@@ -373,7 +373,7 @@ pub struct BoardMemory {
     /// bridge's, `systole_boards::bridge`), priced beside the rate as built.
     pub rebuilt_baud: Option<f64>,
     /// This is such a build's link once rebuilt ([`BoardMemory::rebuilt`]), not its own.
-    pub projected: bool,
+    pub once_rebuilt: bool,
 }
 
 impl BoardMemory {
@@ -384,7 +384,7 @@ impl BoardMemory {
             baud,
             large_requests: true,
             rebuilt_baud: None,
-            projected: true,
+            once_rebuilt: true,
             ..*self
         })
     }
@@ -402,7 +402,7 @@ impl BoardMemory {
     /// bits each, then the compute.
     pub fn end_to_end(&self, compute: &Row, traffic: Traffic, per: &str) -> Row {
         let (link, work) = (traffic.seconds_at(self.baud), compute.seconds.unwrap_or(0.0));
-        let machine = match self.projected {
+        let machine = match self.once_rebuilt {
             false => format!("board end to end, UART at {:.0} baud", self.baud),
             true => format!("board end to end, rebuilt: UART at {:.0} baud", self.baud),
         };
@@ -411,9 +411,8 @@ impl BoardMemory {
             .moved(traffic.bytes())
             .checked("link bytes counted on an emulated board")
             .noted(format!(
-                "{}{} bytes over the link{per} in {} requests of up to {} bytes: {} of link, {} of \
+                "{} bytes over the link{per} in {} requests of up to {} bytes: {} of link, {} of \
                  compute",
-                if self.projected { "on RTL revision 5's link (not built yet): " } else { "" },
                 traffic.bytes(),
                 traffic.requests,
                 self.max_data(),
@@ -439,7 +438,7 @@ impl BoardBuild {
             rebuilt_baud: rebuilt
                 .and_then(|b| b.link_rate(built.knobs.clock_mhz).ok())
                 .map(|r| r.baud),
-            projected: false,
+            once_rebuilt: false,
         })
     }
 }

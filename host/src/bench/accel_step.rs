@@ -174,7 +174,7 @@ mod tests {
             baud: 1_000_000.0,
             large_requests: true,
             rebuilt_baud: None,
-            projected: false,
+            once_rebuilt: false,
         };
         let row = |machine: &str, kind: Kind, dtype: &str| {
             Row::new("train", "test", machine, kind, dtype, step.macs())

@@ -569,7 +569,7 @@ mod tests {
             baud: 115_200.0,
             large_requests: false,
             rebuilt_baud: None,
-            projected: false,
+            once_rebuilt: false,
         };
         let compute = model_row(&config, &plan, Kind::Model, "test");
         let r = link_row(&config, &plan, dram, memory, &compute).unwrap();
