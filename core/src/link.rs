@@ -618,7 +618,7 @@ pub struct Framed<S: ByteStream> {
 
 impl<S: ByteStream> Transport for Framed<S> {
     fn exchange(&mut self, request: &[u8], response: &mut [u8]) -> Result<usize, TransportError> {
-        use crate::protocol::{frame_len, HEADER_BYTES, MAX_PAYLOAD, RESPONSE_SYNC};
+        use crate::protocol::{frame_len, response_max_payload, HEADER_BYTES, RESPONSE_SYNC};
         // Request and response alternate: anything waiting now is the tail of an earlier fault.
         self.stream.discard_input();
         self.stream.write_all(request)?;
@@ -638,8 +638,9 @@ impl<S: ByteStream> Transport for Framed<S> {
             *slot = self.stream.read_byte()?;
         }
         let len = u16::from_le_bytes([response[2], response[3]]) as usize;
-        if len > MAX_PAYLOAD {
-            // A corrupted length: drop the rest and let the caller retry.
+        if len > response_max_payload(request) {
+            // A corrupted length (longer than any answer to this request): drop the rest and
+            // let the caller retry, rather than wait for bytes that will not come.
             self.stream.discard_input();
             return Ok(HEADER_BYTES);
         }

@@ -427,6 +427,21 @@ pub const fn frame_len(payload_len: usize) -> usize {
     HEADER_BYTES + payload_len + CRC_BYTES
 }
 
+/// The longest payload an answer to the request frame `request` carries: a `ReadMemory`'s
+/// length, a status's or an identity's bytes, and none to anything else (nor in an error
+/// response). A host that reads a longer length has read a corrupted one, and need not wait for
+/// bytes that will never come.
+pub fn response_max_payload(request: &[u8]) -> usize {
+    match request.get(1).and_then(|&kind| Command::from_code(kind)) {
+        Some(Command::ReadMemory) => {
+            request.get(9..11).map_or(0, |l| u16::from_le_bytes([l[0], l[1]]) as usize)
+        }
+        Some(Command::ReadStatus) => STATUS_BYTES,
+        Some(Command::Identify) => IDENTITY_BYTES,
+        _ => 0,
+    }
+}
+
 /// Encodes a request into `out`; returns the frame length.
 pub fn encode_request(req: &Request<'_>, out: &mut [u8]) -> Result<usize, ProtocolError> {
     let cmd = req.command() as u8;

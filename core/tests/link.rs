@@ -268,3 +268,42 @@ fn macs_count_the_weights_an_earlier_program_left_active() {
     }
     assert_eq!(macs, [3 * 3 * 2, 3 * 3 * 2, 2 * 3 * 4]);
 }
+
+/// A device's answer, byte by byte, and nothing after it.
+struct Replay(std::collections::VecDeque<u8>);
+
+impl systole_core::link::ByteStream for Replay {
+    fn write_all(&mut self, _: &[u8]) -> Result<(), TransportError> {
+        Ok(())
+    }
+    fn read_byte(&mut self) -> Result<u8, TransportError> {
+        self.0.pop_front().ok_or(TransportError::Timeout)
+    }
+}
+
+/// A status answer whose length was corrupted to 1,000 (shorter than the largest frame since
+/// requests grew to 2 KB, longer than any status): dropped at its header, for the caller to
+/// retry, rather than waited on for bytes that never come (which cost the fault tests a run
+/// that looked right and was not).
+#[test]
+fn an_answer_longer_than_its_request_can_get_is_dropped_at_its_header() {
+    use systole_core::protocol::{encode_request, encode_response, Request, Response, MAX_FRAME};
+    let status = [0u8; systole_core::protocol::STATUS_BYTES];
+    let mut answer = [0u8; MAX_FRAME];
+    let n = encode_response(&Response::Ok(&status), &mut answer).unwrap();
+    let mut corrupted = answer[..n].to_vec();
+    corrupted[2..4].copy_from_slice(&1000u16.to_le_bytes());
+    let mut request = [0u8; MAX_FRAME];
+    let r = encode_request(&Request::ReadStatus, &mut request).unwrap();
+    let mut link = systole_core::link::Framed { stream: Replay(corrupted.clone().into()) };
+    let mut got = [0u8; MAX_FRAME];
+    assert_eq!(link.exchange(&request[..r], &mut got), Ok(4));
+    // The same length answering a read of 1,000 bytes is read (and here runs out).
+    let read =
+        Request::ReadMemory { region: systole_core::machine::Region::Dram, addr: 0, len: 1000 };
+    let r = encode_request(&read, &mut request).unwrap();
+    let mut answer = corrupted.clone();
+    answer.truncate(40);
+    let mut link = systole_core::link::Framed { stream: Replay(answer.into()) };
+    assert_eq!(link.exchange(&request[..r], &mut got), Err(TransportError::Timeout));
+}
