@@ -16,4 +16,3 @@ mod docs;
 mod faults;
 mod gpu;
 mod hardware;
-mod link_rate;

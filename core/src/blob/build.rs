@@ -224,7 +224,6 @@ pub fn build(
         dram_bytes,
         fifo_depth: 0,
         program_checks: true,
-        large_requests: false,
     };
     let input = Buffer {
         addr: elems(graph.input),

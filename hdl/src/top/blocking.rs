@@ -95,7 +95,6 @@ impl SystoleTop {
             top.fifo_depth as u16,
             top.uart_divisor,
             top.program_checks,
-            top.large_requests(),
         );
         SystoleTop {
             clock: Default::default(),
