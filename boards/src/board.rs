@@ -3,6 +3,7 @@
 
 use systole_core::{ArrayConfig, DramPort, Dtype, Schedule};
 
+use crate::bridge::{UsbBridge, FT2232H, FT231X};
 use crate::knobs::Knobs;
 use crate::pe_products::PeProducts;
 
@@ -46,6 +47,9 @@ pub struct Board {
     pub memories: Memories,
     /// How the bitstream is loaded: `iceprog` or `openFPGALoader -b <board>`.
     pub programmer: &'static [&'static str],
+    /// The USB-serial bridge its UART host link crosses, which sets the link's rate
+    /// ([`UsbBridge::link_rate`]).
+    pub bridge: UsbBridge,
 }
 
 /// A board's default build in one dtype: its knobs (the array, the clock it is built for, where
@@ -283,6 +287,7 @@ pub const ICEBREAKER: Board = Board {
     }),
     memories: ICE40_MEMORIES,
     programmer: &["iceprog"],
+    bridge: FT2232H,
 };
 
 pub const ALCHITRY_CU: Board = Board {
@@ -373,6 +378,7 @@ pub const ALCHITRY_CU: Board = Board {
     }),
     memories: ICE40_MEMORIES,
     programmer: &["iceprog"],
+    bridge: FT2232H,
 };
 
 pub const ULX3S_85F: Board = Board {
@@ -474,6 +480,7 @@ pub const ULX3S_85F: Board = Board {
     }),
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
     programmer: &["openFPGALoader", "-b", "ulx3s"],
+    bridge: FT231X,
 };
 
 pub const ULX3S_25F: Board = Board {

@@ -5,6 +5,7 @@
 //! (pin constraints and the top wrapper around `systole_top`).
 //!
 //! * [`board`]: the boards, their parts, pins and default builds.
+//! * [`bridge`]: their USB-serial bridges, and the rate each build runs its UART at.
 //! * [`knobs`]: what a build can vary (the array, its clock, the machine's options): one type
 //!   that a default build holds, `board build`'s flags set and a report records.
 //! * [`policy`]: what `board build` makes of a board's default build and the knobs asked.
@@ -21,6 +22,7 @@
 
 pub mod blocks;
 pub mod board;
+pub mod bridge;
 pub mod built;
 pub mod clock;
 pub mod flow;

@@ -9,6 +9,7 @@ use systole_hdl::top::BaudError;
 use systole_hdl::TopConfig;
 
 use crate::board::Board;
+use crate::bridge::LinkRateError;
 use crate::knobs::{Knobs, TopMemories};
 use crate::pe_products::PeProducts;
 use crate::yosys::Products;
@@ -31,6 +32,8 @@ pub enum PolicyError {
     Array(ConfigError),
     #[error("--clock-mhz {mhz}: {source}")]
     Clock { mhz: f64, source: BaudError },
+    #[error("--clock-mhz {mhz}: {source}")]
+    LinkRate { mhz: f64, source: LinkRateError },
     #[error(
         "--multiplier-pes {asked}: only a build with its PEs' products in logic on a board with \
          multipliers keeps some of them in multipliers (this build's are in {way})"
@@ -83,15 +86,31 @@ pub fn top_config(b: &Board, dtype: Dtype, knobs: &Knobs) -> Result<TopConfig, P
     config.validate().map_err(PolicyError::Array)?;
     // Before any work: a clock the link's rate cannot be divided from would build a board
     // that nobody can talk to.
-    let uart_divisor =
-        systole_hdl::top::uart_divisor(config.clock_mhz, systole_hdl::top::DEFAULT_BAUD)
-            .map_err(|source| PolicyError::Clock { mhz: config.clock_mhz, source })?;
+    let uart_divisor = uart_divisor(b, config.clock_mhz, k.rtl_revision)?;
     let memories = TopMemories {
         dram_bytes: b.memories.dram_bytes,
         fifo_depth: b.memories.fifo_depth,
         uart_divisor,
     };
     Ok(k.top(config, memories, pe_pairs))
+}
+
+/// The UART divisor of a build on `b` at `mhz` on RTL revision `revision`: from revision
+/// [`FAST_LINK_REVISION`] the fastest rate the board's bridge carries with the margin
+/// ([`crate::bridge::UsbBridge::link_rate`]); before it [`DEFAULT_BAUD`]'s, as the boards
+/// measured on those revisions were built, so that their commands emit what they measured.
+///
+/// [`FAST_LINK_REVISION`]: systole_hdl::top::FAST_LINK_REVISION
+/// [`DEFAULT_BAUD`]: systole_hdl::top::DEFAULT_BAUD
+pub fn uart_divisor(b: &Board, mhz: f64, revision: u8) -> Result<u16, PolicyError> {
+    use systole_hdl::top::{DEFAULT_BAUD, FAST_LINK_REVISION};
+    if revision >= FAST_LINK_REVISION {
+        let rate =
+            b.bridge.link_rate(mhz).map_err(|source| PolicyError::LinkRate { mhz, source })?;
+        return Ok(rate.divisor);
+    }
+    systole_hdl::top::uart_divisor(mhz, DEFAULT_BAUD)
+        .map_err(|source| PolicyError::Clock { mhz, source })
 }
 
 /// Where a build of `knobs` on `b` forms the PEs' products ([`Board::pe_products_of`]); a way
@@ -154,6 +173,29 @@ mod tests {
     ) -> Result<TopConfig, String> {
         let knobs = turn(default_knobs(b, dtype, None).unwrap());
         top_config(b, dtype, &knobs).map_err(|e| e.to_string())
+    }
+
+    /// Each default build emits the divisor its measured report records (115,200 baud and
+    /// requests of BASE_DATA, the link of the revision it was built on), and the same build on
+    /// the fast link's revision runs at its bridge's rate with large requests (DECISIONS 140).
+    #[test]
+    fn default_builds_keep_the_link_they_were_measured_with() {
+        use systole_hdl::top::FAST_LINK_REVISION;
+        for b in crate::board::BOARDS {
+            for dtype in [Dtype::Int8, Dtype::Bf16] {
+                let Some(p) = b.preset(dtype) else { continue };
+                let top = top_config(&b, dtype, &p.knobs).unwrap();
+                let report = crate::Report::from_json(p.measured.unwrap()).unwrap();
+                let built = report.built.unwrap();
+                assert_eq!(top.uart_divisor, built.uart_divisor, "{} {dtype:?}", b.name);
+                assert!(!top.large_requests() && p.knobs.rtl_revision < FAST_LINK_REVISION);
+                let fast = Knobs { rtl_revision: FAST_LINK_REVISION, ..p.knobs };
+                let fast = top_config(&b, dtype, &fast).unwrap();
+                let rate = b.bridge.link_rate(p.knobs.clock_mhz).unwrap();
+                assert_eq!(fast.uart_divisor, rate.divisor, "{} {dtype:?}", b.name);
+                assert!(fast.large_requests());
+            }
+        }
     }
 
     /// A build takes the board's default build and turns what it is asked to: the lanes and

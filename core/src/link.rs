@@ -56,6 +56,10 @@ pub struct LinkMachine<T: Transport> {
     /// the next and counts in a non-swapping matmul's MACs; `None` after a run the link lost
     /// track of (its MACs are then counted as if no weights were active).
     active: Option<(u64, u64)>,
+    /// Data bytes one memory request moves: [`MAX_DATA`] unless the device says it takes fewer
+    /// ([`LinkMachine::identify`], [`LinkMachine::with_max_data`]). A transfer goes in as few
+    /// requests of this size as it can.
+    max_data: usize,
 }
 
 fn words_of(ins: &Instruction) -> [u8; 16] {
@@ -79,7 +83,21 @@ impl<T: Transport> LinkMachine<T> {
             resync: false,
             name: "link",
             active: Some((0, 0)),
+            max_data: MAX_DATA,
         }
+    }
+
+    /// The same machine, moving at most `max_data` bytes a memory request (a device from
+    /// before large requests takes [`crate::protocol::BASE_DATA`]); clamped to 8 to
+    /// [`MAX_DATA`], a multiple of 8 so that every chunk keeps its region's alignment.
+    pub fn with_max_data(mut self, max_data: usize) -> Self {
+        self.max_data = (max_data.clamp(8, MAX_DATA)) & !7;
+        self
+    }
+
+    /// Data bytes one memory request moves.
+    pub fn max_data(&self) -> usize {
+        self.max_data
     }
 
     /// The same machine, named for what is at the other end of the link.
@@ -155,14 +173,20 @@ impl<T: Transport> LinkMachine<T> {
         Status::from_bytes(&buf).map_err(LinkFault::Protocol)
     }
 
-    /// What the device is; `clock_mhz` is the host's knowledge of its clock.
+    /// What the device is; `clock_mhz` is the host's knowledge of its clock. Memory requests
+    /// from here on move as many bytes as the device takes ([`Identity::max_data`]).
+    ///
+    /// [`Identity::max_data`]: crate::protocol::Identity::max_data
     pub fn identify(&mut self, clock_mhz: f64) -> Result<crate::protocol::Identity, LinkFault> {
         let mut buf = [0u8; crate::protocol::IDENTITY_BYTES];
         let n = self.call(&Request::Identify, &mut buf)?;
         if n != buf.len() {
             return Err(LinkFault::Protocol(ProtocolError::Field));
         }
-        crate::protocol::Identity::from_bytes(&buf, clock_mhz).map_err(LinkFault::Protocol)
+        let id =
+            crate::protocol::Identity::from_bytes(&buf, clock_mhz).map_err(LinkFault::Protocol)?;
+        self.max_data = id.max_data();
+        Ok(id)
     }
 
     /// Empties the instruction FIFO and clears the status; memories keep their contents.
@@ -278,8 +302,9 @@ impl<T: Transport> Machine for LinkMachine<T> {
     fn write(&mut self, region: Region, offset: usize, bytes: &[u8]) -> Result<(), MachineError> {
         check_range(self, region, offset, bytes.len())?;
         self.resynchronise()?;
-        for (i, chunk) in bytes.chunks(MAX_DATA).enumerate() {
-            let addr = (offset + i * MAX_DATA) as u32;
+        let max = self.max_data;
+        for (i, chunk) in bytes.chunks(max).enumerate() {
+            let addr = (offset + i * max) as u32;
             self.call(&Request::WriteMemory { region, addr, data: chunk }, &mut [])
                 .map_err(MachineError::Link)?;
         }
@@ -289,8 +314,9 @@ impl<T: Transport> Machine for LinkMachine<T> {
     fn read(&mut self, region: Region, offset: usize, out: &mut [u8]) -> Result<(), MachineError> {
         check_range(self, region, offset, out.len())?;
         self.resynchronise()?;
-        for (i, chunk) in out.chunks_mut(MAX_DATA).enumerate() {
-            let addr = (offset + i * MAX_DATA) as u32;
+        let max = self.max_data;
+        for (i, chunk) in out.chunks_mut(max).enumerate() {
+            let addr = (offset + i * max) as u32;
             let len = chunk.len() as u16;
             let n = self
                 .call(&Request::ReadMemory { region, addr, len }, chunk)
@@ -358,7 +384,7 @@ pub mod emulator {
     use crate::machine::{Machine, MachineError};
     use crate::protocol::{
         encode_response, parse_error_code, parse_request, ErrorCode, FaultCode, Identity, Request,
-        Response, Status,
+        Response, Status, BASE_DATA, MAX_DATA,
     };
 
     /// Instruction words the emulated FIFO holds.
@@ -375,11 +401,36 @@ pub mod emulator {
         fifo: Vec<Instruction>,
         running: bool,
         status: Status,
+        /// Whether a memory command may move [`MAX_DATA`] bytes (else [`BASE_DATA`], as a
+        /// device from before large requests).
+        large_requests: bool,
     }
 
     impl Emulator {
+        /// A device of today's RTL, which takes memory commands of [`MAX_DATA`] bytes.
         pub fn new(machine: Box<dyn Machine>) -> Self {
-            Emulator { machine, fifo: Vec::new(), running: false, status: Self::idle() }
+            Emulator {
+                machine,
+                fifo: Vec::new(),
+                running: false,
+                status: Self::idle(),
+                large_requests: true,
+            }
+        }
+
+        /// The same device as one built with `large_requests` or without (RTL revisions 1 to 4,
+        /// which refuse a memory command of more than [`BASE_DATA`] bytes).
+        pub fn with_large_requests(mut self, large_requests: bool) -> Self {
+            self.large_requests = large_requests;
+            self
+        }
+
+        fn max_data(&self) -> usize {
+            if self.large_requests {
+                MAX_DATA
+            } else {
+                BASE_DATA
+            }
         }
 
         fn idle() -> Status {
@@ -395,11 +446,20 @@ pub mod emulator {
         /// Serves one request frame; returns the response frame.
         pub fn serve(&mut self, request: &[u8]) -> Vec<u8> {
             let mut out = [0u8; crate::protocol::MAX_FRAME];
+            // A payload longer than this device's buffer, its checksum right, is refused for its
+            // length before its fields are read, as the hardware refuses it.
+            let len = request.get(2..4).map_or(0, |l| u16::from_le_bytes([l[0], l[1]]) as usize);
+            let too_long = len > 5 + self.max_data();
             let resp = match parse_request(request) {
                 Err(e) => match parse_error_code(&e) {
+                    Some(ErrorCode::Checksum) => {
+                        self.respond(Response::Err(ErrorCode::Checksum), &mut out)
+                    }
+                    Some(_) if too_long => self.respond(Response::Err(ErrorCode::Length), &mut out),
                     Some(code) => self.respond(Response::Err(code), &mut out),
                     None => return Vec::new(), // no sync byte: nothing to answer
                 },
+                Ok(_) if too_long => self.respond(Response::Err(ErrorCode::Length), &mut out),
                 Ok(req) => {
                     let mut payload = [0u8; crate::protocol::MAX_DATA];
                     match self.execute(req, &mut payload) {
@@ -448,6 +508,9 @@ pub mod emulator {
                     Ok(0)
                 }
                 Request::ReadMemory { region, addr, len } => {
+                    if len as usize > self.max_data() {
+                        return Err(ErrorCode::Length);
+                    }
                     if self.running {
                         return Err(ErrorCode::Busy);
                     }
@@ -480,6 +543,7 @@ pub mod emulator {
                         dram_bytes: self.machine.region_size(crate::machine::Region::Dram) as u32,
                         fifo_depth: FIFO_DEPTH as u16,
                         program_checks: true,
+                        large_requests: self.large_requests,
                     };
                     let b = id.to_bytes();
                     payload[..b.len()].copy_from_slice(&b);
@@ -554,7 +618,7 @@ pub struct Framed<S: ByteStream> {
 
 impl<S: ByteStream> Transport for Framed<S> {
     fn exchange(&mut self, request: &[u8], response: &mut [u8]) -> Result<usize, TransportError> {
-        use crate::protocol::{frame_len, HEADER_BYTES, MAX_PAYLOAD, RESPONSE_SYNC};
+        use crate::protocol::{frame_len, response_max_payload, HEADER_BYTES, RESPONSE_SYNC};
         // Request and response alternate: anything waiting now is the tail of an earlier fault.
         self.stream.discard_input();
         self.stream.write_all(request)?;
@@ -574,8 +638,9 @@ impl<S: ByteStream> Transport for Framed<S> {
             *slot = self.stream.read_byte()?;
         }
         let len = u16::from_le_bytes([response[2], response[3]]) as usize;
-        if len > MAX_PAYLOAD {
-            // A corrupted length: drop the rest and let the caller retry.
+        if len > response_max_payload(request) {
+            // A corrupted length (longer than any answer to this request): drop the rest and
+            // let the caller retry, rather than wait for bytes that will not come.
             self.stream.discard_input();
             return Ok(HEADER_BYTES);
         }

@@ -25,8 +25,8 @@
 //! | code | command | request payload | response payload |
 //! |---|---|---|---|
 //! | 1 | `WriteInstructions` | n x 16-byte instruction words (LE), 1 <= n <= 16 | none |
-//! | 2 | `WriteMemory` | region (1), byte address (4, LE), data (1..=256 bytes) | none |
-//! | 3 | `ReadMemory` | region (1), byte address (4, LE), length (2, LE, 1..=256) | the bytes |
+//! | 2 | `WriteMemory` | region (1), byte address (4, LE), data (1..=[`MAX_DATA`] bytes) | none |
+//! | 3 | `ReadMemory` | region (1), byte address (4, LE), length (2, LE, 1..=[`MAX_DATA`]) | the bytes |
 //! | 4 | `ReadStatus` | none | [`Status`], [`STATUS_BYTES`] bytes |
 //! | 5 | `Run` | none | none |
 //! | 6 | `Reset` | none | none |
@@ -38,7 +38,10 @@
 //! [`ErrorCode::Busy`] while a program runs. Spad addresses must be aligned to the element size
 //! and accumulator addresses to 4 bytes, lengths likewise ([`ErrorCode::Misaligned`]).
 //! `Identify` says what the accelerator is (ISA version, array, memories), so a host or a
-//! firmware refuses to drive an accelerator built for another config.
+//! firmware refuses to drive an accelerator built for another config, and how much data one
+//! memory command may move on it ([`Identity::max_data`]): [`MAX_DATA`], or [`BASE_DATA`] on a
+//! device built before large requests (RTL revisions 1 to 4), which refuses a longer one with
+//! [`ErrorCode::Length`]. A host moves large transfers in requests of the device's size.
 //!
 //! # Over a UART
 //!
@@ -65,14 +68,24 @@ pub const RESPONSE_SYNC: u8 = 0x5A;
 pub const HEADER_BYTES: usize = 4;
 /// The CRC at the end of a frame.
 pub const CRC_BYTES: usize = 2;
-/// Most data bytes one memory command moves.
-pub const MAX_DATA: usize = 256;
+/// Most data bytes one memory command moves: a `WriteMemory`'s payload (5 bytes and the data)
+/// fills the hardware's 2 KiB request buffer but for three bytes, and the data is a multiple of
+/// 8 bytes, so every region's alignment (docs/DECISIONS.md 140). A device says whether it takes
+/// this many ([`Identity::max_data`]).
+pub const MAX_DATA: usize = 2048 - 8;
+/// Most data bytes one memory command moves on every device: those built before large requests
+/// take no more, and the firmware's driver, whose buffers must stay small, moves this many.
+pub const BASE_DATA: usize = 256;
 /// Most instruction words in one `WriteInstructions`.
 pub const MAX_WORDS: usize = 16;
 /// Largest payload: a `WriteMemory` of [`MAX_DATA`] bytes (region, address, data).
 pub const MAX_PAYLOAD: usize = 5 + MAX_DATA;
 /// Largest frame.
 pub const MAX_FRAME: usize = HEADER_BYTES + MAX_PAYLOAD + CRC_BYTES;
+/// Largest payload on every device: a `WriteMemory` of [`BASE_DATA`] bytes.
+pub const BASE_PAYLOAD: usize = 5 + BASE_DATA;
+/// Largest frame on every device.
+pub const BASE_FRAME: usize = HEADER_BYTES + BASE_PAYLOAD + CRC_BYTES;
 /// Bytes of an encoded [`Status`].
 pub const STATUS_BYTES: usize = 12;
 /// Bytes of an encoded [`Identity`].
@@ -183,7 +196,8 @@ impl Status {
 /// bit 0; bit 1 set on a device built without its program checks; bit 2 set on one whose DRAM
 /// moves a byte a cycle, [`DramPort::Byte`](crate::config::DramPort); bit 3 set on one whose
 /// scratchpad has a single port,
-/// [`ArrayConfig::single_port_spad`](crate::config::ArrayConfig)), dataflow (1: 0 WS, 1 OS),
+/// [`ArrayConfig::single_port_spad`](crate::config::ArrayConfig)), dataflow (1: 0 WS, 1 OS, in
+/// bit 0; bit 1 set on a device that takes memory commands of [`MAX_DATA`] bytes),
 /// scratchpad depth (4), accumulator depth (4), DRAM bytes (4), FIFO depth (2), schedule (1: 0
 /// blocking, 1 decoupled, in bit 0; `pe_stages - 1` in bits 1..2; `int8_max` in bit 3;
 /// `add_stages - 1` in bits 4..5; `read_stages` in bit 6), conversion lanes (1: pipeline stages in
@@ -204,6 +218,9 @@ pub struct Identity {
     /// results: its host validates every program before it sends a word of it, as
     /// `LinkMachine::run` and the firmware's driver do.
     pub program_checks: bool,
+    /// Whether one memory command may move [`MAX_DATA`] bytes on the device (else
+    /// [`BASE_DATA`]: a device from before large requests, whose identity has the bit clear).
+    pub large_requests: bool,
 }
 
 impl Identity {
@@ -218,7 +235,7 @@ impl Identity {
             | (!self.program_checks as u8) << 1
             | ((c.dram_port == DramPort::Byte) as u8) << 2
             | (c.single_port_spad as u8) << 3;
-        b[7] = (c.dataflow == Dataflow::OutputStationary) as u8;
+        b[7] = (c.dataflow == Dataflow::OutputStationary) as u8 | (self.large_requests as u8) << 1;
         b[8..12].copy_from_slice(&c.spad_depth.to_le_bytes());
         b[12..16].copy_from_slice(&c.acc_depth.to_le_bytes());
         b[16..20].copy_from_slice(&self.dram_bytes.to_le_bytes());
@@ -237,7 +254,7 @@ impl Identity {
     /// Parses an `Identify` payload; `clock_mhz` is the host's to know (the board's clock).
     pub fn from_bytes(b: &[u8], clock_mhz: f64) -> Result<Identity, ProtocolError> {
         use crate::config::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
-        if b.len() != IDENTITY_BYTES || b[6] > 15 || b[7] > 1 || b[22] >> 7 != 0 {
+        if b.len() != IDENTITY_BYTES || b[6] > 15 || b[7] > 3 || b[22] >> 7 != 0 {
             return Err(ProtocolError::Field);
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -246,7 +263,7 @@ impl Identity {
             rows: u16_at(2),
             cols: u16_at(4),
             dtype: if b[6] & 1 == 1 { Dtype::Bf16 } else { Dtype::Int8 },
-            dataflow: if b[7] == 1 {
+            dataflow: if b[7] & 1 == 1 {
                 Dataflow::OutputStationary
             } else {
                 Dataflow::WeightStationary
@@ -272,7 +289,17 @@ impl Identity {
             dram_bytes: u32_at(16),
             fifo_depth: u16_at(20),
             program_checks: b[6] & 2 == 0,
+            large_requests: b[7] & 2 == 2,
         })
+    }
+
+    /// Most data bytes one memory command moves on this device.
+    pub fn max_data(&self) -> usize {
+        if self.large_requests {
+            MAX_DATA
+        } else {
+            BASE_DATA
+        }
     }
 }
 
@@ -398,6 +425,21 @@ fn unframe(sync: u8, bytes: &[u8]) -> Result<(u8, &[u8]), ProtocolError> {
 /// four header bytes is `frame_len(len) - HEADER_BYTES`.
 pub const fn frame_len(payload_len: usize) -> usize {
     HEADER_BYTES + payload_len + CRC_BYTES
+}
+
+/// The longest payload an answer to the request frame `request` carries: a `ReadMemory`'s
+/// length, a status's or an identity's bytes, and none to anything else (nor in an error
+/// response). A host that reads a longer length has read a corrupted one, and need not wait for
+/// bytes that will never come.
+pub fn response_max_payload(request: &[u8]) -> usize {
+    match request.get(1).and_then(|&kind| Command::from_code(kind)) {
+        Some(Command::ReadMemory) => {
+            request.get(9..11).map_or(0, |l| u16::from_le_bytes([l[0], l[1]]) as usize)
+        }
+        Some(Command::ReadStatus) => STATUS_BYTES,
+        Some(Command::Identify) => IDENTITY_BYTES,
+        _ => 0,
+    }
 }
 
 /// Encodes a request into `out`; returns the frame length.
@@ -588,6 +630,7 @@ mod tests {
             dram_bytes: 4096,
             fifo_depth: 16,
             program_checks: true,
+            large_requests: false,
         };
         let lean = Identity { program_checks: false, ..checked };
         let (a, b) = (checked.to_bytes(), lean.to_bytes());
@@ -596,6 +639,28 @@ mod tests {
         assert_eq!(Identity::from_bytes(&b, 100.0), Ok(lean));
         let mut unknown = b;
         unknown[6] = 16;
+        assert_eq!(Identity::from_bytes(&unknown, 100.0), Err(ProtocolError::Field));
+    }
+
+    /// A device that takes memory commands of MAX_DATA bytes says so in bit 1 of byte 7,
+    /// beside its dataflow; an identity from before that bit (clear) is a device of BASE_DATA.
+    #[test]
+    fn identities_say_how_much_one_memory_command_moves() {
+        let base = Identity {
+            isa_version: crate::isa::ISA_VERSION,
+            config: crate::ArrayConfig::new(4, 4, crate::Dtype::Int8),
+            dram_bytes: 4096,
+            fifo_depth: 16,
+            program_checks: true,
+            large_requests: false,
+        };
+        let large = Identity { large_requests: true, ..base };
+        let (a, b) = (base.to_bytes(), large.to_bytes());
+        assert_eq!((a[7], b[7]), (0, 2));
+        assert_eq!(Identity::from_bytes(&a, 100.0).map(|i| i.max_data()), Ok(BASE_DATA));
+        assert_eq!(Identity::from_bytes(&b, 100.0).map(|i| i.max_data()), Ok(MAX_DATA));
+        let mut unknown = b;
+        unknown[7] = 4;
         assert_eq!(Identity::from_bytes(&unknown, 100.0), Err(ProtocolError::Field));
     }
 
@@ -612,6 +677,7 @@ mod tests {
             dram_bytes: 4096,
             fifo_depth: 16,
             program_checks: false,
+            large_requests: false,
         };
         let one = Identity { config: two.config.with_single_port_spad(true), ..two };
         let (a, b) = (two.to_bytes(), one.to_bytes());
@@ -635,6 +701,7 @@ mod tests {
             dram_bytes: 4096,
             fifo_depth: 16,
             program_checks: false,
+            large_requests: false,
         };
         let byte = Identity { config: config.with_dram_port(DramPort::Byte), ..row };
         let (a, b) = (row.to_bytes(), byte.to_bytes());
@@ -652,7 +719,8 @@ mod tests {
     fn every_corruption_is_rejected() {
         let (words, data) = sample();
         let mut buf = [0u8; MAX_FRAME + 1];
-        for req in requests(&words, &data) {
+        // Every byte of a frame is flipped 255 ways: a frame of BASE_DATA keeps that quick.
+        for req in requests(&words, &data[..BASE_DATA]) {
             let n = encode_request(&req, &mut buf).unwrap();
             for at in 0..n {
                 for flip in 1..=255u8 {

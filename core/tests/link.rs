@@ -5,6 +5,7 @@ use systole_core::check::{assert_bit_identical, SplitMix};
 use systole_core::link::emulator::Emulator;
 use systole_core::link::{LinkFault, LinkMachine, Transport, TransportError};
 use systole_core::machine::{golden, run_gemm, GoldenKind};
+use systole_core::protocol::{BASE_DATA, MAX_DATA};
 use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
 use systole_core::{ArrayConfig, Dtype, Machine, MachineError};
 
@@ -83,7 +84,7 @@ fn linked(config: ArrayConfig, dram: usize, faults: Vec<Fault>) -> LinkMachine<F
 fn a_gemm_over_the_link_equals_the_cycle_machine() {
     for dtype in [Dtype::Int8, Dtype::Bf16] {
         let config = ArrayConfig::new(4, 4, dtype);
-        // 300 x 40 x 70 INT8: 22 KB of DRAM traffic in 256-byte packets, and a program much
+        // 300 x 40 x 70 INT8: 22 KB of DRAM traffic in 2 KB packets, and a program much
         // longer than the 64-word FIFO, streamed while it runs.
         let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 300, k: 40, n: 70 });
         let mut reference = golden(GoldenKind::Cycle, config, dram).unwrap();
@@ -96,6 +97,38 @@ fn a_gemm_over_the_link_equals_the_cycle_machine() {
         assert_eq!(stats.macs, want_stats.macs);
         assert_eq!(link.retries, 0);
     }
+}
+
+/// Large transfers go in requests of the device's size: MAX_DATA bytes to today's RTL, and
+/// BASE_DATA to a device from before large requests, which `identify` tells the link.
+#[test]
+fn transfers_go_in_requests_of_the_devices_size() {
+    let config = ArrayConfig::new(4, 4, Dtype::Int8);
+    let dram = 16 * 1024;
+    let data: Vec<u8> = (0..10_000).map(|i| (i * 7) as u8).collect();
+    for (large, max) in [(true, MAX_DATA), (false, BASE_DATA)] {
+        let device = Emulator::new(golden(GoldenKind::Cycle, config, dram).unwrap())
+            .with_large_requests(large);
+        let mut link = LinkMachine::new(device, config, dram);
+        let id = link.identify(config.clock_mhz).unwrap();
+        assert_eq!((id.large_requests, link.max_data()), (large, max));
+        let before = link.traffic;
+        link.write(systole_core::machine::Region::Dram, 0, &data).unwrap();
+        let mut back = vec![0u8; data.len()];
+        link.read(systole_core::machine::Region::Dram, 0, &mut back).unwrap();
+        assert_eq!(back, data);
+        let requests = (link.traffic - before).requests;
+        assert_eq!(requests as usize, 2 * data.len().div_ceil(max), "{max}");
+    }
+    // A link that sends a large request to a small device is refused, not misread.
+    let small =
+        Emulator::new(golden(GoldenKind::Cycle, config, dram).unwrap()).with_large_requests(false);
+    let mut link = LinkMachine::new(small, config, dram);
+    let err = link.write(systole_core::machine::Region::Dram, 0, &data).unwrap_err();
+    assert_eq!(
+        err,
+        MachineError::Link(LinkFault::Refused(systole_core::protocol::ErrorCode::Length))
+    );
 }
 
 #[test]
@@ -138,9 +171,11 @@ fn a_lost_answer_to_an_upload_before_run_is_recovered() {
 fn a_lost_answer_to_an_upload_while_running_is_reported_not_guessed() {
     let config = ArrayConfig::new(4, 4, Dtype::Int8);
     let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 300, k: 40, n: 70 });
-    // 47 packets of A and 11 of B (0..=57), reset (58), status (59), four uploads fill the
-    // FIFO (60..=63), run (64), a status poll (65), then an upload while running (66).
-    let mut faults = vec![Fault::None; 66];
+    // The packets of A and B, reset, status, four uploads fill the FIFO, run, a status poll,
+    // then an upload while running.
+    let packets = a.len().div_ceil(MAX_DATA) + b.len().div_ceil(MAX_DATA);
+    assert_eq!(packets, 8, "12,000 and 2,800 bytes in requests of {MAX_DATA}");
+    let mut faults = vec![Fault::None; packets + 8];
     faults.push(Fault::TruncateResponse);
     let mut link = linked(config, dram, faults);
     let err = run_gemm(&mut link, &plan, &a, &b).unwrap_err();
@@ -161,7 +196,8 @@ fn a_reset_in_the_middle_of_a_run_is_an_error() {
     let config = ArrayConfig::new(4, 4, Dtype::Int8);
     let (plan, dram, a, b) = gemm_case(config, GemmShape { m: 200, k: 40, n: 40 });
     let mut faults = vec![Fault::None; 200];
-    faults[60] = Fault::ResetDevice;
+    // The packets of A and B, reset, status, four uploads, run: then a status poll.
+    faults[a.len().div_ceil(MAX_DATA) + b.len().div_ceil(MAX_DATA) + 7] = Fault::ResetDevice;
     let mut link = linked(config, dram, faults);
     let err = run_gemm(&mut link, &plan, &a, &b).unwrap_err();
     assert!(
@@ -231,4 +267,43 @@ fn macs_count_the_weights_an_earlier_program_left_active() {
         }
     }
     assert_eq!(macs, [3 * 3 * 2, 3 * 3 * 2, 2 * 3 * 4]);
+}
+
+/// A device's answer, byte by byte, and nothing after it.
+struct Replay(std::collections::VecDeque<u8>);
+
+impl systole_core::link::ByteStream for Replay {
+    fn write_all(&mut self, _: &[u8]) -> Result<(), TransportError> {
+        Ok(())
+    }
+    fn read_byte(&mut self) -> Result<u8, TransportError> {
+        self.0.pop_front().ok_or(TransportError::Timeout)
+    }
+}
+
+/// A status answer whose length was corrupted to 1,000 (shorter than the largest frame since
+/// requests grew to 2 KB, longer than any status): dropped at its header, for the caller to
+/// retry, rather than waited on for bytes that never come (which cost the fault tests a run
+/// that looked right and was not).
+#[test]
+fn an_answer_longer_than_its_request_can_get_is_dropped_at_its_header() {
+    use systole_core::protocol::{encode_request, encode_response, Request, Response, MAX_FRAME};
+    let status = [0u8; systole_core::protocol::STATUS_BYTES];
+    let mut answer = [0u8; MAX_FRAME];
+    let n = encode_response(&Response::Ok(&status), &mut answer).unwrap();
+    let mut corrupted = answer[..n].to_vec();
+    corrupted[2..4].copy_from_slice(&1000u16.to_le_bytes());
+    let mut request = [0u8; MAX_FRAME];
+    let r = encode_request(&Request::ReadStatus, &mut request).unwrap();
+    let mut link = systole_core::link::Framed { stream: Replay(corrupted.clone().into()) };
+    let mut got = [0u8; MAX_FRAME];
+    assert_eq!(link.exchange(&request[..r], &mut got), Ok(4));
+    // The same length answering a read of 1,000 bytes is read (and here runs out).
+    let read =
+        Request::ReadMemory { region: systole_core::machine::Region::Dram, addr: 0, len: 1000 };
+    let r = encode_request(&read, &mut request).unwrap();
+    let mut answer = corrupted.clone();
+    answer.truncate(40);
+    let mut link = systole_core::link::Framed { stream: Replay(answer.into()) };
+    assert_eq!(link.exchange(&request[..r], &mut got), Err(TransportError::Timeout));
 }

@@ -21,7 +21,7 @@ use systole_core::machine::check_instruction;
 use systole_core::machine::Region;
 use systole_core::protocol::{
     encode_request, frame_len, parse_response, ErrorCode, FaultCode, Identity, ProtocolError,
-    Request, Response, Status, HEADER_BYTES, IDENTITY_BYTES, MAX_DATA, MAX_FRAME, MAX_PAYLOAD,
+    Request, Response, Status, BASE_DATA, BASE_FRAME, BASE_PAYLOAD, HEADER_BYTES, IDENTITY_BYTES,
     MAX_WORDS, RESPONSE_SYNC, SPI_FILLER, SPI_IDLE, STATUS_BYTES,
 };
 use systole_core::{Dataflow, Dtype};
@@ -182,7 +182,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
         // Writing the same bytes twice, reading twice or resetting twice changes nothing; an
         // instruction upload appends to the FIFO, and a second `Run` may restart a finished one.
         let idempotent = !matches!(req, Request::WriteInstructions(_) | Request::Run);
-        let mut request = [0u8; MAX_FRAME];
+        let mut request = [0u8; BASE_FRAME];
         let n = encode_request(req, &mut request)?;
         let request = request.get(..n).ok_or(ProtocolError::Buffer { needed: n })?;
         let mut last = Error::Timeout;
@@ -191,7 +191,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
                 warn!("retrying {} (try {})", req.command(), attempt.saturating_add(1));
             }
             self.spi.write(request).map_err(Error::Spi)?;
-            let mut frame = [0u8; MAX_FRAME];
+            let mut frame = [0u8; BASE_FRAME];
             let parsed = self.receive(&mut frame).and_then(|got| {
                 parse_response(frame.get(..got).unwrap_or(&[])).map_err(Error::from)
             });
@@ -229,7 +229,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
     }
 
     /// Polls for one response frame; returns its length in `frame`.
-    fn receive(&mut self, frame: &mut [u8; MAX_FRAME]) -> Result<usize, SPI::Error> {
+    fn receive(&mut self, frame: &mut [u8; BASE_FRAME]) -> Result<usize, SPI::Error> {
         let mut have = 0;
         for poll in 0..self.options.response_polls {
             if poll > 0 {
@@ -260,14 +260,14 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
             Some(&[lo, hi]) => u16::from_le_bytes([lo, hi]) as usize,
             _ => return Err(Error::Protocol(ProtocolError::Field)),
         };
-        if len > MAX_PAYLOAD {
+        if len > BASE_PAYLOAD {
             self.drain()?;
-            return Err(Error::Protocol(ProtocolError::TooLong { len, max: MAX_PAYLOAD }));
+            return Err(Error::Protocol(ProtocolError::TooLong { len, max: BASE_PAYLOAD }));
         }
         let total = frame_len(len);
         let rest = frame
             .get_mut(HEADER_BYTES..total)
-            .ok_or(ProtocolError::TooLong { len, max: MAX_PAYLOAD })?;
+            .ok_or(ProtocolError::TooLong { len, max: BASE_PAYLOAD })?;
         self.clock_in(rest)?;
         trace!("response of {} bytes after polling", total);
         Ok(total)
@@ -276,7 +276,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
     /// Clocks out a whole frame's worth of filler, so whatever is left of a garbled response
     /// is gone before the next request.
     fn drain(&mut self) -> Result<(), SPI::Error> {
-        let mut sink = [SPI_FILLER; MAX_FRAME];
+        let mut sink = [SPI_FILLER; BASE_FRAME];
         self.clock_in(&mut sink)
     }
 
@@ -347,7 +347,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
         Ok(found)
     }
 
-    /// Writes `data` at byte `addr` of `region`, [`MAX_DATA`] bytes per request.
+    /// Writes `data` at byte `addr` of `region`, [`BASE_DATA`] bytes per request.
     pub fn write_memory(
         &mut self,
         region: Region,
@@ -356,7 +356,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
     ) -> Result<(), SPI::Error> {
         check_span(addr, data.len())?;
         let mut at = addr;
-        for chunk in data.chunks(MAX_DATA) {
+        for chunk in data.chunks(BASE_DATA) {
             self.call(&Request::WriteMemory { region, addr: at, data: chunk }, &mut [])?;
             // Inside the span checked above.
             at = at.wrapping_add(chunk.len() as u32);
@@ -364,7 +364,7 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
         Ok(())
     }
 
-    /// Reads `out.len()` bytes from byte `addr` of `region`, [`MAX_DATA`] bytes per request.
+    /// Reads `out.len()` bytes from byte `addr` of `region`, [`BASE_DATA`] bytes per request.
     pub fn read_memory(
         &mut self,
         region: Region,
@@ -373,8 +373,8 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
     ) -> Result<(), SPI::Error> {
         check_span(addr, out.len())?;
         let mut at = addr;
-        for chunk in out.chunks_mut(MAX_DATA) {
-            // `chunks_mut` gives 1..=MAX_DATA bytes, which a u16 holds.
+        for chunk in out.chunks_mut(BASE_DATA) {
+            // `chunks_mut` gives 1..=BASE_DATA bytes, which a u16 holds.
             let len = chunk.len() as u16;
             let n = self.call(&Request::ReadMemory { region, addr: at, len }, chunk)?;
             if n != chunk.len() {

@@ -11,7 +11,7 @@ use systole_core::blob::{Blob, Format};
 use systole_core::machine::Region;
 use systole_core::numerics::bf16::to_operand;
 use systole_core::numerics::int8::quantize;
-use systole_core::protocol::{Identity, MAX_DATA};
+use systole_core::protocol::{Identity, BASE_DATA};
 
 use crate::driver::{Result, Systole};
 use crate::error::Error;
@@ -102,11 +102,11 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
                 // The buffer's elements in order, each its input value or a border's zero.
                 let elements = blob.input_elements();
                 let value = |e: usize| blob.input_source(e).and_then(|i| values.get(i).copied());
-                let per_chunk = MAX_DATA.checked_div(format.bytes()).unwrap_or(1).max(1);
+                let per_chunk = BASE_DATA.checked_div(format.bytes()).unwrap_or(1).max(1);
                 let mut addr = blob.input.addr;
                 for first in (0..elements).step_by(per_chunk) {
                     let count = per_chunk.min(elements.saturating_sub(first));
-                    let mut buf = [0u8; MAX_DATA];
+                    let mut buf = [0u8; BASE_DATA];
                     match format {
                         Format::Bf16 => {
                             for (e, slot) in (first..).zip(buf.chunks_exact_mut(2).take(count)) {
@@ -132,10 +132,10 @@ impl<SPI: SpiDevice, D: DelayNs> Systole<SPI, D> {
 
     fn read_logits(&mut self, blob: &Blob<'_>, logits: &mut [f32]) -> Result<(), SPI::Error> {
         let format = blob.logits.format;
-        let per_chunk = MAX_DATA.checked_div(format.bytes()).unwrap_or(1).max(1);
+        let per_chunk = BASE_DATA.checked_div(format.bytes()).unwrap_or(1).max(1);
         let mut addr = blob.logits.addr;
         for chunk in logits.chunks_mut(per_chunk) {
-            let mut buf = [0u8; MAX_DATA];
+            let mut buf = [0u8; BASE_DATA];
             let len = bytes_of(chunk.len(), format);
             self.read_memory(Region::Dram, addr, buf.get_mut(..len).unwrap_or(&mut []))?;
             for (value, word) in chunk.iter_mut().zip(buf.chunks_exact(4)) {

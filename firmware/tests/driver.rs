@@ -6,8 +6,8 @@ use embedded_hal_mock::eh1::delay::{CheckedDelay, NoopDelay, Transaction as Dela
 use embedded_hal_mock::eh1::spi::{Mock, Transaction as T};
 use systole_core::isa::{encode, Instruction, Word, ISA_VERSION};
 use systole_core::protocol::{
-    encode_request, encode_response, Request, Response, HEADER_BYTES, MAX_FRAME, MAX_PAYLOAD,
-    SPI_IDLE,
+    encode_request, encode_response, Request, Response, BASE_FRAME, BASE_PAYLOAD, HEADER_BYTES,
+    MAX_FRAME, SPI_IDLE,
 };
 use systole_core::{ArrayConfig, Dataflow, Dtype, Schedule};
 use systole_firmware::{
@@ -85,6 +85,7 @@ fn identity() -> Identity {
         dram_bytes: 1 << 16,
         fifo_depth: 64,
         program_checks: true,
+        large_requests: false,
     }
 }
 
@@ -599,7 +600,7 @@ fn a_bad_sync_byte_is_drained_and_retried() {
     let expect = [
         send(request_frame(&Request::Reset)),
         clock(&[SPI_IDLE, 0x13, 0x00, 0x00]),
-        clock(&[SPI_IDLE; MAX_FRAME]),
+        clock(&[SPI_IDLE; BASE_FRAME]),
         send(request_frame(&Request::Reset)),
         receive(&frame),
     ]
@@ -615,14 +616,14 @@ fn an_impossible_length_is_a_protocol_error() {
     let one_try = [
         send(request_frame(&Request::ReadStatus)),
         clock(&[0x5A, 0x00, 0xFF, 0x7F]),
-        clock(&[SPI_IDLE; MAX_FRAME]),
+        clock(&[SPI_IDLE; BASE_FRAME]),
     ]
     .concat();
     let expect = [one_try.clone(), one_try.clone(), one_try].concat();
     let mut d = driver(&expect);
     assert_eq!(
         d.read_status(),
-        Err(Error::Protocol(ProtocolError::TooLong { len: 0x7FFF, max: MAX_PAYLOAD }))
+        Err(Error::Protocol(ProtocolError::TooLong { len: 0x7FFF, max: BASE_PAYLOAD }))
     );
     finish(d);
 }

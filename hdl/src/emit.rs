@@ -268,7 +268,7 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
             lanes: w as u64,
         });
     }
-    let buffer = systole_core::protocol::MAX_PAYLOAD.next_power_of_two() as u64;
+    let buffer = crate::link::request_buffer_bytes(top.max_data() as u64) as u64;
     memories.push(one("request_buffer", buffer, 8));
     memories
 }

@@ -366,23 +366,56 @@ pub struct BoardMemory {
     pub dram_bytes: usize,
     /// The UART's rate as built: the build's clock over its divisor.
     pub baud: f64,
+    /// Whether its memory commands move `MAX_DATA` bytes (else `BASE_DATA`: built before large
+    /// requests, `systole_hdl::top::FAST_LINK_REVISION`).
+    pub large_requests: bool,
+    /// For a build from before the fast link: the same build's UART rate on it (its board's
+    /// bridge's, `systole_boards::bridge`), priced beside the rate as built.
+    pub rebuilt_baud: Option<f64>,
+    /// This is such a build's link once rebuilt ([`BoardMemory::rebuilt`]), not its own.
+    pub once_rebuilt: bool,
 }
 
 impl BoardMemory {
+    /// The same build on the fast link, if it was built before it.
+    pub fn rebuilt(&self) -> Option<BoardMemory> {
+        let baud = self.rebuilt_baud?;
+        Some(BoardMemory {
+            baud,
+            large_requests: true,
+            rebuilt_baud: None,
+            once_rebuilt: true,
+            ..*self
+        })
+    }
+
+    /// Data bytes one memory request moves on this build.
+    pub fn max_data(&self) -> usize {
+        match self.large_requests {
+            true => systole_core::protocol::MAX_DATA,
+            false => systole_core::protocol::BASE_DATA,
+        }
+    }
+
     /// `compute` (a compute-only row) as its run on the board end to end: `traffic`, the bytes
     /// that crossed the link for it (`per` says for what, e.g. " a step"), at the baud rate, 10
     /// bits each, then the compute.
     pub fn end_to_end(&self, compute: &Row, traffic: Traffic, per: &str) -> Row {
         let (link, work) = (traffic.seconds_at(self.baud), compute.seconds.unwrap_or(0.0));
-        let machine = format!("board end to end, UART at {:.0} baud", self.baud);
+        let machine = match self.once_rebuilt {
+            false => format!("board end to end, UART at {:.0} baud", self.baud),
+            true => format!("board end to end, rebuilt: UART at {:.0} baud", self.baud),
+        };
         let r = Row { machine, kind: Kind::Model, cycles: None, ..compute.clone() };
         r.timed(link + work, compute.peak_macs_per_s)
             .moved(traffic.bytes())
             .checked("link bytes counted on an emulated board")
             .noted(format!(
-                "{} bytes over the link{per} in {} requests: {} of link, {} of compute",
+                "{} bytes over the link{per} in {} requests of up to {} bytes: {} of link, {} of \
+                 compute",
                 traffic.bytes(),
                 traffic.requests,
+                self.max_data(),
                 duration(link),
                 duration(work)
             ))
@@ -394,9 +427,18 @@ impl BoardBuild {
     /// recorded.
     pub fn memory(&self) -> Option<BoardMemory> {
         let built = self.report.built.as_ref()?;
+        let revision = built.knobs.rtl_revision;
+        let large_requests = revision >= systole_hdl::top::FAST_LINK_REVISION;
+        let bridge = systole_boards::board::by_name(&self.report.board).map(|b| b.bridge);
+        let rebuilt = bridge.filter(|_| !large_requests);
         Some(BoardMemory {
             dram_bytes: built.dram_bytes,
             baud: built.knobs.clock_mhz * 1e6 / built.uart_divisor as f64,
+            large_requests,
+            rebuilt_baud: rebuilt
+                .and_then(|b| b.link_rate(built.knobs.clock_mhz).ok())
+                .map(|r| r.baud),
+            once_rebuilt: false,
         })
     }
 }

@@ -123,37 +123,38 @@ impl RtlTop {
 
 /// The host's UART receiver: samples the device's `uart_tx` once a cycle.
 #[derive(Debug)]
+/// The host's receiver: samples each bit's middle, `bit` cycles a bit (a fraction where the
+/// host's rate is not the device's).
 struct UartDecoder {
-    divisor: u32,
-    /// Cycles until the next sample; `None` while the line is idle.
-    wait: Option<u32>,
-    bit: u32,
+    bit: f64,
+    /// Cycles since the start bit's edge; `None` while the line is idle.
+    since: Option<u64>,
+    /// Bits sampled of this frame.
+    taken: u32,
     byte: u8,
 }
 
 impl UartDecoder {
     fn sample(&mut self, line: bool) -> Option<u8> {
-        let Some(wait) = self.wait else {
+        let Some(since) = self.since else {
             if !line {
-                // A start bit: its middle is half a bit away.
-                self.wait = Some(self.divisor / 2);
-                self.bit = 0;
+                self.since = Some(0);
+                self.taken = 0;
                 self.byte = 0;
             }
             return None;
         };
-        if wait > 0 {
-            self.wait = Some(wait - 1);
+        self.since = Some(since + 1);
+        if since != (self.bit * (self.taken as f64 + 0.5)).round() as u64 {
             return None;
         }
-        self.wait = Some(self.divisor - 1);
-        self.bit += 1;
-        match self.bit {
-            1 if line => self.wait = None, // a glitch, not a start bit
+        self.taken += 1;
+        match self.taken {
+            1 if line => self.since = None, // a glitch, not a start bit
             1 => {}
-            2..=9 => self.byte |= (line as u8) << (self.bit - 2),
+            2..=9 => self.byte |= (line as u8) << (self.taken - 2),
             _ => {
-                self.wait = None;
+                self.since = None;
                 return line.then_some(self.byte);
             }
         }
@@ -165,6 +166,11 @@ impl UartDecoder {
 pub struct UartLink {
     pub top: RtlTop,
     divisor: u32,
+    /// The host's bit in clock cycles: `divisor`, or a fraction off it for a host whose rate
+    /// is not quite the device's ([`UartLink::with_host_rate`]).
+    host_bit: f64,
+    /// What the host's bits so far have left owed or ahead of whole cycles.
+    owed: f64,
     decoder: UartDecoder,
     received: VecDeque<u8>,
     /// Byte times `read_byte` waits before reporting a time-out.
@@ -181,12 +187,27 @@ impl UartLink {
         UartLink {
             top,
             divisor,
-            decoder: UartDecoder { divisor, wait: None, bit: 0, byte: 0 },
+            host_bit: divisor as f64,
+            owed: 0.0,
+            decoder: UartDecoder { bit: divisor as f64, since: None, taken: 0, byte: 0 },
             received: VecDeque::new(),
             patience_bytes: 64,
             sent: 0,
             heard: 0,
         }
+    }
+
+    /// The same link with the host (a USB bridge) sending and receiving at `rate` times the
+    /// device's rate: its bits `divisor / rate` cycles long, each edge on the nearest cycle.
+    pub fn with_host_rate(mut self, rate: f64) -> UartLink {
+        self.set_host_rate(rate);
+        self
+    }
+
+    /// From here on, the host sends and receives at `rate` times the device's rate.
+    pub fn set_host_rate(&mut self, rate: f64) {
+        self.host_bit = self.divisor as f64 / rate;
+        self.decoder.bit = self.host_bit;
     }
 
     fn step(&mut self) {
@@ -208,7 +229,10 @@ impl ByteStream for UartLink {
             for bit in bits {
                 let port = self.top.uart_rx;
                 self.top.set(port, bit);
-                for _ in 0..self.divisor {
+                self.owed += self.host_bit;
+                let cycles = self.owed.round();
+                self.owed -= cycles;
+                for _ in 0..cycles as u64 {
                     self.step();
                 }
             }
@@ -372,7 +396,7 @@ mod tests {
 
     #[test]
     fn uart_decoder_reads_a_frame_and_skips_glitches() {
-        let mut d = UartDecoder { divisor: 4, wait: None, bit: 0, byte: 0 };
+        let mut d = UartDecoder { bit: 4.0, since: None, taken: 0, byte: 0 };
         let mut line = vec![true; 3];
         line.extend([false, true, true, true]); // a one-cycle glitch
         for bit in std::iter::once(false)

@@ -282,7 +282,8 @@ fn requests_like_the_emulator<T: Transport>(top: &TopConfig, link: &mut T) {
     let acc = config.acc_depth * config.cols as u32 * 4;
     let word = |ins: Instruction| systole_core::isa::encode(&ins).unwrap().to_le_bytes();
     let words = |n: usize| -> Vec<u8> { (0..n).flat_map(|_| word(Instruction::Sync)).collect() };
-    let data: Vec<u8> = (0..256u32).map(|i| (i * 37 + 11) as u8).collect();
+    let data: Vec<u8> = (0..protocol::MAX_DATA as u32).map(|i| (i * 37 + 11) as u8).collect();
+    let too_long = (top.max_data() + 1) as u16;
     let read = |region: u8, addr: u32, len: u16| {
         let mut p = memory_header(region, addr);
         p.extend(len.to_le_bytes());
@@ -300,6 +301,9 @@ fn requests_like_the_emulator<T: Transport>(top: &TopConfig, link: &mut T) {
         write(0, dram - 256, 256),
         read(0, 0, 20),
         read(0, dram - 256, 256),
+        // Large requests on a machine that takes them, refused on one that does not.
+        write(0, 8, 600),
+        read(0, 8, 600),
         write(1, 2, 6),
         write(1, spad - 4, 4),
         read(1, 0, 12),
@@ -320,7 +324,7 @@ fn requests_like_the_emulator<T: Transport>(top: &TopConfig, link: &mut T) {
         write(3, 0, 4),
         read(7, 0, 4),
         read(0, 0, 0),
-        read(0, 0, 257),
+        read(0, 0, too_long),
         raw_frame(3, &memory_header(0, 0), 0),
         raw_frame(2, &memory_header(0, 0), 0),
         raw_frame(9, &[], 0),
@@ -354,7 +358,8 @@ fn requests_like_the_emulator<T: Transport>(top: &TopConfig, link: &mut T) {
     let program: Vec<u8> = program.iter().flat_map(|&i| word(i)).collect();
     frames.push(raw_frame(1, &program, 0));
     frames.push(request(&Request::Run));
-    let mut emulator = Emulator::new(golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap());
+    let machine = golden(GoldenKind::Cycle, config, top.dram_bytes).unwrap();
+    let mut emulator = Emulator::new(machine).with_large_requests(top.large_requests());
     let mut got = [0u8; protocol::MAX_FRAME];
     let mut exchange = |link: &mut T, frame: &[u8]| -> Vec<u8> {
         let n = link
@@ -397,6 +402,12 @@ fn requests_are_answered_as_the_emulator_answers() {
     requests_like_the_emulator(&top, &mut Framed { stream: SpiLink::new(verilated(&top), 4) });
     let mut polling = Framed { stream: SpiLink::polling(verilated(&top), 5, 3) };
     requests_like_the_emulator(&top, &mut polling);
+    // The link of the boards built before large requests: 256 bytes a request.
+    let legacy = TopConfig { rtl_revision: systole_hdl::top::FAST_LINK_REVISION - 1, ..top };
+    requests_like_the_emulator(
+        &legacy,
+        &mut Framed { stream: UartLink::new(verilated(&legacy), 4) },
+    );
 }
 
 /// Each kind of bad word, reaching the decoder after a valid store and before another: the

@@ -262,7 +262,8 @@ fn device_and_golden(top: &TopConfig, fault: ByteFault, seed: u64) -> (Device, B
     let noisy = Noisy::new(UartLink::new(verilated(top), 4), fault, seed);
     let observed =
         Observed { inner: Framed { stream: noisy }, detected: 0, harmless: Vec::new(), failed: 0 };
-    let mut device = LinkMachine::new(observed, top.array, top.dram_bytes);
+    let mut device =
+        LinkMachine::new(observed, top.array, top.dram_bytes).with_max_data(top.max_data());
     device.max_polls = 100;
     let mut reference = golden(GoldenKind::Cycle, top.array, top.dram_bytes).unwrap();
     let mut rng = SplitMix(seed ^ 0x5eed);

@@ -16,3 +16,4 @@ mod docs;
 mod faults;
 mod gpu;
 mod hardware;
+mod link_rate;

@@ -224,6 +224,7 @@ pub fn build(
         dram_bytes,
         fifo_depth: 0,
         program_checks: true,
+        large_requests: false,
     };
     let input = Buffer {
         addr: elems(graph.input),

@@ -3,8 +3,8 @@
 
 use rust_hdl::prelude::*;
 use systole_core::protocol::{
-    Command, ErrorCode, CRC_BYTES, HEADER_BYTES, IDENTITY_BYTES, MAX_DATA, MAX_PAYLOAD, MAX_WORDS,
-    REQUEST_SYNC, RESPONSE_SYNC,
+    Command, ErrorCode, CRC_BYTES, HEADER_BYTES, IDENTITY_BYTES, MAX_WORDS, REQUEST_SYNC,
+    RESPONSE_SYNC,
 };
 use systole_core::Dtype;
 
@@ -158,7 +158,7 @@ pub struct PacketEngine {
     /// not count. Absent, it leaves no trace in the Verilog.
     unchecked: Optional<Constant<Bit>>,
     max_payload: Constant<Bits<16>>,
-    /// The bits a response's payload length (at most `MAX_DATA`) and its byte index (at most
+    /// The bits a response's payload length (at most the map's `max_data`) and its byte index (at most
     /// the payload's end and its checksum) can have (docs/DECISIONS.md 94).
     payload_bits: Constant<Bits<16>>,
     index_bits: Constant<Bits<16>>,
@@ -206,6 +206,9 @@ impl PacketEngine {
         let es = map.spad_elem_bytes;
         let spad_row_bytes = map.spad_lanes * es;
         let acc_row_bytes = map.acc_lanes * 4;
+        // A `WriteMemory`'s payload: region, address and the data.
+        let max_payload = 5 + map.max_data;
+        let max_response = map.max_data.max(IDENTITY_BYTES as u64);
         PacketEngine {
             clock: Default::default(),
             reset: Default::default(),
@@ -239,7 +242,7 @@ impl PacketEngine {
             spad_elem: Default::default(),
             acc_word: Default::default(),
             dram_byte: Default::default(),
-            buffer: Ram::read_first(MAX_PAYLOAD.next_power_of_two()),
+            buffer: Ram::read_first(super::request_buffer_bytes(map.max_data)),
             extent: ExtentCheck::new(map.dram_bytes, map.spad_elem_bytes, map.queue_ends),
             rx_crc: Default::default(),
             tx_crc: Default::default(),
@@ -288,12 +291,10 @@ impl PacketEngine {
             acc_last_lane: constant(map.acc_lanes - 1),
             bf16: Constant::new(es == Dtype::Bf16.elem_bytes() as u64),
             unchecked: Optional::when(!map.program_checks, || Constant::new(true)),
-            max_payload: constant(MAX_PAYLOAD as u64),
-            payload_bits: constant(holding(MAX_DATA.max(IDENTITY_BYTES) as u64)),
-            index_bits: constant(holding(
-                (HEADER_BYTES + MAX_DATA.max(IDENTITY_BYTES) + CRC_BYTES) as u64,
-            )),
-            max_data: constant(MAX_DATA as u64),
+            max_payload: constant(max_payload),
+            payload_bits: constant(holding(max_response)),
+            index_bits: constant(holding((HEADER_BYTES + CRC_BYTES) as u64 + max_response)),
+            max_data: constant(map.max_data),
             max_words_bytes: constant(16 * MAX_WORDS as u64),
             request_sync: constant(REQUEST_SYNC as u64),
             response_sync: constant(RESPONSE_SYNC as u64),
@@ -885,7 +886,7 @@ mod tests {
             encode_request, encode_response, Request, Response, Status, MAX_FRAME,
         };
         let config = ArrayConfig::new(2, 3, Dtype::Int8);
-        let map = HostMap::new(&config, 512, 9, 4, true);
+        let map = HostMap::new(&config, 512, 9, 4, true, true);
         let mut engine = PacketEngine::new(map);
         engine.connect_all();
         let frame = |req: Request<'_>| {
@@ -916,7 +917,7 @@ mod tests {
         yosys_validate("uart_tx", &verilog_of(UartTx::new(8))).unwrap();
         yosys_validate("spi_slave", &verilog_of(SpiSlave::default())).unwrap();
         let config = ArrayConfig::new(2, 3, Dtype::Bf16);
-        let map = HostMap::new(&config, 1024, 16, 8, true);
+        let map = HostMap::new(&config, 1024, 16, 8, true, true);
         yosys_validate("packet_engine", &verilog_of(PacketEngine::new(map))).unwrap();
     }
 }

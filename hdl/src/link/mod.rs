@@ -1,7 +1,7 @@
 //! The host interface: core's packet protocol (core/src/protocol.rs) over a UART and an SPI
 //! slave, sharing one frame parser, CRC engine and request executor ([`PacketEngine`]).
 //!
-//! The engine buffers a whole request (payload up to `MAX_PAYLOAD` bytes in block RAM, the CRC
+//! The engine buffers a whole request (payload up to 5 + `max_data` bytes in block RAM, the CRC
 //! computed as bytes arrive), checks it in core's order (checksum, length, command, fields, then
 //! busy, range, alignment, FIFO room) and only then executes it; a bad request is answered with
 //! its error code and never executed. Its answers are those of `core::link::emulator::Emulator`
@@ -25,7 +25,7 @@ mod uart;
 
 pub use crc::Crc16Step;
 pub use engine::{LinkState, PacketEngine, Payload};
-pub use host_map::HostMap;
+pub use host_map::{request_buffer_bytes, HostMap};
 pub use row_divider::RowDivider;
 pub use spi::SpiSlave;
-pub use uart::{UartRx, UartTx};
+pub use uart::{rate_error_limit, sampling_margin, UartRx, UartTx};

@@ -91,6 +91,48 @@ impl Logic for UartRx {
     }
 }
 
+/// The sampling margin of [`UartRx`] at `divisor` for a sender `rate_error` off its rate
+/// (0.01: the sender's bits are 1% shorter; -0.01: 1% longer): the least distance, in the
+/// sender's bits, from a sample to an edge of the bit it samples, over a frame's start bit,
+/// eight data bits and stop bit. Negative: some frame is misread.
+///
+/// The receiver sees the start bit's falling edge through its two synchroniser flops at the
+/// first clock edge after it, or (a flop gone metastable) the one after: a cycle of uncertainty,
+/// `phase` in (0, 1] below. From there it samples bit `i` at `phase + divisor / 2 + i * divisor`
+/// cycles after the falling edge (the counter's half bit rounds down), through the same flops,
+/// so their fixed delay cancels. A sender's bit `i` spans `[i, i + 1)` times its bit,
+/// `divisor / (1 + rate_error)` cycles. The margin is the worse of the two ends of the
+/// uncertainty: the earliest samples against the start of their bits, the latest against
+/// their end; the error accumulates to the stop bit.
+pub fn sampling_margin(divisor: u16, rate_error: f64) -> f64 {
+    let d = divisor as f64;
+    let half = (divisor / 2) as f64;
+    let bit = d / (1.0 + rate_error);
+    (0..10)
+        .map(|i| {
+            let i = i as f64;
+            let early = half + i * d - i * bit;
+            let late = (i + 1.0) * bit - (1.0 + half + i * d);
+            early.min(late) / bit
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The rate error at which [`sampling_margin`] at `divisor` reaches zero: the fastest sender
+/// (`faster`) or the slowest whose every frame the receiver reads, to a part in 10^12.
+pub fn rate_error_limit(divisor: u16, faster: bool) -> f64 {
+    let (mut ok, mut bad) = (0.0, if faster { 0.5 } else { -0.5 });
+    for _ in 0..40 {
+        let mid = (ok + bad) / 2.0;
+        if sampling_margin(divisor, mid) >= 0.0 {
+            ok = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    ok
+}
+
 /// UART transmitter, 8N1: takes `data` when `valid` and idle (`take` pulses), sends start bit,
 /// eight data bits LSB first, stop bit; `tx` idles high.
 #[derive(LogicBlock)]
@@ -190,5 +232,66 @@ mod tests {
             tick(&mut l, |l| &mut l.clock);
         }
         assert_eq!(got, bytes);
+    }
+
+    /// The bytes `UartRx::new(divisor)` takes from a sender at `rate` times its rate, each bit
+    /// edge on the nearest cycle, frames back to back.
+    fn received(divisor: u16, rate: f64, bytes: &[u8]) -> Vec<u8> {
+        let mut rx = UartRx::new(divisor);
+        rx.connect_all();
+        let bit = divisor as f64 / rate;
+        // Idle long enough for the receiver to leave the start its flops' reset value looks like.
+        let idle = 4 * divisor as usize;
+        let mut line = vec![true; idle];
+        let mut edge = 0.0;
+        for &b in bytes {
+            let bits = (0..10).map(|i| match i {
+                0 => false,
+                9 => true,
+                _ => b >> (i - 1) & 1 == 1,
+            });
+            for level in bits {
+                edge += bit;
+                line.resize(idle + edge.round() as usize, level);
+            }
+        }
+        line.extend([true; 64]);
+        let mut got = vec![];
+        for level in line {
+            rx.rx.next = level;
+            settle(&mut rx);
+            if rx.valid.val() {
+                got.push(rx.data.val().index() as u8);
+            }
+            tick(&mut rx, |r| &mut r.clock);
+        }
+        got
+    }
+
+    /// A perfect sender leaves half a bit less the cycle of uncertainty (and half a cycle more
+    /// on an odd divisor, whose half bit rounds down); a rate error eats it over ten bits.
+    #[test]
+    fn the_sampling_margin_is_half_a_bit_less_the_uncertainty_and_the_drift() {
+        assert!((sampling_margin(4, 0.0) - 0.25).abs() < 1e-12);
+        assert!((sampling_margin(100, 0.0) - 0.49).abs() < 1e-12);
+        assert!((sampling_margin(25, 0.0) - 0.48).abs() < 1e-12, "12 of 25 cycles either side");
+        // 2% fast at 50 cycles a bit: the stop bit's sample is 9.5 x 2% of a bit later in it.
+        let m = sampling_margin(50, 0.02);
+        assert!(m > 0.28 && m < 0.31, "{m}");
+        assert!(sampling_margin(16, 0.06) < 0.0);
+    }
+
+    /// "Measure the margin": the receiver takes every byte of a sender just inside the rate
+    /// errors where the margin reaches zero, either way, and misreads those of one just beyond.
+    #[test]
+    fn bytes_arrive_inside_the_sampling_margin_and_are_corrupted_beyond_it() {
+        let bytes = [0x55, 0x00, 0xFF, 0x0F, 0xF0, 0xA5];
+        for sign in [1.0, -1.0] {
+            let edge = rate_error_limit(40, sign > 0.0);
+            assert!(edge.abs() > 0.04 && edge.abs() < 0.06, "{edge}");
+            // A cycle of a 40-cycle bit over the ten bits of a frame is 0.26% of the rate: the test is a cycle and a half either side.
+            assert_eq!(received(40, 1.0 + edge - sign * 0.004, &bytes), bytes, "inside {edge}");
+            assert_ne!(received(40, 1.0 + edge + sign * 0.004, &bytes), bytes, "beyond {edge}");
+        }
     }
 }

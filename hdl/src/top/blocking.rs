@@ -95,6 +95,7 @@ impl SystoleTop {
             top.fifo_depth as u16,
             top.uart_divisor,
             top.program_checks,
+            top.large_requests(),
         );
         SystoleTop {
             clock: Default::default(),

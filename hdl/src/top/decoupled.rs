@@ -118,6 +118,7 @@ impl SystoleTopDecoupled {
             top.fifo_depth as u16,
             top.uart_divisor,
             true,
+            top.large_requests(),
         );
         SystoleTopDecoupled {
             clock: Default::default(),

@@ -90,7 +90,16 @@ pub fn uart_divisor(clock_mhz: f64, baud: u32) -> Result<u16, BaudError> {
 ///    stage ([`crate::array::ArrayParts::lean_add`]).
 /// 4. The BF16 lanes sum their aligned significands beside their aligner, as revision 3's PEs do
 ///    ([`crate::float::F32Normalize::given_sum`]).
-pub const RTL_REVISION: u8 = 4;
+/// 5. The host link of issue 75: the packet engine takes memory commands of `MAX_DATA` bytes
+///    in a 2 KiB request buffer ([`TopConfig::large_requests`]), and a board's build runs its
+///    UART at the fastest rate its USB bridge carries (`systole_boards::bridge`) rather than
+///    at [`DEFAULT_BAUD`]. A build of an earlier revision keeps the 512-byte buffer and 115,200
+///    baud, as the boards measured on them were built.
+pub const RTL_REVISION: u8 = 5;
+
+/// The first revision whose link is issue 75's (revision 5 of [`RTL_REVISION`]): large requests,
+/// and a board's UART at its bridge's rate.
+pub const FAST_LINK_REVISION: u8 = 5;
 
 /// Everything the emitted machine is built for: the array and its memories, and the sizes core's
 /// `ArrayConfig` does not hold.
@@ -176,6 +185,20 @@ impl TopConfig {
     /// decoupled, else as [`TopConfig::checks_at_queue`] says.
     pub fn checks_words_at_queue(&self) -> bool {
         self.checks_at_queue || self.array.schedule == Schedule::Decoupled
+    }
+
+    /// Whether the packet engine takes memory commands of `MAX_DATA` bytes (revision 5 on),
+    /// else of `BASE_DATA` (`systole_core::protocol`); its identity says which.
+    pub fn large_requests(&self) -> bool {
+        self.rtl_revision >= FAST_LINK_REVISION
+    }
+
+    /// Most data bytes one memory command moves on this machine.
+    pub fn max_data(&self) -> usize {
+        match self.large_requests() {
+            true => systole_core::protocol::MAX_DATA,
+            false => systole_core::protocol::BASE_DATA,
+        }
     }
 
     /// Whether the machine built keeps 32-bit partial sums in PEs that could narrow them: INT8
@@ -388,7 +411,7 @@ mod tests {
                 at += 1;
             }
         }
-        let identity = crate::link::HostMap::new(&array, 16, 2, 4, true).identity;
+        let identity = crate::link::HostMap::new(&array, 16, 2, 4, true, true).identity;
         let mut want = [0u8; MAX_FRAME];
         let k = systole_core::protocol::encode_response(
             &systole_core::protocol::Response::Ok(&identity),

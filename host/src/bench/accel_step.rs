@@ -143,7 +143,8 @@ fn link_row(
     compute: &Row,
 ) -> anyhow::Result<Row> {
     let machine = golden(GoldenKind::Functional, *config, dram).map_err(|e| anyhow!("{e}"))?;
-    let board = LinkMachine::new(Emulator::new(machine), *config, dram);
+    let device = Emulator::new(machine).with_large_requests(memory.large_requests);
+    let board = LinkMachine::new(device, *config, dram).with_max_data(memory.max_data());
     let mut t = AccelTrainer::new(Box::new(board), graph.clone(), params)
         .map_err(|e| anyhow!("emulated board: {e}"))?;
     t.step(x, y).map_err(|e| anyhow!("emulated board: {e}"))?;
@@ -168,7 +169,13 @@ mod tests {
         let (x, y) = (vec![0.25f32; 4 * 64], vec![1u16, 2, 3, 4]);
         let step = compile_training(&graph, &config, 4).unwrap();
         let dram = AccelTrainer::dram_needed(&graph, &config, 4, 4).unwrap();
-        let memory = BoardMemory { dram_bytes: dram, baud: 1_000_000.0 };
+        let memory = BoardMemory {
+            dram_bytes: dram,
+            baud: 1_000_000.0,
+            large_requests: true,
+            rebuilt_baud: None,
+            once_rebuilt: false,
+        };
         let row = |machine: &str, kind: Kind, dtype: &str| {
             Row::new("train", "test", machine, kind, dtype, step.macs())
         };

@@ -47,9 +47,10 @@ pub struct BenchArgs {
     /// to this serial port, checked exactly, with its cycle counter read back.
     #[arg(long, value_name = "PATH")]
     pub port: Option<String>,
-    /// Baud rate of the board's UART (with --port).
-    #[arg(long, default_value_t = systole_boards::serial::DEFAULT_BAUD)]
-    pub baud: u32,
+    /// Baud rate of the board's UART (with --port; default: the build's, its clock over its
+    /// report's divisor).
+    #[arg(long)]
+    pub baud: Option<u32>,
     /// Write every row as JSON.
     #[arg(long, value_name = "bench.json")]
     pub json: Option<PathBuf>,

@@ -77,7 +77,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     };
     config.validate().map_err(|e| anyhow!("array config: {e}"))?;
     let mut link = match (&board, &args.port) {
-        (Some(build), Some(port)) => Some(open_board(build, port, args.baud)?),
+        (Some(build), Some(port)) => {
+            let built = build.memory().map(|m| m.baud.round() as u32);
+            let baud = args.baud.or(built).unwrap_or(systole_boards::serial::DEFAULT_BAUD);
+            Some(open_board(build, port, baud)?)
+        }
         _ => None,
     };
     if let Some(f) = fmax_mhz {
