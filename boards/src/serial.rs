@@ -5,9 +5,8 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use systole_core::link::emulator::Emulator;
-use systole_core::link::{ByteStream, Framed, LinkMachine, TransportError};
+use systole_core::link::{ByteStream, TransportError};
 use systole_core::protocol::{frame_len, HEADER_BYTES};
-use systole_core::ArrayConfig;
 
 /// The default baud rate of the boards' UART host interface (the rate the RTL's divisor makes).
 pub use systole_hdl::top::DEFAULT_BAUD;
@@ -50,17 +49,6 @@ impl ByteStream for SerialStream {
     fn discard_input(&mut self) {
         let _ = self.port.clear(serialport::ClearBuffer::Input);
     }
-}
-
-/// The accelerator on a board at `path`, built for `config` with `dram_bytes` of DRAM.
-pub fn board_machine(
-    path: &str,
-    baud: u32,
-    config: ArrayConfig,
-    dram_bytes: usize,
-) -> Result<LinkMachine<Framed<SerialStream>>, serialport::Error> {
-    let stream = SerialStream::open(path, baud, Duration::from_millis(500))?;
-    Ok(LinkMachine::new(Framed { stream }, config, dram_bytes))
 }
 
 /// The device end of a serial link played by a golden machine: reads request frames byte by
@@ -114,9 +102,10 @@ fn wait_for<P: Read>(port: &mut P, mut buf: &mut [u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use systole_core::link::{Framed, LinkMachine};
     use systole_core::machine::{golden, run_gemm, GoldenKind};
     use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape};
-    use systole_core::Dtype;
+    use systole_core::{ArrayConfig, Dtype};
 
     #[test]
     fn a_gemm_over_a_pseudo_terminal_equals_the_cycle_machine() {

@@ -131,7 +131,11 @@ pub fn open(
     // Programs are checked against what the board has: a `Max` on INT8 lanes built without
     // their comparator is refused by name before it is sent.
     let config = ArrayConfig { int8_max: got.int8_max, ..config };
-    Ok(Box::new(LinkMachine::new(board.transport, config, id.dram_bytes as usize).named("board")))
+    // Its memory commands move as many bytes as its identity says it takes.
+    let board = LinkMachine::new(board.transport, config, id.dram_bytes as usize)
+        .with_max_data(id.max_data())
+        .named("board");
+    Ok(Box::new(board))
 }
 
 /// The RTL of `config` with at least `dram` bytes of DRAM, Verilated on first use (a minute or

@@ -104,8 +104,11 @@ impl RtlBuild {
         Ok(self.over(HostLink::Spi(SpiLink::new(self.pins()?, 4 * self.clock_ratio))))
     }
 
+    /// The machine over `link`, moving as many bytes a memory request as the build takes (a
+    /// build of a revision before large requests refuses more than `BASE_DATA`).
     fn over(&self, link: HostLink) -> RtlMachine {
         LinkMachine::new(Framed { stream: link }, self.top.array, self.top.dram_bytes)
+            .with_max_data(self.top.max_data())
             .named(self.name)
     }
 }

@@ -575,6 +575,16 @@ fn successful_run_replaces_existing_output() {
 /// Serves the host protocol on the device end of a pseudo-terminal with a golden cycle machine
 /// built for `config`, until the host closes its end; returns the host end's path.
 fn emulated_board(config: ArrayConfig, dram: usize) -> (String, std::thread::JoinHandle<()>) {
+    emulated_board_of(config, dram, true)
+}
+
+/// As [`emulated_board`], a board whose memory commands move `MAX_DATA` bytes
+/// (`large_requests`) or only `BASE_DATA`, as one built before RTL revision 5.
+fn emulated_board_of(
+    config: ArrayConfig,
+    dram: usize,
+    large_requests: bool,
+) -> (String, std::thread::JoinHandle<()>) {
     use serialport::SerialPort;
     // The master end plays the board; the CLI opens the slave end by its /dev/pts path.
     let (device, slave) = serialport::TTYPort::pair().expect("a pseudo-terminal pair");
@@ -584,10 +594,26 @@ fn emulated_board(config: ArrayConfig, dram: usize) -> (String, std::thread::Joi
         let machine =
             systole_core::machine::golden(systole_core::machine::GoldenKind::Cycle, config, dram)
                 .unwrap();
-        let mut emulator = systole_core::link::emulator::Emulator::new(machine);
+        let mut emulator = systole_core::link::emulator::Emulator::new(machine)
+            .with_large_requests(large_requests);
         systole_boards::serial::serve(device, &mut emulator, &[]);
     });
     (path, server)
+}
+
+/// A board built before large requests says so in its identity, and the host moves each
+/// operand in requests it takes: a 40 x 40 A (1,600 bytes) in seven, not one it refuses.
+#[test]
+fn a_board_from_before_large_requests_gets_requests_it_takes() {
+    let config = ArrayConfig::new(16, 16, Dtype::Int8);
+    let s = Scratch::new();
+    s.i8_matrix("A.npy", 40, 40, &[1; 1600]);
+    s.i8_matrix("B.npy", 40, 8, &[2; 320]);
+    let (path, _server) = emulated_board_of(config, 1 << 16, false);
+    let out =
+        gemm_in(&s, "int8", &["--machine", "board", "--port", &path, "--schedule", "blocking"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(read_npy::<i32>(&s.path("C.npy")).2, vec![80; 320]);
 }
 
 #[test]
