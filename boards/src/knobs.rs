@@ -41,7 +41,7 @@ pub struct Knobs {
     /// of builds without, and from before it existed).
     #[serde(default, skip_serializing_if = "is_zero_u8")]
     pub read_stages: u8,
-    /// How the DRAM moves bytes, `row` or `byte` (`ArrayConfig::dram_port`; absent for the
+    /// How the DRAM moves bytes, `row`, `byte` or `sdram` (`ArrayConfig::dram_port`; absent for the
     /// row port, which every build before the byte port had).
     #[serde(default = "row_port", skip_serializing_if = "is_row_port", with = "dram_port")]
     pub dram_port: DramPort,
@@ -214,7 +214,11 @@ mod dram_port {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DramPort, D::Error> {
         let name = String::deserialize(d)?;
         DramPort::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
-            serde::de::Error::custom(format!("unknown dram_port `{name}` (row or byte)"))
+            let names: Vec<&str> = DramPort::ALL.iter().map(|p| p.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown dram_port `{name}` ({})",
+                names.join(", ")
+            ))
         })
     }
 }

@@ -89,16 +89,23 @@ pub enum DramPort {
     /// small for the banks and rotations of a wide array's rows (docs/DECISIONS.md 111); the
     /// blocking schedule only.
     Byte,
+    /// The board's SDR SDRAM ([`crate::sdram`]: the ULX3S's 32 MB, 16-bit words): each DRAM
+    /// transfer streams its words through core's controller one a cycle in an open row, with
+    /// its activates, precharges and refreshes, and a row lands in the cycle its last word is
+    /// done (`timing::sdram`). One transfer holds the SDRAM at a time (`scoreboard`), at a
+    /// clock the part's timing allows.
+    Sdram,
 }
 
 impl DramPort {
-    pub const ALL: [DramPort; 2] = [DramPort::Row, DramPort::Byte];
+    pub const ALL: [DramPort; 3] = [DramPort::Row, DramPort::Byte, DramPort::Sdram];
 
     /// Its name on the command line and in build reports.
     pub const fn name(self) -> &'static str {
         match self {
             DramPort::Row => "row",
             DramPort::Byte => "byte",
+            DramPort::Sdram => "sdram",
         }
     }
 }
@@ -246,6 +253,8 @@ pub enum ConfigError {
     AddStages { stages: u8, dtype: Dtype },
     ReadStages { stages: u8 },
     BytePortDecoupled,
+    SdramClock(crate::sdram::TimingError),
+    SdramBytes { bytes: u64, max: u64 },
     SinglePortSpad { dataflow: Dataflow, schedule: Schedule },
 }
 
@@ -328,6 +337,12 @@ impl core::fmt::Display for ConfigError {
                 "dram_port = byte: a DRAM that moves a byte a cycle is built for the blocking \
                  schedule only (the decoupled load unit and scoreboard time rows of the row \
                  port); use the blocking schedule or dram_port = row"
+            ),
+            ConfigError::SdramClock(e) => write!(f, "dram_port = sdram: {e}"),
+            ConfigError::SdramBytes { bytes, max } => write!(
+                f,
+                "dram_port = sdram: {bytes} bytes of DRAM do not fit the {} ({max} bytes)",
+                crate::sdram::SDRAM_PART.name
             ),
             ConfigError::SinglePortSpad { dataflow, schedule } => write!(
                 f,
@@ -502,6 +517,11 @@ impl ArrayConfig {
         }
         if self.dram_port == DramPort::Byte && self.schedule == Schedule::Decoupled {
             return Err(ConfigError::BytePortDecoupled);
+        }
+        if self.dram_port == DramPort::Sdram {
+            ArrayConfig::check_clock(self.clock_mhz)?;
+            crate::sdram::SdramTiming::at(&crate::sdram::SDRAM_PART, self.clock_mhz)
+                .map_err(ConfigError::SdramClock)?;
         }
         let one_port_ok =
             self.dataflow == Dataflow::WeightStationary && self.schedule == Schedule::Blocking;

@@ -126,6 +126,9 @@ pub struct Footprint {
     pub acc_banks: u8,
     /// Scratchpad ports besides the array's read port, one bit each.
     pub spad_ports: u8,
+    /// Whether it holds the SDRAM ([`DramPort::Sdram`](crate::config::DramPort)): every DRAM
+    /// transfer does, and one at a time streams its words through the one controller.
+    pub dram_bus: bool,
 }
 
 /// The accumulator banks rows `rows` touches, one bit each.
@@ -197,6 +200,8 @@ pub fn footprint(config: &ArrayConfig, ins: &Instruction) -> Footprint {
         }
         Instruction::Sync | Instruction::Halt => {}
     }
+    fp.dram_bus = config.dram_port == crate::config::DramPort::Sdram
+        && (fp.dram_read.lo < fp.dram_read.hi || fp.dram_write.lo < fp.dram_write.hi);
     fp
 }
 
@@ -212,6 +217,7 @@ pub fn conflicts(a: &Footprint, b: &Footprint) -> bool {
         || b.dram_write.overlaps(a.dram_read)
         || a.acc_banks & b.acc_banks != 0
         || a.spad_ports & b.spad_ports != 0
+        || a.dram_bus && b.dram_bus
 }
 
 #[cfg(test)]

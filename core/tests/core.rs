@@ -20,5 +20,6 @@ mod read_stages;
 mod relu_placements;
 mod reorder;
 mod sdram;
+mod sdram_port;
 mod training;
 mod updates;

@@ -116,12 +116,27 @@ pub(crate) fn config_strategy() -> impl Strategy<Value = ArrayConfig> {
                 // An INT8 lane adds in one cycle (`ArrayConfig::add_stages`).
                 .with_add_stages(if int8 { 1 } else { add })
                 .with_read_stages(read)
-                // A DRAM that moves a byte a cycle is built for the blocking schedule only.
-                .with_dram_port(if byte && !decoupled { DramPort::Byte } else { DramPort::Row })
+                // A DRAM that moves a byte a cycle is built for the blocking schedule only; the
+                // SDRAM on either, drawn half as often.
+                .with_dram_port(match (byte, decoupled, extra_acc % 2 == 0) {
+                    (false, _, _) => DramPort::Row,
+                    (true, false, true) => DramPort::Byte,
+                    (true, _, _) => DramPort::Sdram,
+                })
                 // One scratchpad read port for the weight loader and the array: WS blocking.
                 .with_single_port_spad(shared && ws && !decoupled);
             // Only some machines may stage their PEs' add; the others draw two stages instead.
-            cfg.with_pe_stages(if pe >= 3 && !cfg.may_stage_pe_add() { 2 } else { pe })
+            let cfg = cfg.with_pe_stages(if pe >= 3 && !cfg.may_stage_pe_add() { 2 } else { pe });
+            // The SDRAM at CAS latency 2 (50 MHz) or 3 (120 MHz).
+            let sdram = cfg.dram_port == DramPort::Sdram;
+            let clock_mhz = if sdram && shared {
+                50.0
+            } else if sdram {
+                120.0
+            } else {
+                cfg.clock_mhz
+            };
+            ArrayConfig { clock_mhz, ..cfg }
         },
     )
 }

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rust_hdl::prelude::*;
 use serde::Serialize;
-use systole_core::{ArrayConfig, ConfigError, Dataflow, Dtype, Schedule};
+use systole_core::{ArrayConfig, ConfigError, Dataflow, DramPort, Dtype, Schedule};
 
 use crate::array::{ArrayOs, ArrayWs};
 use crate::top::{SystoleTop, SystoleTopDecoupled, TopConfig, MAX_DRAM_BYTES, RTL_REVISION};
@@ -77,6 +77,12 @@ pub enum EmitError {
     AdderTree { dtype: &'static str, dataflow: &'static str, schedule: &'static str },
     #[error("rtl_revision = {0}: the RTL's revisions are 1 to {RTL_REVISION}")]
     RtlRevision(u8),
+    #[error(
+        "dram_port = sdram: the RTL's DRAM is block RAM (the SDRAM controller and port, \
+         hdl::mem::SdramController and SdramPort, are not yet behind the machine's DRAM port); \
+         the functional and cycle machines run it, or use dram_port = row"
+    )]
+    SdramPort,
     #[error(
         "a scratchpad in SPRAM holds up to {} rows of up to {} INT8 lanes on a machine timed \
          for its single port (single_port_spad) without scratchpad write or read stages; this \
@@ -161,6 +167,9 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     }
     if !(1..=RTL_REVISION).contains(&top.rtl_revision) {
         return Err(EmitError::RtlRevision(top.rtl_revision));
+    }
+    if top.array.dram_port == DramPort::Sdram {
+        return Err(EmitError::SdramPort);
     }
     if top.array.add_stages > 1 && top.array.schedule == Schedule::Decoupled {
         return Err(EmitError::StagedAddDecoupled(top.array.add_stages));
@@ -590,6 +599,11 @@ mod tests {
             assert!(matches!(err, EmitError::StagedAddDecoupled(s) if s == add_stages));
             assert!(err.to_string().starts_with(&format!("add_stages = {add_stages} ")), "{err}");
         }
+        // Core's machines run the SDRAM port; the RTL's DRAM is block RAM until it is built.
+        let sdram = ArrayConfig { clock_mhz: 50.0, ..ok.array }.with_dram_port(DramPort::Sdram);
+        let err = check(&TopConfig::new(sdram)).unwrap_err();
+        assert!(matches!(err, EmitError::SdramPort), "{err}");
+        assert!(err.to_string().starts_with("dram_port = sdram: "), "{err}");
     }
 
     #[test]

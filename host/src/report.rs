@@ -83,12 +83,14 @@ pub struct ArrayReport {
     pub clock_mhz: f64,
 }
 
-/// What a line of text adds after an array for a DRAM that moves a byte a cycle; nothing for
+/// What a line of text adds after an array for a DRAM that moves a byte a cycle or is the
+/// SDRAM; nothing for
 /// the row port, so the default's lines stay as they were.
 pub fn dram_port_words(port: systole_core::DramPort) -> &'static str {
     match port {
         systole_core::DramPort::Row => "",
         systole_core::DramPort::Byte => ", its DRAM a byte a cycle",
+        systole_core::DramPort::Sdram => ", its DRAM the SDRAM",
     }
 }
 

@@ -152,6 +152,10 @@ mod boxed {
         dram_bytes: usize,
     ) -> Result<Box<dyn Machine>, ConfigError> {
         config.validate()?;
+        let sdram = crate::sdram::SDRAM_PART.geometry.bytes();
+        if config.dram_port == crate::config::DramPort::Sdram && dram_bytes as u64 > sdram {
+            return Err(ConfigError::SdramBytes { bytes: dram_bytes as u64, max: sdram });
+        }
         Ok(match (kind, config.dtype) {
             (GoldenKind::Functional, Dtype::Int8) => {
                 Box::new(FunctionalMachine::<Int8>::new(config, dram_bytes))

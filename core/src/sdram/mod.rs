@@ -34,6 +34,11 @@ pub use chip::{Chip, ChipError};
 /// Bytes of one SDRAM word: the chip's data bus is 16 bits wide.
 pub const WORD_BYTES: u64 = 2;
 
+/// The part a machine with an SDRAM port ([`DramPort::Sdram`](crate::config::DramPort)) is
+/// timed by: the ULX3S's, whose DRAM region is this chip (at most its
+/// [`Geometry::bytes`]).
+pub const SDRAM_PART: SdramPart = ULX3S_SDRAM;
+
 /// Banks, rows and columns of an SDRAM chip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -521,10 +521,13 @@ impl GemmPlan {
     /// `timing::load_row_cycles` and each row of an epilogue's transfer
     /// `timing::transfer_row_cycles` instead of one.
     ///
-    /// Under [`Schedule::Decoupled`](crate::config::Schedule) the count is the timing model's
-    /// over the emitted program, one step per instruction.
+    /// Under [`Schedule::Decoupled`](crate::config::Schedule), and on the SDRAM
+    /// ([`DramPort::Sdram`](crate::config::DramPort)), whose transfers' cycles depend on what
+    /// the ones before them left open, the count is the timing model's over the emitted
+    /// program, one step per instruction.
     pub fn cycles(&self) -> u64 {
-        if self.config.schedule == crate::config::Schedule::Decoupled {
+        let sdram = self.config.dram_port == crate::config::DramPort::Sdram;
+        if self.config.schedule == crate::config::Schedule::Decoupled || sdram {
             return self.scheduled_cycles();
         }
         self.body_cycles() + 1

@@ -202,7 +202,7 @@ impl GemmPlan {
 
     /// The timing model over the emitted program, instruction by instruction, without storing it.
     pub(super) fn scheduled_cycles(&self) -> u64 {
-        let mut scheduler = crate::timing::DecoupledScheduler::new(&self.config);
+        let mut scheduler = crate::timing::Scheduler::new(&self.config);
         let mut total = 0;
         // A tiled program's swaps each follow their weight load: it cannot fault.
         self.emit(&mut |ins| total = scheduler.push(&ins).map_or(u64::MAX, |at| at + 1));

@@ -13,6 +13,9 @@
 //!   `WEIGHT_BANKS` of them, take turns at each swap, and a matmul's rows carry their bank down
 //!   the array); for `Matmul { swap }`: the shadow is full;
 //! * for `Sync` and `Halt`: nothing is in flight.
+//!
+//! A DRAM transfer on an SDRAM machine is in flight for the cycles its words take from its
+//! dispatch (`super::sdram`); every other instruction for its `duration`.
 
 use crate::config::{ArrayConfig, Dataflow};
 use crate::fault::ExecErrorKind;
@@ -21,7 +24,9 @@ use crate::scoreboard::{
     conflicts, footprint, next_bank, unit, Footprint, Unit, ARRAY_SLOTS, WEIGHT_BANKS,
 };
 
-use super::duration;
+use super::sdram::SdramBus;
+use super::{duration, duration_at};
+use crate::config::DramPort;
 
 #[derive(Clone, Copy)]
 struct InFlight {
@@ -69,6 +74,8 @@ pub struct Scheduler {
     /// First cycle the last matmul of each weight bank has left the array.
     bank_done: [u64; WEIGHT_BANKS],
     active: usize,
+    /// The SDRAM that times DRAM transfers on an SDRAM machine (`super::sdram`).
+    sdram: Option<SdramBus>,
 }
 
 const fn slot(u: Unit) -> usize {
@@ -94,6 +101,7 @@ impl Scheduler {
             shadow_full_at: None,
             bank_done: [0; WEIGHT_BANKS],
             active: 0,
+            sdram: (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(config)),
         }
     }
 
@@ -146,6 +154,11 @@ impl Scheduler {
             }
             (u, _) => at = at.max(self.last[slot(u)].map_or(0, |e| e.done)),
         }
+        // A transfer on the SDRAM takes what its words take from the cycle it dispatches.
+        let dur = match self.sdram.as_mut() {
+            Some(bus) => duration_at(&self.config, ins, at, Some(bus), |_, _| {}),
+            None => dur,
+        };
         let entry = Some(InFlight { fp, done: at + dur });
         if my_unit == Unit::Array {
             self.array[self.array_next] = entry;

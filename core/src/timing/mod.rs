@@ -5,7 +5,10 @@
 //! [`Schedule`] has its own rules: the blocking ones below, the decoupled ones in
 //! `decoupled.rs` ([`DecoupledScheduler`]).
 
+mod blocking;
 mod decoupled;
+pub mod sdram;
+pub use blocking::Scheduler as BlockingScheduler;
 pub use decoupled::Scheduler as DecoupledScheduler;
 
 use crate::config::{ArrayConfig, DramPort, Schedule};
@@ -16,21 +19,27 @@ use crate::isa::{Instruction, VectorOp};
 /// contiguous in DRAM (or it has a single element, or repeats one), else one per element; a
 /// contiguous row is one wide read of byte-banked DRAM, a strided gather (a transposed operand)
 /// touches arbitrary banks. On the byte port ([`DramPort::Byte`]) one per byte, whatever the
-/// stride.
+/// stride. On the SDRAM ([`DramPort::Sdram`]) this is the fewest its words can take, one a
+/// cycle in an open row, aligned ([`sdram`] times each transfer).
 pub const fn load_row_cycles(config: &ArrayConfig, len: u16, elem_stride: u32) -> u64 {
+    let es = config.dtype.elem_bytes() as u64;
     match config.dram_port {
-        DramPort::Byte => len as u64 * config.dtype.elem_bytes() as u64,
+        DramPort::Byte => len as u64 * es,
+        DramPort::Sdram if elem_stride <= 1 => (len as u64 * es).div_ceil(crate::sdram::WORD_BYTES),
+        DramPort::Sdram => len as u64,
         DramPort::Row if elem_stride <= 1 || len == 1 => 1,
         DramPort::Row => len as u64,
     }
 }
 
 /// Cycles the DRAM side of a `Store`, `LoadAcc`, `StoreSpad` or `StoreBf16` spends on one row of
-/// `len` elements of `bytes` bytes: one on the row port, `len * bytes` on the byte port.
+/// `len` elements of `bytes` bytes: one on the row port, `len * bytes` on the byte port, and
+/// on the SDRAM the fewest its words can take, as [`load_row_cycles`].
 pub const fn transfer_row_cycles(config: &ArrayConfig, len: u16, bytes: u64) -> u64 {
     match config.dram_port {
         DramPort::Row => 1,
         DramPort::Byte => len as u64 * bytes,
+        DramPort::Sdram => (len as u64 * bytes).div_ceil(crate::sdram::WORD_BYTES),
     }
 }
 
@@ -181,6 +190,22 @@ pub fn duration(config: &ArrayConfig, ins: &Instruction) -> u64 {
     work_cycles(config, ins) + spad_write_turn(config, ins)
 }
 
+/// [`duration`] of `ins` dispatched in cycle `at`: on the SDRAM (`sdram` given) a DRAM
+/// transfer's words' cycles ([`sdram::SdramBus::time`], which passes each row's landing cycle
+/// to `row`) and its [`spad_write_turn`]; any other instruction's [`duration`].
+pub fn duration_at(
+    config: &ArrayConfig,
+    ins: &Instruction,
+    at: u64,
+    sdram: Option<&mut sdram::SdramBus>,
+    row: impl FnMut(u64, u64),
+) -> u64 {
+    match (sdram, sdram::Transfer::of(config, ins)) {
+        (Some(bus), Some(transfer)) => bus.time(&transfer, at, row) + spad_write_turn(config, ins),
+        _ => duration(config, ins),
+    }
+}
+
 /// The cycle a single-port scratchpad's writer holds the sequencer after its last row lands
 /// (1), so that the next instruction's first read is not addressed in the cycle of that write;
 /// 0 for every other instruction and machine.
@@ -227,72 +252,38 @@ pub fn schedule(
     on_dispatch: impl FnMut(usize, u64),
 ) -> Result<u64, (usize, ExecErrorKind)> {
     match config.schedule {
-        Schedule::Blocking => blocking(config, program, on_dispatch),
+        Schedule::Blocking => blocking::schedule(config, program, on_dispatch),
         Schedule::Decoupled => decoupled::schedule(config, program, on_dispatch),
     }
 }
 
-/// [`schedule`] under [`Schedule::Blocking`]: the sequencer waits for every unit and blocks
-/// them all; the weight loader overlaps the array. On a single-port scratchpad
-/// ([`ArrayConfig::single_port_spad`]) they take turns on its port: a `LoadWeights` waits for
-/// the matmul's reads ([`matmul_port_cycles`]) and a `Matmul` for the weight load.
-fn blocking(
-    config: &ArrayConfig,
-    program: &[Instruction],
-    mut on_dispatch: impl FnMut(usize, u64),
-) -> Result<u64, (usize, ExecErrorKind)> {
-    let mut next = 0u64; // first cycle the controller may dispatch in
-    let (mut seq_free, mut wl_free, mut arr_free) = (0u64, 0u64, 0u64);
-    // First cycle the array's reads leave a single-port scratchpad's port to the weight loader.
-    let mut arr_reads_free = 0u64;
-    // Cycle from which the shadow weights are full; `None` when empty.
-    let mut shadow_full_at: Option<u64> = None;
-    for (index, ins) in program.iter().enumerate() {
-        let dur = duration(config, ins);
-        let at = match *ins {
-            Instruction::Halt => {
-                let at = next.max(seq_free).max(wl_free).max(arr_free);
-                on_dispatch(index, at);
-                return Ok(at + 1);
-            }
-            Instruction::LoadWeights { .. } => {
-                let mut at = next.max(seq_free).max(wl_free);
-                if config.single_port_spad {
-                    at = at.max(arr_reads_free);
-                }
-                wl_free = at + dur;
-                shadow_full_at = Some(at + dur);
-                at
-            }
-            Instruction::Matmul { swap, rows, .. } => {
-                let mut at = next.max(seq_free).max(arr_free);
-                if config.single_port_spad {
-                    at = at.max(wl_free);
-                }
-                if swap {
-                    at = at.max(shadow_full_at.ok_or((index, ExecErrorKind::NoWeightsLoaded))?);
-                    shadow_full_at = None;
-                }
-                arr_free = at + dur;
-                arr_reads_free = at + matmul_port_cycles(rows);
-                at
-            }
-            Instruction::MatmulOs { .. } => {
-                let at = next.max(seq_free).max(arr_free);
-                arr_free = at + dur;
-                at
-            }
-            _ => {
-                let at = next.max(seq_free).max(wl_free).max(arr_free);
-                seq_free = at + dur;
-                at
-            }
-        };
-        on_dispatch(index, at);
-        next = at + 1;
+/// The timing model of a config's schedule fed one instruction at a time, so a program need
+/// not be stored. One lives on the stack per program timed (no heap: the tiler uses it), so the
+/// variants' sizes may differ.
+#[derive(Clone)]
+#[allow(clippy::large_enum_variant)]
+pub enum Scheduler {
+    Blocking(BlockingScheduler),
+    Decoupled(DecoupledScheduler),
+}
+
+impl Scheduler {
+    /// A scheduler for a program that starts on an idle machine.
+    pub fn new(config: &ArrayConfig) -> Scheduler {
+        match config.schedule {
+            Schedule::Blocking => Scheduler::Blocking(BlockingScheduler::new(config)),
+            Schedule::Decoupled => Scheduler::Decoupled(DecoupledScheduler::new(config)),
+        }
     }
-    // validate_program guarantees a Halt; a program without one never finishes.
-    Ok(u64::MAX)
+
+    /// Dispatches the next instruction of a valid program; returns its dispatch cycle (for
+    /// `Halt`, the program's last cycle), or the fault the cycle machine reports.
+    pub fn push(&mut self, ins: &Instruction) -> Result<u64, ExecErrorKind> {
+        match self {
+            Scheduler::Blocking(s) => s.push(ins),
+            Scheduler::Decoupled(s) => s.push(ins),
+        }
+    }
 }
 
 /// Total cycles of a valid program (see [`schedule`]).

@@ -317,6 +317,8 @@ impl TopConfig {
         match a.dram_port {
             DramPort::Row => (a.spad_width() * a.dtype.elem_bytes()).max(4 * a.cols as usize),
             DramPort::Byte => 1,
+            // Refused by `emit::check`; one SDRAM word.
+            DramPort::Sdram => systole_core::sdram::WORD_BYTES as usize,
         }
     }
 

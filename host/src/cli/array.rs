@@ -72,7 +72,9 @@ pub struct ArrayArgs {
     pub read_stages: u8,
     /// How the DRAM moves bytes: row, a row of a transfer a cycle; byte, a byte a cycle, for
     /// parts too small for the row port's banks (the blocking schedule only; docs/DECISIONS.md
-    /// 111).
+    /// 111); sdram, the ULX3S's 32 MB SDRAM, a 16-bit word a cycle in an open row, with its
+    /// activates, precharges and refreshes (the decoupled schedule, the golden machines only
+    /// so far; docs/DECISIONS.md 141).
     #[arg(long, value_enum, default_value_t = DEFAULT_ARRAY.dram_port.into())]
     pub dram_port: DramPortArg,
     /// Whether the scratchpad is a single-port memory (the iCE40 UP5K's SPRAM): `LoadWeights`
@@ -119,6 +121,7 @@ impl ArrayArgs {
 pub enum DramPortArg {
     Row,
     Byte,
+    Sdram,
 }
 
 impl From<DramPortArg> for DramPort {
@@ -126,6 +129,7 @@ impl From<DramPortArg> for DramPort {
         match p {
             DramPortArg::Row => DramPort::Row,
             DramPortArg::Byte => DramPort::Byte,
+            DramPortArg::Sdram => DramPort::Sdram,
         }
     }
 }
@@ -141,6 +145,7 @@ impl From<DramPort> for DramPortArg {
         match p {
             DramPort::Row => DramPortArg::Row,
             DramPort::Byte => DramPortArg::Byte,
+            DramPort::Sdram => DramPortArg::Sdram,
         }
     }
 }

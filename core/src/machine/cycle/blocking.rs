@@ -2,10 +2,12 @@
 //! the module docs of `machine::cycle`.
 
 use super::{unreachable_halt, CycleMachine, RowOp, WeightLoad};
+use crate::config::DramPort;
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 use crate::machine::{MachineError, Stats};
 use crate::numerics::Arith;
+use crate::timing::sdram::SdramBus;
 
 impl<A: Arith> CycleMachine<A> {
     pub(super) fn run_blocking(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
@@ -15,6 +17,9 @@ impl<A: Arith> CycleMachine<A> {
         let mut fault: Option<MachineError> = None;
         let mut pc = 0usize;
         let mut t: u64 = 0;
+        // The SDRAM from the run's first cycle (`timing::sdram`), on an SDRAM machine.
+        let config = self.mem.config;
+        let mut sdram = (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(&config));
         loop {
             let array_idle = self.array_ops.is_empty();
             let idle = seq.is_none() && wl.is_none() && array_idle;
@@ -67,7 +72,7 @@ impl<A: Arith> CycleMachine<A> {
                         }
                         _ => {
                             if idle {
-                                seq = Some(RowOp::new(&self.mem.config, ins));
+                                seq = Some(RowOp::new(&config, ins, sdram.as_mut(), t));
                                 go = true;
                             }
                         }

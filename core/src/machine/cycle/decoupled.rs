@@ -3,12 +3,13 @@
 //! Each unit holds its own instructions in flight; the hazards are `scoreboard::conflicts`.
 
 use super::{unreachable_halt, CycleMachine, RowOp, WeightLoad};
-use crate::config::Dataflow;
+use crate::config::{Dataflow, DramPort};
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 use crate::machine::{MachineError, Stats};
 use crate::numerics::Arith;
 use crate::scoreboard::{conflicts, footprint, next_bank, unit, Footprint, Unit, ARRAY_SLOTS};
+use crate::timing::sdram::SdramBus;
 
 impl<A: Arith> CycleMachine<A> {
     pub(super) fn run_decoupled(&mut self, program: &[Instruction]) -> Result<Stats, MachineError> {
@@ -20,6 +21,8 @@ impl<A: Arith> CycleMachine<A> {
         let mut fault: Option<MachineError> = None;
         let mut pc = 0usize;
         let mut t: u64 = 0;
+        // The SDRAM from the run's first cycle (`timing::sdram`), on an SDRAM machine.
+        let mut sdram = (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(&config));
         loop {
             let idle =
                 load.is_none() && vector.is_none() && wl.is_none() && self.array_ops.is_empty();
@@ -79,8 +82,12 @@ impl<A: Arith> CycleMachine<A> {
                     };
                     if go {
                         match unit(&ins) {
-                            Some(Unit::Load) => load = Some(RowOp::new(&config, ins)),
-                            Some(Unit::Vector) => vector = Some(RowOp::new(&config, ins)),
+                            Some(Unit::Load) => {
+                                load = Some(RowOp::new(&config, ins, sdram.as_mut(), t))
+                            }
+                            Some(Unit::Vector) => {
+                                vector = Some(RowOp::new(&config, ins, sdram.as_mut(), t))
+                            }
                             Some(Unit::Weights) => wl = Some(self.start_weight_load(ins)),
                             Some(Unit::Array) => stats.macs += self.start_array_op(ins, t),
                             None => {} // Sync: everything is idle already.

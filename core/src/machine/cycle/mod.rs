@@ -77,6 +77,7 @@ use crate::machine::functional::WeightTile;
 use crate::machine::{validate_program, Machine, MachineError, Memories, Region, Stats};
 use crate::numerics::Arith;
 use crate::scoreboard::{next_bank, Footprint, WEIGHT_BANKS};
+use crate::timing::sdram::SdramBus;
 
 mod blocking;
 mod decoupled;
@@ -92,15 +93,28 @@ struct RowOp {
     row: u64,
     rows: u64,
     lands: u64,
+    /// Each row's cycle where the SDRAM times it (`timing::sdram`), else empty.
+    timed: Vec<u64>,
 }
 
 impl RowOp {
-    fn new(config: &ArrayConfig, ins: Instruction) -> RowOp {
+    /// `ins` dispatched in cycle `t`; a DRAM transfer of an SDRAM machine is timed on `sdram`.
+    fn new(config: &ArrayConfig, ins: Instruction, sdram: Option<&mut SdramBus>, t: u64) -> RowOp {
         let rows = crate::machine::functional::seq_rows(&ins) as u64;
-        let len = crate::timing::duration(config, &ins);
-        let lands = crate::timing::row_lands(config, &ins, 0);
         let fp = crate::scoreboard::footprint(config, &ins);
-        RowOp { ins, fp, tau: 0, len, row: 0, rows, lands }
+        let mut timed = Vec::new();
+        let len = crate::timing::duration_at(config, &ins, t, sdram, |_, at| timed.push(at));
+        let mut op = RowOp { ins, fp, tau: 0, len, row: 0, rows, lands: 0, timed };
+        op.lands = op.row_lands(config);
+        op
+    }
+
+    /// The cycle, from its dispatch, the next row lands in.
+    fn row_lands(&self, config: &ArrayConfig) -> u64 {
+        match self.timed.get(self.row as usize) {
+            Some(&at) => at,
+            None => crate::timing::row_lands(config, &self.ins, self.row),
+        }
     }
 
     /// One cycle: the rows that land in it take effect. Whether it finished.
@@ -108,7 +122,7 @@ impl RowOp {
         while self.row < self.rows && self.lands == self.tau {
             mem.row_step::<A>(&self.ins, self.row as usize);
             self.row += 1;
-            self.lands = crate::timing::row_lands(&mem.config, &self.ins, self.row);
+            self.lands = self.row_lands(&mem.config);
         }
         self.tau += 1;
         self.tau == self.len

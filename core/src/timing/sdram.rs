@@ -1,0 +1,213 @@
+//! DRAM transfers on the SDRAM port ([`DramPort::Sdram`](crate::config::DramPort)): the cycles
+//! of a `Load`, `LoadAcc`, `Store`, `StoreSpad` or `StoreBf16` depend on the rows the last
+//! transfer left open and on the refreshes due, so they come from core's controller
+//! ([`crate::sdram::Controller`]) stepped through the run, not from a closed form.
+//!
+//! # The rules (the contract the RTL meets)
+//!
+//! One transfer holds the SDRAM at a time (`scoreboard::Footprint::dram_bus`), so transfers
+//! reach the controller in dispatch order. A transfer dispatched in cycle `at` offers its words
+//! one after another, each from the cycle after the one before it was accepted: a read's from
+//! cycle `at`, a write's from `at + read_stages` (its first source row read through the memory's
+//! output registers), plus `convert_stages` for a `StoreBf16` (its row through the lanes).
+//!
+//! * Row `r` of the transfer starts at byte `dram_addr + r * row_stride * es` (`es` the bytes
+//!   of its DRAM elements: the dtype's for `Load` and `StoreSpad`, 4 for `LoadAcc` and
+//!   `Store`, 2 for `StoreBf16`). Its bytes are one span when its elements are contiguous
+//!   (`elem_stride` 1; 0, a repeated element, is the one element's bytes), else one span per
+//!   element. Each span moves the 16-bit words that cover it ([`WORD_BYTES`]), in order; a
+//!   write of a partial word masks the other byte (the chip's DQM pins).
+//! * A row lands in the cycle its last word is done: a read's word reaches the controller
+//!   ([`Controller::read_latency`] after its READ), a write's WRITE is given. The transfer is
+//!   in flight until the cycle after its last row lands.
+//! * Between transfers the controller gives the refreshes due, on their cadence from the
+//!   run's start.
+
+use crate::config::ArrayConfig;
+use crate::isa::Instruction;
+use crate::sdram::{Command, Controller, Request, SdramTiming, SDRAM_PART, WORD_BYTES};
+
+/// The DRAM side of a transfer: where its rows are, which way they go, and from which cycle
+/// after its dispatch it offers words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub addr: u64,
+    pub rows: u64,
+    pub row_stride: u64,
+    pub len: u64,
+    pub elem_stride: u64,
+    /// Bytes of one DRAM element.
+    pub es: u64,
+    pub write: bool,
+    /// Cycles from the dispatch to the first word's offer.
+    pub lead: u64,
+}
+
+impl Transfer {
+    /// The DRAM side of `ins`, or `None` for an instruction that moves no DRAM bytes.
+    pub fn of(config: &ArrayConfig, ins: &Instruction) -> Option<Transfer> {
+        let es = config.dtype.elem_bytes() as u64;
+        let store = |dram_addr: u32, rows: u16, len: u16, row_stride: u32, es: u64, lead: u64| {
+            Some(Transfer {
+                addr: dram_addr as u64,
+                rows: rows as u64,
+                row_stride: row_stride as u64,
+                len: len as u64,
+                elem_stride: 1,
+                es,
+                write: true,
+                lead: config.read_stages as u64 + lead,
+            })
+        };
+        match *ins {
+            Instruction::Load { dram_addr, rows, len, row_stride, elem_stride, .. } => {
+                Some(Transfer {
+                    addr: dram_addr as u64,
+                    rows: rows as u64,
+                    row_stride: row_stride as u64,
+                    len: len as u64,
+                    elem_stride: elem_stride as u64,
+                    es,
+                    write: false,
+                    lead: 0,
+                })
+            }
+            Instruction::LoadAcc { dram_addr, rows, len, row_stride, .. } => Some(Transfer {
+                addr: dram_addr as u64,
+                rows: rows as u64,
+                row_stride: row_stride as u64,
+                len: len as u64,
+                elem_stride: 1,
+                es: 4,
+                write: false,
+                lead: 0,
+            }),
+            Instruction::Store { dram_addr, rows, len, row_stride, .. } => {
+                store(dram_addr, rows, len, row_stride, 4, 0)
+            }
+            Instruction::StoreSpad { dram_addr, rows, len, row_stride, .. } => {
+                store(dram_addr, rows, len, row_stride, es, 0)
+            }
+            Instruction::StoreBf16 { dram_addr, rows, len, row_stride, .. } => {
+                store(dram_addr, rows, len, row_stride, 2, config.convert_stages as u64)
+            }
+            _ => None,
+        }
+    }
+
+    /// The byte spans of row `r`, `(first byte, bytes)` each, to `each`.
+    pub fn spans(&self, r: u64, mut each: impl FnMut(u64, u64)) {
+        let base = self.addr + r * self.row_stride * self.es;
+        match self.elem_stride {
+            0 => each(base, self.es),
+            1 => each(base, self.len * self.es),
+            stride => (0..self.len).for_each(|e| each(base + e * stride * self.es, self.es)),
+        }
+    }
+
+    /// Words row `r` moves, fewest cycles it can take.
+    pub fn row_words(&self, r: u64) -> u64 {
+        let mut words = 0;
+        self.spans(r, |lo, n| words += (lo + n - 1) / WORD_BYTES - lo / WORD_BYTES + 1);
+        words
+    }
+}
+
+/// The SDRAM as a run sees it: core's controller, from the run's first cycle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SdramBus {
+    pub controller: Controller,
+}
+
+impl SdramBus {
+    /// The SDRAM at the start of a run of a machine of `config` (whose clock the part's
+    /// timing allows: `ArrayConfig::validate`).
+    pub fn new(config: &ArrayConfig) -> SdramBus {
+        let timing = SdramTiming::at(&SDRAM_PART, config.clock_mhz)
+            .unwrap_or_else(|e| panic!("an SDRAM machine of an unvalidated config: {e}"));
+        SdramBus { controller: Controller::new(timing, SDRAM_PART.geometry) }
+    }
+
+    /// Times `transfer` dispatched in cycle `at` (at or after the last transfer's end): `row(r,
+    /// lands)` gets the cycle, counted from `at`, each row lands in. Returns the cycles it is in
+    /// flight.
+    pub fn time(&mut self, transfer: &Transfer, at: u64, mut row: impl FnMut(u64, u64)) -> u64 {
+        let c = &mut self.controller;
+        c.idle_until(at + transfer.lead, |_, _| {});
+        let write = transfer.write.then_some(0);
+        let mut end = at;
+        for r in 0..transfer.rows {
+            transfer.spans(r, |lo, n| {
+                for word in lo / WORD_BYTES..=(lo + n - 1) / WORD_BYTES {
+                    let request = Request { word: word as u32, write };
+                    end = loop {
+                        let t = c.now();
+                        match c.step(Some(request)) {
+                            Command::Read { .. } => break t + c.read_latency(),
+                            Command::Write { .. } => break t,
+                            _ => {}
+                        }
+                    };
+                }
+            });
+            row(r, end - at);
+        }
+        end + 1 - at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{DramPort, Dtype, Schedule};
+
+    fn config() -> ArrayConfig {
+        let config = ArrayConfig::new(4, 4, Dtype::Int8)
+            .with_schedule(Schedule::Decoupled)
+            .with_dram_port(DramPort::Sdram);
+        ArrayConfig { clock_mhz: 50.0, ..config }
+    }
+
+    fn load(dram_addr: u32, rows: u16, len: u16, row_stride: u32, elem_stride: u32) -> Instruction {
+        Instruction::Load { spad_row: 0, dram_addr, rows, len, row_stride, elem_stride }
+    }
+
+    /// A row's words: a contiguous odd-aligned row covers one word more than its bytes' half;
+    /// a strided one a word per element.
+    #[test]
+    fn rows_move_the_words_that_cover_their_bytes() {
+        let c = config();
+        let t = |ins| Transfer::of(&c, &ins).unwrap();
+        assert_eq!(t(load(0, 1, 4, 4, 1)).row_words(0), 2);
+        assert_eq!(t(load(1, 1, 4, 4, 1)).row_words(0), 3);
+        assert_eq!(t(load(0, 1, 4, 4, 7)).row_words(0), 4);
+        assert_eq!(t(load(0, 1, 4, 4, 0)).row_words(0), 1);
+        let store =
+            Instruction::Store { acc_row: 0, dram_addr: 64, rows: 2, len: 4, row_stride: 4 };
+        let s = t(store);
+        assert_eq!((s.write, s.es, s.row_words(1)), (true, 4, 8));
+        assert_eq!(Transfer::of(&c, &Instruction::Sync), None);
+    }
+
+    /// At 50 MHz (CAS 2, tRCD 1): the run's first refresh at cycle 0 holds the first ACTIVE
+    /// until tRFC (4), the READ follows tRCD later, and the word reaches the controller
+    /// `read_latency` (4) after it; the next row, in the open row, a cycle a word later.
+    #[test]
+    fn a_load_waits_for_the_first_refresh_then_streams_a_word_a_cycle() {
+        let c = config();
+        let mut bus = SdramBus::new(&c);
+        assert_eq!(bus.controller.read_latency(), 4);
+        let mut lands = [0u64; 2];
+        let ins = load(0, 2, 2, 2, 1);
+        let d = bus.time(&Transfer::of(&c, &ins).unwrap(), 0, |r, at| lands[r as usize] = at);
+        // REFRESH at 0, ACTIVE at 4, READs at 5 and 6; words at 9 and 10.
+        assert_eq!(lands, [9, 10]);
+        assert_eq!(d, 11);
+        // A write from the same row later: no ACTIVE, its WRITE at its first offer.
+        let store =
+            Instruction::StoreSpad { spad_row: 0, dram_addr: 4, rows: 1, len: 2, row_stride: 2 };
+        let mut at = 0;
+        let d = bus.time(&Transfer::of(&c, &store).unwrap(), 20, |_, l| at = l);
+        assert_eq!((at, d), (0, 1));
+    }
+}

@@ -1,0 +1,129 @@
+// The SDRAM as the machines' DRAM (`DramPort::Sdram`): each transfer's words go through core's
+// controller (`timing::sdram`), and the functional machine, the cycle machine and the timing
+// model still agree on every bit and cycle. The random-program and GEMM property tests
+// (`machines.rs`) draw the port too, on DRAMs of one SDRAM row or two; these reach row misses,
+// bank changes and refreshes.
+
+use systole_core::check::{gemm_on, golden_pair_agree, random_program, SplitMix};
+use systole_core::isa::Instruction;
+use systole_core::machine::{golden, GoldenKind};
+use systole_core::sdram::SDRAM_PART;
+use systole_core::tiler::GemmShape;
+use systole_core::timing::program_cycles;
+use systole_core::timing::sdram::{SdramBus, Transfer};
+use systole_core::{ArrayConfig, DramPort, Dtype, Schedule};
+
+fn sdram(rows: u16, dtype: Dtype, clock_mhz: f64, schedule: Schedule) -> ArrayConfig {
+    let c =
+        ArrayConfig::new(rows, rows, dtype).with_schedule(schedule).with_dram_port(DramPort::Sdram);
+    ArrayConfig { clock_mhz, spad_depth: 1024, acc_depth: 256, ..c }
+}
+
+/// Random programs over 256 KiB of SDRAM (64 of its rows, 16 in each bank): their transfers
+/// land in rows all over it, so misses and precharges are common.
+#[test]
+fn random_programs_over_many_sdram_rows_agree_everywhere() {
+    let mut rng = SplitMix(75);
+    let mut slower = 0;
+    for case in 0..60 {
+        let dtype = if case % 2 == 0 { Dtype::Int8 } else { Dtype::Bf16 };
+        let clock = [25.0, 50.0, 100.0, 133.0][case % 4];
+        let schedule = if case % 3 == 1 { Schedule::Blocking } else { Schedule::Decoupled };
+        let cfg = sdram(4, dtype, clock, schedule).with_read_stages((case % 3 == 0) as u8);
+        let dram = 256 << 10;
+        let program = random_program(&cfg, dram, &mut rng);
+        if let Err(e) = golden_pair_agree(&cfg, dram, &program, &mut rng) {
+            panic!("case {case} ({clock} MHz): {e}; program {program:?}");
+        }
+        let on = |cfg: &ArrayConfig| program_cycles(cfg, &program).unwrap_or(0);
+        slower += (on(&cfg) > on(&cfg.with_dram_port(DramPort::Row))) as u32;
+    }
+    // The SDRAM's timing is in the programs' cycles (a valid program may fault early).
+    assert!(slower >= 30, "{slower} of 60 programs slower on the SDRAM");
+}
+
+/// A GEMM whose operands span several SDRAM rows: the same bits as on block RAM, the cycles
+/// the timing model's, and more of them than the row port's, since the SDRAM moves 2 bytes a
+/// cycle where the row port moves a row.
+#[test]
+fn a_gemm_on_the_sdram_is_exact_and_slower_than_on_block_ram() {
+    for (dtype, schedule) in [
+        (Dtype::Int8, Schedule::Decoupled),
+        (Dtype::Bf16, Schedule::Decoupled),
+        (Dtype::Bf16, Schedule::Blocking),
+    ] {
+        let cfg = sdram(8, dtype, 50.0, schedule);
+        let shape = GemmShape { m: 40, k: 72, n: 48 };
+        let mut rng = SplitMix(7);
+        let a = rng.matrix((shape.m * shape.k) as usize, dtype);
+        let b = rng.matrix((shape.k * shape.n) as usize, dtype);
+        let (c_sdram, s_sdram, plan) = gemm_on(GoldenKind::Cycle, &cfg, shape, &a, &b);
+        let (c_func, _, _) = gemm_on(GoldenKind::Functional, &cfg, shape, &a, &b);
+        let row = cfg.with_dram_port(DramPort::Row);
+        let (c_row, s_row, _) = gemm_on(GoldenKind::Cycle, &row, shape, &a, &b);
+        assert_eq!(c_sdram, c_row, "{dtype:?}: the bits do not depend on the DRAM");
+        assert_eq!(c_func, c_row, "{dtype:?}");
+        let cycles = s_sdram.cycles.unwrap();
+        assert_eq!(cycles, plan.cycles(), "{dtype:?}: the plan's count is the timing model's");
+        let mut program = Vec::new();
+        plan.emit(&mut |i| program.push(i));
+        assert_eq!(program_cycles(&cfg, &program), Ok(cycles), "{dtype:?}");
+        assert!(cycles > s_row.cycles.unwrap(), "{dtype:?}: {cycles} vs {:?}", s_row.cycles);
+    }
+}
+
+/// Two rows of a `Load` in different rows of the same bank: the second pays a PRECHARGE and an
+/// ACTIVE (tRAS from the first ACTIVE, then tRP, then tRCD), and a refresh due in between
+/// closes the row first, on its cadence from the run's start.
+#[test]
+fn a_row_miss_and_a_refresh_cost_their_datasheet_cycles() {
+    let cfg = sdram(4, Dtype::Int8, 50.0, Schedule::Decoupled); // cas 2, rcd 1, rp 1, ras 3, rfc 4, refi 390
+    let row_bytes = SDRAM_PART.geometry.cols * 2 * SDRAM_PART.geometry.banks;
+    let load = |dram_addr, row_stride| Instruction::Load {
+        spad_row: 0,
+        dram_addr,
+        rows: 2,
+        len: 2,
+        row_stride,
+        elem_stride: 1,
+    };
+    let time = |bus: &mut SdramBus, ins: &Instruction, at: u64| {
+        let mut lands = Vec::new();
+        let d = bus.time(&Transfer::of(&cfg, ins).unwrap(), at, |_, l| lands.push(l));
+        (lands, d)
+    };
+    let mut bus = SdramBus::new(&cfg);
+    // REFRESH at 0; ACTIVE at 4, READ at 5 (word at 9); the next row of bank 0: PRECHARGE at 7
+    // (tRAS: 4 + 3), ACTIVE at 8, READ at 9 (word at 13).
+    assert_eq!(time(&mut bus, &load(0, row_bytes), 0), (vec![9, 13], 14));
+    // Refresh 1 is due at 390: a load offered at 388 reads its two words from the open row
+    // before it, and one at 390 waits for the PRECHARGE ALL (390), the REFRESH (391) and tRFC
+    // (395) before its ACTIVE.
+    let mut late = bus.clone();
+    assert_eq!(time(&mut bus, &load(row_bytes, 2), 388), (vec![4, 5], 6));
+    let (lands, _) = time(&mut late, &load(row_bytes, 2), 390);
+    assert_eq!(lands, vec![10, 11]);
+    assert_eq!(late.controller.refreshes(), 2);
+}
+
+/// What the SDRAM port refuses, each naming why.
+#[test]
+fn the_sdram_port_refuses_what_it_cannot_time() {
+    let ok = sdram(4, Dtype::Int8, 50.0, Schedule::Blocking);
+    assert_eq!(ok.validate(), Ok(()));
+    let fast = ArrayConfig { clock_mhz: 150.0, ..ok }.validate().unwrap_err();
+    assert_eq!(
+        fast.to_string(),
+        "dram_port = sdram: the MT48LC16M16A2-75 runs at 133 MHz at most, not 150 MHz"
+    );
+    let chip = SDRAM_PART.geometry.bytes() as usize;
+    assert!(golden(GoldenKind::Cycle, ok, chip).is_ok());
+    let err = golden(GoldenKind::Functional, ok, chip + 1).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "dram_port = sdram: {} bytes of DRAM do not fit the MT48LC16M16A2-75 ({chip} bytes)",
+            chip + 1
+        )
+    );
+}
