@@ -1,6 +1,7 @@
 //! The boards: their FPGA, clock, constraint file, and the accelerator each builds by default in
 //! each dtype (array, memories, clock), with the report of the measured build of that default.
 
+use systole_core::sdram::{SdramPart, ULX3S_SDRAM};
 use systole_core::{ArrayConfig, DramPort, Dtype, Schedule};
 
 use crate::bridge::{UsbBridge, FT2232H, FT231X};
@@ -50,6 +51,9 @@ pub struct Board {
     /// The USB-serial bridge its UART host link crosses, which sets the link's rate
     /// ([`UsbBridge::link_rate`]).
     pub bridge: UsbBridge,
+    /// The SDRAM on the board, which a build on the SDRAM port (`DramPort::Sdram`) takes as
+    /// its DRAM: every ULX3S carries a 32 MB one (core's `sdram::ULX3S_SDRAM`); none elsewhere.
+    pub sdram: Option<SdramPart>,
 }
 
 /// A board's default build in one dtype: its knobs (the array, the clock it is built for, where
@@ -288,6 +292,7 @@ pub const ICEBREAKER: Board = Board {
     memories: ICE40_MEMORIES,
     programmer: &["iceprog"],
     bridge: FT2232H,
+    sdram: None,
 };
 
 pub const ALCHITRY_CU: Board = Board {
@@ -379,6 +384,7 @@ pub const ALCHITRY_CU: Board = Board {
     memories: ICE40_MEMORIES,
     programmer: &["iceprog"],
     bridge: FT2232H,
+    sdram: None,
 };
 
 pub const ULX3S_85F: Board = Board {
@@ -481,6 +487,7 @@ pub const ULX3S_85F: Board = Board {
     memories: Memories { spad_depth: 2048, acc_depth: 1024, dram_bytes: 64 * 1024, fifo_depth: 64 },
     programmer: &["openFPGALoader", "-b", "ulx3s"],
     bridge: FT231X,
+    sdram: Some(ULX3S_SDRAM),
 };
 
 pub const ULX3S_25F: Board = Board {

@@ -215,10 +215,7 @@ mod dram_port {
         let name = String::deserialize(d)?;
         DramPort::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
             let names: Vec<&str> = DramPort::ALL.iter().map(|p| p.name()).collect();
-            serde::de::Error::custom(format!(
-                "unknown dram_port `{name}` ({})",
-                names.join(", ")
-            ))
+            serde::de::Error::custom(format!("unknown dram_port `{name}` ({})", names.join(", ")))
         })
     }
 }

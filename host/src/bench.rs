@@ -374,6 +374,11 @@ pub struct BoardMemory {
     pub rebuilt_baud: Option<f64>,
     /// This is such a build's link once rebuilt ([`BoardMemory::rebuilt`]), not its own.
     pub once_rebuilt: bool,
+    /// The bytes of the board's SDRAM, where it carries one (`systole_boards::board::Board::
+    /// sdram`): the DRAM of the build rebuilt on it ([`BoardMemory::on_sdram`]).
+    pub sdram_bytes: Option<usize>,
+    /// This is the build's memory once rebuilt on its board's SDRAM, not its own.
+    pub once_on_sdram: bool,
 }
 
 impl BoardMemory {
@@ -386,6 +391,20 @@ impl BoardMemory {
             rebuilt_baud: None,
             once_rebuilt: true,
             ..*self
+        })
+    }
+
+    /// The same build rebuilt with its board's SDRAM as its DRAM (`DramPort::Sdram`), on the
+    /// fast link, if the board carries one.
+    pub fn on_sdram(&self) -> Option<BoardMemory> {
+        let dram_bytes = self.sdram_bytes?;
+        let fast = self.rebuilt().unwrap_or(*self);
+        Some(BoardMemory {
+            dram_bytes,
+            sdram_bytes: None,
+            once_rebuilt: false,
+            once_on_sdram: true,
+            ..fast
         })
     }
 
@@ -402,9 +421,10 @@ impl BoardMemory {
     /// bits each, then the compute.
     pub fn end_to_end(&self, compute: &Row, traffic: Traffic, per: &str) -> Row {
         let (link, work) = (traffic.seconds_at(self.baud), compute.seconds.unwrap_or(0.0));
-        let machine = match self.once_rebuilt {
-            false => format!("board end to end, UART at {:.0} baud", self.baud),
-            true => format!("board end to end, rebuilt: UART at {:.0} baud", self.baud),
+        let machine = match (self.once_rebuilt, self.once_on_sdram) {
+            (_, true) => format!("board end to end, on its SDRAM: UART at {:.0} baud", self.baud),
+            (true, _) => format!("board end to end, rebuilt: UART at {:.0} baud", self.baud),
+            _ => format!("board end to end, UART at {:.0} baud", self.baud),
         };
         let r = Row { machine, kind: Kind::Model, cycles: None, ..compute.clone() };
         r.timed(link + work, compute.peak_macs_per_s)
@@ -429,7 +449,8 @@ impl BoardBuild {
         let built = self.report.built.as_ref()?;
         let revision = built.knobs.rtl_revision;
         let large_requests = revision >= systole_hdl::top::FAST_LINK_REVISION;
-        let bridge = systole_boards::board::by_name(&self.report.board).map(|b| b.bridge);
+        let board = systole_boards::board::by_name(&self.report.board);
+        let bridge = board.map(|b| b.bridge);
         let rebuilt = bridge.filter(|_| !large_requests);
         Some(BoardMemory {
             dram_bytes: built.dram_bytes,
@@ -439,6 +460,8 @@ impl BoardBuild {
                 .and_then(|b| b.link_rate(built.knobs.clock_mhz).ok())
                 .map(|r| r.baud),
             once_rebuilt: false,
+            sdram_bytes: board.and_then(|b| b.sdram).map(|p| p.geometry.bytes() as usize),
+            once_on_sdram: false,
         })
     }
 }
@@ -491,12 +514,16 @@ pub struct ConfigReport {
 /// `accelerator 16x16 ws @ 100 MHz`.
 pub fn accel_label(config: &ArrayConfig) -> String {
     format!(
-        "accelerator {}x{} {}{} @ {} MHz",
+        "accelerator {}x{} {}{} @ {} MHz{}",
         config.rows,
         config.cols,
         config.dataflow.short_name(),
         crate::report::schedule_word(config),
-        crate::table::mhz(config.clock_mhz)
+        crate::table::mhz(config.clock_mhz),
+        match config.dram_port {
+            systole_core::DramPort::Sdram => ", SDRAM",
+            _ => "",
+        }
     )
 }
 

@@ -175,6 +175,8 @@ mod tests {
             large_requests: true,
             rebuilt_baud: None,
             once_rebuilt: false,
+            sdram_bytes: None,
+            once_on_sdram: false,
         };
         let row = |machine: &str, kind: Kind, dtype: &str| {
             Row::new("train", "test", machine, kind, dtype, step.macs())

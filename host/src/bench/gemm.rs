@@ -9,7 +9,7 @@ use systole_core::machine::{golden, run_gemm, GoldenKind};
 use systole_core::params::SplitMix64;
 use systole_core::reference;
 use systole_core::tiler::{k_chunk, GemmLayout, GemmPlan, GemmShape};
-use systole_core::{ArrayConfig, Bf16, Dtype, Int8, BF16};
+use systole_core::{ArrayConfig, Bf16, DramPort, Dtype, Int8, BF16};
 
 use super::{
     close, dram_traffic, gpu_failed, gpu_unavailable, peak_of, time_runs, Bench, BoardLink,
@@ -205,6 +205,49 @@ fn link_row(
     Ok(memory.end_to_end(compute, board.traffic, ""))
 }
 
+/// The GEMM on the build rebuilt with its board's SDRAM as its DRAM (`memory`, from
+/// `BoardMemory::on_sdram`): compute only, on core's machines (the RTL's SDRAM port is not built
+/// yet: docs/DECISIONS.md 141), its cycles checked on the cycle machine where it runs; and end
+/// to end over the fast link.
+fn sdram_rows(
+    config: &ArrayConfig,
+    shape: GemmShape,
+    memory: BoardMemory,
+    family: &str,
+) -> anyhow::Result<Vec<Row>> {
+    let config = config.with_dram_port(DramPort::Sdram);
+    config.validate().map_err(|e| anyhow!("the board on its SDRAM: {e}"))?;
+    let (plan, dram) = plan_of(&config, shape)?;
+    let label = super::accel_label(&config);
+    let dtype = config.dtype.name();
+    if dram > memory.dram_bytes {
+        let note = format!("needs {dram} bytes of DRAM; its SDRAM has {}", memory.dram_bytes);
+        return Ok(vec![row(&shape, label, Kind::Skipped, dtype).checked("-").noted(note)]);
+    }
+    let mut check = model(&config);
+    if shape.macs() <= CYCLE_MAX_MACS {
+        let mut machine = golden(GoldenKind::Cycle, config, dram).map_err(|e| anyhow!("{e}"))?;
+        let elem = config.dtype.elem_bytes();
+        let a = vec![0u8; shape.m as usize * shape.k as usize * elem];
+        let b = vec![0u8; shape.k as usize * shape.n as usize * elem];
+        let (_, stats) = run_gemm(machine.as_mut(), &plan, &a, &b)
+            .map_err(|e| anyhow!("cycle machine on the SDRAM: {e}"))?;
+        if stats.cycles != Some(plan.cycles()) {
+            bail!(
+                "cycle machine on the SDRAM {}: {:?} cycles, the {check} says {}",
+                workload(&shape),
+                stats.cycles,
+                plan.cycles()
+            );
+        }
+        check = "cycles = cycle machine";
+    }
+    let compute = model_row(&config, &plan, Kind::Model, check);
+    let end_to_end = link_row(&config, &plan, dram, memory, &compute)?;
+    let note = format!("{family}; on its SDRAM, core's machines (no RTL yet); compute only");
+    Ok(vec![compute.noted(note), end_to_end])
+}
+
 /// A model row: exact cycles at the config's clock.
 fn model_row(config: &ArrayConfig, plan: &GemmPlan, kind: Kind, check: &str) -> Row {
     let cycles = plan.cycles();
@@ -312,6 +355,11 @@ pub fn suite(
                     );
                 }
             }
+        }
+
+        // The board rebuilt with its SDRAM as its DRAM, where it carries one.
+        if let Some(sdram) = bench.board.and_then(|m| m.on_sdram()) {
+            rows.extend(sdram_rows(&config, shape, sdram, family)?);
         }
 
         // The board, over its serial port.
@@ -547,6 +595,8 @@ pub fn cpu_gemm(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> 
 /// decoupled one.
 fn model(config: &ArrayConfig) -> &'static str {
     match config.schedule {
+        // The tiler counts an SDRAM plan with the timing model (docs/DECISIONS.md 141).
+        _ if config.dram_port == DramPort::Sdram => "timing model",
         systole_core::Schedule::Blocking => "closed form",
         systole_core::Schedule::Decoupled => "timing model",
     }
@@ -570,6 +620,8 @@ mod tests {
             large_requests: false,
             rebuilt_baud: None,
             once_rebuilt: false,
+            sdram_bytes: None,
+            once_on_sdram: false,
         };
         let compute = model_row(&config, &plan, Kind::Model, "test");
         let r = link_row(&config, &plan, dram, memory, &compute).unwrap();
@@ -604,6 +656,31 @@ mod tests {
         let link = new_bytes * 10.0 / 2e6;
         assert!((new.seconds.unwrap() - link - compute.seconds.unwrap()).abs() < 1e-12);
         assert!(new.machine.contains("rebuilt") && new.note.contains("2040"), "{}", new.note);
+    }
+
+    /// The 85F prices a GEMM larger than its 64 KiB of block RAM on its SDRAM, rebuilt on it:
+    /// compute on the cycle machine, slower than on block RAM, and end to end at the fast link's
+    /// rate; a board without an SDRAM has no such rows.
+    #[test]
+    fn a_board_with_an_sdram_prices_what_its_block_ram_cannot_hold_on_it() {
+        let build = crate::bench::board_build("ulx3s", Some(Dtype::Int8), None).unwrap();
+        let memory = build.memory().unwrap();
+        let sdram = memory.on_sdram().unwrap();
+        assert_eq!((sdram.dram_bytes, sdram.baud, sdram.max_data()), (32 << 20, 2e6, 2040));
+        let shape = GemmShape { m: 128, k: 128, n: 128 };
+        let (plan, dram) = plan_of(&build.config, shape).unwrap();
+        assert!(dram > memory.dram_bytes, "{dram} bytes fit the block RAM");
+        let rows = sdram_rows(&build.config, shape, sdram, "square").unwrap();
+        let (compute, end_to_end) = (&rows[0], &rows[1]);
+        assert!(compute.machine.ends_with(", SDRAM"), "{}", compute.machine);
+        assert!(compute.check.contains("cycles = cycle machine"), "{}", compute.check);
+        assert!(compute.cycles.unwrap() > plan.cycles(), "{:?}", compute.cycles);
+        assert!(end_to_end.machine.contains("on its SDRAM: UART at 2000000 baud"));
+        let link = end_to_end.bytes.unwrap() as f64 * 10.0 / 2e6;
+        let want = link + compute.seconds.unwrap();
+        assert!((end_to_end.seconds.unwrap() - want).abs() < 1e-12);
+        let ice = crate::bench::board_build("icebreaker", Some(Dtype::Int8), None).unwrap();
+        assert_eq!(ice.memory().unwrap().on_sdram(), None);
     }
 
     #[test]
