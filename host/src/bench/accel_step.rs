@@ -126,8 +126,54 @@ pub fn rows(
             }
         }
     }
+    if let Some(sdram) = bench.board.and_then(|m| m.on_sdram()) {
+        let on = (graph, params, x, y);
+        rows.extend(sdram_rows(&config, on, b <= cycle_max_batch, sdram, workload)?);
+    }
     rows.append(&mut machine_rows);
     Ok(())
+}
+
+/// The step on the build rebuilt with its board's SDRAM as its DRAM (`memory`, from
+/// `BoardMemory::on_sdram`): compute only, on core's machines (the RTL's SDRAM port is not built
+/// yet: docs/DECISIONS.md 141), its cycles checked on the cycle machine where `cycle` allows;
+/// and end to end over the fast link.
+fn sdram_rows(
+    config: &ArrayConfig,
+    (graph, params, x, y): (&Graph, &Params, &[f32], &[u16]),
+    cycle: bool,
+    memory: BoardMemory,
+    workload: &dyn Fn(&str, Kind, &str) -> Row,
+) -> anyhow::Result<Vec<Row>> {
+    let config = config.with_dram_port(systole_core::DramPort::Sdram);
+    config.validate().map_err(|e| anyhow!("the board on its SDRAM: {e}"))?;
+    let b = y.len() as u32;
+    let step = compile_training(graph, &config, b).map_err(|e| anyhow!("batch {b}: {e}"))?;
+    let dram = AccelTrainer::dram_needed(graph, &config, b, b).map_err(|e| anyhow!("{e}"))?;
+    let label = super::accel_label(&config);
+    if dram > memory.dram_bytes {
+        let note = format!("needs {dram} bytes of DRAM; its SDRAM has {}", memory.dram_bytes);
+        return Ok(vec![workload(&label, Kind::Skipped, "bf16").checked("-").noted(note)]);
+    }
+    let mut check = "timing model";
+    if cycle {
+        let machine = golden(GoldenKind::Cycle, config, dram).map_err(|e| anyhow!("{e}"))?;
+        let mut t = AccelTrainer::new(machine, graph.clone(), params)
+            .map_err(|e| anyhow!("cycle machine on the SDRAM: {e}"))?;
+        let (_, work) = t.step(x, y).map_err(|e| anyhow!("cycle machine on the SDRAM: {e}"))?;
+        if work.cycles != step.cycles() {
+            bail!(
+                "cycle machine on the SDRAM, batch {b}: {} cycles, the compiled step says {}",
+                work.cycles,
+                step.cycles()
+            );
+        }
+        check = "cycles = cycle machine";
+    }
+    let compute = model_row(&config, &step, Kind::Model, check, workload);
+    let end_to_end = link_row(graph, params, (x, y), (&config, dram), memory, &compute)?;
+    let note = "on its SDRAM, core's machines (no RTL yet); compute only";
+    Ok(vec![compute.noted(note), end_to_end])
 }
 
 /// One step on a board end to end, as the host sees it: the step's batch, programs and
@@ -157,6 +203,27 @@ fn link_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A board with an SDRAM prices the step on it, rebuilt: its cycles the cycle machine's,
+    /// more than on block RAM, and end to end on the fast link.
+    #[test]
+    fn a_board_with_an_sdram_prices_a_step_on_it() {
+        let graph = super::super::train::graph();
+        let params = Params::init(&graph.net, 0);
+        let build = crate::bench::board_build("ulx3s", Some(Dtype::Bf16), None).unwrap();
+        let sdram = build.memory().unwrap().on_sdram().unwrap();
+        let (x, y) = (vec![0.25f32; 4 * 64], vec![1u16, 2, 3, 4]);
+        let row = |machine: &str, kind: Kind, dtype: &str| {
+            Row::new("train", "test", machine, kind, dtype, 1)
+        };
+        let on = (&graph, &params, x.as_slice(), y.as_slice());
+        let rows = sdram_rows(&build.config, on, true, sdram, &row).unwrap();
+        let (compute, end_to_end) = (&rows[0], &rows[1]);
+        assert_eq!(compute.check, "cycles = cycle machine");
+        let block_ram = compile_training(&graph, &build.config, 4).unwrap();
+        assert!(compute.cycles.unwrap() > block_ram.cycles(), "{:?}", compute.cycles);
+        assert!(end_to_end.machine.contains("on its SDRAM: UART at 2000000 baud"));
+    }
 
     /// A training step on a board end to end: the second step's bytes (the batch, its
     /// programs, the loss and hits read back, with the protocol's framing) at the baud rate,
