@@ -41,7 +41,7 @@ use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
 use systole_core::isa::Instruction;
 use systole_core::link::Traffic;
-use systole_core::{ArrayConfig, Dtype};
+use systole_core::{ArrayConfig, DramPort, Dtype};
 
 use crate::gpu::device::Gpu;
 use crate::gpu::GpuError;
@@ -408,6 +408,15 @@ impl BoardMemory {
         })
     }
 
+    /// The machine column of this build's end-to-end rows.
+    pub fn label(&self) -> String {
+        match (self.once_rebuilt, self.once_on_sdram) {
+            (_, true) => format!("board end to end, on its SDRAM: UART at {:.0} baud", self.baud),
+            (true, _) => format!("board end to end, rebuilt: UART at {:.0} baud", self.baud),
+            _ => format!("board end to end, UART at {:.0} baud", self.baud),
+        }
+    }
+
     /// Data bytes one memory request moves on this build.
     pub fn max_data(&self) -> usize {
         match self.large_requests {
@@ -421,12 +430,7 @@ impl BoardMemory {
     /// bits each, then the compute.
     pub fn end_to_end(&self, compute: &Row, traffic: Traffic, per: &str) -> Row {
         let (link, work) = (traffic.seconds_at(self.baud), compute.seconds.unwrap_or(0.0));
-        let machine = match (self.once_rebuilt, self.once_on_sdram) {
-            (_, true) => format!("board end to end, on its SDRAM: UART at {:.0} baud", self.baud),
-            (true, _) => format!("board end to end, rebuilt: UART at {:.0} baud", self.baud),
-            _ => format!("board end to end, UART at {:.0} baud", self.baud),
-        };
-        let r = Row { machine, kind: Kind::Model, cycles: None, ..compute.clone() };
+        let r = Row { machine: self.label(), kind: Kind::Model, cycles: None, ..compute.clone() };
         r.timed(link + work, compute.peak_macs_per_s)
             .moved(traffic.bytes())
             .checked("link bytes counted on an emulated board")
@@ -521,7 +525,7 @@ pub fn accel_label(config: &ArrayConfig) -> String {
         crate::report::schedule_word(config),
         crate::table::mhz(config.clock_mhz),
         match config.dram_port {
-            systole_core::DramPort::Sdram => ", SDRAM",
+            DramPort::Sdram => ", SDRAM",
             _ => "",
         }
     )
@@ -532,10 +536,16 @@ pub fn peak_of(config: &ArrayConfig) -> f64 {
     config.pe_count() as f64 * config.clock_mhz * 1e6
 }
 
-/// The model's DRAM bandwidth: `Load` moves one scratchpad row, `max(R, C)` elements, per
-/// cycle (docs/PERFORMANCE_MODEL.md).
+/// The model's DRAM bandwidth: on the row port `Load` moves one scratchpad row, `max(R, C)`
+/// elements, per cycle (docs/PERFORMANCE_MODEL.md); the byte port a byte, the SDRAM a 16-bit
+/// word.
 pub fn dram_bandwidth(config: &ArrayConfig) -> f64 {
-    (config.spad_width() * config.dtype.elem_bytes()) as f64 * config.clock_mhz * 1e6
+    let bytes_a_cycle = match config.dram_port {
+        DramPort::Row => (config.spad_width() * config.dtype.elem_bytes()) as f64,
+        DramPort::Byte => 1.0,
+        DramPort::Sdram => systole_core::sdram::WORD_BYTES as f64,
+    };
+    bytes_a_cycle * config.clock_mhz * 1e6
 }
 
 /// Bytes a program moves between DRAM and the on-chip memories.

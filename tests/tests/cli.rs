@@ -864,8 +864,11 @@ fn each_dtype_has_its_own_measured_board_build() {
 /// that fits is timed compute only and end to end over the board's UART.
 #[test]
 fn bench_prices_a_board_on_its_own_memory_and_link() {
+    let s = Scratch::new();
+    let svg = s.path("bench.svg");
     let args = ["bench", "--machine", "board", "--board", "ulx3s", "--suite", "gemm"];
-    let out = systole(args.iter().copied().chain(["--sizes", "64,256"]));
+    let plot = ["--sizes", "64,256", "--plot", svg.to_str().unwrap()];
+    let out = systole(args.iter().copied().chain(plot));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let dram = systole_boards::board::ULX3S_85F.memories.dram_bytes;
@@ -876,6 +879,21 @@ fn bench_prices_a_board_on_its_own_memory_and_link() {
     assert!(big.contains("skipped"), "{big}");
     assert!(stdout.contains("64x64x64     board end to end, UART at 115207 baud"), "{stdout}");
     assert!(stdout.contains("square; compute only"), "{stdout}");
+    // What the block RAM cannot hold runs on the board's SDRAM, rebuilt, and end to end.
+    let on_sdram = stdout
+        .lines()
+        .find(|l| l.starts_with("256x256x256  accelerator 18x8 ws decoupled @ 50 MHz, SDRAM"));
+    assert!(on_sdram.is_some_and(|l| l.contains(" model ")), "{stdout}");
+    assert!(stdout.contains("256x256x256  board end to end, on its SDRAM: UART at 2000000 baud"));
+    // The roofline has the SDRAM's roof and the link's, as built and on the fast link.
+    let svg = std::fs::read_to_string(svg).unwrap();
+    for roof in [
+        "roof of accelerator 18x8 ws decoupled @ 50 MHz, SDRAM (int8)",
+        "roof of board end to end, UART at 115207 baud (int8)",
+        "roof of board end to end, on its SDRAM: UART at 2000000 baud (int8)",
+    ] {
+        assert!(svg.contains(roof), "{roof}");
+    }
 }
 
 /// The ULX3S's PLL makes 12.5 MHz when asked for 12 (its 25 MHz input cannot give 12 within the

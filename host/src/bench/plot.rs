@@ -1,7 +1,7 @@
 //! `--plot`: one SVG with two charts. Left, GEMM throughput against size (square `N^3`
 //! shapes), one line per machine. Right, a roofline: attainable MAC/s against arithmetic
-//! intensity (MACs per byte moved) for the accelerator config and the projected array, with
-//! every GEMM row that moved bytes as a point.
+//! intensity (MACs per byte moved) for the accelerator config and the projected array, and on a
+//! board for its SDRAM and its host link, with every GEMM row that moved bytes as a point.
 
 use std::collections::BTreeMap;
 
@@ -123,10 +123,23 @@ fn draw(
         bench.projected.clock_mhz,
         bench.projected.dtype.name()
     );
-    let roofs = [
+    let mut roofs = vec![
         (accel_key(&bench.config), peak_of(&bench.config), dram_bandwidth(&bench.config)),
         (projected_key, peak_of(&bench.projected), dram_bandwidth(&bench.projected)),
     ];
+    // A board's: its SDRAM, where it carries one, and its link as built and on the fast link,
+    // 10 bits a byte (the end-to-end rows' bytes are the link's).
+    if let Some(memory) = bench.board {
+        let peak = peak_of(&bench.config);
+        if memory.on_sdram().is_some() {
+            let c = bench.config.with_dram_port(systole_core::DramPort::Sdram);
+            roofs.push((accel_key(&c), peak, dram_bandwidth(&c)));
+        }
+        let dtype = bench.config.dtype.name();
+        for link in [Some(memory), memory.rebuilt(), memory.on_sdram()].into_iter().flatten() {
+            roofs.push((format!("{} ({dtype})", link.label()), peak, link.baud / 10.0));
+        }
+    }
     let points = series(&gemm, |r| r.macs_per_byte.is_some());
     let (i_lo, i_hi) = decades(
         points
