@@ -520,7 +520,9 @@ impl ArrayConfig {
         }
         if self.dram_port == DramPort::Sdram {
             ArrayConfig::check_clock(self.clock_mhz)?;
-            crate::sdram::SdramTiming::at(&crate::sdram::SDRAM_PART, self.clock_mhz)
+            let part = crate::sdram::SDRAM_PART;
+            let ratio = crate::sdram::clock_ratio(&part, self.clock_mhz);
+            crate::sdram::SdramTiming::at(&part, self.clock_mhz * ratio as f64)
                 .map_err(ConfigError::SdramClock)?;
         }
         let one_port_ok =

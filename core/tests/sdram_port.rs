@@ -73,11 +73,13 @@ fn a_gemm_on_the_sdram_is_exact_and_slower_than_on_block_ram() {
 }
 
 /// Two rows of a `Load` in different rows of the same bank: the second pays a PRECHARGE and an
-/// ACTIVE (tRAS from the first ACTIVE, then tRP, then tRCD), and a refresh due in between
-/// closes the row first, on its cadence from the run's start.
+/// ACTIVE (tRAS from the first ACTIVE, then tRP, then tRCD), and a refresh due in the middle of
+/// a transfer closes the row first, on its cadence from the run's start. A 50 MHz array's SDRAM
+/// runs at 100 MHz (two SDRAM cycles an array cycle): CAS 2, tRCD 2, tRP 2, tRAS 5, tRC 7, tRFC
+/// 7, a refresh every 781 SDRAM cycles; a row lands in the array cycle holding its last word's.
 #[test]
 fn a_row_miss_and_a_refresh_cost_their_datasheet_cycles() {
-    let cfg = sdram(4, Dtype::Int8, 50.0, Schedule::Decoupled); // cas 2, rcd 1, rp 1, ras 3, rfc 4, refi 390
+    let cfg = sdram(4, Dtype::Int8, 50.0, Schedule::Decoupled);
     let row_bytes = SDRAM_PART.geometry.cols * 2 * SDRAM_PART.geometry.banks;
     let load = |dram_addr, row_stride| Instruction::Load {
         spad_row: 0,
@@ -93,16 +95,23 @@ fn a_row_miss_and_a_refresh_cost_their_datasheet_cycles() {
         (lands, d)
     };
     let mut bus = SdramBus::new(&cfg);
-    // REFRESH at 0; ACTIVE at 4, READ at 5 (word at 9); the next row of bank 0: PRECHARGE at 7
-    // (tRAS: 4 + 3), ACTIVE at 8, READ at 9 (word at 13).
-    assert_eq!(time(&mut bus, &load(0, row_bytes), 0), (vec![9, 13], 14));
-    // Refresh 1 is due at 390: a load offered at 388 reads its two words from the open row
-    // before it, and one at 390 waits for the PRECHARGE ALL (390), the REFRESH (391) and tRFC
-    // (395) before its ACTIVE.
+    let t = bus.controller.timing;
+    assert_eq!(
+        (bus.ratio, t.cas, t.rcd, t.rp, t.ras, t.rc, t.rfc, t.refi),
+        (2, 2, 2, 2, 5, 7, 7, 781)
+    );
+    // SDRAM cycles: REFRESH at 0; ACTIVE at 7, READ at 9 (word at 13, array cycle 6); the next
+    // row of bank 0: PRECHARGE at 12 (tRAS: 7 + 5), ACTIVE at 14, READ at 16 (word at 20,
+    // array cycle 10).
+    assert_eq!(time(&mut bus, &load(0, row_bytes), 0), (vec![6, 10], 11));
+    // Refresh 1 is due at SDRAM cycle 781. A load from array cycle 388 (SDRAM 776) reads its two
+    // words from the open row before it (READs at 776 and 777, words at 780 and 781, both in
+    // array cycle 390). One from array cycle 390 (SDRAM 780) reads its first word (READ at 780);
+    // then the refresh: PRECHARGE ALL at 781, REFRESH at 783, ACTIVE at 790, READ at 792, the
+    // word at 796, array cycle 398.
     let mut late = bus.clone();
-    assert_eq!(time(&mut bus, &load(row_bytes, 2), 388), (vec![4, 5], 6));
-    let (lands, _) = time(&mut late, &load(row_bytes, 2), 390);
-    assert_eq!(lands, vec![10, 11]);
+    assert_eq!(time(&mut bus, &load(row_bytes, 2), 388), (vec![2, 2], 3));
+    assert_eq!(time(&mut late, &load(row_bytes, 2), 390), (vec![2, 8], 9));
     assert_eq!(late.controller.refreshes(), 2);
 }
 

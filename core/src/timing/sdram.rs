@@ -5,11 +5,16 @@
 //!
 //! # The rules (the contract the RTL meets)
 //!
-//! One transfer holds the SDRAM at a time (`scoreboard::Footprint::dram_bus`), so transfers
-//! reach the controller in dispatch order. A transfer dispatched in cycle `at` offers its words
-//! one after another, each from the cycle after the one before it was accepted: a read's from
-//! cycle `at`, a write's from `at + read_stages` (its first source row read through the memory's
-//! output registers), plus `convert_stages` for a `StoreBf16` (its row through the lanes).
+//! The SDRAM and its controller run on a clock `k` times the array's
+//! ([`crate::sdram::clock_ratio`]: 2 where the part allows, edges aligned), so array cycle `c`
+//! is SDRAM cycles `k c .. k c + k - 1`, and the controller's cycles (and its refresh cadence)
+//! count from the run's first SDRAM cycle. One transfer holds the SDRAM at a time
+//! (`scoreboard::Footprint::dram_bus`), so transfers reach the controller in dispatch order. A
+//! transfer dispatched in array cycle `at` offers its words one after another, each from the
+//! SDRAM cycle after the one before it was accepted: a read's from the first SDRAM cycle of array
+//! cycle `at`, a write's from that of `at + read_stages` (its first source row read through the
+//! memory's output registers), plus `convert_stages` for a `StoreBf16` (its row through the
+//! lanes).
 //!
 //! * Row `r` of the transfer starts at byte `dram_addr + r * row_stride * es` (`es` the bytes
 //!   of its DRAM elements: the dtype's for `Load` and `StoreSpad`, 4 for `LoadAcc` and
@@ -17,15 +22,17 @@
 //!   (`elem_stride` 1; 0, a repeated element, is the one element's bytes), else one span per
 //!   element. Each span moves the 16-bit words that cover it ([`WORD_BYTES`]), in order; a
 //!   write of a partial word masks the other byte (the chip's DQM pins).
-//! * A row lands in the cycle its last word is done: a read's word reaches the controller
-//!   ([`Controller::read_latency`] after its READ), a write's WRITE is given. The transfer is
-//!   in flight until the cycle after its last row lands.
+//! * A row lands in the array cycle that holds the SDRAM cycle its last word is done in: a
+//!   read's word reaches the controller ([`Controller::read_latency`] after its READ), a write's
+//!   WRITE is given. The transfer is in flight until the array cycle after its last row lands.
 //! * Between transfers the controller gives the refreshes due, on their cadence from the
 //!   run's start.
 
 use crate::config::ArrayConfig;
 use crate::isa::Instruction;
-use crate::sdram::{Command, Controller, Request, SdramTiming, SDRAM_PART, WORD_BYTES};
+use crate::sdram::{
+    clock_ratio, Command, Controller, Request, SdramTiming, SDRAM_PART, WORD_BYTES,
+};
 
 /// The DRAM side of a transfer: where its rows are, which way they go, and from which cycle
 /// after its dispatch it offers words.
@@ -113,29 +120,33 @@ impl Transfer {
     }
 }
 
-/// The SDRAM as a run sees it: core's controller, from the run's first cycle.
+/// The SDRAM as a run sees it: core's controller, from the run's first cycle, on a clock
+/// `ratio` times the array's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SdramBus {
     pub controller: Controller,
+    pub ratio: u64,
 }
 
 impl SdramBus {
     /// The SDRAM at the start of a run of a machine of `config` (whose clock the part's
     /// timing allows: `ArrayConfig::validate`).
     pub fn new(config: &ArrayConfig) -> SdramBus {
-        let timing = SdramTiming::at(&SDRAM_PART, config.clock_mhz)
+        let ratio = clock_ratio(&SDRAM_PART, config.clock_mhz);
+        let timing = SdramTiming::at(&SDRAM_PART, config.clock_mhz * ratio as f64)
             .unwrap_or_else(|e| panic!("an SDRAM machine of an unvalidated config: {e}"));
-        SdramBus { controller: Controller::new(timing, SDRAM_PART.geometry) }
+        SdramBus { controller: Controller::new(timing, SDRAM_PART.geometry), ratio }
     }
 
-    /// Times `transfer` dispatched in cycle `at` (at or after the last transfer's end): `row(r,
-    /// lands)` gets the cycle, counted from `at`, each row lands in. Returns the cycles it is in
-    /// flight.
+    /// Times `transfer` dispatched in array cycle `at` (at or after the last transfer's end):
+    /// `row(r, lands)` gets the array cycle, counted from `at`, each row lands in. Returns the
+    /// array cycles it is in flight.
     pub fn time(&mut self, transfer: &Transfer, at: u64, mut row: impl FnMut(u64, u64)) -> u64 {
+        let k = self.ratio;
         let c = &mut self.controller;
-        c.idle_until(at + transfer.lead, |_, _| {});
+        c.idle_until((at + transfer.lead) * k, |_, _| {});
         let write = transfer.write.then_some(0);
-        let mut end = at;
+        let mut end = at * k;
         for r in 0..transfer.rows {
             transfer.spans(r, |lo, n| {
                 for word in lo / WORD_BYTES..=(lo + n - 1) / WORD_BYTES {
@@ -150,9 +161,9 @@ impl SdramBus {
                     };
                 }
             });
-            row(r, end - at);
+            row(r, end / k - at);
         }
-        end + 1 - at
+        end / k + 1 - at
     }
 }
 
@@ -189,20 +200,22 @@ mod tests {
         assert_eq!(Transfer::of(&c, &Instruction::Sync), None);
     }
 
-    /// At 50 MHz (CAS 2, tRCD 1): the run's first refresh at cycle 0 holds the first ACTIVE
-    /// until tRFC (4), the READ follows tRCD later, and the word reaches the controller
-    /// `read_latency` (4) after it; the next row, in the open row, a cycle a word later.
+    /// A 50 MHz array's SDRAM at 100 MHz (CAS 2, tRCD 2, tRFC 7, in SDRAM cycles): the run's
+    /// first refresh at cycle 0 holds the first ACTIVE until tRFC, the READ follows tRCD later,
+    /// and the word reaches the controller `read_latency` (4) after it; the next row's word, in
+    /// the open row, an SDRAM cycle later. Rows land in the array cycle holding their word's.
     #[test]
     fn a_load_waits_for_the_first_refresh_then_streams_a_word_a_cycle() {
         let c = config();
         let mut bus = SdramBus::new(&c);
+        assert_eq!((bus.ratio, bus.controller.timing.rcd, bus.controller.timing.rfc), (2, 2, 7));
         assert_eq!(bus.controller.read_latency(), 4);
         let mut lands = [0u64; 2];
         let ins = load(0, 2, 2, 2, 1);
         let d = bus.time(&Transfer::of(&c, &ins).unwrap(), 0, |r, at| lands[r as usize] = at);
-        // REFRESH at 0, ACTIVE at 4, READs at 5 and 6; words at 9 and 10.
-        assert_eq!(lands, [9, 10]);
-        assert_eq!(d, 11);
+        // REFRESH at 0, ACTIVE at 7, READs at 9 and 10; words at 13 and 14: array cycles 6, 7.
+        assert_eq!(lands, [6, 7]);
+        assert_eq!(d, 8);
         // A write from the same row later: no ACTIVE, its WRITE at its first offer.
         let store =
             Instruction::StoreSpad { spad_row: 0, dram_addr: 4, rows: 1, len: 2, row_stride: 2 };
