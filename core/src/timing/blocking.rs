@@ -11,23 +11,6 @@ use crate::config::{ArrayConfig, DramPort};
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 
-pub(super) fn schedule(
-    config: &ArrayConfig,
-    program: &[Instruction],
-    mut on_dispatch: impl FnMut(usize, u64),
-) -> Result<u64, (usize, ExecErrorKind)> {
-    let mut scheduler = Scheduler::new(config);
-    for (index, ins) in program.iter().enumerate() {
-        let at = scheduler.push(ins).map_err(|kind| (index, kind))?;
-        on_dispatch(index, at);
-        if *ins == Instruction::Halt {
-            return Ok(at + 1);
-        }
-    }
-    // validate_program guarantees a Halt; a program without one never finishes.
-    Ok(u64::MAX)
-}
-
 /// The blocking timing model fed one instruction at a time.
 #[derive(Clone)]
 pub struct Scheduler {

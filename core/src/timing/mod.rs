@@ -249,12 +249,18 @@ fn work_cycles(config: &ArrayConfig, ins: &Instruction) -> u64 {
 pub fn schedule(
     config: &ArrayConfig,
     program: &[Instruction],
-    on_dispatch: impl FnMut(usize, u64),
+    mut on_dispatch: impl FnMut(usize, u64),
 ) -> Result<u64, (usize, ExecErrorKind)> {
-    match config.schedule {
-        Schedule::Blocking => blocking::schedule(config, program, on_dispatch),
-        Schedule::Decoupled => decoupled::schedule(config, program, on_dispatch),
+    let mut scheduler = Scheduler::new(config);
+    for (index, ins) in program.iter().enumerate() {
+        let at = scheduler.push(ins).map_err(|kind| (index, kind))?;
+        on_dispatch(index, at);
+        if *ins == Instruction::Halt {
+            return Ok(at + 1);
+        }
     }
+    // validate_program guarantees a Halt; a program without one never finishes.
+    Ok(u64::MAX)
 }
 
 /// The timing model of a config's schedule fed one instruction at a time, so a program need
