@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail};
 use serde::Serialize;
 use systole_core::exec::{softmax_cross_entropy, BatchOutcome, Executor, Plain};
 use systole_core::graph::{Graph, Sgd};
+use systole_core::link::Traffic;
 use systole_core::params::Params;
 use systole_core::train::{AccelTrainer, Work};
 
@@ -48,6 +49,11 @@ pub trait StepTrainer {
     fn take_work(&mut self) -> Option<Work> {
         None
     }
+    /// What the training steps since the last call sent and received over the host link;
+    /// `None` for a trainer reached over none.
+    fn take_link(&mut self) -> Option<Traffic> {
+        None
+    }
 }
 
 /// The f32 CPU reference executor, as a [`StepTrainer`].
@@ -79,11 +85,14 @@ pub struct AccelStepTrainer {
     pub label: String,
     /// Work of the training steps since [`StepTrainer::take_work`] last took it.
     pub work: Work,
+    /// The link traffic of the training steps since [`StepTrainer::take_link`] last took it.
+    pub link: Traffic,
 }
 
 impl AccelStepTrainer {
     pub fn new(trainer: AccelTrainer, label: impl Into<String>) -> AccelStepTrainer {
-        AccelStepTrainer { trainer, label: label.into(), work: Work::default() }
+        let (work, link) = (Work::default(), Traffic::default());
+        AccelStepTrainer { trainer, label: label.into(), work, link }
     }
 }
 
@@ -93,9 +102,13 @@ impl StepTrainer for AccelStepTrainer {
     }
     fn step(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome> {
         check_batch(&self.trainer.graph, x, labels)?;
+        let before = self.trainer.machine.link_traffic();
         let (outcome, work) =
             self.trainer.step(x, labels).map_err(|e| anyhow!("accelerator: {e}"))?;
         self.work += work;
+        if let Some((after, before)) = self.trainer.machine.link_traffic().zip(before) {
+            self.link += after - before;
+        }
         Ok(outcome)
     }
     fn evaluate(&mut self, x: &[f32], labels: &[u16]) -> anyhow::Result<BatchOutcome> {
@@ -107,6 +120,10 @@ impl StepTrainer for AccelStepTrainer {
     }
     fn take_work(&mut self) -> Option<Work> {
         Some(core::mem::take(&mut self.work))
+    }
+    fn take_link(&mut self) -> Option<Traffic> {
+        let link = core::mem::take(&mut self.link);
+        self.trainer.machine.link_traffic().map(|_| link)
     }
 }
 
@@ -121,6 +138,9 @@ pub struct CurvePoint {
     /// The accelerator's cycles and MACs over the epoch's training steps.
     #[serde(skip)]
     pub work: Option<Work>,
+    /// What the epoch's training steps sent and received over the host link, if any.
+    #[serde(skip)]
+    pub link: Option<Traffic>,
 }
 
 /// A training run's curve on one machine.
@@ -223,6 +243,7 @@ pub fn train_curves<'t>(
                 loss: sum.0 / sum.2.max(1) as f64,
                 train_accuracy: sum.1 as f64 / sum.2.max(1) as f64,
                 work: t.take_work(),
+                link: t.take_link(),
                 test_accuracy: accuracy_of(&mut **t, test)?,
             };
             curve.points.push(point);

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 use systole_core::compile::CompiledStep;
+use systole_core::link::Traffic;
 use systole_core::train::Work;
 use systole_core::ArrayConfig;
 
@@ -146,6 +147,39 @@ pub struct EpochReport {
     /// `macs / (rows * cols * cycles)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub utilization: Option<f64>,
+    /// What the epoch's training steps sent and received over the host link, on a machine
+    /// reached over one (`rtl`, `board`), and the steps end to end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkReport>,
+}
+
+/// What crossed the host link for a run (a GEMM, an epoch's training steps), at the link's
+/// baud rate, and the run end to end beside its compute.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LinkReport {
+    pub requests: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub baud: f64,
+    /// The bytes at `baud`, 10 bits each.
+    pub seconds: f64,
+    /// The link's seconds and the compute's: the run end to end, as the host sees it.
+    pub end_to_end_seconds: f64,
+}
+
+impl LinkReport {
+    /// `traffic` at `baud`, beside `compute_seconds` of the accelerator's.
+    pub fn new(traffic: Traffic, baud: f64, compute_seconds: f64) -> LinkReport {
+        let seconds = traffic.seconds_at(baud);
+        LinkReport {
+            requests: traffic.requests,
+            bytes_out: traffic.bytes_out,
+            bytes_in: traffic.bytes_in,
+            baud,
+            seconds,
+            end_to_end_seconds: seconds + compute_seconds,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

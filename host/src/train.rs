@@ -32,7 +32,7 @@ use crate::machines::{Link, MachineKind};
 use crate::model::{accuracy, f32_predictions};
 use crate::network::describe;
 use crate::progress::EpochProgress;
-use crate::report::{self, EpochReport, RunReport, Totals};
+use crate::report::{self, EpochReport, LinkReport, RunReport, Totals};
 use crate::train_dtype::TrainDtype;
 
 /// Where `systole train` trains.
@@ -176,7 +176,9 @@ impl Training<'_> {
         let (args, train, test) = (self.settings, &self.split.train, &self.split.test);
         let order = Batches::new(train.len(), self.batch(), args.seed);
         let mut batches = Shuffled { order, samples: train };
-        let mut lines = EpochLines { epochs: args.epochs, config, progress: None, reports: vec![] };
+        let baud = config.and_then(|c| crate::machines::link_baud(args.machine, &args.link, &c));
+        let mut lines =
+            EpochLines { epochs: args.epochs, config, baud, progress: None, reports: vec![] };
         let test = (&test.x[..], &test.labels[..]);
         train_curves(trainers, args.epochs, &mut batches, test, &args.sgd, &mut lines)?;
         Ok(lines.reports)
@@ -366,6 +368,8 @@ struct EpochLines {
     epochs: u32,
     /// The accelerator's array, when the first trainer is the accelerator.
     config: Option<ArrayConfig>,
+    /// Its host link's baud rate, on a machine reached over one.
+    baud: Option<f64>,
     progress: Option<EpochProgress>,
     reports: Vec<EpochReport>,
 }
@@ -398,6 +402,12 @@ impl Observer for EpochLines {
             cycles: work.map(|(w, _)| w.cycles),
             macs: work.map(|(w, _)| w.macs),
             utilization: work.map(|(w, c)| report::utilization(&c, w)),
+            link: match (p.link, self.baud, work) {
+                (Some(traffic), Some(baud), Some((w, c))) => {
+                    Some(LinkReport::new(traffic, baud, w.cycles as f64 / (c.clock_mhz * 1e6)))
+                }
+                _ => None,
+            },
         };
         if let Some(progress) = self.progress.take() {
             progress.finish(&report.line(self.epochs));

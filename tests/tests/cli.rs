@@ -695,8 +695,23 @@ fn training_on_a_board_over_serial_equals_the_cycle_machine() {
     );
     assert_eq!(board["config"]["machine"], "board");
     assert_eq!(cycle["epochs"].as_array().unwrap().len(), 2);
+    // Each board epoch says what its steps sent and received over the link, at its baud rate,
+    // and the steps end to end; the cycle machine has no link.
+    let mut board_epochs = board["epochs"].clone();
+    for epoch in board_epochs.as_array_mut().unwrap() {
+        let link = epoch.as_object_mut().unwrap().remove("link").expect("a link object");
+        let bytes = link["bytes_out"].as_u64().unwrap() + link["bytes_in"].as_u64().unwrap();
+        // At least every training row's 64 BF16 features, once an epoch.
+        assert!(link["bytes_out"].as_u64().unwrap() > 1438 * 64 * 2, "the batches: {link}");
+        assert_eq!(link["baud"], 115_200.0);
+        assert_seconds(link["seconds"].as_f64(), (bytes * 10) as f64 / 115_200.0);
+        let compute = epoch["cycles"].as_u64().unwrap() as f64 / 100e6;
+        let link_seconds = link["seconds"].as_f64().unwrap();
+        assert_seconds(link["end_to_end_seconds"].as_f64(), link_seconds + compute);
+    }
+    assert!(cycle["epochs"][0].get("link").is_none());
     // Every epoch's loss, accuracies and cycles, bit for bit: one semantics on both machines.
-    assert_eq!(board["epochs"], cycle["epochs"]);
+    assert_eq!(board_epochs, cycle["epochs"]);
     assert_eq!(board["step"], cycle["step"]);
     assert_eq!(board["test_accuracy_bf16"], cycle["test_accuracy_bf16"]);
     assert!(board["test_accuracy_bf16"].as_f64().unwrap() > 0.3, "it learns: {}", board);

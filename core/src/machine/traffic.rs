@@ -39,3 +39,11 @@ impl core::ops::Sub for Traffic {
         }
     }
 }
+
+impl core::ops::AddAssign for Traffic {
+    fn add_assign(&mut self, more: Traffic) {
+        self.requests += more.requests;
+        self.bytes_out += more.bytes_out;
+        self.bytes_in += more.bytes_in;
+    }
+}

@@ -14,6 +14,7 @@ use crate::cli::GemmArgs;
 use crate::limits::check_memory;
 use crate::npy::{self, Matrix};
 use crate::outputs::Outputs;
+use crate::report::LinkReport;
 
 pub fn run(args: &GemmArgs) -> anyhow::Result<()> {
     let dtype = Dtype::from(args.dtype);
@@ -165,19 +166,6 @@ struct GemmReport {
     link: Option<LinkReport>,
 }
 
-/// A run's host link: A, B, the program and C, with the protocol's framing and polls.
-#[derive(Debug, Serialize)]
-struct LinkReport {
-    requests: u64,
-    bytes_out: u64,
-    bytes_in: u64,
-    baud: f64,
-    /// The bytes at `baud`, 10 bits each.
-    seconds: f64,
-    /// The link's seconds and the compute's (`time_us`): the run end to end, as the host sees it.
-    end_to_end_seconds: f64,
-}
-
 impl GemmReport {
     fn new(plan: &GemmPlan, run: &GemmRun) -> GemmReport {
         let (config, stats) = (&plan.config, &run.stats);
@@ -208,16 +196,9 @@ impl GemmReport {
             utilization: stats.macs as f64 / (config.pe_count() as f64 * cycles as f64),
             time_us: cycles as f64 / config.clock_mhz,
             scalesim_cycles: scalesim_cycles(config, &plan.shape),
+            // A, B, the program and C, with the protocol's framing and polls.
             link: run.link.map(|(traffic, baud)| {
-                let seconds = traffic.seconds_at(baud);
-                LinkReport {
-                    requests: traffic.requests,
-                    bytes_out: traffic.bytes_out,
-                    bytes_in: traffic.bytes_in,
-                    baud,
-                    seconds,
-                    end_to_end_seconds: seconds + cycles as f64 / (config.clock_mhz * 1e6),
-                }
+                LinkReport::new(traffic, baud, cycles as f64 / (config.clock_mhz * 1e6))
             }),
         }
     }
