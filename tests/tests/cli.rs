@@ -601,6 +601,36 @@ fn emulated_board_of(
     (path, server)
 }
 
+/// A GEMM on the SDRAM port (the golden machines; the RTL refuses it by name): the same C, more
+/// cycles than on block RAM, and its line and stats say which DRAM.
+#[test]
+fn a_gemm_on_the_sdram_port_says_so_and_takes_longer() {
+    let s = valid_inputs(Dtype::Int8);
+    let stats = |name: &str, extra: &[&str]| -> (Value, String) {
+        let json = s.path(name);
+        let mut args = vec!["--machine", "cycle", "--clock-mhz", "50", "--stats"];
+        args.push(json.to_str().unwrap());
+        args.extend(extra);
+        let out = gemm_in(&s, "int8", &args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(read_npy::<i32>(&s.path("C.npy")).2, vec![8; 6]);
+        let v = serde_json::from_reader(File::open(json).unwrap()).unwrap();
+        (v, String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (row, row_line) = stats("row.json", &[]);
+    let (sdram, sdram_line) = stats("sdram.json", &["--dram-port", "sdram"]);
+    assert_eq!(
+        (row["dram_port"].as_str(), sdram["dram_port"].as_str()),
+        (Some("row"), Some("sdram"))
+    );
+    assert!(sdram["cycles"].as_u64() > row["cycles"].as_u64(), "{sdram} against {row}");
+    assert!(sdram_line.contains("array, its DRAM the SDRAM, cycle machine"), "{sdram_line}");
+    assert!(!row_line.contains("SDRAM"), "{row_line}");
+    let out =
+        gemm_in(&s, "int8", &["--machine", "rtl", "--dram-port", "sdram", "--clock-mhz", "50"]);
+    assert_fails_naming(&out, &["dram_port = sdram", "the functional and cycle machines run it"]);
+}
+
 /// A board built before large requests says so in its identity, and the host moves each
 /// operand in requests it takes: a 40 x 40 A (1,600 bytes) in seven, not one it refuses.
 #[test]

@@ -8,7 +8,7 @@ use systole_core::isa::Instruction;
 use systole_core::link::Traffic;
 use systole_core::machine::run_gemm;
 use systole_core::tiler::{scalesim_cycles, GemmLayout, GemmPlan, GemmShape};
-use systole_core::{ArrayConfig, Dtype, Schedule, Stats};
+use systole_core::{ArrayConfig, DramPort, Dtype, Schedule, Stats};
 
 use crate::cli::GemmArgs;
 use crate::limits::check_memory;
@@ -138,6 +138,10 @@ struct GemmReport {
     dataflow: &'static str,
     /// "blocking" or "decoupled" (`--schedule`).
     schedule: &'static str,
+    /// How the DRAM moves bytes: `row`, `byte` or `sdram`.
+    dram_port: &'static str,
+    #[serde(skip)]
+    port: DramPort,
     rows: u16,
     cols: u16,
     spad_depth: u32,
@@ -180,6 +184,8 @@ impl GemmReport {
             dtype: config.dtype.name(),
             dataflow: config.dataflow.short_name(),
             schedule: config.schedule.name(),
+            dram_port: config.dram_port.name(),
+            port: config.dram_port,
             rows: config.rows,
             cols: config.cols,
             spad_depth: config.spad_depth,
@@ -224,7 +230,7 @@ impl GemmReport {
             ),
         };
         let compute = format!(
-            "gemm {}x{}x{} {} on a {}x{} {} {} array, {} machine: {} cycles{}, {:.1}% utilization, \
+            "gemm {}x{}x{} {} on a {}x{} {} {} array{}, {} machine: {} cycles{}, {:.1}% utilization, \
              {:.3} us at {} MHz",
             self.m,
             self.k,
@@ -234,6 +240,7 @@ impl GemmReport {
             self.cols,
             self.dataflow,
             self.schedule,
+            crate::report::dram_port_words(self.port),
             self.machine,
             self.cycles,
             note,
