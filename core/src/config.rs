@@ -520,9 +520,7 @@ impl ArrayConfig {
         }
         if self.dram_port == DramPort::Sdram {
             ArrayConfig::check_clock(self.clock_mhz)?;
-            let part = crate::sdram::SDRAM_PART;
-            let ratio = crate::sdram::clock_ratio(&part, self.clock_mhz);
-            crate::sdram::SdramTiming::at(&part, self.clock_mhz * ratio as f64)
+            crate::sdram::timing_under(&crate::sdram::SDRAM_PART, self.clock_mhz)
                 .map_err(ConfigError::SdramClock)?;
         }
         let one_port_ok =

@@ -372,13 +372,21 @@ pub struct BoardMemory {
     /// For a build from before the fast link: the same build's UART rate on it (its board's
     /// bridge's, `systole_boards::bridge`), priced beside the rate as built.
     pub rebuilt_baud: Option<f64>,
-    /// This is such a build's link once rebuilt ([`BoardMemory::rebuilt`]), not its own.
-    pub once_rebuilt: bool,
+    /// Whether this is the build as built, or as one of its rebuilds prices it.
+    pub rebuild: Rebuild,
     /// The bytes of the board's SDRAM, where it carries one (`systole_boards::board::Board::
     /// sdram`): the DRAM of the build rebuilt on it ([`BoardMemory::on_sdram`]).
     pub sdram_bytes: Option<usize>,
-    /// This is the build's memory once rebuilt on its board's SDRAM, not its own.
-    pub once_on_sdram: bool,
+}
+
+/// Which build a [`BoardMemory`] describes: the one measured, or how it would be rebuilt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rebuild {
+    AsBuilt,
+    /// On the fast link ([`BoardMemory::rebuilt`]).
+    FastLink,
+    /// On its board's SDRAM, and the fast link ([`BoardMemory::on_sdram`]).
+    OnSdram,
 }
 
 impl BoardMemory {
@@ -389,7 +397,7 @@ impl BoardMemory {
             baud,
             large_requests: true,
             rebuilt_baud: None,
-            once_rebuilt: true,
+            rebuild: Rebuild::FastLink,
             ..*self
         })
     }
@@ -399,22 +407,17 @@ impl BoardMemory {
     pub fn on_sdram(&self) -> Option<BoardMemory> {
         let dram_bytes = self.sdram_bytes?;
         let fast = self.rebuilt().unwrap_or(*self);
-        Some(BoardMemory {
-            dram_bytes,
-            sdram_bytes: None,
-            once_rebuilt: false,
-            once_on_sdram: true,
-            ..fast
-        })
+        Some(BoardMemory { dram_bytes, sdram_bytes: None, rebuild: Rebuild::OnSdram, ..fast })
     }
 
     /// The machine column of this build's end-to-end rows.
     pub fn label(&self) -> String {
-        match (self.once_rebuilt, self.once_on_sdram) {
-            (_, true) => format!("board end to end, on its SDRAM: UART at {:.0} baud", self.baud),
-            (true, _) => format!("board end to end, rebuilt: UART at {:.0} baud", self.baud),
-            _ => format!("board end to end, UART at {:.0} baud", self.baud),
-        }
+        let how = match self.rebuild {
+            Rebuild::AsBuilt => "",
+            Rebuild::FastLink => " rebuilt:",
+            Rebuild::OnSdram => " on its SDRAM:",
+        };
+        format!("board end to end,{how} UART at {:.0} baud", self.baud)
     }
 
     /// Data bytes one memory request moves on this build.
@@ -463,9 +466,8 @@ impl BoardBuild {
             rebuilt_baud: rebuilt
                 .and_then(|b| b.link_rate(built.knobs.clock_mhz).ok())
                 .map(|r| r.baud),
-            once_rebuilt: false,
+            rebuild: Rebuild::AsBuilt,
             sdram_bytes: board.and_then(|b| b.sdram).map(|p| p.geometry.bytes() as usize),
-            once_on_sdram: false,
         })
     }
 }

@@ -51,6 +51,13 @@ pub fn clock_ratio(part: &SdramPart, array_mhz: f64) -> u64 {
     }
 }
 
+/// `part`'s rules in cycles of its own clock under an array clocked at `array_mhz`, and the
+/// [`clock_ratio`] between the two.
+pub fn timing_under(part: &SdramPart, array_mhz: f64) -> Result<(SdramTiming, u64), TimingError> {
+    let ratio = clock_ratio(part, array_mhz);
+    Ok((SdramTiming::at(part, array_mhz * ratio as f64)?, ratio))
+}
+
 /// Banks, rows and columns of an SDRAM chip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -7,7 +7,7 @@
 
 use super::sdram::SdramBus;
 use super::{duration, duration_at, matmul_port_cycles};
-use crate::config::{ArrayConfig, DramPort};
+use crate::config::ArrayConfig;
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 
@@ -39,7 +39,7 @@ impl Scheduler {
             arr_free: 0,
             arr_reads_free: 0,
             shadow_full_at: None,
-            sdram: (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(config)),
+            sdram: SdramBus::of(config),
         }
     }
 

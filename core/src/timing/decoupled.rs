@@ -26,7 +26,6 @@ use crate::scoreboard::{
 
 use super::sdram::SdramBus;
 use super::{duration, duration_at};
-use crate::config::DramPort;
 
 #[derive(Clone, Copy)]
 struct InFlight {
@@ -84,7 +83,7 @@ impl Scheduler {
             shadow_full_at: None,
             bank_done: [0; WEIGHT_BANKS],
             active: 0,
-            sdram: (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(config)),
+            sdram: SdramBus::of(config),
         }
     }
 

@@ -200,9 +200,10 @@ pub fn duration_at(
     sdram: Option<&mut sdram::SdramBus>,
     row: impl FnMut(u64, u64),
 ) -> u64 {
-    match (sdram, sdram::Transfer::of(config, ins)) {
-        (Some(bus), Some(transfer)) => bus.time(&transfer, at, row) + spad_write_turn(config, ins),
-        _ => duration(config, ins),
+    let transfer = sdram.and_then(|bus| Some((bus, sdram::Transfer::of(config, ins)?)));
+    match transfer {
+        Some((bus, transfer)) => bus.time(&transfer, at, row) + spad_write_turn(config, ins),
+        None => duration(config, ins),
     }
 }
 

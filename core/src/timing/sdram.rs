@@ -28,11 +28,9 @@
 //! * Between transfers the controller gives the refreshes due, on their cadence from the
 //!   run's start.
 
-use crate::config::ArrayConfig;
+use crate::config::{ArrayConfig, DramPort};
 use crate::isa::Instruction;
-use crate::sdram::{
-    clock_ratio, Command, Controller, Request, SdramTiming, SDRAM_PART, WORD_BYTES,
-};
+use crate::sdram::{timing_under, Command, Controller, Request, SDRAM_PART, WORD_BYTES};
 
 /// The DRAM side of a transfer: where its rows are, which way they go, and from which cycle
 /// after its dispatch it offers words.
@@ -132,10 +130,14 @@ impl SdramBus {
     /// The SDRAM at the start of a run of a machine of `config` (whose clock the part's
     /// timing allows: `ArrayConfig::validate`).
     pub fn new(config: &ArrayConfig) -> SdramBus {
-        let ratio = clock_ratio(&SDRAM_PART, config.clock_mhz);
-        let timing = SdramTiming::at(&SDRAM_PART, config.clock_mhz * ratio as f64)
+        let (timing, ratio) = timing_under(&SDRAM_PART, config.clock_mhz)
             .unwrap_or_else(|e| panic!("an SDRAM machine of an unvalidated config: {e}"));
         SdramBus { controller: Controller::new(timing, SDRAM_PART.geometry), ratio }
+    }
+
+    /// The SDRAM of a run of `config`'s machine, if its DRAM is the SDRAM.
+    pub fn of(config: &ArrayConfig) -> Option<SdramBus> {
+        (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(config))
     }
 
     /// Times `transfer` dispatched in array cycle `at` (at or after the last transfer's end):

@@ -241,9 +241,8 @@ mod tests {
             baud: 1_000_000.0,
             large_requests: true,
             rebuilt_baud: None,
-            once_rebuilt: false,
+            rebuild: crate::bench::Rebuild::AsBuilt,
             sdram_bytes: None,
-            once_on_sdram: false,
         };
         let row = |machine: &str, kind: Kind, dtype: &str| {
             Row::new("train", "test", machine, kind, dtype, step.macs())

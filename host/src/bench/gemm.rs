@@ -619,9 +619,8 @@ mod tests {
             baud: 115_200.0,
             large_requests: false,
             rebuilt_baud: None,
-            once_rebuilt: false,
+            rebuild: crate::bench::Rebuild::AsBuilt,
             sdram_bytes: None,
-            once_on_sdram: false,
         };
         let compute = model_row(&config, &plan, Kind::Model, "test");
         let r = link_row(&config, &plan, dram, memory, &compute).unwrap();

@@ -2,7 +2,6 @@
 //! the module docs of `machine::cycle`.
 
 use super::{unreachable_halt, CycleMachine, RowOp, WeightLoad};
-use crate::config::DramPort;
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 use crate::machine::{MachineError, Stats};
@@ -19,7 +18,7 @@ impl<A: Arith> CycleMachine<A> {
         let mut t: u64 = 0;
         // The SDRAM from the run's first cycle (`timing::sdram`), on an SDRAM machine.
         let config = self.mem.config;
-        let mut sdram = (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(&config));
+        let mut sdram = SdramBus::of(&config);
         loop {
             let array_idle = self.array_ops.is_empty();
             let idle = seq.is_none() && wl.is_none() && array_idle;

@@ -3,7 +3,7 @@
 //! Each unit holds its own instructions in flight; the hazards are `scoreboard::conflicts`.
 
 use super::{unreachable_halt, CycleMachine, RowOp, WeightLoad};
-use crate::config::{Dataflow, DramPort};
+use crate::config::Dataflow;
 use crate::fault::ExecErrorKind;
 use crate::isa::Instruction;
 use crate::machine::{MachineError, Stats};
@@ -22,7 +22,7 @@ impl<A: Arith> CycleMachine<A> {
         let mut pc = 0usize;
         let mut t: u64 = 0;
         // The SDRAM from the run's first cycle (`timing::sdram`), on an SDRAM machine.
-        let mut sdram = (config.dram_port == DramPort::Sdram).then(|| SdramBus::new(&config));
+        let mut sdram = SdramBus::of(&config);
         loop {
             let idle =
                 load.is_none() && vector.is_none() && wl.is_none() && self.array_ops.is_empty();
