@@ -8,10 +8,10 @@ use systole_core::check::{gemm_on, golden_pair_agree, random_program, SplitMix};
 use systole_core::isa::Instruction;
 use systole_core::machine::{golden, GoldenKind};
 use systole_core::sdram::SDRAM_PART;
-use systole_core::tiler::GemmShape;
+use systole_core::tiler::{GemmLayout, GemmPlan, GemmShape, MatrixView};
 use systole_core::timing::program_cycles;
 use systole_core::timing::sdram::{SdramBus, Transfer};
-use systole_core::{ArrayConfig, DramPort, Dtype, Schedule};
+use systole_core::{ArrayConfig, Dataflow, DramPort, Dtype, Schedule};
 
 fn sdram(rows: u16, dtype: Dtype, clock_mhz: f64, schedule: Schedule) -> ArrayConfig {
     let c =
@@ -135,4 +135,79 @@ fn the_sdram_port_refuses_what_it_cannot_time() {
             chip + 1
         )
     );
+}
+
+/// On the SDRAM a weight-stationary GEMM's A is in panels of R columns and B in panels of C
+/// (`GemmLayout::packed`), so each tile a `Load` moves is one run of DRAM: its rows a tile's
+/// width apart, every element contiguous. Shapes that fill no tile exactly (padded last panels,
+/// uneven A and store pieces) give block RAM's row-major bits, and the cycles and instruction
+/// count the plan predicts.
+#[test]
+fn on_the_sdram_each_tile_is_one_contiguous_run() {
+    for (dtype, schedule) in [(Dtype::Int8, Schedule::Decoupled), (Dtype::Bf16, Schedule::Blocking)]
+    {
+        let cfg = sdram(8, dtype, 50.0, schedule);
+        let es = dtype.elem_bytes() as u32;
+        for (m, k, n) in [(37, 50, 29), (1, 9, 70), (70, 17, 130)] {
+            let shape = GemmShape { m, k, n };
+            let (layout, _) = GemmLayout::packed(&cfg, &shape).unwrap();
+            assert_eq!(layout.a, MatrixView::in_panels(0, m, k, 8));
+            assert_eq!(layout.b, MatrixView::in_panels(m * k * es, k, n, 8));
+            let plan = GemmPlan::new(&cfg, shape, layout).unwrap();
+            let mut program = Vec::new();
+            plan.emit(&mut |i| program.push(i));
+            for ins in &program {
+                if let Instruction::Load { row_stride, elem_stride, rows, len, .. } = *ins {
+                    assert!(
+                        elem_stride == 1 && (rows == 1 || row_stride == len as u32),
+                        "{shape:?}: {ins:?} is not one run"
+                    );
+                }
+            }
+            assert_eq!(program.len() as u64, plan.instruction_count(), "{shape:?}");
+            let mut rng = SplitMix(m as u64);
+            let a = rng.matrix((m * k) as usize, dtype);
+            let b = rng.matrix((k * n) as usize, dtype);
+            let (c_sdram, stats, _) = gemm_on(GoldenKind::Cycle, &cfg, shape, &a, &b);
+            let (c_func, _, _) = gemm_on(GoldenKind::Functional, &cfg, shape, &a, &b);
+            let (c_row, _, _) =
+                gemm_on(GoldenKind::Cycle, &cfg.with_dram_port(DramPort::Row), shape, &a, &b);
+            assert_eq!(c_sdram, c_row, "{dtype:?} {shape:?}");
+            assert_eq!(c_func, c_row, "{dtype:?} {shape:?}");
+            assert_eq!(stats.cycles, Some(plan.cycles()), "{dtype:?} {shape:?}");
+        }
+    }
+}
+
+/// Panels: element `(i, j)` of a 3 x 5 matrix in panels of 2 columns lies in panel `j / 2`, the
+/// last panel one column wide; the image places each element there, in the matrix's own bytes,
+/// and a plan refuses panels whose width is not a multiple of its tile's, or that are not its
+/// matrix's shape, or an output-stationary array.
+#[test]
+fn panels_place_each_element_in_its_tile_and_plans_refuse_what_they_cannot_read() {
+    let view = MatrixView::in_panels(100, 3, 5, 2);
+    let elems: Vec<u8> = (0..15).collect();
+    let image = view.image(&elems, 3, 5, 1).unwrap();
+    // Panels [0 1; 5 6; 10 11], [2 3; 7 8; 12 13], [4; 9; 14].
+    assert_eq!(image, [0, 1, 5, 6, 10, 11, 2, 3, 7, 8, 12, 13, 4, 9, 14]);
+    assert_eq!((view.row_stride_at(3), view.row_stride_at(4)), (2, 1));
+    assert_eq!(view.end(3, 5, 1), 100 + 15);
+    assert_eq!(view.end(3, 5, 4), 100 + 60);
+    assert_eq!(MatrixView::row_major(0, 5).image(&elems, 3, 5, 1), None);
+
+    let cfg = sdram(4, Dtype::Int8, 50.0, Schedule::Decoupled);
+    let shape = GemmShape { m: 8, k: 8, n: 8 };
+    let (layout, _) = GemmLayout::packed(&cfg, &shape).unwrap();
+    let narrow = GemmLayout { a: MatrixView::in_panels(0, 8, 8, 2), ..layout };
+    let short = GemmLayout { b: MatrixView::in_panels(layout.b.addr, 7, 8, 4), ..layout };
+    let os = ArrayConfig { dataflow: Dataflow::OutputStationary, ..cfg };
+    for (cfg, layout) in [(cfg, narrow), (cfg, short), (os, layout)] {
+        let err = GemmPlan::new(&cfg, shape, layout).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "panels need a weight-stationary array, A's a multiple of R columns wide and B's of \
+             C, each the shape of its matrix"
+        );
+    }
+    assert_eq!(GemmLayout::packed(&os, &shape).unwrap().0.a.panels, None);
 }

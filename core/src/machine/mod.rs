@@ -136,7 +136,7 @@ mod boxed {
     use crate::config::{ArrayConfig, ConfigError, Dtype};
     use crate::isa::Instruction;
     use crate::numerics::{Int8, BF16};
-    use crate::tiler::GemmPlan;
+    use crate::tiler::{GemmPlan, GemmShape};
 
     /// Which golden machine.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,8 +180,12 @@ mod boxed {
         a: &[u8],
         b: &[u8],
     ) -> Result<(Vec<u32>, Stats), MachineError> {
-        machine.write(Region::Dram, plan.layout.a.addr as usize, a)?;
-        machine.write(Region::Dram, plan.layout.b.addr as usize, b)?;
+        let es = plan.config.dtype.elem_bytes();
+        let GemmShape { m, k, n } = plan.shape;
+        for (view, elems, rows, cols) in [(plan.layout.a, a, m, k), (plan.layout.b, b, k, n)] {
+            let image = view.image(elems, rows, cols, es);
+            machine.write(Region::Dram, view.addr as usize, image.as_deref().unwrap_or(elems))?;
+        }
         let mut program = Vec::new();
         plan.emit(&mut |ins: Instruction| program.push(ins));
         let stats = machine.run(&program)?;

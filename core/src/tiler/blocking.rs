@@ -42,7 +42,7 @@ impl GemmPlan {
                             dram_addr: b.at(k0, n0, es),
                             rows: kk as u16,
                             len: nj as u16,
-                            row_stride: b.row_stride,
+                            row_stride: b.row_stride_at(n0),
                             elem_stride: b.col_stride,
                         });
                         if !self.a_resident {

@@ -26,6 +26,9 @@
 //! the 32-bit accumulators, cast to BF16 or INT8 elements) before it leaves the accumulators:
 //! this is how the training compiler fuses a layer into one tiled GEMM.
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
 mod blocking;
 mod epilogue;
 mod epilogue_emit;
@@ -59,36 +62,117 @@ impl GemmShape {
 }
 
 /// A matrix in DRAM: element `(i, j)` at byte `addr + (i * row_stride + j * col_stride) *
-/// elem_bytes`. A transposed view of a row-major matrix is the same memory with the strides
-/// swapped, which the strided `Load` gathers for free.
+/// elem_bytes`, or, in column panels, `addr + ((j / w) * stride + i * row_stride + (j % w) *
+/// col_stride) * elem_bytes` ([`Panels`]). A transposed view of a row-major matrix is the same
+/// memory with the strides swapped, which the strided `Load` gathers for free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct MatrixView {
     pub addr: u32,
     pub row_stride: u32,
     pub col_stride: u32,
+    pub panels: Option<Panels>,
+}
+
+/// Column panels: a `rows x cols` matrix stored as the row-major matrices of its columns
+/// `p w .. (p + 1) w`, one after another, the last `cols - p w` wide where `w` does not divide
+/// `cols`. A k-tile of A or an n-tile of B in panels of its width is one contiguous run of
+/// DRAM, which an SDRAM streams a word a cycle (docs/DECISIONS.md 145). A view in panels has
+/// `row_stride` `w` and `col_stride` 1; its last panel's rows are `cols - p w` apart
+/// ([`MatrixView::row_stride_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Panels {
+    pub width: u32,
+    pub rows: u32,
+    pub cols: u32,
 }
 
 impl MatrixView {
     /// A row-major matrix with `cols` columns.
     pub const fn row_major(addr: u32, cols: u32) -> MatrixView {
-        MatrixView { addr, row_stride: cols, col_stride: 1 }
+        MatrixView { addr, row_stride: cols, col_stride: 1, panels: None }
     }
-    /// The transpose of this view.
+
+    /// A `rows x cols` matrix in [`Panels`] of `width` columns.
+    pub const fn in_panels(addr: u32, rows: u32, cols: u32, width: u32) -> MatrixView {
+        let panels = Some(Panels { width, rows, cols });
+        MatrixView { addr, row_stride: width, col_stride: 1, panels }
+    }
+
+    /// Elements between the starts of rows `i` and `i + 1` among columns from `j`: the view's
+    /// `row_stride`, or the width of column `j`'s panel.
+    pub const fn row_stride_at(&self, j: u32) -> u32 {
+        match self.panels {
+            Some(p) => {
+                let first = j / p.width * p.width;
+                let left = p.cols - first;
+                if left < p.width {
+                    left
+                } else {
+                    p.width
+                }
+            }
+            None => self.row_stride,
+        }
+    }
+
+    /// The transpose of a view without panels.
     pub const fn t(self) -> MatrixView {
-        MatrixView { addr: self.addr, row_stride: self.col_stride, col_stride: self.row_stride }
+        assert!(self.panels.is_none(), "the transpose of a view in panels");
+        MatrixView {
+            addr: self.addr,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+            panels: None,
+        }
     }
-    /// Byte address of element `(i, j)`.
+
+    /// Element `(i, j)`'s offset from `addr`, in elements.
+    const fn offset(&self, i: u64, j: u64) -> u64 {
+        match self.panels {
+            Some(p) => {
+                let first = j / p.width as u64 * p.width as u64;
+                first * p.rows as u64 + i * self.row_stride_at(j as u32) as u64 + (j - first)
+            }
+            None => i * self.row_stride as u64 + j * self.col_stride as u64,
+        }
+    }
+
+    /// Byte address of element `(i, j)` (the plan has checked that every element it reads
+    /// lies below 4 GiB).
     fn at(&self, i: u32, j: u32, es: u32) -> u32 {
-        self.addr + (i * self.row_stride + j * self.col_stride) * es
+        (self.addr as u64 + self.offset(i as u64, j as u64) * es as u64) as u32
     }
-    /// One past the last byte it can touch for an `rows x cols` matrix.
-    fn end(&self, rows: u32, cols: u32, es: u64) -> u64 {
-        self.addr as u64
-            + ((rows as u64 - 1) * self.row_stride as u64
-                + (cols as u64 - 1) * self.col_stride as u64)
-                * es
-            + es
+
+    /// One past the last byte it can touch for an `rows x cols` matrix (in panels, the last
+    /// element is the last byte).
+    pub fn end(&self, rows: u32, cols: u32, es: u64) -> u64 {
+        self.addr as u64 + (self.offset(rows as u64 - 1, cols as u64 - 1) + 1) * es
+    }
+
+    /// The DRAM image of a row-major `rows x cols` matrix of `es`-byte elements laid out as this
+    /// view, from its `addr` to its [`MatrixView::end`] (any gaps zero), or `None` where the
+    /// view is that row-major matrix itself.
+    #[cfg(feature = "alloc")]
+    pub fn image(
+        &self,
+        elems: &[u8],
+        rows: u32,
+        cols: u32,
+        es: usize,
+    ) -> Option<alloc::vec::Vec<u8>> {
+        if *self == MatrixView::row_major(self.addr, cols) {
+            return None;
+        }
+        let len = (self.end(rows, cols, es as u64) - self.addr as u64) as usize;
+        let mut out = alloc::vec![0u8; len];
+        for (n, elem) in elems.chunks_exact(es).take(rows as usize * cols as usize).enumerate() {
+            let (i, j) = ((n / cols as usize) as u64, (n % cols as usize) as u64);
+            let at = self.offset(i, j) as usize * es;
+            out[at..at + es].copy_from_slice(elem);
+        }
+        Some(out)
     }
 }
 
@@ -170,29 +254,34 @@ impl GemmLayout {
         GemmLayout { a, b, c, a_last_row: None }
     }
 
-    /// Row-major A, then B, then C (4-byte aligned), from address 0; and the DRAM bytes they
-    /// need.
+    /// A, then B, then C (row-major, 4-byte aligned), from address 0; and the DRAM bytes they
+    /// need. A and B are row-major, except on a weight-stationary array whose DRAM is the SDRAM:
+    /// there A is in panels of R columns (a k-tile each) and B in panels of C (an n-tile each),
+    /// so that each tile the program loads is one contiguous run ([`Panels`]); the bytes are
+    /// the same.
     pub fn packed(
         config: &ArrayConfig,
         shape: &GemmShape,
     ) -> Result<(GemmLayout, usize), TileError> {
         let es = config.dtype.elem_bytes() as u64;
-        let a_bytes = shape.m as u64 * shape.k as u64 * es;
-        let b_bytes = shape.k as u64 * shape.n as u64 * es;
+        let GemmShape { m, k, n } = *shape;
+        let panels = config.dram_port == crate::config::DramPort::Sdram
+            && config.dataflow == Dataflow::WeightStationary;
+        let a_bytes = m as u64 * k as u64 * es;
+        let b_bytes = k as u64 * n as u64 * es;
         let c_at = (a_bytes + b_bytes).div_ceil(4) * 4;
-        let total = c_at + shape.m as u64 * shape.n as u64 * 4;
+        let total = c_at + m as u64 * n as u64 * 4;
         if total > u32::MAX as u64 {
             return Err(TileError::Layout { needed: total });
         }
-        Ok((
-            GemmLayout {
-                a: MatrixView::row_major(0, shape.k),
-                b: MatrixView::row_major(a_bytes as u32, shape.n),
-                c: c_at as u32,
-                a_last_row: None,
-            },
-            total as usize,
-        ))
+        let (a, b) = match panels {
+            true => (
+                MatrixView::in_panels(0, m, k, config.rows as u32),
+                MatrixView::in_panels(a_bytes as u32, k, n, config.cols as u32),
+            ),
+            false => (MatrixView::row_major(0, k), MatrixView::row_major(a_bytes as u32, n)),
+        };
+        Ok((GemmLayout { a, b, c: c_at as u32, a_last_row: None }, total as usize))
     }
 }
 
@@ -289,6 +378,22 @@ impl GemmPlan {
             });
         }
         let view_rows = m - layout.a_last_row.is_some() as u32;
+        let panels_fit = |view: &MatrixView, tile: u32, rows: u32, cols: u32| {
+            view.panels.is_none_or(|p| {
+                config.dataflow == Dataflow::WeightStationary
+                    && p.width % tile == 0
+                    && (p.rows, p.cols) == (rows, cols)
+                    && (view.row_stride, view.col_stride) == (p.width, 1)
+            })
+        };
+        if !panels_fit(&layout.a, config.rows as u32, view_rows, k)
+            || !panels_fit(&layout.b, config.cols as u32, k, n)
+        {
+            return Err(TileError::Unsupported {
+                why: "panels need a weight-stationary array, A's a multiple of R columns wide \
+                      and B's of C, each the shape of its matrix",
+            });
+        }
         let ends = [
             if view_rows > 0 { layout.a.end(view_rows, k, es) } else { 0 },
             layout.a_last_row.map_or(0, |at| at as u64 + k as u64 * es),
@@ -438,7 +543,7 @@ impl GemmPlan {
                 dram_addr: a.at(m0, k0, es),
                 rows: from_view as u16,
                 len: kk as u16,
-                row_stride: a.row_stride,
+                row_stride: a.row_stride_at(k0),
                 elem_stride: a.col_stride,
             });
         }
@@ -494,6 +599,13 @@ impl GemmPlan {
 
     /// Instructions [`emit`](Self::emit) produces, `Halt` included.
     pub fn instruction_count(&self) -> u64 {
+        if self.config.dram_port == crate::config::DramPort::Sdram && self.pipeline.is_some() {
+            // Its A chunks and stores go in pieces whose number depends on each block's rows:
+            // counted as emitted.
+            let mut count = 0;
+            self.emit(&mut |_| count += 1);
+            return count;
+        }
         let GemmShape { m, k, n } = self.shape;
         let (r, c) = (self.config.rows as u64, self.config.cols as u64);
         let nt = ceil_div(n as u64, c);

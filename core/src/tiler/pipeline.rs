@@ -58,7 +58,7 @@ impl Pipeline {
         let cast = epilogue.spad_rows_per_row();
         // Only a plain GEMM's block (its stores alone) spreads over several n-tiles.
         let nt = shape.n.div_ceil(config.cols as u32);
-        let groups: &[u32] = if *epilogue == Epilogue::STORE { &[1, 2, 4, 8, 16] } else { &[1] };
+        let groups: &[u32] = if *epilogue == Epilogue::STORE { &GROUPS } else { &[1] };
         let layouts = [(3, false), (2, false), (3, true), (2, true)].into_iter();
         let candidates = layouts.flat_map(|(buffers, resident)| {
             let groups = groups.iter().filter(move |&&g| g == 1 || (!resident && g <= nt));
@@ -130,6 +130,33 @@ impl Pipeline {
     }
 }
 
+/// `ins`, or where it is a `Store` of more than `piece` rows, its first `piece` rows and the
+/// rest.
+fn split_store(ins: Instruction, piece: u32) -> (Instruction, Option<Instruction>) {
+    match ins {
+        Instruction::Store { acc_row, dram_addr, rows, len, row_stride } if rows as u32 > piece => {
+            let head =
+                Instruction::Store { acc_row, dram_addr, rows: piece as u16, len, row_stride };
+            let rest = Instruction::Store {
+                acc_row: acc_row + piece as u16,
+                dram_addr: dram_addr + piece * row_stride * 4,
+                rows: rows - piece as u16,
+                len,
+                row_stride,
+            };
+            (head, Some(rest))
+        }
+        _ => (ins, None),
+    }
+}
+
+/// The n-tiles an output block of a plain GEMM may span.
+const GROUPS: [u32; 5] = [1, 2, 4, 8, 16];
+
+/// Most loads a step issues: a B tile per n-tile of the largest group, its A chunk in as many
+/// pieces, and A's separate last row.
+const AHEAD: usize = 2 * GROUPS[GROUPS.len() - 1] as usize + 1;
+
 /// One step: its block (index, m-block index, n-group index, and `(m0, mb, n0, ncols)`: its
 /// n-tiles' columns) and k-tile.
 #[derive(Clone, Copy)]
@@ -170,6 +197,24 @@ impl GemmPlan {
                 })
             })
         };
+        // On the SDRAM a step's loads and a block's epilogue spread over the step's matmuls,
+        // and a streamed A chunk and a store go in pieces of the rows the SDRAM moves in about
+        // the time a matmul streams (`mb` array cycles), so that no transfer holds the in-order
+        // issue, and the array behind it, for long (docs/DECISIONS.md 145). Elsewhere the
+        // loads and an epilogue instruction follow a step's last matmul, each transfer whole.
+        let sdram = self.config.dram_port == DramPort::Sdram;
+        let piece = |row_bytes: u64| match sdram {
+            true => {
+                let per_cycle = WORD_BYTES * clock_ratio(&SDRAM_PART, self.config.clock_mhz);
+                (p.mb as u64 * per_cycle / row_bytes).max(1) as u32
+            }
+            false => u32::MAX,
+        };
+        let a_piece = match p.resident {
+            false => piece(r as u64 * es as u64),
+            true => u32::MAX,
+        };
+        let store_piece = piece(c as u64 * 4);
         let loads = |sink: &mut dyn FnMut(Instruction), j: usize, s: Step| {
             let (m0, mb, n0, ncols) = s.tile;
             let (b_row, a_row) = p.rows(r, kt, j, s.mblock, s.ki);
@@ -181,12 +226,14 @@ impl GemmPlan {
                     dram_addr: b.at(k0, n0, es),
                     rows: kk as u16,
                     len: nj as u16,
-                    row_stride: b.row_stride,
+                    row_stride: b.row_stride_at(n0),
                     elem_stride: b.col_stride,
                 });
             }
             if !p.resident || s.ntile == 0 {
-                self.load_a(sink, a_row, (m0, mb), (k0, kk));
+                for (d, rows) in Self::tiles(mb, a_piece.min(mb)) {
+                    self.load_a(sink, a_row + d as u16, (m0 + d, rows), (k0, kk));
+                }
             }
         };
         let mut later = steps().enumerate();
@@ -205,8 +252,18 @@ impl GemmPlan {
                     self.emit_update_loads(sink, s.tile, bank_base(s.block));
                 }
             }
+            // The loads of a later step, spread over this step's n-tiles: its B tiles first
+            // (their buffer's weights were read long ago), its A chunk after (its buffer's last
+            // matmul, the step before this one's, leaves the array meanwhile).
+            let mut ahead: heapless::Vec<Instruction, AHEAD> = heapless::Vec::new();
+            if let Some((later_j, later_step)) = later.next() {
+                loads(&mut |ins| ahead.push(ins).expect("loads of a step"), later_j, later_step);
+            }
             let (b_row, a_row) = p.rows(r, kt, j, s.mblock, s.ki);
             let kk = r.min(k - s.ki * r);
+            let tiles = ncols.div_ceil(c) as usize;
+            let mut left = ahead.len();
+            let mut ahead = ahead.into_iter();
             for (t, _, nj) in sub_tiles(n0, ncols) {
                 let spad_row = b_row + (t * r) as u16;
                 sink(Instruction::LoadWeights { spad_row, rows: kk as u16, cols: nj as u16 });
@@ -217,12 +274,25 @@ impl GemmPlan {
                     swap: true,
                     accumulate: s.ki > 0,
                 });
-            }
-            if let Some((later_j, later_step)) = later.next() {
-                loads(&mut *sink, later_j, later_step);
-            }
-            if let Some((_, ins)) = pending.pop_front_if(|(b, _)| *b < s.block) {
-                sink(ins);
+                let last = t as usize + 1 == tiles;
+                let share = match (last, sdram) {
+                    (true, _) => left,
+                    (false, true) => left.div_ceil(tiles - t as usize),
+                    (false, false) => 0,
+                };
+                ahead.by_ref().take(share).for_each(&mut *sink);
+                left -= share;
+                // A finished block's epilogue, an instruction after the step's last matmul (on
+                // the SDRAM, a store's piece after each).
+                if last || sdram {
+                    if let Some((block, ins)) = pending.pop_front_if(|(b, _)| *b < s.block) {
+                        let (now, rest) = split_store(ins, store_piece);
+                        sink(now);
+                        if let Some(rest) = rest {
+                            pending.push_front((block, rest)).expect("room for the rest");
+                        }
+                    }
+                }
             }
             if s.ki + 1 == kt {
                 let mut queue = |ins| {
