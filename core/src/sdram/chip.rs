@@ -255,9 +255,12 @@ impl Chip {
                 let cas = self.mode.map_or(0, |(_, cas)| cas as u64);
                 self.out.push_back((t + cas, self.words.get(&word).copied().unwrap_or(0)));
             }
-            Command::Write { bank, col, data } => {
+            Command::Write { bank, col, data, mask } => {
                 let row = self.open[bank as usize].unwrap_or(0);
-                self.words.insert(g.word(Location { bank, row, col }), data);
+                let word = g.word(Location { bank, row, col });
+                let kept = (mask & 1) as u16 * 0x00ff | (mask >> 1 & 1) as u16 * 0xff00;
+                let old = self.words.get(&word).copied().unwrap_or(0);
+                self.words.insert(word, old & kept | data & !kept);
                 self.write[bank as usize] = Some(t);
             }
             Command::Precharge { bank } => {

@@ -16,11 +16,13 @@ pub enum Command {
         bank: u8,
         col: u16,
     },
-    /// Write one word to the open row.
+    /// Write one word to the open row, but the bytes `mask` holds: bit 0 the low byte, bit 1 the
+    /// high byte (the DQM pins, high to mask).
     Write {
         bank: u8,
         col: u16,
         data: u16,
+        mask: u8,
     },
     /// Close the open row of `bank`, or of every bank.
     Precharge {
@@ -62,6 +64,8 @@ pub struct Pins {
     pub a: u16,
     /// The word on the data pins, when the controller drives them (a WRITE).
     pub dq: Option<u16>,
+    /// DQM: bit 0 masks the low byte of a WRITE, bit 1 the high byte (low otherwise).
+    pub dqm: u8,
 }
 
 /// Address pin A10: on PRECHARGE, every bank; on READ and WRITE, auto precharge (never used).
@@ -72,17 +76,21 @@ impl Command {
     /// address is the mode: burst length 1 (A2..A0 = 0), sequential, the CAS latency in A6..A4,
     /// single-word writes (A9).
     pub const fn pins(&self) -> Pins {
+        let dqm = match *self {
+            Command::Write { mask, .. } => mask,
+            _ => 0,
+        };
         let (ras_n, cas_n, we_n, ba, a, dq) = match *self {
             Command::Nop => (true, true, true, 0, 0, None),
             Command::Active { bank, row } => (false, true, true, bank, row, None),
             Command::Read { bank, col } => (true, false, true, bank, col, None),
-            Command::Write { bank, col, data } => (true, false, false, bank, col, Some(data)),
+            Command::Write { bank, col, data, .. } => (true, false, false, bank, col, Some(data)),
             Command::Precharge { bank: Some(bank) } => (false, true, false, bank, 0, None),
             Command::Precharge { bank: None } => (false, true, false, 0, A10, None),
             Command::Refresh => (false, false, true, 0, 0, None),
             Command::LoadMode { cas } => (false, false, false, 0, (cas as u16) << 4 | 1 << 9, None),
         };
-        Pins { ras_n, cas_n, we_n, ba, a, dq }
+        Pins { ras_n, cas_n, we_n, ba, a, dq, dqm }
     }
 
     /// The command the pins give, read as the chip reads them: `None` for a pin pattern the
@@ -97,7 +105,7 @@ impl Command {
             (false, true, true) => Command::Active { bank, row: p.a },
             (true, false, true) if !all => Command::Read { bank, col },
             (true, false, false) if !all => match p.dq {
-                Some(data) => Command::Write { bank, col, data },
+                Some(data) => Command::Write { bank, col, data, mask: p.dqm },
                 None => return None,
             },
             (false, true, false) if all => Command::Precharge { bank: None },
@@ -121,7 +129,8 @@ mod tests {
             Command::Nop,
             Command::Active { bank: 3, row: 8191 },
             Command::Read { bank: 1, col: 511 },
-            Command::Write { bank: 2, col: 7, data: 0xBEEF },
+            Command::Write { bank: 2, col: 7, data: 0xBEEF, mask: 0 },
+            Command::Write { bank: 0, col: 8, data: 0x00EF, mask: 2 },
             Command::Precharge { bank: Some(3) },
             Command::Precharge { bank: None },
             Command::Refresh,
@@ -131,7 +140,8 @@ mod tests {
         for c in commands {
             assert_eq!(Command::from_pins(&c.pins()), Some(c), "{c:?}");
         }
-        let burst_terminate = Pins { ras_n: true, cas_n: true, we_n: false, ba: 0, a: 0, dq: None };
+        let burst_terminate =
+            Pins { ras_n: true, cas_n: true, we_n: false, ba: 0, a: 0, dq: None, dqm: 0 };
         assert_eq!(Command::from_pins(&burst_terminate), None);
         let auto_precharge = Pins { a: A10, ..Command::Read { bank: 0, col: 0 }.pins() };
         assert_eq!(Command::from_pins(&auto_precharge), None);

@@ -14,9 +14,10 @@
 //!    The request waits meanwhile.
 //! 2. **Else the word offered**, in bank `b`, row `r` (open page: a row stays open until a miss
 //!    or a refresh closes it):
-//!    * `r` open in `b` (a hit): READ, or WRITE with its word, once tRCD has passed since the
-//!      ACTIVE; a WRITE also waits until the data pins are free of the last READ's word
-//!      (`cas + 1` cycles after it). The request is accepted in that cycle.
+//!    * `r` open in `b` (a hit): READ, or WRITE with its word and byte mask (the DQM pins),
+//!      once tRCD has passed since the ACTIVE; a WRITE also waits until the data pins are free
+//!      of the last READ's word (`cas + 1` cycles after it). The request is accepted in that
+//!      cycle.
 //!    * another row open in `b` (a miss): PRECHARGE `b` when it may close (as in 1).
 //!    * `b` closed: ACTIVE `b` `r` once tRP has passed since its PRECHARGE, tRC since its last
 //!      ACTIVE, tRRD since any bank's ACTIVE and tRFC since the last REFRESH.
@@ -33,12 +34,14 @@ use super::{Command, Geometry, SdramTiming};
 /// write data), one on the way in (read data).
 pub const IO_STAGES: u64 = 2;
 
-/// A word offered to the controller: a read, or a write of `data`.
+/// A word offered to the controller: a read, or a write of `data` but the bytes `mask` holds
+/// (as [`Command::Write`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Request {
     pub word: u32,
     pub write: Option<u16>,
+    pub mask: u8,
 }
 
 /// The controller's state: the open rows and the first cycle each rule allows each command.
@@ -132,7 +135,7 @@ impl Controller {
                 match req.write {
                     None if ready => Command::Read { bank: at.bank, col: at.col },
                     Some(data) if ready && self.write_ok <= t => {
-                        Command::Write { bank: at.bank, col: at.col, data }
+                        Command::Write { bank: at.bank, col: at.col, data, mask: req.mask }
                     }
                     _ => Command::Nop,
                 }
@@ -216,7 +219,7 @@ impl Controller {
         let mut end = self.now;
         for i in 0..words {
             let write = data.as_mut().map(|d| d(i));
-            let request = Request { word: first.wrapping_add(i), write };
+            let request = Request { word: first.wrapping_add(i), write, mask: 0 };
             loop {
                 let t = self.now;
                 match self.step(Some(request)) {

@@ -152,7 +152,7 @@ impl SdramBus {
         for r in 0..transfer.rows {
             transfer.spans(r, |lo, n| {
                 for word in lo / WORD_BYTES..=(lo + n - 1) / WORD_BYTES {
-                    let request = Request { word: word as u32, write };
+                    let request = Request { word: word as u32, write, mask: 0 };
                     end = loop {
                         let t = c.now();
                         match c.step(Some(request)) {

@@ -27,11 +27,13 @@ pub struct SdramController {
     /// While high, NOP and the state of a run's cycle 0: the run starts in the first cycle it is
     /// low (the chip must then be idle, as after its power-up).
     pub hold: Signal<In, Bit>,
-    /// A word is offered: `word`, and `write` with `write_data`, or a read.
+    /// A word is offered: `word`, and `write` with `write_data` but the bytes `write_mask`
+    /// holds (bit 0 the low byte), or a read.
     pub request: Signal<In, Bit>,
     pub word: Signal<In, Bits<32>>,
     pub write: Signal<In, Bit>,
     pub write_data: Signal<In, Bits<16>>,
+    pub write_mask: Signal<In, Bits<2>>,
     /// The offered word's READ or WRITE is given in this cycle.
     pub accept: Signal<Out, Bit>,
     pub ras_n: Signal<Out, Bit>,
@@ -41,6 +43,8 @@ pub struct SdramController {
     pub a: Signal<Out, Bits<13>>,
     pub dq: Signal<Out, Bits<16>>,
     pub dq_drive: Signal<Out, Bit>,
+    /// DQM: a WRITE's mask, low otherwise.
+    pub dqm: Signal<Out, Bits<2>>,
     open: Vec<DFF<Bit>>,
     row: Vec<DFF<Bits<13>>>,
     active_wait: Vec<DFF<Wait>>,
@@ -105,6 +109,7 @@ impl SdramController {
             word: Default::default(),
             write: Default::default(),
             write_data: Default::default(),
+            write_mask: Default::default(),
             accept: Default::default(),
             ras_n: Default::default(),
             cas_n: Default::default(),
@@ -113,6 +118,7 @@ impl SdramController {
             a: Default::default(),
             dq: Default::default(),
             dq_drive: Default::default(),
+            dqm: Default::default(),
             open: per_bank(),
             row: (0..4).map(|_| Default::default()).collect(),
             active_wait: (0..4).map(|_| Default::default()).collect(),
@@ -280,6 +286,10 @@ impl Logic for SdramController {
         }
         self.dq.next = self.write_data.val();
         self.dq_drive.next = self.do_access.val() && self.write.val();
+        self.dqm.next = 0.into();
+        if self.do_access.val() && self.write.val() {
+            self.dqm.next = self.write_mask.val();
+        }
         self.accept.next = self.do_access.val();
 
         // What the command starts (core's `Controller::apply`): a rule of `x` cycles sets
@@ -345,6 +355,7 @@ impl Logic for SdramController {
             self.cas_n.next = true;
             self.we_n.next = true;
             self.dq_drive.next = false;
+            self.dqm.next = 0.into();
             self.accept.next = false;
             self.owed.d.next = false;
             self.refresh_timer.d.next = 0.into();
@@ -375,6 +386,7 @@ mod tests {
             ba: c.ba.val().index() as u8,
             a: c.a.val().index() as u16,
             dq: c.dq_drive.val().then(|| c.dq.val().index() as u16),
+            dqm: c.dqm.val().index() as u8,
         }
     }
 
@@ -403,14 +415,15 @@ mod tests {
                     _ => rand(8 * g.cols as u64) as u32,
                 };
                 let write = (rand(2) == 0).then(|| rand(1 << 16) as u16);
-                request = Some(Request { word, write });
+                request = Some(Request { word, write, mask: rand(4) as u8 });
                 left -= 1;
             }
             uut.request.next = request.is_some();
-            let r = request.unwrap_or(Request { word: 0, write: None });
+            let r = request.unwrap_or(Request { word: 0, write: None, mask: 0 });
             uut.word.next = (r.word as u64).into();
             uut.write.next = r.write.is_some();
             uut.write_data.next = (r.write.unwrap_or(0) as u64).into();
+            uut.write_mask.next = (r.mask as u64).into();
             settle(&mut uut);
             let want = model.step(request);
             let got = Command::from_pins(&pins(&uut));

@@ -27,6 +27,7 @@ pub struct SdramPort {
     pub word: Signal<In, Bits<32>>,
     pub write: Signal<In, Bit>,
     pub write_data: Signal<In, Bits<16>>,
+    pub write_mask: Signal<In, Bits<2>>,
     pub accept: Signal<Out, Bit>,
     /// A read's word, `read_latency` cycles after its READ was accepted.
     pub read_valid: Signal<Out, Bit>,
@@ -39,6 +40,7 @@ pub struct SdramPort {
     pub a: Signal<Out, Bits<13>>,
     pub dq_out: Signal<Out, Bits<16>>,
     pub dq_drive: Signal<Out, Bit>,
+    pub dqm: Signal<Out, Bits<2>>,
     pub dq_in: Signal<In, Bits<16>>,
     controller: SdramController,
     boot: DFF<Bits<16>>,
@@ -50,6 +52,7 @@ pub struct SdramPort {
     a_q: DFF<Bits<13>>,
     dq_q: DFF<Bits<16>>,
     drive_q: DFF<Bit>,
+    dqm_q: DFF<Bits<2>>,
     dq_in_q: DFF<Bits<16>>,
     /// Bit `i`: a READ was accepted `i + 1` cycles ago.
     reads: DFF<Bits<16>>,
@@ -77,6 +80,7 @@ impl SdramPort {
             word: Default::default(),
             write: Default::default(),
             write_data: Default::default(),
+            write_mask: Default::default(),
             accept: Default::default(),
             read_valid: Default::default(),
             read_data: Default::default(),
@@ -87,6 +91,7 @@ impl SdramPort {
             a: Default::default(),
             dq_out: Default::default(),
             dq_drive: Default::default(),
+            dqm: Default::default(),
             dq_in: Default::default(),
             controller: SdramController::new(t, g),
             boot: Default::default(),
@@ -98,6 +103,7 @@ impl SdramPort {
             a_q: Default::default(),
             dq_q: Default::default(),
             drive_q: Default::default(),
+            dqm_q: Default::default(),
             dq_in_q: Default::default(),
             reads: Default::default(),
             precharge_at: constant(commands[0].0),
@@ -116,7 +122,8 @@ impl Logic for SdramPort {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, boot, booted, ras_q, cas_q, we_q, ba_q, a_q, dq_q, drive_q, dq_in_q, reads
+            self, clock, boot, booted, ras_q, cas_q, we_q, ba_q, a_q, dq_q, drive_q, dqm_q,
+            dq_in_q, reads
         );
         self.controller.clock.next = self.clock.val();
         self.controller.hold.next = !self.booted.q.val();
@@ -124,6 +131,7 @@ impl Logic for SdramPort {
         self.controller.word.next = self.word.val();
         self.controller.write.next = self.write.val();
         self.controller.write_data.next = self.write_data.val();
+        self.controller.write_mask.next = self.write_mask.val();
         self.accept.next = self.controller.accept.val();
         self.ready.next = self.booted.q.val();
 
@@ -141,6 +149,7 @@ impl Logic for SdramPort {
         self.a_q.d.next = self.controller.a.val();
         self.dq_q.d.next = self.controller.dq.val();
         self.drive_q.d.next = self.controller.dq_drive.val();
+        self.dqm_q.d.next = self.controller.dqm.val();
         if !self.booted.q.val() {
             if self.boot.q.val() == self.precharge_at.val() {
                 self.ras_q.d.next = true;
@@ -167,6 +176,7 @@ impl Logic for SdramPort {
         self.a.next = self.a_q.q.val();
         self.dq_out.next = self.dq_q.q.val();
         self.dq_drive.next = self.drive_q.q.val();
+        self.dqm.next = self.dqm_q.q.val();
 
         // A read's word comes in through the data pins' register.
         self.dq_in_q.d.next = self.dq_in.val();
@@ -206,13 +216,15 @@ mod tests {
         for p in 0..ready_at + cycles {
             if p >= ready_at && request.is_none() && rand(4) > 0 {
                 let word = (rand(3 * g.cols as u64) + rand(2) * rand(g.words())) as u32;
-                request = Some(Request { word, write: (rand(2) == 0).then(|| rand(65536) as u16) });
+                let write = (rand(2) == 0).then(|| rand(65536) as u16);
+                request = Some(Request { word, write, mask: [0, 0, 1, 2][rand(4) as usize] });
             }
-            let r = request.unwrap_or(Request { word: 0, write: None });
+            let r = request.unwrap_or(Request { word: 0, write: None, mask: 0 });
             uut.request.next = request.is_some();
             uut.word.next = (r.word as u64).into();
             uut.write.next = r.write.is_some();
             uut.write_data.next = (r.write.unwrap_or(0) as u64).into();
+            uut.write_mask.next = (r.mask as u64).into();
             settle(&mut uut);
             assert_eq!(uut.ready.val(), p >= ready_at, "cycle {p}");
             let pins = Pins {
@@ -222,6 +234,7 @@ mod tests {
                 ba: uut.ba.val().index() as u8,
                 a: uut.a.val().index() as u16,
                 dq: uut.dq_drive.val().then(|| uut.dq_out.val().index() as u16),
+                dqm: uut.dqm.val().index() as u8,
             };
             let on_pins = Command::from_pins(&pins).expect("a command");
             if p > ready_at {
@@ -241,8 +254,12 @@ mod tests {
                         landing.push_back((p + model.read_latency(), value));
                         request = None;
                     }
-                    Command::Write { data, .. } => {
-                        memory.insert(request.unwrap().word, data);
+                    Command::Write { .. } => {
+                        // The bytes the request asked for: the chip must keep the others.
+                        let Request { word, write, mask } = request.unwrap();
+                        let kept = (mask & 1) as u16 * 0x00ff | (mask >> 1 & 1) as u16 * 0xff00;
+                        let old = memory.get(&word).copied().unwrap_or(0);
+                        memory.insert(word, old & kept | write.unwrap() & !kept);
                         request = None;
                     }
                     _ => {}
