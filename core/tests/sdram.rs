@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use systole_core::check::SplitMix;
 use systole_core::sdram::controller::power_up;
 use systole_core::sdram::{
-    Chip, Command, Controller, Request, SdramPart, SdramTiming, ULX3S_SDRAM,
+    kept_bits, Chip, Command, Controller, Request, SdramPart, SdramTiming, ULX3S_SDRAM,
 };
 
 /// A chip driven by a controller, cycle for cycle, the controller's cycle 0 the chip's first
@@ -80,15 +80,12 @@ impl Bench {
     /// Gives `command`, of the controller's cycle `t`, to the chip; `word` is the word offered.
     fn give(&mut self, t: u64, command: Command, word: u32) -> Result<(), String> {
         self.chip_to(t)?;
-        match command {
-            Command::Read { .. } => {
-                let value = self.memory.get(&word).copied().unwrap_or(0);
-                // The controller takes the word `cas` cycles on at the chip's pins; the I/O
-                // registers add the same delay to every read, so the bench leaves them out.
-                self.expect.push_back((self.base + t + self.ctl.timing.cas, value));
-                self.reads += 1;
-            }
-            _ => {}
+        if let Command::Read { .. } = command {
+            let value = self.memory.get(&word).copied().unwrap_or(0);
+            // The controller takes the word `cas` cycles on at the chip's pins; the I/O
+            // registers add the same delay to every read, so the bench leaves them out.
+            self.expect.push_back((self.base + t + self.ctl.timing.cas, value));
+            self.reads += 1;
         }
         self.clock(command)
     }
@@ -101,8 +98,7 @@ impl Bench {
             self.give(t, command, request.word)?;
             if let (Command::Write { .. }, Some(data)) = (command, request.write) {
                 // The bytes the request asked for, whatever the command carried.
-                let kept =
-                    (request.mask & 1) as u16 * 0x00ff | (request.mask >> 1 & 1) as u16 * 0xff00;
+                let kept = kept_bits(request.mask);
                 let old = self.memory.get(&request.word).copied().unwrap_or(0);
                 self.memory.insert(request.word, old & kept | data & !kept);
             }

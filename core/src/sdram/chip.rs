@@ -6,7 +6,7 @@
 extern crate alloc;
 use alloc::collections::{BTreeMap, VecDeque};
 
-use super::{Command, Location, SdramPart};
+use super::{kept_bits, Command, Location, SdramPart};
 
 /// A command the chip refuses.
 #[derive(Clone, Debug, PartialEq)]
@@ -258,7 +258,7 @@ impl Chip {
             Command::Write { bank, col, data, mask } => {
                 let row = self.open[bank as usize].unwrap_or(0);
                 let word = g.word(Location { bank, row, col });
-                let kept = (mask & 1) as u16 * 0x00ff | (mask >> 1 & 1) as u16 * 0xff00;
+                let kept = kept_bits(mask);
                 let old = self.words.get(&word).copied().unwrap_or(0);
                 self.words.insert(word, old & kept | data & !kept);
                 self.write[bank as usize] = Some(t);

@@ -68,6 +68,11 @@ pub struct Pins {
     pub dqm: u8,
 }
 
+/// The bits of a word that a WRITE with DQM `mask` leaves as they were.
+pub const fn kept_bits(mask: u8) -> u16 {
+    ((mask & 1) as u16 * 0x00ff) | ((mask >> 1 & 1) as u16 * 0xff00)
+}
+
 /// Address pin A10: on PRECHARGE, every bank; on READ and WRITE, auto precharge (never used).
 pub const A10: u16 = 1 << 10;
 

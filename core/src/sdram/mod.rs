@@ -24,7 +24,7 @@ pub mod part;
 #[cfg(feature = "alloc")]
 pub mod chip;
 
-pub use command::{Command, Pins, A10};
+pub use command::{kept_bits, Command, Pins, A10};
 pub use controller::{Controller, Request};
 pub use part::{SdramPart, SdramTiming, TimingError, ULX3S_SDRAM};
 

@@ -195,7 +195,7 @@ mod tests {
 
     use super::*;
     use crate::testing::{lcg_step, settle, tick, verilog_of};
-    use systole_core::sdram::{Chip, Controller, Pins, Request, ULX3S_SDRAM};
+    use systole_core::sdram::{kept_bits, Chip, Controller, Pins, Request, ULX3S_SDRAM};
 
     /// The port from power-on with core's chip model on its pins, offered random traffic: the
     /// chip takes every command, the pins carry core's controller's command one cycle after it
@@ -257,7 +257,7 @@ mod tests {
                     Command::Write { .. } => {
                         // The bytes the request asked for: the chip must keep the others.
                         let Request { word, write, mask } = request.unwrap();
-                        let kept = (mask & 1) as u16 * 0x00ff | (mask >> 1 & 1) as u16 * 0xff00;
+                        let kept = kept_bits(mask);
                         let old = memory.get(&word).copied().unwrap_or(0);
                         memory.insert(word, old & kept | write.unwrap() & !kept);
                         request = None;
