@@ -211,3 +211,25 @@ fn panels_place_each_element_in_its_tile_and_plans_refuse_what_they_cannot_read(
     }
     assert_eq!(GemmLayout::packed(&os, &shape).unwrap().0.a.panels, None);
 }
+
+/// A tall array on an SDRAM no faster than its clock moves few rows of A in a matmul's time:
+/// its streamed A chunk (K too deep to stay resident) still goes in a bounded number of pieces
+/// (unbounded, the step's loads overflowed their buffer and the tiler panicked), and the GEMM
+/// is exact.
+#[test]
+fn a_tall_array_on_a_slow_sdram_splits_its_a_chunks_within_bounds() {
+    let cfg = ArrayConfig {
+        spad_depth: 2048,
+        acc_depth: 1024,
+        ..sdram(64, Dtype::Bf16, 100.0, Schedule::Decoupled)
+    };
+    let shape = GemmShape { m: 300, k: 2048, n: 64 };
+    let mut rng = SplitMix(64);
+    let a = rng.matrix((shape.m * shape.k) as usize, Dtype::Bf16);
+    let b = rng.matrix((shape.k * shape.n) as usize, Dtype::Bf16);
+    let (c_sdram, stats, plan) = gemm_on(GoldenKind::Functional, &cfg, shape, &a, &b);
+    let (c_row, _, _) =
+        gemm_on(GoldenKind::Functional, &cfg.with_dram_port(DramPort::Row), shape, &a, &b);
+    assert_eq!(c_sdram, c_row);
+    assert_eq!(stats.instructions, plan.instruction_count());
+}

@@ -153,9 +153,12 @@ fn split_store(ins: Instruction, piece: u32) -> (Instruction, Option<Instruction
 /// The n-tiles an output block of a plain GEMM may span.
 const GROUPS: [u32; 5] = [1, 2, 4, 8, 16];
 
-/// Most loads a step issues: a B tile per n-tile of the largest group, its A chunk in as many
-/// pieces, and A's separate last row.
-const AHEAD: usize = 2 * GROUPS[GROUPS.len() - 1] as usize + 1;
+/// Most pieces an A chunk goes in on the SDRAM.
+const A_PIECES: u32 = 16;
+
+/// Most loads a step issues: a B tile per n-tile of the largest group, its A chunk in
+/// [`A_PIECES`], and A's separate last row.
+const AHEAD: usize = (GROUPS[GROUPS.len() - 1] + A_PIECES) as usize + 1;
 
 /// One step: its block (index, m-block index, n-group index, and `(m0, mb, n0, ncols)`: its
 /// n-tiles' columns) and k-tile.
@@ -211,7 +214,7 @@ impl GemmPlan {
             false => u32::MAX,
         };
         let a_piece = match p.resident {
-            false => piece(r as u64 * es as u64),
+            false => piece(r as u64 * es as u64).max(p.mb.div_ceil(A_PIECES)),
             true => u32::MAX,
         };
         let store_piece = piece(c as u64 * 4);
