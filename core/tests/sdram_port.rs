@@ -76,7 +76,7 @@ fn a_gemm_on_the_sdram_is_exact_and_slower_than_on_block_ram() {
 /// ACTIVE (tRAS from the first ACTIVE, then tRP, then tRCD), and a refresh due in the middle of
 /// a transfer closes the row first, on its cadence from the run's start. A 50 MHz array's SDRAM
 /// runs at 100 MHz (two SDRAM cycles an array cycle): CAS 2, tRCD 2, tRP 2, tRAS 5, tRC 7, tRFC
-/// 7, a refresh every 781 SDRAM cycles; a row lands in the array cycle holding its last word's.
+/// 7, a refresh every 781 SDRAM cycles; a row lands 3 array cycles after its last READ's.
 #[test]
 fn a_row_miss_and_a_refresh_cost_their_datasheet_cycles() {
     let cfg = sdram(4, Dtype::Int8, 50.0, Schedule::Decoupled);
@@ -100,18 +100,19 @@ fn a_row_miss_and_a_refresh_cost_their_datasheet_cycles() {
         (bus.ratio, t.cas, t.rcd, t.rp, t.ras, t.rc, t.rfc, t.refi),
         (2, 2, 2, 2, 5, 7, 7, 781)
     );
-    // SDRAM cycles: REFRESH at 0; ACTIVE at 7, READ at 9 (word at 13, array cycle 6); the next
-    // row of bank 0: PRECHARGE at 12 (tRAS: 7 + 5), ACTIVE at 14, READ at 16 (word at 20,
-    // array cycle 10).
-    assert_eq!(time(&mut bus, &load(0, row_bytes), 0), (vec![6, 10], 11));
+    // SDRAM cycles: REFRESH at 0; ACTIVE at 7, READ at 9 (array cycle 4: the word lands in 7);
+    // the next row of bank 0: PRECHARGE at 12 (tRAS: 7 + 5), ACTIVE at 14, READ at 16 (array
+    // cycle 8, landing in 11).
+    assert_eq!(time(&mut bus, &load(0, row_bytes), 0), (vec![7, 11], 12));
     // Refresh 1 is due at SDRAM cycle 781. A load from array cycle 388 (SDRAM 776) reads its two
-    // words from the open row before it (READs at 776 and 777, words at 780 and 781, both in
-    // array cycle 390). One from array cycle 390 (SDRAM 780) reads its first word (READ at 780);
-    // then the refresh: PRECHARGE ALL at 781, REFRESH at 783, ACTIVE at 790, READ at 792, the
-    // word at 796, array cycle 398.
+    // one-word rows from the open row before it: READs at 776 and 778 (the second row's word
+    // waits out the array cycle the first ended in), landing in array cycles 391 and 392. One
+    // from array cycle 390 (SDRAM 780) reads its first word (READ at 780); then the refresh:
+    // PRECHARGE ALL at 781, REFRESH at 783, ACTIVE at 790, READ at 792 (array cycle 396,
+    // landing in 399).
     let mut late = bus.clone();
-    assert_eq!(time(&mut bus, &load(row_bytes, 2), 388), (vec![2, 2], 3));
-    assert_eq!(time(&mut late, &load(row_bytes, 2), 390), (vec![2, 8], 9));
+    assert_eq!(time(&mut bus, &load(row_bytes, 2), 388), (vec![3, 4], 5));
+    assert_eq!(time(&mut late, &load(row_bytes, 2), 390), (vec![3, 9], 10));
     assert_eq!(late.controller.refreshes(), 2);
 }
 

@@ -40,9 +40,10 @@ pub const WORD_BYTES: u64 = 2;
 pub const SDRAM_PART: SdramPart = ULX3S_SDRAM;
 
 /// SDRAM cycles in each cycle of an accelerator clocked at `array_mhz`: 2 where twice that clock
-/// is one `part` runs at (the SDRAM and its controller on a clock of twice the array's, from
-/// the same PLL, edges aligned), else 1. A 16-bit SDRAM moves 2 bytes a cycle of its own clock,
-/// and the array's clock is set by its PEs, not by the SDRAM (docs/DECISIONS.md 142).
+/// is one `part` runs at (the SDRAM on a clock of twice the array's, its controller giving two
+/// commands an array cycle, docs/DECISIONS.md 146), else 1. A 16-bit SDRAM moves 2 bytes a
+/// cycle of its own clock, and the array's clock is set by its PEs, not by the SDRAM
+/// (docs/DECISIONS.md 142).
 pub fn clock_ratio(part: &SdramPart, array_mhz: f64) -> u64 {
     if 2.0 * array_mhz <= part.cl3_max_mhz {
         2

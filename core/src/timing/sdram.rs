@@ -5,16 +5,14 @@
 //!
 //! # The rules (the contract the RTL meets)
 //!
-//! The SDRAM and its controller run on a clock `k` times the array's
-//! ([`crate::sdram::clock_ratio`]: 2 where the part allows, edges aligned), so array cycle `c`
-//! is SDRAM cycles `k c .. k c + k - 1`, and the controller's cycles (and its refresh cadence)
-//! count from the run's first SDRAM cycle. One transfer holds the SDRAM at a time
-//! (`scoreboard::Footprint::dram_bus`), so transfers reach the controller in dispatch order. A
-//! transfer dispatched in array cycle `at` offers its words one after another, each from the
-//! SDRAM cycle after the one before it was accepted: a read's from the first SDRAM cycle of array
-//! cycle `at`, a write's from that of `at + read_stages` (its first source row read through the
-//! memory's output registers), plus `convert_stages` for a `StoreBf16` (its row through the
-//! lanes).
+//! The SDRAM runs on a clock `k` times the array's ([`crate::sdram::clock_ratio`]: 2 where the
+//! part allows), driven at the array's rate: in each array cycle the port gives `k` commands,
+//! one a phase, through double-data-rate registers in the pins' I/O cells (docs/DECISIONS.md
+//! 146). Array cycle `c` is SDRAM cycles `k c .. k c + k - 1`, and the controller's cycles (and
+//! its refresh cadence) count from the run's first SDRAM cycle. One transfer holds the SDRAM at
+//! a time (`scoreboard::Footprint::dram_bus`), so transfers reach the controller in dispatch
+//! order, and a transfer offers its words one after another, each from the SDRAM cycle after
+//! the one before it was accepted.
 //!
 //! * Row `r` of the transfer starts at byte `dram_addr + r * row_stride * es` (`es` the bytes
 //!   of its DRAM elements: the dtype's for `Load` and `StoreSpad`, 4 for `LoadAcc` and
@@ -22,15 +20,30 @@
 //!   (`elem_stride` 1; 0, a repeated element, is the one element's bytes), else one span per
 //!   element. Each span moves the 16-bit words that cover it ([`WORD_BYTES`]), in order; a
 //!   write of a partial word masks the other byte (the chip's DQM pins).
-//! * A row lands in the array cycle that holds the SDRAM cycle its last word is done in: a
-//!   read's word reaches the controller ([`Controller::read_latency`] after its READ), a write's
-//!   WRITE is given. The transfer is in flight until the array cycle after its last row lands.
-//! * Between transfers the controller gives the refreshes due, on their cadence from the
-//!   run's start.
+//! * **A read** (`Load`, `LoadAcc`) dispatched in array cycle `at` offers its first word from
+//!   the first SDRAM cycle of `at`. A word lands [`SdramBus::read_arrival`] array cycles after
+//!   the array cycle its READ is given in (a register out, the CAS latency, a register in), and
+//!   a row lands with its last word. Rows land in distinct array cycles (the scratchpad takes
+//!   one a cycle): a row's last word is not offered in the array cycle in which the row before
+//!   it ended (its last READ); it waits for the next.
+//! * **A write** (`Store`, `StoreSpad`, `StoreBf16`) reads its source rows one an array cycle
+//!   into [`WRITE_SLOTS`] row registers: row `r`'s read is issued in array cycle `i_r`, with
+//!   `i_0 = at`, `i_r = i_(r-1) + 1`, and no earlier than two cycles after the array cycle in
+//!   which row `r - WRITE_SLOTS`, whose register it takes, gave its last WRITE. Its bytes reach
+//!   the register `lead` cycles after that (`read_stages`, and `convert_stages` for a
+//!   `StoreBf16`: through the memory's output registers and the lanes), and its words are
+//!   offered from the first SDRAM cycle of the array cycle after: `i_r + lead + 1`. A row lands
+//!   in the array cycle of its last WRITE.
+//! * The transfer is in flight until the array cycle after its last row lands. Between
+//!   transfers the controller gives the refreshes due, on their cadence from the run's start.
 
 use crate::config::{ArrayConfig, DramPort};
 use crate::isa::Instruction;
+use crate::sdram::controller::IO_STAGES;
 use crate::sdram::{timing_under, Command, Controller, Request, SDRAM_PART, WORD_BYTES};
+
+/// Source rows a write's port holds at once: the row whose words are going out and the next.
+pub const WRITE_SLOTS: usize = 2;
 
 /// The DRAM side of a transfer: where its rows are, which way they go, and from which cycle
 /// after its dispatch it offers words.
@@ -142,30 +155,62 @@ impl SdramBus {
 
     /// Times `transfer` dispatched in array cycle `at` (at or after the last transfer's end):
     /// `row(r, lands)` gets the array cycle, counted from `at`, each row lands in. Returns the
-    /// array cycles it is in flight.
+    /// array cycles it is in flight (module docs: the rules).
     pub fn time(&mut self, transfer: &Transfer, at: u64, mut row: impl FnMut(u64, u64)) -> u64 {
         let k = self.ratio;
+        let arrival = self.read_arrival();
         let c = &mut self.controller;
-        c.idle_until((at + transfer.lead) * k, |_, _| {});
-        let write = transfer.write.then_some(0);
-        let mut end = at * k;
+        // The array cycle each of the last WRITE_SLOTS rows' last word was accepted in, and the
+        // cycle the last row's source read was issued in.
+        let mut ends = [0u64; WRITE_SLOTS];
+        let mut issued = at;
+        let mut lands = at;
         for r in 0..transfer.rows {
-            transfer.spans(r, |lo, n| {
-                for word in lo / WORD_BYTES..=(lo + n - 1) / WORD_BYTES {
-                    let request = Request { word: word as u32, write, mask: 0 };
-                    end = loop {
+            let mut first = at;
+            if transfer.write {
+                if r > 0 {
+                    issued += 1;
+                }
+                if r >= WRITE_SLOTS as u64 {
+                    issued = issued.max(ends[r as usize % WRITE_SLOTS] + 2);
+                }
+                first = issued + transfer.lead + 1;
+            }
+            c.idle_until(first * k, |_, _| {});
+            let last_word = transfer.row_words(r);
+            let mut n = 0;
+            let mut accepted = 0;
+            transfer.spans(r, |lo, bytes| {
+                for word in lo / WORD_BYTES..=(lo + bytes - 1) / WORD_BYTES {
+                    n += 1;
+                    let request =
+                        Request { word: word as u32, write: transfer.write.then_some(0), mask: 0 };
+                    accepted = loop {
                         let t = c.now();
+                        // A read row's last word waits for an array cycle in which no row ended.
+                        if !transfer.write && n == last_word && r > 0 && t / k == lands - arrival {
+                            c.step(None);
+                            continue;
+                        }
                         match c.step(Some(request)) {
-                            Command::Read { .. } => break t + c.read_latency(),
-                            Command::Write { .. } => break t,
+                            Command::Read { .. } | Command::Write { .. } => break t,
                             _ => {}
                         }
                     };
                 }
             });
-            row(r, end / k - at);
+            ends[r as usize % WRITE_SLOTS] = accepted / k;
+            lands = accepted / k + if transfer.write { 0 } else { arrival };
+            row(r, lands - at);
         }
-        end / k + 1 - at
+        lands + 1 - at
+    }
+
+    /// Array cycles from the one a READ is given in to the one its word lands in: the half-rate
+    /// port's registers out and in ([`IO_STAGES`]), and the CAS latency rounded up to array
+    /// cycles (module docs).
+    pub fn read_arrival(&self) -> u64 {
+        IO_STAGES + self.controller.timing.cas.div_ceil(self.ratio)
     }
 }
 
@@ -204,25 +249,51 @@ mod tests {
 
     /// A 50 MHz array's SDRAM at 100 MHz (CAS 2, tRCD 2, tRFC 7, in SDRAM cycles): the run's
     /// first refresh at cycle 0 holds the first ACTIVE until tRFC, the READ follows tRCD later,
-    /// and the word reaches the controller `read_latency` (4) after it; the next row's word, in
-    /// the open row, an SDRAM cycle later. Rows land in the array cycle holding their word's.
+    /// and its word lands `read_arrival` (3) array cycles after the READ's; the next row's word,
+    /// in the open row, an SDRAM cycle later.
     #[test]
     fn a_load_waits_for_the_first_refresh_then_streams_a_word_a_cycle() {
         let c = config();
         let mut bus = SdramBus::new(&c);
         assert_eq!((bus.ratio, bus.controller.timing.rcd, bus.controller.timing.rfc), (2, 2, 7));
-        assert_eq!(bus.controller.read_latency(), 4);
+        assert_eq!(bus.read_arrival(), 3);
         let mut lands = [0u64; 2];
         let ins = load(0, 2, 2, 2, 1);
         let d = bus.time(&Transfer::of(&c, &ins).unwrap(), 0, |r, at| lands[r as usize] = at);
-        // REFRESH at 0, ACTIVE at 7, READs at 9 and 10; words at 13 and 14: array cycles 6, 7.
-        assert_eq!(lands, [6, 7]);
-        assert_eq!(d, 8);
-        // A write from the same row later: no ACTIVE, its WRITE at its first offer.
+        // REFRESH at 0, ACTIVE at 7, READs at 9 and 10 (array cycles 4 and 5): land in 7 and 8.
+        assert_eq!(lands, [7, 8]);
+        assert_eq!(d, 9);
+        // A write from the same row later: its source row in its register a cycle after the
+        // dispatch, no ACTIVE, its WRITE at its first offer.
         let store =
             Instruction::StoreSpad { spad_row: 0, dram_addr: 4, rows: 1, len: 2, row_stride: 2 };
         let mut at = 0;
         let d = bus.time(&Transfer::of(&c, &store).unwrap(), 20, |_, l| at = l);
-        assert_eq!((at, d), (0, 1));
+        assert_eq!((at, d), (1, 2));
+    }
+
+    /// One-word rows: a read's rows land in distinct array cycles, so a row's only word waits
+    /// out the phase after the row before it ended; a write's rows wait for their source rows,
+    /// two registers of them, each freed two cycles before the next read into it.
+    #[test]
+    fn rows_land_one_an_array_cycle_and_writes_wait_for_their_registers() {
+        let c = config();
+        let mut bus = SdramBus::new(&c);
+        let mut lands = [0u64; 4];
+        // Warm the row: REFRESH at 0, ACTIVE at 7, READ at 9.
+        bus.time(&Transfer::of(&c, &load(0, 1, 2, 1, 1)).unwrap(), 0, |_, _| {});
+        // From array cycle 10 (SDRAM 20): READs at 20, 22, 24 (not 21, 23: each row's last
+        // word), landing 3 array cycles after 10, 11, 12.
+        let ins = load(0, 3, 2, 1, 1);
+        let d = bus.time(&Transfer::of(&c, &ins).unwrap(), 10, |r, l| lands[r as usize] = l);
+        assert_eq!((lands, d), ([3, 4, 5, 0], 6));
+        // A StoreSpad of four one-word rows from array cycle 20: source reads in 20, 21, then
+        // two cycles after rows 0 and 1 gave their WRITEs (21 and 22): 23, 24. Their words go
+        // from the cycle after (read_stages 0): WRITEs in array cycles 21, 22, 24, 25.
+        assert_eq!(c.read_stages, 0);
+        let store =
+            Instruction::StoreSpad { spad_row: 0, dram_addr: 0, rows: 4, len: 2, row_stride: 2 };
+        let d = bus.time(&Transfer::of(&c, &store).unwrap(), 20, |r, l| lands[r as usize] = l);
+        assert_eq!((lands, d), ([1, 2, 4, 5], 6));
     }
 }

@@ -24,8 +24,11 @@
 //! * [`Dram`]: `banks` one-byte RAMs (a power of two at least as wide as any row) and two
 //!   rotators, so a contiguous row of up to `banks` bytes at any byte address is read or written
 //!   in one cycle.
-//! * [`SdramController`]: the board SDRAM's controller, core's `sdram::Controller` in logic.
+//! * [`SdramStep`]: one SDRAM cycle of core's `sdram::Controller` in logic, without registers.
+//! * [`SdramController`]: the board SDRAM's controller, a step per SDRAM cycle of the array's.
 //! * [`SdramPort`]: the SDRAM's power-up and its controller behind the pins' registers.
+//! * [`SdramWalk`], [`SdramTransfer`]: a DRAM transfer's words offered to the port, a phase at a
+//!   time, and its rows assembled as they land (a read) or taken from the sequencer (a write).
 
 mod dram;
 mod ram;
@@ -33,6 +36,9 @@ mod rotator;
 mod row_ram;
 mod sdram;
 mod sdram_port;
+mod sdram_step;
+mod sdram_transfer;
+mod sdram_walk;
 mod spram;
 
 pub use dram::{dram_banks, Dram};
@@ -41,4 +47,7 @@ pub use rotator::Rotator;
 pub use row_ram::RowRam;
 pub use sdram::SdramController;
 pub use sdram_port::SdramPort;
+pub use sdram_step::SdramStep;
+pub use sdram_transfer::SdramTransfer;
+pub use sdram_walk::SdramWalk;
 pub use spram::{SpramRows, LANES_PER_SPRAM, SPRAM_WORDS, UP5K_SPRAMS};
