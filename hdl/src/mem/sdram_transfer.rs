@@ -539,3 +539,6 @@ impl Logic for SdramTransfer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
