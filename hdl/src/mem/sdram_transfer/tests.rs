@@ -159,7 +159,7 @@ fn agrees_with_core(mhz: f64, seed: u64, transfers: usize) -> u64 {
             // The sequencer: row 0 addressed as it starts, then one a cycle while there is room.
             if write && issued < rows {
                 let first = issued == 0 && now + 1 == at;
-                let next = issued > 0 && now >= last_issue + 1 && rig.t.room.val();
+                let next = issued > 0 && now > last_issue && rig.t.room.val();
                 if first || next {
                     rig.t.issue.next = true;
                     pushes.push((now + 1 + lead, issued));
