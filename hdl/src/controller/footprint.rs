@@ -15,6 +15,7 @@ use systole_core::scoreboard::{SPAD_READ2, SPAD_WRITE};
 use systole_core::ArrayConfig;
 
 use crate::decode::constant;
+use crate::optional::Optional;
 
 /// What one instruction touches while it is in flight.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, LogicStruct)]
@@ -188,6 +189,17 @@ pub struct Conflict {
     a_writes_b: Signal<Local, Bit>,
     b_writes_a: Signal<Local, Bit>,
     dram: Signal<Local, Bit>,
+    /// Built for an SDRAM machine only: both move DRAM bytes (core's `Footprint::dram_bus`: one
+    /// transfer holds the SDRAM at a time).
+    bus: Optional<Signal<Local, Bit>>,
+}
+
+impl Conflict {
+    /// The hazard test of a machine of `config`.
+    pub fn new(config: &ArrayConfig) -> Conflict {
+        let sdram = config.dram_port == systole_core::DramPort::Sdram;
+        Conflict { bus: Optional::default_when(sdram), ..Default::default() }
+    }
 }
 
 impl Logic for Conflict {
@@ -258,6 +270,15 @@ impl Logic for Conflict {
             || self.dram.val()
             || (self.a.val().acc_banks & self.b.val().acc_banks).any()
             || (self.a.val().ports & self.b.val().ports).any();
+        for _s in 0..self.bus.len() {
+            self.bus.next = ((self.a.val().dram_read_lo < self.a.val().dram_read_hi)
+                || (self.a.val().dram_write_lo < self.a.val().dram_write_hi))
+                && ((self.b.val().dram_read_lo < self.b.val().dram_read_hi)
+                    || (self.b.val().dram_write_lo < self.b.val().dram_write_hi));
+            if self.bus.val() {
+                self.conflict.next = true;
+            }
+        }
     }
 }
 
@@ -269,7 +290,7 @@ pub(crate) mod tests {
     use systole_core::check::{random_program, SplitMix};
     use systole_core::isa::{encode, Instruction, VectorOp};
     use systole_core::scoreboard::{self, conflicts, Span};
-    use systole_core::{Dataflow, Dtype};
+    use systole_core::{Dataflow, DramPort, Dtype};
 
     /// Core's footprint in the hardware's bundle.
     fn bundle(fp: &scoreboard::Footprint) -> Footprint {
@@ -316,8 +337,8 @@ pub(crate) mod tests {
         f.fp.val()
     }
 
-    fn conflict(a: Footprint, b: Footprint) -> bool {
-        let mut c = Conflict::default();
+    fn conflict(config: &ArrayConfig, a: Footprint, b: Footprint) -> bool {
+        let mut c = Conflict::new(config);
         c.connect_all();
         c.a.next = a;
         c.b.next = b;
@@ -335,10 +356,16 @@ pub(crate) mod tests {
             (2, 3, Dtype::Int8, Dataflow::WeightStationary, 9),
             (3, 2, Dtype::Bf16, Dataflow::WeightStationary, 12),
             (4, 4, Dtype::Bf16, Dataflow::OutputStationary, 11),
+            (3, 2, Dtype::Int8, Dataflow::WeightStationary, 10),
         ] {
             let config =
                 ArrayConfig { spad_depth: 24, acc_depth: acc, ..ArrayConfig::new(r, c, dtype) }
                     .with_dataflow(dataflow);
+            // The last on the SDRAM, where any two DRAM transfers conflict.
+            let config = match acc {
+                10 => ArrayConfig { clock_mhz: 50.0, ..config.with_dram_port(DramPort::Sdram) },
+                _ => config,
+            };
             let mut all = vec![];
             // Rows at the bank split, where one row more or less changes the banks.
             let split = config.acc_depth.div_ceil(2) as u16;
@@ -364,7 +391,7 @@ pub(crate) mod tests {
             for (i, (wa, ga)) in all.iter().enumerate() {
                 for (wb, gb) in all.iter().skip(i).step_by(3) {
                     let want = conflicts(wa, wb);
-                    assert_eq!(conflict(*ga, *gb), want, "{wa:?} against {wb:?}");
+                    assert_eq!(conflict(&config, *ga, *gb), want, "{wa:?} against {wb:?}");
                     seen[want as usize] += 1;
                 }
             }
@@ -377,5 +404,7 @@ pub(crate) mod tests {
         let config = ArrayConfig::new(4, 4, Dtype::Int8);
         yosys_validate("footprint", &verilog_of(FootprintOf::new(&config))).unwrap();
         yosys_validate("conflict", &verilog_of(Conflict::default())).unwrap();
+        let sdram = ArrayConfig { clock_mhz: 50.0, ..config.with_dram_port(DramPort::Sdram) };
+        yosys_validate("conflict_sdram", &verilog_of(Conflict::new(&sdram))).unwrap();
     }
 }
