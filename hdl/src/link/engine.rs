@@ -104,6 +104,11 @@ pub struct PacketEngine {
     pub spad_elem: Signal<In, Bits<16>>,
     pub acc_word: Signal<In, Bits<32>>,
     pub dram_byte: Signal<In, Bits<8>>,
+    /// Built for a DRAM that answers in its own time (the SDRAM) only: a memory read's byte is
+    /// asked for while `host_read` (DRAM region), and waited for until `mem_ready`, which also
+    /// holds the next memory write until the last one is done.
+    pub host_read: Optional<Signal<Out, Bit>>,
+    pub mem_ready: Optional<Signal<In, Bit>>,
     buffer: Ram<8, 16>,
     extent: ExtentCheck,
     rx_crc: Crc16Step,
@@ -202,6 +207,15 @@ pub struct PacketEngine {
 }
 
 impl PacketEngine {
+    /// The same engine, waiting on its DRAM's `mem_ready` (the SDRAM's host port).
+    pub fn with_slow_dram(self) -> PacketEngine {
+        PacketEngine {
+            host_read: Optional::default_when(true),
+            mem_ready: Optional::default_when(true),
+            ..self
+        }
+    }
+
     pub fn new(map: HostMap) -> PacketEngine {
         let es = map.spad_elem_bytes;
         let spad_row_bytes = map.spad_lanes * es;
@@ -242,6 +256,8 @@ impl PacketEngine {
             spad_elem: Default::default(),
             acc_word: Default::default(),
             dram_byte: Default::default(),
+            host_read: Default::default(),
+            mem_ready: Default::default(),
             buffer: Ram::read_first(super::request_buffer_bytes(map.max_data)),
             extent: ExtentCheck::new(map.dram_bytes, map.spad_elem_bytes, map.queue_ends),
             rx_crc: Default::default(),
@@ -394,6 +410,10 @@ impl Logic for PacketEngine {
         self.run_q.d.next = false;
         self.reset_q.d.next = false;
         self.host_write.next = false;
+        for _s in 0..self.host_read.len() {
+            self.host_read.next =
+                self.state.q.val() == LinkState::RespMemWait && !self.region.q.val().any();
+        }
         self.host_region.next = self.region.q.val().get_bits::<2>(0);
         self.host_row.next = self.row.q.val();
         self.host_lane.next = self.lane.q.val();
@@ -712,6 +732,11 @@ impl Logic for PacketEngine {
             LinkState::WriteRead => {
                 self.buffer.read_address.next = self.count.q.val();
                 self.state.d.next = LinkState::WriteByte;
+                for _s in 0..self.mem_ready.len() {
+                    if !self.mem_ready.val() {
+                        self.state.d.next = LinkState::WriteRead;
+                    }
+                }
             }
             LinkState::WriteByte => {
                 self.host_write.next = self.elem_last_byte.val();
@@ -761,6 +786,11 @@ impl Logic for PacketEngine {
             }
             LinkState::RespMemWait => {
                 self.state.d.next = LinkState::RespMemLatch;
+                for _s in 0..self.mem_ready.len() {
+                    if !self.mem_ready.val() {
+                        self.state.d.next = LinkState::RespMemWait;
+                    }
+                }
             }
             LinkState::RespMemLatch => {
                 self.tx_data.d.next = self.mem_byte.val();

@@ -24,6 +24,16 @@ pub struct SdramController {
     /// While high, NOP and the state of a run's cycle 0: the run starts in the first cycle it is
     /// low (the chip must then be idle, as after its power-up).
     pub hold: Signal<In, Bit>,
+    /// Low in a frozen cycle of a run: nothing moves (every phase a NOP, the state kept), so
+    /// the controller keeps the machine's time, as every unit does.
+    pub enable: Signal<In, Bit>,
+    /// Between runs: close the open rows (`SdramStep::close`).
+    pub close: Signal<In, Bit>,
+    /// No row is open, no rule is running, no refresh is due: the chip is as at a run's cycle 0.
+    pub quiet: Signal<Out, Bit>,
+    /// Each bank's open row, as the registers hold it.
+    pub bank_open: Vec<Signal<Out, Bit>>,
+    pub bank_row: Vec<Signal<Out, Bits<13>>>,
     /// A word is offered in the phase: `word`, and `write` with `write_data` but the bytes
     /// `write_mask` holds (bit 0 the low byte), or a read.
     pub request: Vec<Signal<In, Bit>>,
@@ -71,6 +81,11 @@ impl SdramController {
         SdramController {
             clock: Default::default(),
             hold: Default::default(),
+            enable: Default::default(),
+            close: Default::default(),
+            quiet: Default::default(),
+            bank_open: each(4),
+            bank_row: each(4),
             request: each(phases),
             word: each(phases),
             write: each(phases),
@@ -130,6 +145,7 @@ impl Logic for SdramController {
         self.first.refresh_wait.next = self.refresh_wait.q.val();
         self.first.refresh_timer.next = self.refresh_timer.q.val();
         self.first.owed.next = self.owed.q.val();
+        self.first.close.next = self.close.val();
         self.first.request.next = self.request[0].val() && !self.hold.val();
         self.first.word.next = self.word[0].val();
         self.first.write.next = self.write[0].val();
@@ -173,6 +189,7 @@ impl Logic for SdramController {
             self.second.refresh_wait.next = self.first.next_refresh_wait.val();
             self.second.refresh_timer.next = self.first.next_refresh_timer.val();
             self.second.owed.next = self.first.next_owed.val();
+            self.second.close.next = self.close.val();
             self.second.request.next = self.request[1].val() && !self.hold.val();
             self.second.word.next = self.word[1].val();
             self.second.write.next = self.write[1].val();
@@ -202,6 +219,45 @@ impl Logic for SdramController {
             self.refresh_wait.d.next = self.second.next_refresh_wait.val();
             self.refresh_timer.d.next = self.second.next_refresh_timer.val();
             self.owed.d.next = self.second.next_owed.val();
+        }
+        // A frozen cycle: every phase a NOP, the state kept.
+        if !self.enable.val() {
+            for k in 0..4 {
+                self.open[k].d.next = self.open[k].q.val();
+                self.row[k].d.next = self.row[k].q.val();
+                self.active_wait[k].d.next = self.active_wait[k].q.val();
+                self.access_wait[k].d.next = self.access_wait[k].q.val();
+                self.close_wait[k].d.next = self.close_wait[k].q.val();
+            }
+            self.any_active_wait.d.next = self.any_active_wait.q.val();
+            self.write_wait.d.next = self.write_wait.q.val();
+            self.refresh_wait.d.next = self.refresh_wait.q.val();
+            self.refresh_timer.d.next = self.refresh_timer.q.val();
+            self.owed.d.next = self.owed.q.val();
+            for p in 0..self.accept.len() {
+                self.accept[p].next = false;
+                self.ras_n[p].next = true;
+                self.cas_n[p].next = true;
+                self.we_n[p].next = true;
+                self.dq_drive[p].next = false;
+                self.dqm[p].next = 0.into();
+            }
+        }
+        self.quiet.next = !self.owed.q.val()
+            && self.refresh_timer.q.val().any()
+            && !self.any_active_wait.q.val().any()
+            && !self.write_wait.q.val().any()
+            && !self.refresh_wait.q.val().any();
+        for k in 0..4 {
+            self.bank_open[k].next = self.open[k].q.val();
+            self.bank_row[k].next = self.row[k].q.val();
+            if self.open[k].q.val()
+                || self.active_wait[k].q.val().any()
+                || self.access_wait[k].q.val().any()
+                || self.close_wait[k].q.val().any()
+            {
+                self.quiet.next = false;
+            }
         }
         if self.hold.val() {
             self.owed.d.next = false;
@@ -239,7 +295,8 @@ mod tests {
 
     /// Random traffic (runs of reads or writes, here and there, with idle gaps) offered to the
     /// logic and to core's controller alike, `phases` SDRAM cycles an array cycle: the same
-    /// command in every SDRAM cycle.
+    /// command in every SDRAM cycle. A cycle in ten is frozen (`enable` low): every phase a NOP,
+    /// and the next enabled cycle goes on as if it had not been.
     fn agrees_with_core(mhz: f64, seed: u64, cycles: u64, phases: usize) {
         let g = ULX3S_SDRAM.geometry;
         let t = SdramTiming::at(&ULX3S_SDRAM, mhz).unwrap();
@@ -251,6 +308,17 @@ mod tests {
         let (mut request, mut left, mut idle) = (None::<Request>, 0u64, 0u64);
         let mut commands = [0u64; 6];
         for cycle in 0..cycles.div_ceil(phases as u64) {
+            let frozen = rand(10) == 0;
+            uut.enable.next = !frozen;
+            if frozen {
+                settle(&mut uut);
+                for p in 0..phases {
+                    assert_eq!(Command::from_pins(&pins(&uut, p)), Some(Command::Nop));
+                    assert!(!uut.accept[p].val(), "cycle {cycle}: frozen");
+                }
+                tick(&mut uut, |c| &mut c.clock);
+                continue;
+            }
             let mut want = vec![];
             for p in 0..phases {
                 if request.is_none() && idle > 0 {

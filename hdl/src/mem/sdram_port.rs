@@ -7,11 +7,12 @@
 //! REFRESHes and LOAD MODE REGISTER at the SDRAM cycles of core's `sdram::controller::power_up`
 //! (SDRAM cycle `n` is phase `n mod phases` of array cycle `n / phases`), and raises `ready` in
 //! the first array cycle after the sequence: the controller's cycle 0. Every phase's command
-//! leaves through a register, so it is on the pins in the same phase of the next array cycle,
-//! and each phase's data pins come in through one (`dq_in[p]`: what the chip drives in phase
-//! `p` of the array cycle). A word the chip drives earlier than the others of its array cycle's
-//! READs (CAS latency odd, two phases) waits a cycle more, so that every READ's word lands the
-//! same number of array cycles after it.
+//! leaves through a register, so it is on the pins in the same phase of the next array cycle.
+//! `dq_in[p]` is what the chip drives in phase `p` of the array cycle; a READ's word is handed
+//! on as it is on the pins (`read_arrival - 1` array cycles after the READ's), and the reader's
+//! register is the input register that makes `read_arrival`. A word the chip drives earlier
+//! than the others of its array cycle's READs (CAS latency odd, two phases) waits a cycle in a
+//! register here, so that every READ's word comes the same number of array cycles after it.
 
 use rust_hdl::prelude::*;
 use systole_core::sdram::controller::{power_up, IO_STAGES};
@@ -27,6 +28,15 @@ pub struct SdramPort {
     pub clock: Signal<In, Clock>,
     /// High from the controller's cycle 0 on.
     pub ready: Signal<Out, Bit>,
+    /// The controller's `enable`, `close` and `quiet` ([`SdramController`]); `restart` makes
+    /// the next cycle the controller's cycle 0 (the chip must be quiet).
+    pub enable: Signal<In, Bit>,
+    pub close: Signal<In, Bit>,
+    pub quiet: Signal<Out, Bit>,
+    pub restart: Signal<In, Bit>,
+    /// The port needs the machine frozen (from the next cycle) while it refreshes the chip in
+    /// the machine's stead (module docs).
+    pub stall: Signal<Out, Bit>,
     /// The controller's request side ([`SdramController`]).
     pub request: Vec<Signal<In, Bit>>,
     pub word: Vec<Signal<In, Bits<32>>>,
@@ -34,7 +44,8 @@ pub struct SdramPort {
     pub write_data: Vec<Signal<In, Bits<16>>>,
     pub write_mask: Vec<Signal<In, Bits<2>>>,
     pub accept: Vec<Signal<Out, Bit>>,
-    /// The word of the READ given in phase `p` `read_arrival` array cycles ago.
+    /// The word of the READ given in phase `p` `read_arrival - 1` array cycles ago: its last
+    /// register, which holds it until it lands, is the reader's ([`super::SdramTransfer`]).
     pub read_valid: Vec<Signal<Out, Bit>>,
     pub read_data: Vec<Signal<Out, Bits<16>>>,
     /// The chip's pins in each phase (CS# low, CKE high: the board's top ties them).
@@ -48,6 +59,17 @@ pub struct SdramPort {
     pub dqm: Vec<Signal<Out, Bits<2>>>,
     pub dq_in: Vec<Signal<In, Bits<16>>>,
     controller: SdramController,
+    /// Refreshes the chip is owed in real time (one more every `refi` SDRAM cycles, one fewer
+    /// for each REFRESH on the pins), and the array cycles to the next.
+    debt: DFF<Bits<4>>,
+    debt_timer: DFF<Bits<16>>,
+    refi_cycles: Constant<Bits<16>>,
+    refreshed: Signal<Local, Bit>,
+    /// The shadow refresh: stalling, its step (16 array cycles each: wait, PRECHARGE ALL,
+    /// REFRESH while owed, ACTIVE the open rows again, wait).
+    stalled: DFF<Bit>,
+    step: DFF<Bits<4>>,
+    step_timer: DFF<Bits<4>>,
     boot: DFF<Bits<16>>,
     booted: DFF<Bit>,
     ras_q: Vec<DFF<Bit>>,
@@ -58,9 +80,8 @@ pub struct SdramPort {
     dq_q: Vec<DFF<Bits<16>>>,
     drive_q: Vec<DFF<Bit>>,
     dqm_q: Vec<DFF<Bits<2>>>,
-    /// Each phase's data pins, registered, and once more.
+    /// Each phase's data pins, registered (for a word the chip drives a phase early).
     dq_in_q: Vec<DFF<Bits<16>>>,
-    dq_in_late: Vec<DFF<Bits<16>>>,
     /// Per phase, bit `i`: a READ was accepted in that phase `i + 1` array cycles ago.
     reads: Vec<DFF<Bits<16>>>,
     /// Per phase: the array cycle and the phase of the boot's commands in it (the phase's
@@ -86,7 +107,7 @@ impl SdramPort {
         let ready = ready.div_ceil(k);
         assert!(ready < 1 << 16, "a power-up of {ready} cycles");
         let arrival = IO_STAGES + t.cas.div_ceil(k);
-        assert!(arrival <= 16);
+        assert!((3..=16).contains(&arrival));
         let Command::LoadMode { .. } = commands[3].1 else { unreachable!() };
         // A boot command at SDRAM cycle n, in phase p: array cycle n / k, else never (past it).
         let at = |n: u64| -> Vec<Constant<Bits<16>>> {
@@ -98,6 +119,18 @@ impl SdramPort {
         SdramPort {
             clock: Default::default(),
             ready: Default::default(),
+            enable: Default::default(),
+            close: Default::default(),
+            quiet: Default::default(),
+            restart: Default::default(),
+            stall: Default::default(),
+            debt: Default::default(),
+            debt_timer: Default::default(),
+            stalled: Default::default(),
+            step: Default::default(),
+            step_timer: Default::default(),
+            refi_cycles: constant((t.refi / k).max(1) - 1),
+            refreshed: Default::default(),
             request: each(phases),
             word: each(phases),
             write: each(phases),
@@ -127,7 +160,6 @@ impl SdramPort {
             drive_q: each(phases),
             dqm_q: each(phases),
             dq_in_q: each(phases),
-            dq_in_late: each(phases),
             reads: each(phases),
             precharge_at: at(commands[0].0),
             refresh1_at: at(commands[1].0),
@@ -136,7 +168,7 @@ impl SdramPort {
             last_boot: constant(ready - 1),
             mode: constant(commands[3].1.pins().a as u64),
             a10: constant(A10 as u64),
-            landing: constant(1 << (arrival - 1)),
+            landing: constant(1 << (arrival - 2)),
             source: (0..k).map(|p| constant((p + t.cas) % k)).collect(),
             late: (0..k).map(|p| Constant::new((p + t.cas) / k < t.cas.div_ceil(k))).collect(),
         }
@@ -146,9 +178,12 @@ impl SdramPort {
 impl Logic for SdramPort {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, boot, booted);
+        dff_setup!(self, clock, boot, booted, debt, debt_timer, stalled, step, step_timer);
         self.controller.clock.next = self.clock.val();
-        self.controller.hold.next = !self.booted.q.val();
+        self.controller.hold.next = !self.booted.q.val() || self.restart.val();
+        self.controller.enable.next = self.enable.val();
+        self.controller.close.next = self.close.val();
+        self.quiet.next = self.controller.quiet.val() && self.booted.q.val();
         self.ready.next = self.booted.q.val();
         // The power-up's commands, then the controller's.
         if !self.booted.q.val() {
@@ -165,7 +200,6 @@ impl Logic for SdramPort {
             self.drive_q[p].clock.next = self.clock.val();
             self.dqm_q[p].clock.next = self.clock.val();
             self.dq_in_q[p].clock.next = self.clock.val();
-            self.dq_in_late[p].clock.next = self.clock.val();
             self.reads[p].clock.next = self.clock.val();
             self.controller.request[p].next = self.request[p].val() && self.booted.q.val();
             self.controller.word[p].next = self.word[p].val();
@@ -211,23 +245,85 @@ impl Logic for SdramPort {
             self.dq_drive[p].next = self.drive_q[p].q.val();
             self.dqm[p].next = self.dqm_q[p].q.val();
 
-            // A read's word comes in through its data phase's register (and one more if the
-            // chip drove it early), `read_arrival` cycles after its READ.
+            // A read's word comes from its data phase's pins (through a register if the chip
+            // drove it early), `read_arrival - 1` cycles after its READ.
             self.dq_in_q[p].d.next = self.dq_in[p].val();
-            self.dq_in_late[p].d.next = self.dq_in_q[p].q.val();
             self.reads[p].d.next = self.reads[p].q.val() << 1;
             if self.controller.accept[p].val() && !self.write[p].val() {
                 self.reads[p].d.next = (self.reads[p].q.val() << 1) | 1;
             }
             self.read_valid[p].next = (self.reads[p].q.val() & self.landing.val()).any();
         }
+        // Real time: a refresh is owed every `refi` SDRAM cycles; each REFRESH pays one (`debt`
+        // counts from 2, so that a REFRESH a little early is credited).
+        self.refreshed.next = false;
+        for p in 0..self.accept.len() {
+            if self.ras_q[p].q.val() && self.cas_q[p].q.val() && !self.we_q[p].q.val() {
+                self.refreshed.next = true;
+            }
+        }
+        self.debt_timer.d.next = self.debt_timer.q.val() + 1;
+        if self.debt_timer.q.val() == self.refi_cycles.val() {
+            self.debt_timer.d.next = 0.into();
+            if !self.refreshed.val() && self.debt.q.val() != 15 {
+                self.debt.d.next = self.debt.q.val() + 1;
+            }
+        } else if self.refreshed.val() && self.debt.q.val().any() {
+            self.debt.d.next = self.debt.q.val() - 1;
+        }
+        if !self.booted.q.val() {
+            self.debt.d.next = 2.into();
+        }
+        // The machine froze too long to keep up (frozen cycles give no refresh): stall it and
+        // refresh in its stead, its open rows closed and opened again, each command 16 array
+        // cycles after the one before, so that every rule the machine's controller counts on is
+        // met when it goes on.
+        self.stall.next = self.stalled.q.val();
+        if self.booted.q.val() && !self.stalled.q.val() && self.debt.q.val() >= 6 {
+            self.stalled.d.next = true;
+            self.step.d.next = 0.into();
+            self.step_timer.d.next = 0.into();
+        }
+        if self.stalled.q.val() {
+            self.step_timer.d.next = self.step_timer.q.val() + 1;
+            if self.step_timer.q.val() == 15 {
+                self.step.d.next = self.step.q.val() + 1;
+                // REFRESH again while one is owed.
+                if self.step.q.val() == 2 && self.debt.q.val() > 3 {
+                    self.step.d.next = 2.into();
+                }
+                if self.step.q.val() == 7 {
+                    self.stalled.d.next = false;
+                }
+            }
+            if self.step_timer.q.val() == 0 {
+                if self.step.q.val() == 1 {
+                    self.ras_q[0].d.next = true;
+                    self.we_q[0].d.next = true;
+                    self.a_q[0].d.next = self.a10.val();
+                }
+                if self.step.q.val() == 2 {
+                    self.ras_q[0].d.next = true;
+                    self.cas_q[0].d.next = true;
+                }
+                for b in 0..4 {
+                    if self.step.q.val() == b.to_bits::<4>() + 3
+                        && self.controller.bank_open[b].val()
+                    {
+                        self.ras_q[0].d.next = true;
+                        self.ba_q[0].d.next = b.to_bits::<2>();
+                        self.a_q[0].d.next = self.controller.bank_row[b].val();
+                    }
+                }
+            }
+        }
         for p in 0..self.accept.len() {
             for d in 0..self.accept.len() {
                 if self.source[p].val() == d.to_bits::<2>() {
                     if self.late[p].val() {
-                        self.read_data[p].next = self.dq_in_late[d].q.val();
-                    } else {
                         self.read_data[p].next = self.dq_in_q[d].q.val();
+                    } else {
+                        self.read_data[p].next = self.dq_in[d].val();
                     }
                 }
             }
@@ -246,7 +342,7 @@ mod tests {
     /// The port from power-on with core's chip model on its pins, `phases` SDRAM cycles an
     /// array cycle, offered random traffic: the chip takes every command, the pins carry core's
     /// controller's command in each phase an array cycle after it decides it, and every read's
-    /// word comes back `read_arrival` array cycles after its READ's.
+    /// word comes back `read_arrival - 1` array cycles after its READ's.
     fn runs_against_the_chip(mhz: f64, phases: usize, seed: u64, cycles: u64) -> u64 {
         let g = ULX3S_SDRAM.geometry;
         let t = SdramTiming::at(&ULX3S_SDRAM, mhz).unwrap();
@@ -257,6 +353,7 @@ mod tests {
         let mut model = Controller::new(t, g);
         let mut uut = SdramPort::new(&t, &g, phases);
         uut.connect_all();
+        uut.enable.next = true;
         let mut seed = seed;
         let mut rand = |n: u64| (lcg_step(&mut seed) >> 33) % n;
         let mut memory: BTreeMap<u32, u16> = BTreeMap::new();
@@ -285,7 +382,7 @@ mod tests {
                 match now[p] {
                     Command::Read { .. } => {
                         let value = memory.get(&r.word).copied().unwrap_or(0);
-                        landing.push_back((c + arrival, p, value));
+                        landing.push_back((c + arrival - 1, p, value));
                         request = None;
                     }
                     Command::Write { .. } => {

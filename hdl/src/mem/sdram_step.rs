@@ -35,6 +35,9 @@ pub struct SdramStep {
     pub refresh_timer: Signal<In, Bits<16>>,
     /// A refresh is due and not yet given.
     pub owed: Signal<In, Bit>,
+    /// Between runs: close every open row (PRECHARGE ALL once they may close) instead of
+    /// serving a request; a refresh due still comes first.
+    pub close: Signal<In, Bit>,
     /// A word is offered: `word`, and `write` with `write_data` but the bytes `write_mask`
     /// holds (bit 0 the low byte), or a read.
     pub request: Signal<In, Bit>,
@@ -115,6 +118,7 @@ impl SdramStep {
             refresh_wait: Default::default(),
             refresh_timer: Default::default(),
             owed: Default::default(),
+            close: Default::default(),
             request: Default::default(),
             word: Default::default(),
             write: Default::default(),
@@ -257,6 +261,10 @@ impl Logic for SdramStep {
                 self.do_precharge_all.next = self.all_close_ok.val();
             } else {
                 self.do_refresh.next = !self.refresh_wait.val().any();
+            }
+        } else if self.close.val() {
+            if self.any_open.val() {
+                self.do_precharge_all.next = self.all_close_ok.val();
             }
         } else if self.request.val() {
             if self.hit.val() {

@@ -12,6 +12,11 @@
 //!   while `room`: fewer than two rows addressed and not yet written.
 //!
 //! `last_row` says the transfer's last row lands in this cycle.
+//!
+//! The transfer keeps the machine's time (`enable`, low in a frozen cycle: nothing moves, no word
+//! is offered), as the controller does, while the chip answers in real time: the port hands each
+//! READ's word on a cycle before it lands, and a queue of words (real time in, the landing
+//! words out) holds it until its READ's landing cycle comes, however long the machine froze.
 
 use rust_hdl::prelude::*;
 use systole_core::timing::sdram::WRITE_SLOTS;
@@ -28,6 +33,8 @@ const _: () = assert!(WRITE_SLOTS == 2);
 #[derive(LogicBlock)]
 pub struct SdramTransfer {
     pub clock: Signal<In, Clock>,
+    /// Low in a frozen cycle of a run (module docs).
+    pub enable: Signal<In, Bit>,
     /// A transfer is dispatched next cycle: its direction, first DRAM byte, rows, elements a row,
     /// the row and element strides in elements, and the bytes of an element (1, 2 or 4).
     pub start: Signal<In, Bit>,
@@ -48,7 +55,7 @@ pub struct SdramTransfer {
     pub issue: Signal<In, Bit>,
     pub push: Signal<In, Bit>,
     pub push_data: Vec<Signal<In, Bits<8>>>,
-    /// The SDRAM port's request side, and each phase's READ word, `read_arrival` cycles on.
+    /// The SDRAM port's request side, and each phase's READ word, a cycle before it lands.
     pub request: Vec<Signal<Out, Bit>>,
     pub word: Vec<Signal<Out, Bits<32>>>,
     pub write_word: Vec<Signal<Out, Bit>>,
@@ -112,6 +119,17 @@ pub struct SdramTransfer {
     /// The row's bytes with phase 0's landed word, and with every phase's.
     merged: Vec<Signal<Local, Bits<8>>>,
     landed: Vec<Signal<Local, Bits<8>>>,
+    /// The READs' words, in order, until they land, and how many there are; the first two,
+    /// and this cycle's words as they come in, in order.
+    queue: Vec<DFF<Bits<16>>>,
+    queued: DFF<Bits<5>>,
+    word0: Signal<Local, Bits<16>>,
+    word1: Signal<Local, Bits<16>>,
+    in0: Signal<Local, Bits<16>>,
+    in1: Signal<Local, Bits<16>>,
+    ins: Signal<Local, Bits<5>>,
+    pops: Signal<Local, Bits<5>>,
+    tail: Signal<Local, Bits<5>>,
     /// Phase 1's landed word ends its row; phase 1 gives a write row's last WRITE.
     second_ends: Signal<Local, Bit>,
     end_second: Signal<Local, Bit>,
@@ -134,6 +152,7 @@ impl SdramTransfer {
         assert!((1..1 << 15).contains(&row_bytes), "rows of {row_bytes} bytes");
         SdramTransfer {
             clock: Default::default(),
+            enable: Default::default(),
             start: Default::default(),
             write: Default::default(),
             addr: Default::default(),
@@ -201,6 +220,15 @@ impl SdramTransfer {
             land_m1: each(phases),
             merged: each(row_bytes),
             landed: each(row_bytes),
+            queue: each(phases * read_arrival),
+            queued: Default::default(),
+            word0: Default::default(),
+            word1: Default::default(),
+            in0: Default::default(),
+            in1: Default::default(),
+            ins: Default::default(),
+            pops: Default::default(),
+            tail: Default::default(),
             second_ends: Default::default(),
             end_second: Default::default(),
             start_hi: Default::default(),
@@ -216,8 +244,12 @@ impl Logic for SdramTransfer {
         dff_setup!(
             self, clock, writing, strided, span_m1, elem_step, row_step, es_bytes, len_m1, active,
             word_at, word_last, first_word, lo_odd, end_odd, pos, span_lo, span_dest, row_base,
-            elems_left, rows_left, full0, full1, push_at, pop_at, issued, written
+            elems_left, rows_left, full0, full1, push_at, pop_at, issued, written, queued
         );
+        for q in 0..self.queue.len() {
+            self.queue[q].clock.next = self.clock.val();
+            self.queue[q].d.next = self.queue[q].q.val();
+        }
         for j in 0..self.row.len() {
             self.row[j].clock.next = self.clock.val();
             self.slot0[j].clock.next = self.clock.val();
@@ -232,12 +264,12 @@ impl Logic for SdramTransfer {
             self.lands_hi[p].clock.next = self.clock.val();
             self.lands_end[p].clock.next = self.clock.val();
             self.lands_last[p].clock.next = self.clock.val();
-            self.lands_valid[p].enable.next = true;
-            self.lands_pos[p].enable.next = true;
-            self.lands_lo[p].enable.next = true;
-            self.lands_hi[p].enable.next = true;
-            self.lands_end[p].enable.next = true;
-            self.lands_last[p].enable.next = true;
+            self.lands_valid[p].enable.next = self.enable.val();
+            self.lands_pos[p].enable.next = self.enable.val();
+            self.lands_lo[p].enable.next = self.enable.val();
+            self.lands_hi[p].enable.next = self.enable.val();
+            self.lands_end[p].enable.next = self.enable.val();
+            self.lands_last[p].enable.next = self.enable.val();
         }
 
         // Phase 0: the walk from the registers, its word's bytes from the row register it
@@ -444,6 +476,59 @@ impl Logic for SdramTransfer {
             }
         }
 
+        // The READs' words queue as they come; a landing word is the queue's first (phase 1's,
+        // its second if phase 0's lands too).
+        self.in0.next = self.read_data[0].val();
+        self.in1.next = 0.into();
+        self.ins.next = 0.into();
+        if self.read_valid[0].val() {
+            self.ins.next = 1.into();
+        }
+        for _s in 0..self.second.len() {
+            if self.read_valid[1].val() {
+                self.ins.next = self.ins.val() + 1;
+                if self.read_valid[0].val() {
+                    self.in1.next = self.read_data[1].val();
+                } else {
+                    self.in0.next = self.read_data[1].val();
+                }
+            }
+        }
+        self.word0.next = self.queue[0].q.val();
+        self.word1.next = self.queue[0].q.val();
+        self.pops.next = 0.into();
+        if self.enable.val() && self.lands_valid[0].d_out.val() {
+            self.pops.next = 1.into();
+            self.word1.next = self.queue[1].q.val();
+        }
+        for _s in 0..self.second.len() {
+            if self.enable.val() && self.lands_valid[1].d_out.val() {
+                self.pops.next = self.pops.val() + 1;
+            }
+        }
+        for q in 1..self.queue.len() {
+            if self.pops.val() == 1 {
+                self.queue[q - 1].d.next = self.queue[q].q.val();
+            }
+        }
+        for q in 2..self.queue.len() {
+            if self.pops.val() == 2 {
+                self.queue[q - 2].d.next = self.queue[q].q.val();
+            }
+        }
+        self.tail.next = self.queued.q.val() - self.pops.val();
+        for q in 0..self.queue.len() {
+            if self.tail.val() == q.to_bits::<5>() && self.ins.val().any() {
+                self.queue[q].d.next = self.in0.val();
+            }
+        }
+        for q in 1..self.queue.len() {
+            if self.tail.val() + 1 == q.to_bits::<5>() && self.ins.val() == 2 {
+                self.queue[q].d.next = self.in1.val();
+            }
+        }
+        self.queued.d.next = self.tail.val() + self.ins.val();
+
         // A read's words land: phase 0's, then phase 1's, each byte in its row byte. The row
         // shown is the one whose last word lands: phase 1's only if it ends a row.
         self.land_m1[0].next = self.lands_pos[0].d_out.val() - 1;
@@ -454,24 +539,24 @@ impl Logic for SdramTransfer {
             self.merged[j].next = self.row[j].q.val();
             if self.lands_valid[0].d_out.val() {
                 if self.lands_lo[0].d_out.val() && self.land_m1[0].val() == j.to_bits::<16>() {
-                    self.merged[j].next = self.read_data[0].val().get_bits::<8>(0);
+                    self.merged[j].next = self.word0.val().get_bits::<8>(0);
                 }
                 if self.lands_hi[0].d_out.val()
                     && self.lands_pos[0].d_out.val() == j.to_bits::<16>()
                 {
-                    self.merged[j].next = self.read_data[0].val().get_bits::<8>(8);
+                    self.merged[j].next = self.word0.val().get_bits::<8>(8);
                 }
             }
             self.landed[j].next = self.merged[j].val();
             for _s in 0..self.second.len() {
                 if self.lands_valid[1].d_out.val() {
                     if self.lands_lo[1].d_out.val() && self.land_m1[1].val() == j.to_bits::<16>() {
-                        self.landed[j].next = self.read_data[1].val().get_bits::<8>(0);
+                        self.landed[j].next = self.word1.val().get_bits::<8>(0);
                     }
                     if self.lands_hi[1].d_out.val()
                         && self.lands_pos[1].d_out.val() == j.to_bits::<16>()
                     {
-                        self.landed[j].next = self.read_data[1].val().get_bits::<8>(8);
+                        self.landed[j].next = self.word1.val().get_bits::<8>(8);
                     }
                 }
             }
@@ -492,6 +577,39 @@ impl Logic for SdramTransfer {
             }
         }
 
+        // A frozen cycle: no word offered, nothing lands, the state kept (the queue takes the
+        // words the chip sends meanwhile).
+        if !self.enable.val() {
+            for p in 0..self.request.len() {
+                self.request[p].next = false;
+            }
+            self.row_valid.next = false;
+            self.last_row.next = false;
+            self.active.d.next = self.active.q.val();
+            self.word_at.d.next = self.word_at.q.val();
+            self.word_last.d.next = self.word_last.q.val();
+            self.first_word.d.next = self.first_word.q.val();
+            self.lo_odd.d.next = self.lo_odd.q.val();
+            self.end_odd.d.next = self.end_odd.q.val();
+            self.pos.d.next = self.pos.q.val();
+            self.span_lo.d.next = self.span_lo.q.val();
+            self.span_dest.d.next = self.span_dest.q.val();
+            self.row_base.d.next = self.row_base.q.val();
+            self.elems_left.d.next = self.elems_left.q.val();
+            self.rows_left.d.next = self.rows_left.q.val();
+            self.full0.d.next = self.full0.q.val();
+            self.full1.d.next = self.full1.q.val();
+            self.push_at.d.next = self.push_at.q.val();
+            self.pop_at.d.next = self.pop_at.q.val();
+            self.issued.d.next = self.issued.q.val();
+            self.written.d.next = self.written.q.val();
+            for j in 0..self.row.len() {
+                self.row[j].d.next = self.row[j].q.val();
+                self.slot0[j].d.next = self.slot0[j].q.val();
+                self.slot1[j].d.next = self.slot1[j].q.val();
+            }
+        }
+
         // A transfer starts: its first span.
         self.start_strided.next = self.elem_stride.val() > 1;
         self.start_span_m1.next = bit_cast::<32, 3>(self.es.val()) - 1;
@@ -505,7 +623,7 @@ impl Logic for SdramTransfer {
             }
         }
         self.start_hi.next = self.addr.val() + self.start_span_m1.val();
-        if self.start.val() {
+        if self.start.val() && self.enable.val() {
             self.writing.d.next = self.write.val();
             self.strided.d.next = self.start_strided.val();
             self.span_m1.d.next = self.start_span_m1.val();
