@@ -29,12 +29,15 @@
 //! * [`SdramPort`]: the SDRAM's power-up and its controller behind the pins' registers.
 //! * [`SdramWalk`], [`SdramTransfer`]: a DRAM transfer's words offered to the port, a phase at a
 //!   time, and its rows assembled as they land (a read) or taken from the sequencer (a write).
+//! * [`SdramMemory`]: the SDRAM as a machine's DRAM: a run's transfers, the host's bytes between
+//!   runs, and a run's start once the chip is quiet.
 
 mod dram;
 mod ram;
 mod rotator;
 mod row_ram;
 mod sdram;
+mod sdram_memory;
 mod sdram_port;
 mod sdram_step;
 mod sdram_transfer;
@@ -46,6 +49,7 @@ pub use ram::Ram;
 pub use rotator::Rotator;
 pub use row_ram::RowRam;
 pub use sdram::SdramController;
+pub use sdram_memory::SdramMemory;
 pub use sdram_port::SdramPort;
 pub use sdram_step::SdramStep;
 pub use sdram_transfer::SdramTransfer;

@@ -181,7 +181,7 @@ impl Logic for SdramPort {
         dff_setup!(self, clock, boot, booted, debt, debt_timer, stalled, step, step_timer);
         self.controller.clock.next = self.clock.val();
         self.controller.hold.next = !self.booted.q.val() || self.restart.val();
-        self.controller.enable.next = self.enable.val();
+        self.controller.enable.next = self.enable.val() && !self.stalled.q.val();
         self.controller.close.next = self.close.val();
         self.quiet.next = self.controller.quiet.val() && self.booted.q.val();
         self.ready.next = self.booted.q.val();
