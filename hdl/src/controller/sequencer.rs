@@ -50,6 +50,19 @@
 //! over `span` or `conv_element`, which only byte-port sequencers have, so a row-port one is
 //! emitted exactly as before the byte port existed (docs/DECISIONS.md 114).
 
+//! # The SDRAM port
+//!
+//! Built for `DramPort::Sdram`, the sequencer leaves a DRAM transfer's words to
+//! `crate::mem::SdramTransfer` (core's `timing::sdram` contract) and paces its rows by it: a
+//! `Load` or `LoadAcc` row is written when the transfer says one lands (`sdram_row`; the row
+//! arrives assembled, so nothing gathers or transposes), and the instruction ends, after its
+//! read-stage tail, with the last. A store reads its source rows one a cycle while the transfer
+//! has room for them: row `r + 1` is addressed (`sdram_issue`) in a cycle with `sdram_room`, and
+//! each row's datapath write (`dram_write_count`, which the top pushes into the transfer) is
+//! shown once, in the cycle of its read (`fresh`); the store ends when its last word is written
+//! (`sdram_last`). Every SDRAM choice is made in a loop over `sdram_row`, which only SDRAM
+//! sequencers have.
+
 use rust_hdl::prelude::*;
 
 use crate::decoded::Decoded;
@@ -120,6 +133,15 @@ pub struct Sequencer {
     pub spad_read: Signal<Out, Bits<16>>,
     pub acc_read_x: Signal<Out, Bits<16>>,
     pub acc_read_y: Signal<Out, Bits<16>>,
+    /// Built for the SDRAM port only (module docs): a transfer's row lands now; its last lands or
+    /// is written now; a store's next source row may be addressed now; it is.
+    pub sdram_row: Optional<Signal<In, Bit>>,
+    pub sdram_last: Optional<Signal<In, Bit>>,
+    pub sdram_room: Optional<Signal<In, Bit>>,
+    pub sdram_issue: Optional<Signal<Out, Bit>>,
+    /// A store reads its current source row in this cycle (the row's first); it is a store.
+    fresh: Optional<DFF<Bit>>,
+    sdram_store: Optional<Signal<Local, Bit>>,
     busy: DFF<Bit>,
     k_load: DFF<Bit>,
     k_store: DFF<Bit>,
@@ -256,6 +278,7 @@ impl Sequencer {
         let w = config.spad_width();
         let decoupled = config.schedule == Schedule::Decoupled;
         let byte_port = config.dram_port == DramPort::Byte;
+        let sdram = config.dram_port == DramPort::Sdram;
         // On the byte port `elem` counts a row's bytes, four a word.
         let elems = w.max(config.cols as usize).max(4);
         let elems = if byte_port {
@@ -299,6 +322,12 @@ impl Sequencer {
             spad_read: Default::default(),
             acc_read_x: Default::default(),
             acc_read_y: Default::default(),
+            sdram_row: Optional::default_when(sdram),
+            sdram_last: Optional::default_when(sdram),
+            sdram_room: Optional::default_when(sdram),
+            sdram_issue: Optional::default_when(sdram),
+            fresh: Optional::default_when(sdram),
+            sdram_store: Optional::default_when(sdram),
             busy: Default::default(),
             k_load: Default::default(),
             k_store: Default::default(),
@@ -486,6 +515,22 @@ impl Logic for Sequencer {
             && (self.ins.elem_stride.val() > 1)
             && (self.ins.len.val() > 1)
             && (self.ins.rows.val() > 1);
+        // On the SDRAM a load's row ends as it lands; a store's advances while the transfer has
+        // room, its last in the cycle of its read.
+        for _s in 0..self.sdram_row.len() {
+            self.transposes.next = false;
+            self.sdram_store.next =
+                self.k_store.q.val() || self.k_store_spad.q.val() || self.k_store_bf16.q.val();
+            if self.k_load.q.val() || self.k_load_acc.q.val() {
+                self.row_last.next = self.sdram_row.val();
+            }
+            if self.sdram_store.val() {
+                self.row_last.next = self.sdram_room.val();
+                if self.row_at_last.q.val() {
+                    self.row_last.next = self.fresh.q.val();
+                }
+            }
+        }
         self.final_row.next = self.row_last.val() && self.row_at_last.q.val();
         self.converting.next =
             self.k_cast.q.val() || self.k_requant.q.val() || self.k_store_bf16.q.val();
@@ -513,6 +558,11 @@ impl Logic for Sequencer {
                     || self.k_load_acc.q.val()
                     || self.k_store_spad.q.val()
                     || self.k_store_bf16.q.val());
+        }
+        for _s in 0..self.sdram_row.len() {
+            if self.busy.q.val() && self.sdram_store.val() {
+                self.last.next = self.sdram_last.val();
+            }
         }
         self.free.next = !self.busy.q.val() || self.last.val();
         for _b in 0..self.span.len() {
@@ -705,6 +755,9 @@ impl Logic for Sequencer {
                             || self.ins.store_bf16.val());
                 }
                 self.k_transpose.d.next = self.transposes.val();
+                for _s in 0..self.sdram_row.len() {
+                    self.gathering.d.next = false;
+                }
                 self.draining.d.next = false;
                 self.drain_row.d.next = 0.into();
                 self.half.d.next = false;
@@ -746,6 +799,29 @@ impl Logic for Sequencer {
                 self.busy.d.next = false;
             }
         }
+        // A store's source rows on the SDRAM: the first is addressed as it starts, each next one
+        // as the row before it advances.
+        for _s in 0..self.sdram_row.len() {
+            self.fresh.clock.next = self.clock.val();
+            self.fresh.d.next = self.fresh.q.val();
+            self.sdram_issue.next = false;
+            if self.enable.val() {
+                self.fresh.d.next = self.busy.q.val()
+                    && self.sdram_store.val()
+                    && self.row_last.val()
+                    && !self.row_at_last.q.val();
+                self.sdram_issue.next = self.busy.q.val()
+                    && self.sdram_store.val()
+                    && self.row_last.val()
+                    && !self.row_at_last.q.val();
+                if self.start.val() {
+                    self.fresh.d.next = true;
+                    self.sdram_issue.next = self.ins.store.val()
+                        || self.ins.store_spad.val()
+                        || self.ins.store_bf16.val();
+                }
+            }
+        }
         self.busy_next.next = self.busy.d.val();
         self.now.next = self.idle.val();
         self.now.next.is_load = self.busy.q.val() && self.k_load.q.val();
@@ -754,6 +830,11 @@ impl Logic for Sequencer {
         // results; a reset (`busy` falls) drops those still in the pipeline.
         self.conv_store.d_in.next =
             self.busy.q.val() && self.k_store_bf16.q.val() && !self.tailing.q.val();
+        for _s in 0..self.sdram_row.len() {
+            if !self.fresh.q.val() {
+                self.conv_store.d_in.next = false;
+            }
+        }
         self.conv_dram_address.d_in.next = self.dram_row.q.val();
         self.conv_spad_write.d_in.next = self.busy.q.val()
             && self.row_last.val()
@@ -821,6 +902,16 @@ impl Logic for Sequencer {
             }
             if self.now.val().is_store_bf16 {
                 self.now.next.dram_write_count = 1.into();
+            }
+        }
+        // On the SDRAM a store row is written to the transfer once, in the cycle of its read; a
+        // `LoadAcc` row as it lands.
+        for _s in 0..self.sdram_row.len() {
+            if (self.k_store.q.val() || self.k_store_spad.q.val()) && !self.fresh.q.val() {
+                self.now.next.dram_write_count = 0.into();
+            }
+            if self.k_load_acc.q.val() && !self.row_last.val() {
+                self.now.next.acc_write = false;
             }
         }
         self.now.next.immediate = self.imm_q.q.val();

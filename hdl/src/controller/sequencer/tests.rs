@@ -530,3 +530,94 @@ fn verilog_is_valid() {
     let config = config.with_schedule(Schedule::Decoupled);
     yosys_validate("sequencer_decoupled", &verilog_of(Sequencer::new(&config))).unwrap();
 }
+
+/// An SDRAM machine with registered reads.
+fn sdram_config() -> ArrayConfig {
+    let c = ArrayConfig::new(2, 2, Dtype::Int8).with_dram_port(systole_core::DramPort::Sdram);
+    ArrayConfig { clock_mhz: 50.0, ..c }.with_read_stages(1)
+}
+
+/// On the SDRAM a `Load` writes a row in each cycle the transfer says one lands (a read stage
+/// later, through the registered reads), gathers nothing however strided, and ends a read-stage
+/// tail after the last.
+#[test]
+fn on_the_sdram_a_load_writes_its_rows_as_they_land() {
+    let mut s = Sequencer::new(&sdram_config());
+    s.connect_all();
+    s.enable.next = true;
+    s.start.next = true;
+    s.ins.load.next = true;
+    s.ins.spad_row.next = 5u64.into();
+    s.ins.rows.next = 3u64.into();
+    s.ins.len.next = 2u64.into();
+    s.ins.elem_stride.next = 3u64.into();
+    tick(&mut s, |s| &mut s.clock);
+    s.start.next = false;
+    s.ins.load.next = false;
+    let lands = [3, 4, 8];
+    let mut seen = vec![];
+    for cycle in 0..12 {
+        s.sdram_row.next = lands.contains(&cycle);
+        s.sdram_last.next = cycle == 8;
+        settle(&mut s);
+        assert!(!s.gather.val(), "cycle {cycle}: the transfer assembles the row");
+        if s.spad_write.val() {
+            seen.push((cycle, s.spad_write_row.val().index()));
+        }
+        if s.free.val() {
+            seen.push((cycle, 0));
+            break;
+        }
+        tick(&mut s, |s| &mut s.clock);
+    }
+    assert_eq!(seen, vec![(4, 5), (5, 6), (9, 7), (9, 0)]);
+}
+
+/// On the SDRAM a `StoreSpad` addresses its first source row as it starts and each next one in
+/// a cycle with room, shows each row's write once (a read stage after the row's read), and
+/// ends when the transfer has written its last word, whatever its rows did before.
+#[test]
+fn on_the_sdram_a_store_reads_a_row_while_there_is_room_and_ends_with_the_last_write() {
+    let mut s = Sequencer::new(&sdram_config());
+    s.connect_all();
+    s.enable.next = true;
+    s.start.next = true;
+    s.ins.store_spad.next = true;
+    s.ins.spad_row.next = 7u64.into();
+    s.ins.rows.next = 3u64.into();
+    s.ins.len.next = 2u64.into();
+    settle(&mut s);
+    assert!(s.sdram_issue.val(), "row 0 is addressed as the store starts");
+    assert_eq!(s.spad_read.val().index(), 7);
+    tick(&mut s, |s| &mut s.clock);
+    s.start.next = false;
+    s.ins.store_spad.next = false;
+    let room = [true, false, false, true, true, true, true, true, true, true, true];
+    let mut issues = vec![];
+    let mut reads = vec![];
+    let mut writes = vec![];
+    let mut end = 0;
+    for cycle in 0..11 {
+        s.sdram_room.next = room[cycle];
+        s.sdram_last.next = cycle == 9;
+        settle(&mut s);
+        if s.sdram_issue.val() {
+            issues.push(cycle);
+        }
+        reads.push(s.spad_read.val().index());
+        if s.dram_write_count.val().any() {
+            writes.push(cycle);
+        }
+        if s.free.val() {
+            end = cycle;
+            break;
+        }
+        tick(&mut s, |s| &mut s.clock);
+    }
+    // Rows read (data out) in cycles 0, 1 and 4 (rows 1 and 2 addressed in 0 and 3, with
+    // room); their writes a read stage later; the end with the last write, in cycle 9.
+    assert_eq!(issues, vec![0, 3]);
+    assert_eq!(&reads[..5], &[8, 8, 8, 9, 9]);
+    assert_eq!(writes, vec![1, 2, 5]);
+    assert_eq!(end, 9);
+}
