@@ -78,9 +78,9 @@ pub enum EmitError {
     #[error("rtl_revision = {0}: the RTL's revisions are 1 to {RTL_REVISION}")]
     RtlRevision(u8),
     #[error(
-        "dram_port = sdram: the RTL's DRAM is block RAM (the SDRAM controller and port, \
-         hdl::mem::SdramController and SdramPort, are not yet behind the machine's DRAM port); \
-         the functional and cycle machines run it, or use dram_port = row"
+        "dram_port = sdram on the decoupled schedule: the RTL's SDRAM port is behind the \
+         blocking machine's DRAM port only so far; the functional and cycle machines run it, \
+         or use schedule = blocking"
     )]
     SdramPort,
     #[error(
@@ -168,7 +168,7 @@ pub fn check(top: &TopConfig) -> Result<(), EmitError> {
     if !(1..=RTL_REVISION).contains(&top.rtl_revision) {
         return Err(EmitError::RtlRevision(top.rtl_revision));
     }
-    if top.array.dram_port == DramPort::Sdram {
+    if top.array.dram_port == DramPort::Sdram && top.array.schedule == Schedule::Decoupled {
         return Err(EmitError::SdramPort);
     }
     if top.array.add_stages > 1 && top.array.schedule == Schedule::Decoupled {
@@ -599,11 +599,13 @@ mod tests {
             assert!(matches!(err, EmitError::StagedAddDecoupled(s) if s == add_stages));
             assert!(err.to_string().starts_with(&format!("add_stages = {add_stages} ")), "{err}");
         }
-        // Core's machines run the SDRAM port; the RTL's DRAM is block RAM until it is built.
+        // The RTL's SDRAM port is behind the blocking machine's DRAM port only so far.
         let sdram = ArrayConfig { clock_mhz: 50.0, ..ok.array }.with_dram_port(DramPort::Sdram);
-        let err = check(&TopConfig::new(sdram)).unwrap_err();
+        assert!(check(&TopConfig::new(sdram.with_schedule(Schedule::Blocking))).is_ok());
+        let decoupled = TopConfig::new(sdram.with_schedule(Schedule::Decoupled));
+        let err = check(&decoupled).unwrap_err();
         assert!(matches!(err, EmitError::SdramPort), "{err}");
-        assert!(err.to_string().starts_with("dram_port = sdram: "), "{err}");
+        assert!(err.to_string().starts_with("dram_port = sdram on the decoupled "), "{err}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::model::Model;
 use crate::port::Port;
 use crate::rtl::{HostLink, RtlTop, SpiLink, UartLink};
 use crate::toolchain::SimError;
+use systole_core::sdram::SDRAM_PART;
 
 /// The UART divisor of RTL machines: the smallest the design allows.
 pub const RTL_UART_DIVISOR: u16 = 4;
@@ -82,6 +83,10 @@ impl RtlBuild {
     /// A fresh instance's pins, after reset.
     pub fn pins(&self) -> Result<RtlTop, SimError> {
         let mut top = RtlTop::new(Model::load(&self.library, &self.ports)?)?;
+        if self.top.array.dram_port == systole_core::DramPort::Sdram {
+            let ratio = systole_core::sdram::clock_ratio(&SDRAM_PART, self.top.array.clock_mhz);
+            top = top.with_sdram(self.top.array.clock_mhz * ratio as f64);
+        }
         for _ in 0..self.settle {
             top.step();
         }

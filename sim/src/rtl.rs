@@ -21,6 +21,7 @@ use systole_core::protocol::SPI_FILLER;
 
 use crate::model::Model;
 use crate::toolchain::SimError;
+use systole_core::sdram::{Chip, Command, Pins, ULX3S_SDRAM};
 
 /// A Verilated `systole_top` and its pins.
 pub struct RtlTop {
@@ -38,6 +39,19 @@ pub struct RtlTop {
     /// A VCD to open when `cycles` reaches the given count (see [`RtlTop::trace_from`]).
     pending_trace: Option<(u64, std::path::PathBuf)>,
     trace_failed: Option<String>,
+    /// On an SDRAM machine, core's chip model on its pins ([`RtlTop::with_sdram`]).
+    sdram: Option<SdramPins>,
+}
+
+/// A Verilated top's SDRAM pins, one set a phase, with core's datasheet model of the chip on
+/// them: each phase's command is the chip's in turn, and what the chip drives comes back on
+/// `sdram_dq_in_<phase>` in the same cycle.
+struct SdramPins {
+    chip: Chip,
+    /// Per phase: ras_n, cas_n, we_n, ba, a, dq_out, dq_drive, dqm, dq_in.
+    phases: Vec<[usize; 9]>,
+    /// The first rule the commands broke, with its cycle.
+    fault: Option<String>,
 }
 
 impl RtlTop {
@@ -57,6 +71,7 @@ impl RtlTop {
             cycles: 0,
             pending_trace: None,
             trace_failed: None,
+            sdram: None,
         };
         top.set(top.uart_rx, true);
         top.set(top.spi_cs_n, true);
@@ -81,8 +96,71 @@ impl RtlTop {
         self.model.get_u64(port).is_ok_and(|v| v & 1 == 1)
     }
 
+    /// Core's model of the board's SDRAM chip on the top's SDRAM pins, clocked at
+    /// `sdram_mhz`; a top without them is left as it is.
+    pub fn with_sdram(mut self, sdram_mhz: f64) -> RtlTop {
+        let names = ["ras_n", "cas_n", "we_n", "ba", "a", "dq_out", "dq_drive", "dqm", "dq_in"];
+        let mut phases = vec![];
+        while let Ok(first) = self.model.port(&format!("sdram_ras_n_{}", phases.len())) {
+            let p = phases.len();
+            let mut ports = [first; 9];
+            for (k, name) in names.iter().enumerate().skip(1) {
+                match self.model.port(&format!("sdram_{name}_{p}")) {
+                    Ok(port) => ports[k] = port,
+                    Err(_) => return self,
+                }
+            }
+            phases.push(ports);
+        }
+        if !phases.is_empty() {
+            // Powered with the design: the cycles already stepped (reset) carried NOPs, as the
+            // port waits out the power-up then.
+            let mut chip = Chip::new(ULX3S_SDRAM, sdram_mhz);
+            for _ in 0..self.cycles * phases.len() as u64 {
+                let _ = chip.clock(Command::Nop);
+            }
+            self.sdram = Some(SdramPins { chip, phases, fault: None });
+        }
+        self
+    }
+
+    /// The first SDRAM timing rule the design broke (core's chip model), if it broke one.
+    pub fn sdram_fault(&self) -> Option<&str> {
+        self.sdram.as_ref().and_then(|s| s.fault.as_deref())
+    }
+
+    /// The chip takes each phase's command and drives the data pins for this cycle.
+    fn clock_sdram(&mut self) {
+        let Some(sdram) = self.sdram.as_mut() else { return };
+        for p in 0..sdram.phases.len() {
+            let [ras, cas, we, ba, a, dq, drive, dqm, dq_in] = sdram.phases[p];
+            let get = |port| self.model.get_u64(port).unwrap_or(0);
+            let pins = Pins {
+                ras_n: get(ras) & 1 == 1,
+                cas_n: get(cas) & 1 == 1,
+                we_n: get(we) & 1 == 1,
+                ba: get(ba) as u8,
+                a: get(a) as u16,
+                dq: (get(drive) & 1 == 1).then(|| get(dq) as u16),
+                dqm: get(dqm) as u8,
+            };
+            let driven = match Command::from_pins(&pins) {
+                Some(command) => sdram.chip.clock(command).unwrap_or_else(|e| {
+                    sdram.fault.get_or_insert(format!("cycle {}: {e}", self.cycles));
+                    None
+                }),
+                None => {
+                    sdram.fault.get_or_insert(format!("cycle {}: pins {pins:?}", self.cycles));
+                    sdram.chip.clock(Command::Nop).unwrap_or(None)
+                }
+            };
+            let _ = self.model.set(dq_in, &[driven.unwrap_or(0) as u32]);
+        }
+    }
+
     /// One clock cycle.
     pub fn step(&mut self) {
+        self.clock_sdram();
         if let Some((at, _)) = &self.pending_trace {
             if self.cycles >= *at {
                 if let Some((_, path)) = self.pending_trace.take() {

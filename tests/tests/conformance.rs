@@ -50,6 +50,46 @@ struct Case {
     program: Vec<Instruction>,
 }
 
+/// On the SDRAM: a long program dense in DRAM traffic, loads (contiguous, strided, repeated
+/// elements, odd addresses) and stores of random rows, over several refresh intervals, so that
+/// the refreshes' cadence, row misses and every alignment are on the pins.
+fn dram_traffic_case(config: &ArrayConfig, dram: usize, rng: &mut SplitMix64) -> Case {
+    let (w, es) = (config.spad_width() as u64, config.dtype.elem_bytes() as u64);
+    let spad = config.spad_depth as u64;
+    let mut program = vec![];
+    while program.len() < 160 {
+        let rows = 1 + rng.below(spad.min(6));
+        let len = 1 + rng.below(w);
+        let elem_stride = [0, 1, 1, 2, 3][rng.below(5) as usize];
+        let row_stride = len * elem_stride.max(1) + rng.below(5);
+        let extent = ((rows - 1) * row_stride + (len - 1) * elem_stride + 1) * es;
+        if extent >= dram as u64 {
+            continue;
+        }
+        let spad_row = rng.below(spad - rows + 1) as u16;
+        let (rows, len) = (rows as u16, len as u16);
+        program.push(Instruction::Load {
+            spad_row,
+            dram_addr: rng.below(dram as u64 - extent) as u32,
+            rows,
+            len,
+            row_stride: row_stride as u32,
+            elem_stride: elem_stride as u32,
+        });
+        let extent = ((rows as u64 - 1) * row_stride + len as u64) * es;
+        program.push(Instruction::StoreSpad {
+            spad_row,
+            dram_addr: rng.below(dram as u64 - extent) as u32,
+            rows,
+            len,
+            row_stride: row_stride as u32,
+        });
+    }
+    program.push(Instruction::Halt);
+    validate_program(config, &program, dram).expect("the DRAM traffic is a valid program");
+    Case { name: "dram traffic".into(), program }
+}
+
 fn gemm_case(config: &ArrayConfig, dram: usize, shape: GemmShape, epilogue: Epilogue) -> Case {
     let (layout, needed) = GemmLayout::packed(config, &shape).expect("layout");
     assert!(needed <= dram, "{shape:?} needs {needed} bytes of DRAM, the suite has {dram}");
@@ -118,6 +158,9 @@ fn cases(top: &TopConfig, rng: &mut SplitMix64) -> Vec<Case> {
     let mut cases = Vec::new();
     if config.dtype == Dtype::Int8 {
         cases.push(extremes_case(&config, dram));
+    }
+    if config.dram_port == DramPort::Sdram {
+        cases.push(dram_traffic_case(&config, dram, rng));
     }
     let mut shapes = vec![
         GemmShape { m: 1, k: 1, n: 1 },
@@ -271,6 +314,12 @@ fn conformance(top: TopConfig, seed: u64) {
         let f = run(functional.as_mut());
         let c = run(cycle.as_mut());
         let r = run(&mut rtl);
+        if let Some(fault) = systole_sim::machine::pins(&mut rtl).sdram_fault() {
+            panic!(
+                "{}: the SDRAM chip model refused the RTL's commands: {fault}",
+                what(&case.name)
+            );
+        }
         assert!(c.result.is_ok(), "{}: {:?}", what(&case.name), c.result);
         if let Some(d) = first_difference(&config, &f, &c) {
             panic!("{}: functional vs cycle: {d}", what(&case.name));
@@ -306,6 +355,31 @@ fn the_clis_small_accelerator_is_the_suites() {
     // As `systole sim` makes it, with `--dram-bytes` taken exactly.
     let cli = rtl_top_config_exact(array, flag("--dram-bytes") as usize);
     assert_eq!(cli, conformance_top(2, Dtype::Int8, Dataflow::WeightStationary));
+}
+
+/// The suite's accelerator on the board's SDRAM (`DramPort::Sdram`) at an array clock of
+/// `mhz`, the SDRAM at twice it (two commands an array cycle: CAS 2 at 50 MHz, 3 at 55), core's
+/// chip model on the RTL's pins.
+fn sdram_top(n: u16, dtype: Dtype, mhz: f64) -> TopConfig {
+    let top = conformance_top(n, dtype, Dataflow::WeightStationary);
+    let array = ArrayConfig { clock_mhz: mhz, ..top.array }.with_dram_port(DramPort::Sdram);
+    TopConfig { array: array.with_schedule(Schedule::Blocking), ..top }
+}
+
+#[test]
+fn conformance_2x2_sdram() {
+    conformance(sdram_top(2, Dtype::Int8, 50.0), 21);
+    conformance(sdram_top(2, Dtype::Bf16, 50.0), 22);
+}
+
+/// With registered memory reads (the 85F's builds), and at the 25F's 55 MHz (CAS 3: a word the
+/// chip drives a phase early waits a cycle in the port).
+#[test]
+fn conformance_4x4_sdram() {
+    let int8 = sdram_top(4, Dtype::Int8, 55.0);
+    conformance(TopConfig { array: int8.array.with_read_stages(1), ..int8 }, 23);
+    let bf16 = sdram_top(4, Dtype::Bf16, 50.0);
+    conformance(TopConfig { array: bf16.array.with_read_stages(1), ..bf16 }, 24);
 }
 
 #[test]

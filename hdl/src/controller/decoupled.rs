@@ -27,6 +27,7 @@ use systole_core::{ArrayConfig, Dataflow};
 
 use super::footprint::{Conflict, Footprint};
 use crate::decode::constant;
+use crate::optional::Optional;
 
 // The ring pointer and the bank numbers are two bits.
 const _: () = assert!(ARRAY_SLOTS == 4 && WEIGHT_BANKS <= 4, "slots and banks outgrew two bits");
@@ -66,6 +67,10 @@ pub struct DecoupledDispatcher {
     pub done: Signal<Out, Bit>,
     pub fault: Signal<Out, Bits<4>>,
     pub cycles: Signal<Out, Bits<64>>,
+    /// Built for an SDRAM machine only: its port stalls the machine (a frozen cycle); the
+    /// machine counts its cycles (it has dispatched since `Run`).
+    pub stall: Optional<Signal<In, Bit>>,
+    pub counting: Optional<Signal<Out, Bit>>,
     running_q: DFF<Bit>,
     done_q: DFF<Bit>,
     fault_q: DFF<Bits<4>>,
@@ -154,6 +159,8 @@ impl DecoupledDispatcher {
             done: Default::default(),
             fault: Default::default(),
             cycles: Default::default(),
+            stall: Optional::default_when(config.dram_port == systole_core::DramPort::Sdram),
+            counting: Optional::default_when(config.dram_port == systole_core::DramPort::Sdram),
             running_q: Default::default(),
             done_q: Default::default(),
             fault_q: Default::default(),
@@ -223,6 +230,12 @@ impl Logic for DecoupledDispatcher {
         }
         self.enable.next =
             !(self.running_q.q.val() && !self.head_valid.val() && !self.halting.q.val());
+        for _s in 0..self.stall.len() {
+            if self.stall.val() {
+                self.enable.next = false;
+            }
+            self.counting.next = self.running_q.q.val() && self.started.q.val();
+        }
         // The candidate's unit, and what is in flight in the next cycle.
         self.is_load.next = self.ins.load.val() || self.ins.load_acc.val();
         self.is_vector.next = self.ins.vector.val()

@@ -52,6 +52,10 @@ pub struct Dispatcher {
     pub done: Signal<Out, Bit>,
     pub fault: Signal<Out, Bits<4>>,
     pub cycles: Signal<Out, Bits<64>>,
+    /// Built for an SDRAM machine only: its port stalls the machine (a frozen cycle); the
+    /// machine counts its cycles (it has dispatched since `Run`).
+    pub stall: Optional<Signal<In, Bit>>,
+    pub counting: Optional<Signal<Out, Bit>>,
     running_q: DFF<Bit>,
     done_q: DFF<Bit>,
     fault_q: DFF<Bits<4>>,
@@ -100,6 +104,8 @@ impl Default for Dispatcher {
             done: Default::default(),
             fault: Default::default(),
             cycles: Default::default(),
+            stall: Default::default(),
+            counting: Default::default(),
             running_q: Default::default(),
             done_q: Default::default(),
             fault_q: Default::default(),
@@ -128,6 +134,15 @@ impl Dispatcher {
     pub fn single_port_spad() -> Dispatcher {
         Dispatcher { arr_reading: Optional::default_when(true), ..Default::default() }
     }
+
+    /// The same dispatcher, stalled by an SDRAM port and telling it when the run counts.
+    pub fn with_sdram(self) -> Dispatcher {
+        Dispatcher {
+            stall: Optional::default_when(true),
+            counting: Optional::default_when(true),
+            ..self
+        }
+    }
 }
 
 impl Logic for Dispatcher {
@@ -147,6 +162,12 @@ impl Logic for Dispatcher {
         // Frozen: running, the program not over, and no candidate to decide on.
         self.enable.next =
             !(self.running_q.q.val() && !self.head_valid.val() && !self.halting.q.val());
+        for _s in 0..self.stall.len() {
+            if self.stall.val() {
+                self.enable.next = false;
+            }
+            self.counting.next = self.running_q.q.val() && self.started.q.val();
+        }
         self.all_free.next = self.seq_free.val() && self.wl_free.val() && self.arr_free.val();
         self.shadow_ready.next = self.shadow_full.q.val() || self.wl_finishing.val();
         // Decide whether the candidate dispatches in the next cycle (core's rules, cycle.rs).

@@ -139,8 +139,10 @@ pub struct Sequencer {
     pub sdram_last: Optional<Signal<In, Bit>>,
     pub sdram_room: Optional<Signal<In, Bit>>,
     pub sdram_issue: Optional<Signal<Out, Bit>>,
-    /// A store reads its current source row in this cycle (the row's first); it is a store.
+    /// A store reads its current source row in this cycle (the row's first); it has read its
+    /// last one (it waits for the transfer); it is a store.
     fresh: Optional<DFF<Bit>>,
+    all_read: Optional<DFF<Bit>>,
     sdram_store: Optional<Signal<Local, Bit>>,
     busy: DFF<Bit>,
     k_load: DFF<Bit>,
@@ -327,6 +329,7 @@ impl Sequencer {
             sdram_room: Optional::default_when(sdram),
             sdram_issue: Optional::default_when(sdram),
             fresh: Optional::default_when(sdram),
+            all_read: Optional::default_when(sdram),
             sdram_store: Optional::default_when(sdram),
             busy: Default::default(),
             k_load: Default::default(),
@@ -528,6 +531,9 @@ impl Logic for Sequencer {
                 self.row_last.next = self.sdram_room.val();
                 if self.row_at_last.q.val() {
                     self.row_last.next = self.fresh.q.val();
+                }
+                if self.all_read.q.val() {
+                    self.row_last.next = false;
                 }
             }
         }
@@ -804,6 +810,8 @@ impl Logic for Sequencer {
         for _s in 0..self.sdram_row.len() {
             self.fresh.clock.next = self.clock.val();
             self.fresh.d.next = self.fresh.q.val();
+            self.all_read.clock.next = self.clock.val();
+            self.all_read.d.next = self.all_read.q.val();
             self.sdram_issue.next = false;
             if self.enable.val() {
                 self.fresh.d.next = self.busy.q.val()
@@ -814,7 +822,11 @@ impl Logic for Sequencer {
                     && self.sdram_store.val()
                     && self.row_last.val()
                     && !self.row_at_last.q.val();
+                if self.busy.q.val() && self.sdram_store.val() && self.final_row.val() {
+                    self.all_read.d.next = true;
+                }
                 if self.start.val() {
+                    self.all_read.d.next = false;
                     self.fresh.d.next = true;
                     self.sdram_issue.next = self.ins.store.val()
                         || self.ins.store_spad.val()

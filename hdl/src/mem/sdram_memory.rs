@@ -81,7 +81,7 @@ pub struct SdramMemory {
     host_word: DFF<Bits<32>>,
     host_odd: DFF<Bit>,
     host_data: DFF<Bits<8>>,
-    byte: DFF<Bits<8>>,
+    read_byte: DFF<Bits<8>>,
 }
 
 /// `n` defaults.
@@ -90,6 +90,11 @@ fn each<T: Default>(n: usize) -> Vec<T> {
 }
 
 impl SdramMemory {
+    /// SDRAM cycles in each array cycle: the pins' phases.
+    pub fn phases(&self) -> usize {
+        self.ras_n.len()
+    }
+
     /// The SDRAM (timing `t` in SDRAM cycles, `phases` of them an array cycle) behind a DRAM port
     /// of rows up to `row_bytes` bytes, on a machine with `read_stages` output registers.
     pub fn new(
@@ -151,7 +156,7 @@ impl SdramMemory {
             host_word: Default::default(),
             host_odd: Default::default(),
             host_data: Default::default(),
-            byte: Default::default(),
+            read_byte: Default::default(),
         }
     }
 }
@@ -170,7 +175,7 @@ impl Logic for SdramMemory {
             host_word,
             host_odd,
             host_data,
-            byte
+            read_byte
         );
         self.port.clock.next = self.clock.val();
         self.transfer.clock.next = self.clock.val();
@@ -258,15 +263,15 @@ impl Logic for SdramMemory {
         if self.port.read_valid[0].val() && self.host_waiting.q.val() {
             self.host_waiting.d.next = false;
             self.host_have.d.next = true;
-            self.byte.d.next = self.port.read_data[0].val().get_bits::<8>(0);
+            self.read_byte.d.next = self.port.read_data[0].val().get_bits::<8>(0);
             if self.host_odd.q.val() {
-                self.byte.d.next = self.port.read_data[0].val().get_bits::<8>(8);
+                self.read_byte.d.next = self.port.read_data[0].val().get_bits::<8>(8);
             }
         }
         if !self.host_read.val() {
             self.host_have.d.next = false;
         }
-        self.dram_byte.next = self.byte.q.val();
+        self.dram_byte.next = self.read_byte.q.val();
         self.mem_ready.next =
             !self.host_writing.q.val() && (!self.host_read.val() || self.host_have.q.val());
 

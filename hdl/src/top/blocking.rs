@@ -11,7 +11,7 @@ use crate::convert::{CastLane, RequantLane, SerialProducts};
 use crate::decode::{Decoder, WordFault};
 use crate::decoded::DecodedOut;
 use crate::link::{HostMap, PacketEngine, SpiSlave, UartRx, UartTx};
-use crate::mem::{Dram, RowRam};
+use crate::mem::{Dram, RowRam, SdramMemory};
 use crate::optional::Optional;
 use crate::vector::{AccLane, AccOp, LaneBuild};
 
@@ -29,6 +29,17 @@ pub struct SystoleTop {
     pub busy: Signal<Out, Bit>,
     pub done: Signal<Out, Bit>,
     pub error: Signal<Out, Bit>,
+    /// On an SDRAM machine (`DramPort::Sdram`) only, the chip's pins, one of each a phase
+    /// ([`SdramMemory`]).
+    pub sdram_ras_n: Vec<Signal<Out, Bit>>,
+    pub sdram_cas_n: Vec<Signal<Out, Bit>>,
+    pub sdram_we_n: Vec<Signal<Out, Bit>>,
+    pub sdram_ba: Vec<Signal<Out, Bits<2>>>,
+    pub sdram_a: Vec<Signal<Out, Bits<13>>>,
+    pub sdram_dq_out: Vec<Signal<Out, Bits<16>>>,
+    pub sdram_dq_drive: Vec<Signal<Out, Bit>>,
+    pub sdram_dqm: Vec<Signal<Out, Bits<2>>>,
+    pub sdram_dq_in: Vec<Signal<In, Bits<16>>>,
     uart_in: UartRx,
     uart_out: UartTx,
     spi: SpiSlave,
@@ -52,7 +63,9 @@ pub struct SystoleTop {
     spad_b: Optional<RowRam<16>>,
     acc_x: RowRam<32>,
     acc_y: RowRam<32>,
-    dram: Dram,
+    /// The DRAM: block RAM, or (`DramPort::Sdram`) the board's SDRAM.
+    dram: Optional<Dram>,
+    sdram: Optional<SdramMemory>,
     array: Array,
     spad_lanes: Vec<SpadLane>,
     acc_lanes: Vec<AccLane>,
@@ -74,6 +87,14 @@ pub struct SystoleTop {
     /// round: the bounds of the loops that wire each.
     _row_port: usize,
     _byte_port: usize,
+    /// 1 on the SDRAM, whose rows are wired as the row port's from the transfers' rows.
+    _sdram: usize,
+    /// Bytes of the block-RAM DRAM's row, and of the SDRAM's (0 where there is none): the bounds
+    /// of the loops over them, which `hdl_gen` evaluates even inside a loop that never runs.
+    _dram_lanes: usize,
+    _sdram_lanes: usize,
+    /// Bytes of a scratchpad element: a `Load`'s or `StoreSpad`'s DRAM element.
+    es_bytes: Constant<Bits<3>>,
     /// On the byte port, 1 for an INT8 machine (one-byte elements) or a BF16 one (two).
     _int8_bytes: usize,
     _bf16_bytes: usize,
@@ -89,6 +110,9 @@ impl SystoleTop {
         let (c, w) = (config.cols as usize, config.spad_width());
         let dtype = config.dtype;
         let byte_port = config.dram_port == DramPort::Byte;
+        let sdram = config.dram_port == DramPort::Sdram;
+        let phases = if sdram { top.sdram().phases() } else { 0 };
+        let pins = || (0..phases).map(|_| Default::default()).collect::<Vec<_>>();
         let map = HostMap::new(
             &config,
             top.dram_bytes as u64,
@@ -109,18 +133,31 @@ impl SystoleTop {
             busy: Default::default(),
             done: Default::default(),
             error: Default::default(),
+            sdram_ras_n: pins(),
+            sdram_cas_n: pins(),
+            sdram_we_n: pins(),
+            sdram_ba: (0..phases).map(|_| Default::default()).collect(),
+            sdram_a: (0..phases).map(|_| Default::default()).collect(),
+            sdram_dq_out: (0..phases).map(|_| Default::default()).collect(),
+            sdram_dq_drive: pins(),
+            sdram_dqm: (0..phases).map(|_| Default::default()).collect(),
+            sdram_dq_in: (0..phases).map(|_| Default::default()).collect(),
             uart_in: UartRx::new(top.uart_divisor),
             uart_out: UartTx::new(top.uart_divisor),
             spi: Default::default(),
-            engine: PacketEngine::new(map),
+            engine: if sdram {
+                PacketEngine::new(map).with_slow_dram()
+            } else {
+                PacketEngine::new(map)
+            },
             fifo: top.fifo(config.schedule == Schedule::Decoupled),
             head: Optional::when(top.head_register, || HeadRegister::new(false)),
             word_fault: WordFault::new(&config, false, top.program_checks),
             candidate: Default::default(),
-            dispatcher: if config.single_port_spad {
-                Dispatcher::single_port_spad()
-            } else {
-                Dispatcher::default()
+            dispatcher: match (config.single_port_spad, sdram) {
+                (true, _) => Dispatcher::single_port_spad(),
+                (false, true) => Dispatcher::default().with_sdram(),
+                (false, false) => Dispatcher::default(),
             },
             seq: Sequencer::new(&config),
             wl: WeightLoader::new(&config),
@@ -129,7 +166,8 @@ impl SystoleTop {
             spad_b: Optional::when(!config.single_port_spad, || top.spad()),
             acc_x: top.acc(config.acc_depth as usize),
             acc_y: top.acc(config.acc_depth as usize),
-            dram: top.dram(),
+            dram: Optional::when(!sdram, || top.dram()),
+            sdram: Optional::when(sdram, || top.sdram()),
             array: Array::build(&config, top.array_parts()),
             spad_lanes: (0..w)
                 .map(|e| match (byte_port, dtype) {
@@ -153,8 +191,12 @@ impl SystoleTop {
             host: Default::default(),
             seq_reads: Default::default(),
             _es: dtype.elem_bytes(),
-            _row_port: !byte_port as usize,
+            _row_port: (config.dram_port == DramPort::Row) as usize,
             _byte_port: byte_port as usize,
+            _sdram: sdram as usize,
+            _dram_lanes: if sdram { 0 } else { top.dram_banks() },
+            _sdram_lanes: if sdram { top.row_port_bytes() } else { 0 },
+            es_bytes: Constant::new((dtype.elem_bytes() as u64).into()),
             _int8_bytes: (byte_port && dtype == Dtype::Int8) as usize,
             _bf16_bytes: (byte_port && dtype == Dtype::Bf16) as usize,
             _single: config.single_port_spad as usize,
@@ -181,7 +223,9 @@ impl Logic for SystoleTop {
         }
         self.acc_x.clock.next = self.clock.val();
         self.acc_y.clock.next = self.clock.val();
-        self.dram.clock.next = self.clock.val();
+        for _d in 0..self.dram.len() {
+            self.dram.clock.next = self.clock.val();
+        }
         self.array.clock.next = self.clock.val();
 
         // The host link: bytes from either interface into the engine, its answer back out of
@@ -245,6 +289,15 @@ impl Logic for SystoleTop {
             self.dispatcher.fault_in.next = self.head.head_fault.val();
         }
         self.dispatcher.run.next = self.engine.run.val();
+        // On the SDRAM a run starts once the chip is quiet, and the port may stall the machine.
+        for _s in 0..self.sdram.len() {
+            self.sdram.clock.next = self.clock.val();
+            self.sdram.run_in.next = self.engine.run.val();
+            self.dispatcher.run.next = self.sdram.run_out.val();
+            self.dispatcher.stall.next = self.sdram.stall.val();
+            self.sdram.running.next = self.dispatcher.running.val();
+            self.sdram.counting.next = self.dispatcher.counting.val();
+        }
         self.dispatcher.reset.next = self.engine.machine_reset.val() || self.reset.val();
         self.candidate.word.next = self.dispatcher.word.val();
         DecodedOut::join(&mut self.candidate.out, &mut self.dispatcher.ins);
@@ -372,6 +425,16 @@ impl Logic for SystoleTop {
                 }
             }
         }
+        for _s in 0..self._sdram {
+            for es in self._es..(self._es + 1) {
+                for e in 0..self.spad_lanes.len() {
+                    self.spad_lanes[e].lo.next = self.sdram.row_data[e * es].val();
+                    self.spad_lanes[e].hi.next = self.sdram.row_data[e * es + es - 1].val();
+                    self.spad_lanes[e].lo0.next = self.sdram.row_data[0].val();
+                    self.spad_lanes[e].hi0.next = self.sdram.row_data[es - 1].val();
+                }
+            }
+        }
         // On the byte port every `Load` of more than one byte gathers, a byte a cycle.
         for _b in 0..self._byte_port {
             for e in 0..self.spad_lanes.len() {
@@ -469,6 +532,13 @@ impl Logic for SystoleTop {
                 self.words[j].b3.next = self.dram.read_data[j * 4 + 3].val();
                 self.words[j].length.next = self.seq.length.val();
             }
+            for _s in 0..self._sdram {
+                self.words[j].b0.next = self.sdram.row_data[j * 4].val();
+                self.words[j].b1.next = self.sdram.row_data[j * 4 + 1].val();
+                self.words[j].b2.next = self.sdram.row_data[j * 4 + 2].val();
+                self.words[j].b3.next = self.sdram.row_data[j * 4 + 3].val();
+                self.words[j].length.next = self.seq.length.val();
+            }
             self.acc_lanes[j].word.next = self.words[j].word.val();
             self.acc_x.write_lane[j].next = self.en.val()
                 && !self.host.val()
@@ -490,15 +560,17 @@ impl Logic for SystoleTop {
 
         // DRAM: reads for Load and LoadAcc, writes for Store, StoreSpad and StoreBf16, host
         // bytes.
-        self.dram.read_enable.next = self.en.val();
-        self.dram.read_address.next = self.seq.dram_read_address.val();
-        self.dram.write_address.next = self.seq.dram_write_address.val();
-        self.dram.write_count.next = 0.into();
-        if self.en.val() {
-            self.dram.write_count.next = self.seq.dram_write_count.val();
-        }
-        for k in 0..self.dram.write_data.len() {
-            self.dram.write_data[k].next = 0.into();
+        for _d in 0..self.dram.len() {
+            self.dram.read_enable.next = self.en.val();
+            self.dram.read_address.next = self.seq.dram_read_address.val();
+            self.dram.write_address.next = self.seq.dram_write_address.val();
+            self.dram.write_count.next = 0.into();
+            if self.en.val() {
+                self.dram.write_count.next = self.seq.dram_write_count.val();
+            }
+            for k in 0..self._dram_lanes {
+                self.dram.write_data[k].next = 0.into();
+            }
         }
         for _r in 0..self._row_port {
             for es in self._es..(self._es + 1) {
@@ -577,15 +649,100 @@ impl Logic for SystoleTop {
                 }
             }
         }
-        self.engine.dram_byte.next = self.dram.read_data[0].val();
-        if self.host.val() {
-            self.dram.read_address.next = self.engine.host_addr.val();
-            self.dram.write_address.next = self.engine.host_addr.val();
-            self.dram.write_count.next = 0.into();
-            if self.engine.host_write.val() && (self.engine.host_region.val() == 0) {
-                self.dram.write_count.next = 1.into();
+        for _d in 0..self.dram.len() {
+            self.engine.dram_byte.next = self.dram.read_data[0].val();
+            if self.host.val() {
+                self.dram.read_address.next = self.engine.host_addr.val();
+                self.dram.write_address.next = self.engine.host_addr.val();
+                self.dram.write_count.next = 0.into();
+                if self.engine.host_write.val() && (self.engine.host_region.val() == 0) {
+                    self.dram.write_count.next = 1.into();
+                }
+                self.dram.write_data[0].next = self.engine.host_byte.val();
             }
-            self.dram.write_data[0].next = self.engine.host_byte.val();
+        }
+        // On the SDRAM: a transfer starts with its sequencer's DRAM instruction, its rows
+        // pace the sequencer, and a store row goes in as the row port's DRAM would take it.
+        for _s in 0..self.sdram.len() {
+            self.sdram.enable.next = self.en.val();
+            self.sdram.start.next = self.dispatcher.start_seq.val()
+                && (self.seq.ins.load.val()
+                    || self.seq.ins.load_acc.val()
+                    || self.seq.ins.store.val()
+                    || self.seq.ins.store_spad.val()
+                    || self.seq.ins.store_bf16.val());
+            self.sdram.write.next = self.seq.ins.store.val()
+                || self.seq.ins.store_spad.val()
+                || self.seq.ins.store_bf16.val();
+            self.sdram.addr.next = self.seq.ins.dram_addr.val();
+            self.sdram.rows.next = self.seq.ins.rows.val();
+            self.sdram.len.next = self.seq.ins.len.val();
+            self.sdram.row_stride.next = self.seq.ins.row_stride.val();
+            self.sdram.elem_stride.next = 1.into();
+            if self.seq.ins.load.val() {
+                self.sdram.elem_stride.next = self.seq.ins.elem_stride.val();
+            }
+            self.sdram.es.next = self.es_bytes.val();
+            if self.seq.ins.load_acc.val() || self.seq.ins.store.val() {
+                self.sdram.es.next = 4.into();
+            }
+            if self.seq.ins.store_bf16.val() {
+                self.sdram.es.next = 2.into();
+            }
+            self.seq.sdram_row.next = self.sdram.row_valid.val();
+            self.seq.sdram_last.next = self.sdram.last_row.val();
+            self.seq.sdram_room.next = self.sdram.room.val();
+            self.sdram.issue.next = self.seq.sdram_issue.val();
+            self.sdram.push.next = self.en.val() && self.seq.dram_write_count.val().any();
+            for k in 0..self._sdram_lanes {
+                self.sdram.push_data[k].next = 0.into();
+            }
+            self.sdram.host_addr.next = self.engine.host_addr.val();
+            self.sdram.host_byte.next = self.engine.host_byte.val();
+            self.sdram.host_write.next =
+                self.engine.host_write.val() && (self.engine.host_region.val() == 0);
+            self.sdram.host_read.next = self.engine.host_read.val();
+            self.engine.mem_ready.next = self.sdram.mem_ready.val();
+            self.engine.dram_byte.next = self.sdram.dram_byte.val();
+            for p in 0..self.sdram_ras_n.len() {
+                self.sdram_ras_n[p].next = self.sdram.ras_n[p].val();
+                self.sdram_cas_n[p].next = self.sdram.cas_n[p].val();
+                self.sdram_we_n[p].next = self.sdram.we_n[p].val();
+                self.sdram_ba[p].next = self.sdram.ba[p].val();
+                self.sdram_a[p].next = self.sdram.a[p].val();
+                self.sdram_dq_out[p].next = self.sdram.dq_out[p].val();
+                self.sdram_dq_drive[p].next = self.sdram.dq_drive[p].val();
+                self.sdram_dqm[p].next = self.sdram.dqm[p].val();
+                self.sdram.dq_in[p].next = self.sdram_dq_in[p].val();
+            }
+        }
+        for _s in 0..self._sdram {
+            for es in self._es..(self._es + 1) {
+                for e in 0..self.spad_lanes.len() {
+                    self.sdram.push_data[e * es].next =
+                        self.spad_a.read_data[e].val().get_bits::<8>(0);
+                    self.sdram.push_data[e * es + es - 1].next =
+                        self.spad_a.read_data[e].val().get_bits::<8>(es * 8 - 8);
+                }
+            }
+            if self.seq.is_store.val() {
+                for j in 0..self.acc_lanes.len() {
+                    self.sdram.push_data[j * 4].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(0);
+                    self.sdram.push_data[j * 4 + 1].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(8);
+                    self.sdram.push_data[j * 4 + 2].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(16);
+                    self.sdram.push_data[j * 4 + 3].next =
+                        self.acc_x.read_data[j].val().get_bits::<8>(24);
+                }
+            }
+            if self.seq.is_store_bf16.val() {
+                for j in 0..self.cast.len() {
+                    self.sdram.push_data[j * 2].next = self.cast[j].y.val().get_bits::<8>(0);
+                    self.sdram.push_data[j * 2 + 1].next = self.cast[j].y.val().get_bits::<8>(8);
+                }
+            }
         }
 
         // The array: rows from the scratchpad while the matmul feeds, zeros otherwise.

@@ -17,7 +17,8 @@
 use systole_core::{ArrayConfig, DramPort, Schedule};
 
 use crate::convert::{serial_requant, SerialProducts};
-use crate::mem::{dram_banks, Dram, RowRam};
+use crate::mem::{dram_banks, Dram, RowRam, SdramMemory};
+use systole_core::sdram::{timing_under, SDRAM_PART};
 
 mod blocking;
 mod decoupled;
@@ -305,6 +306,23 @@ impl TopConfig {
         }
     }
 
+    /// The SDRAM behind the DRAM port (`DramPort::Sdram`): rows as wide as the row port's, the
+    /// controller's phases from the clock (`sdram::clock_ratio`).
+    pub(crate) fn sdram(&self) -> SdramMemory {
+        let (timing, ratio) = timing_under(&SDRAM_PART, self.array.clock_mhz)
+            .unwrap_or_else(|e| panic!("an SDRAM machine of an unvalidated config: {e}"));
+        let rows = self.row_port_bytes();
+        let stages = self.array.read_stages as usize;
+        SdramMemory::new(&timing, &SDRAM_PART.geometry, ratio as usize, rows, stages)
+    }
+
+    /// Bytes of a scratchpad row or an accumulator row, whichever is wider: a DRAM transfer's
+    /// row on the row port and on the SDRAM.
+    pub fn row_port_bytes(&self) -> usize {
+        let a = &self.array;
+        (a.spad_width() * a.dtype.elem_bytes()).max(4 * a.cols as usize)
+    }
+
     /// The UART's rate at the config's clock.
     pub fn baud(&self) -> f64 {
         self.array.clock_mhz * 1e6 / self.uart_divisor as f64
@@ -315,7 +333,7 @@ impl TopConfig {
     pub fn dram_row_bytes(&self) -> usize {
         let a = &self.array;
         match a.dram_port {
-            DramPort::Row => (a.spad_width() * a.dtype.elem_bytes()).max(4 * a.cols as usize),
+            DramPort::Row => self.row_port_bytes(),
             DramPort::Byte => 1,
             // Refused by `emit::check`; one SDRAM word.
             DramPort::Sdram => systole_core::sdram::WORD_BYTES as usize,

@@ -621,3 +621,34 @@ fn on_the_sdram_a_store_reads_a_row_while_there_is_room_and_ends_with_the_last_w
     assert_eq!(writes, vec![1, 2, 5]);
     assert_eq!(end, 9);
 }
+
+/// A store whose transfer takes a while after its last source row reads no row more (a regression:
+/// its row counter, past the last row, advanced again with room and pushed rows that were not
+/// its own into the next store's registers).
+#[test]
+fn on_the_sdram_a_store_reads_nothing_after_its_last_row() {
+    // Without read stages, where the last row does not start a tail.
+    let mut s = Sequencer::new(&sdram_config().with_read_stages(0));
+    s.connect_all();
+    s.enable.next = true;
+    s.start.next = true;
+    s.ins.store.next = true;
+    s.ins.rows.next = 1u64.into();
+    s.ins.len.next = 1u64.into();
+    tick(&mut s, |s| &mut s.clock);
+    s.start.next = false;
+    s.ins.store.next = false;
+    let mut writes = 0;
+    for cycle in 0..20 {
+        s.sdram_room.next = true;
+        s.sdram_last.next = cycle == 15;
+        settle(&mut s);
+        assert!(!s.sdram_issue.val(), "cycle {cycle}: a row past the last addressed");
+        writes += s.dram_write_count.val().any() as u32;
+        if s.free.val() {
+            break;
+        }
+        tick(&mut s, |s| &mut s.clock);
+    }
+    assert_eq!(writes, 1);
+}
