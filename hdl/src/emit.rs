@@ -245,13 +245,16 @@ pub fn memories(top: &TopConfig) -> Vec<MemoryInfo> {
         memories.push(acc("accumulators", a.acc_depth as u64));
     }
     let one = |name, words, word_bits| MemoryInfo { name, words, word_bits, copies: 1, lanes: 1 };
-    memories.push(MemoryInfo {
-        name: "dram",
-        words: (top.dram_bytes as u64).div_ceil(banks),
-        word_bits: banks * 8,
-        copies: 1,
-        lanes: banks,
-    });
+    // The SDRAM is the board's chip, not a memory of the design.
+    if a.dram_port != DramPort::Sdram {
+        memories.push(MemoryInfo {
+            name: "dram",
+            words: (top.dram_bytes as u64).div_ceil(banks),
+            word_bits: banks * 8,
+            copies: 1,
+            lanes: banks,
+        });
+    }
     // The words with their fault codes in block RAM, their extent bits in a RAM of their own
     // built in flip-flops on the iCE40 (`InstrFifo`): a memory to a generic synthesis.
     memories.push(one(
@@ -601,7 +604,15 @@ mod tests {
         }
         // The RTL's SDRAM port is behind the blocking machine's DRAM port only so far.
         let sdram = ArrayConfig { clock_mhz: 50.0, ..ok.array }.with_dram_port(DramPort::Sdram);
-        assert!(check(&TopConfig::new(sdram.with_schedule(Schedule::Blocking))).is_ok());
+        let blocking = TopConfig::new(sdram.with_schedule(Schedule::Blocking));
+        assert!(check(&blocking).is_ok());
+        // Its pins, two commands an array cycle at 50 MHz; no DRAM among its memories.
+        let emitted = emit(&blocking).unwrap();
+        for pin in ["sdram_ras_n_0", "sdram_ras_n_1", "sdram_dq_in_1", "sdram_dqm_0"] {
+            assert!(emitted.ports.iter().any(|p| p.name == pin), "{pin}");
+        }
+        assert!(!emitted.ports.iter().any(|p| p.name == "sdram_ras_n_2"));
+        assert!(memories(&blocking).iter().all(|m| m.name != "dram"));
         let decoupled = TopConfig::new(sdram.with_schedule(Schedule::Decoupled));
         let err = check(&decoupled).unwrap_err();
         assert!(matches!(err, EmitError::SdramPort), "{err}");

@@ -23,9 +23,10 @@
 //! * **A read** (`Load`, `LoadAcc`) dispatched in array cycle `at` offers its first word from
 //!   the first SDRAM cycle of `at`. A word lands [`SdramBus::read_arrival`] array cycles after
 //!   the array cycle its READ is given in (a register out, the CAS latency, a register in), and
-//!   a row lands with its last word. Rows land in distinct array cycles (the scratchpad takes
-//!   one a cycle): a row's last word is not offered in the array cycle in which the row before
-//!   it ended (its last READ); it waits for the next.
+//!   a row lands `read_stages` cycles after its last word (through the output registers every
+//!   memory read passes). Rows land in distinct array cycles (the scratchpad takes one a cycle):
+//!   a row's last word is not offered in the array cycle in which the row before it ended (its
+//!   last READ); it waits for the next.
 //! * **A write** (`Store`, `StoreSpad`, `StoreBf16`) reads its source rows one an array cycle
 //!   into [`WRITE_SLOTS`] row registers: row `r`'s read is issued in array cycle `i_r`, with
 //!   `i_0 = at`, `i_r = i_(r-1) + 1`, and no earlier than two cycles after the array cycle in
@@ -57,7 +58,10 @@ pub struct Transfer {
     /// Bytes of one DRAM element.
     pub es: u64,
     pub write: bool,
-    /// Cycles from the dispatch to the first word's offer.
+    /// The machine's stages between the SDRAM and its memories: a write's source row reaches
+    /// its register `lead` cycles after its read (`read_stages`, and `convert_stages` for a
+    /// `StoreBf16`); a read's row lands in the memory `lead` cycles after its last word
+    /// (`read_stages`: through the same output registers every memory read passes).
     pub lead: u64,
 }
 
@@ -87,7 +91,7 @@ impl Transfer {
                     elem_stride: elem_stride as u64,
                     es,
                     write: false,
-                    lead: 0,
+                    lead: config.read_stages as u64,
                 })
             }
             Instruction::LoadAcc { dram_addr, rows, len, row_stride, .. } => Some(Transfer {
@@ -98,7 +102,7 @@ impl Transfer {
                 elem_stride: 1,
                 es: 4,
                 write: false,
-                lead: 0,
+                lead: config.read_stages as u64,
             }),
             Instruction::Store { dram_addr, rows, len, row_stride, .. } => {
                 store(dram_addr, rows, len, row_stride, 4, 0)
@@ -165,6 +169,8 @@ impl SdramBus {
         let mut ends = [0u64; WRITE_SLOTS];
         let mut issued = at;
         let mut lands = at;
+        // The array cycle the row before ended in (its last READ or WRITE).
+        let mut ended = None;
         for r in 0..transfer.rows {
             let mut first = at;
             if transfer.write {
@@ -188,7 +194,7 @@ impl SdramBus {
                     accepted = loop {
                         let t = c.now();
                         // A read row's last word waits for an array cycle in which no row ended.
-                        if !transfer.write && n == last_word && r > 0 && t / k == lands - arrival {
+                        if !transfer.write && n == last_word && ended == Some(t / k) {
                             c.step(None);
                             continue;
                         }
@@ -200,7 +206,8 @@ impl SdramBus {
                 }
             });
             ends[r as usize % WRITE_SLOTS] = accepted / k;
-            lands = accepted / k + if transfer.write { 0 } else { arrival };
+            ended = Some(accepted / k);
+            lands = accepted / k + if transfer.write { 0 } else { arrival + transfer.lead };
             row(r, lands - at);
         }
         lands + 1 - at

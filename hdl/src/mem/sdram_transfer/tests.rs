@@ -131,6 +131,8 @@ fn agrees_with_core(mhz: f64, seed: u64, transfers: usize, freezes: bool) -> (u6
         };
         let far = if rand(5) == 0 { rand(g.bytes() / 2) } else { rand(5000) };
         let lead = rand(4);
+        // A read's rows as the transfer shows them, before any read stage.
+        let lead = if write { lead } else { 0 };
         let x = Transfer { addr: far, rows, row_stride, len, elem_stride, es, write, lead };
         let last_byte = row_bytes(&x, rows - 1).into_iter().max().unwrap();
         if last_byte >= g.bytes() || span == 0 {
