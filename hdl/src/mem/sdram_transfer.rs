@@ -64,8 +64,8 @@ pub struct SdramTransfer {
     pub accept: Vec<Signal<In, Bit>>,
     pub read_valid: Vec<Signal<In, Bit>>,
     pub read_data: Vec<Signal<In, Bits<16>>>,
-    first: SdramWalk,
-    second: Optional<SdramWalk>,
+    walk0: SdramWalk,
+    walk1: Optional<SdramWalk>,
     // The transfer, latched as it starts.
     writing: DFF<Bit>,
     strided: DFF<Bit>,
@@ -176,8 +176,8 @@ impl SdramTransfer {
             accept: each(phases),
             read_valid: each(phases),
             read_data: each(phases),
-            first: Default::default(),
-            second: Optional::default_when(phases == 2),
+            walk0: Default::default(),
+            walk1: Optional::default_when(phases == 2),
             writing: Default::default(),
             strided: Default::default(),
             span_m1: Default::default(),
@@ -274,29 +274,29 @@ impl Logic for SdramTransfer {
 
         // Phase 0: the walk from the registers, its word's bytes from the row register it
         // writes from (a write's only once the register holds the row).
-        self.first.strided.next = self.strided.q.val();
-        self.first.span_m1.next = self.span_m1.q.val();
-        self.first.elem_step.next = self.elem_step.q.val();
-        self.first.row_step.next = self.row_step.q.val();
-        self.first.es.next = self.es_bytes.q.val();
-        self.first.len_m1.next = self.len_m1.q.val();
-        self.first.active.next = self.active.q.val();
-        self.first.word.next = self.word_at.q.val();
-        self.first.word_last.next = self.word_last.q.val();
-        self.first.first.next = self.first_word.q.val();
-        self.first.lo_odd.next = self.lo_odd.q.val();
-        self.first.end_odd.next = self.end_odd.q.val();
-        self.first.pos.next = self.pos.q.val();
-        self.first.span_lo.next = self.span_lo.q.val();
-        self.first.span_dest.next = self.span_dest.q.val();
-        self.first.row_base.next = self.row_base.q.val();
-        self.first.elems_left.next = self.elems_left.q.val();
-        self.first.rows_left.next = self.rows_left.q.val();
-        self.first.go.next = !self.writing.q.val()
+        self.walk0.strided.next = self.strided.q.val();
+        self.walk0.span_m1.next = self.span_m1.q.val();
+        self.walk0.elem_step.next = self.elem_step.q.val();
+        self.walk0.row_step.next = self.row_step.q.val();
+        self.walk0.es.next = self.es_bytes.q.val();
+        self.walk0.len_m1.next = self.len_m1.q.val();
+        self.walk0.active.next = self.active.q.val();
+        self.walk0.word.next = self.word_at.q.val();
+        self.walk0.word_last.next = self.word_last.q.val();
+        self.walk0.first.next = self.first_word.q.val();
+        self.walk0.lo_odd.next = self.lo_odd.q.val();
+        self.walk0.end_odd.next = self.end_odd.q.val();
+        self.walk0.pos.next = self.pos.q.val();
+        self.walk0.span_lo.next = self.span_lo.q.val();
+        self.walk0.span_dest.next = self.span_dest.q.val();
+        self.walk0.row_base.next = self.row_base.q.val();
+        self.walk0.elems_left.next = self.elems_left.q.val();
+        self.walk0.rows_left.next = self.rows_left.q.val();
+        self.walk0.go.next = !self.writing.q.val()
             || (!self.pop_at.q.val() && self.full0.q.val())
             || (self.pop_at.q.val() && self.full1.q.val());
-        self.first.accept.next = self.accept[0].val();
-        self.pos_m1[0].next = self.first.pos.val() - 1;
+        self.walk0.accept.next = self.accept[0].val();
+        self.pos_m1[0].next = self.walk0.pos.val() - 1;
         self.lo_byte[0].next = 0.into();
         self.hi_byte[0].next = 0.into();
         for j in 0..self.row.len() {
@@ -306,77 +306,77 @@ impl Logic for SdramTransfer {
                     self.lo_byte[0].next = self.slot1[j].q.val();
                 }
             }
-            if self.first.pos.val() == j.to_bits::<16>() {
+            if self.walk0.pos.val() == j.to_bits::<16>() {
                 self.hi_byte[0].next = self.slot0[j].q.val();
                 if self.pop_at.q.val() {
                     self.hi_byte[0].next = self.slot1[j].q.val();
                 }
             }
         }
-        self.request[0].next = self.first.request.val();
-        self.word[0].next = self.first.word.val();
+        self.request[0].next = self.walk0.request.val();
+        self.word[0].next = self.walk0.word.val();
         self.write_word[0].next = self.writing.q.val();
         self.write_data[0].next = bit_cast::<16, 8>(self.hi_byte[0].val()) << 8
             | bit_cast::<16, 8>(self.lo_byte[0].val());
         self.write_mask[0].next = 0.into();
-        if !self.first.lo_ok.val() {
+        if !self.walk0.lo_ok.val() {
             self.write_mask[0].next = 1.into();
         }
-        if !self.first.hi_ok.val() {
+        if !self.walk0.hi_ok.val() {
             self.write_mask[0].next = 2.into();
         }
         self.lands_valid[0].d_in.next = self.accept[0].val() && !self.writing.q.val();
-        self.lands_pos[0].d_in.next = self.first.pos.val();
-        self.lands_lo[0].d_in.next = self.first.lo_ok.val();
-        self.lands_hi[0].d_in.next = self.first.hi_ok.val();
-        self.lands_end[0].d_in.next = self.first.row_end.val();
-        self.lands_last[0].d_in.next = self.first.last.val();
-        self.ended_first.next = self.accept[0].val() && self.first.row_end.val();
+        self.lands_pos[0].d_in.next = self.walk0.pos.val();
+        self.lands_lo[0].d_in.next = self.walk0.lo_ok.val();
+        self.lands_hi[0].d_in.next = self.walk0.hi_ok.val();
+        self.lands_end[0].d_in.next = self.walk0.row_end.val();
+        self.lands_last[0].d_in.next = self.walk0.last.val();
+        self.ended_first.next = self.accept[0].val() && self.walk0.row_end.val();
         self.pop_second.next = self.pop_at.q.val() ^ self.ended_first.val();
-        self.last_row.next = self.writing.q.val() && self.accept[0].val() && self.first.last.val();
+        self.last_row.next = self.writing.q.val() && self.accept[0].val() && self.walk0.last.val();
 
         // The walk's state after the last phase (phase 1's overrides phase 0's).
-        self.active.d.next = self.first.next_active.val();
-        self.word_at.d.next = self.first.next_word.val();
-        self.word_last.d.next = self.first.next_word_last.val();
-        self.first_word.d.next = self.first.next_first.val();
-        self.lo_odd.d.next = self.first.next_lo_odd.val();
-        self.end_odd.d.next = self.first.next_end_odd.val();
-        self.pos.d.next = self.first.next_pos.val();
-        self.span_lo.d.next = self.first.next_span_lo.val();
-        self.span_dest.d.next = self.first.next_span_dest.val();
-        self.row_base.d.next = self.first.next_row_base.val();
-        self.elems_left.d.next = self.first.next_elems_left.val();
-        self.rows_left.d.next = self.first.next_rows_left.val();
+        self.active.d.next = self.walk0.next_active.val();
+        self.word_at.d.next = self.walk0.next_word.val();
+        self.word_last.d.next = self.walk0.next_word_last.val();
+        self.first_word.d.next = self.walk0.next_first.val();
+        self.lo_odd.d.next = self.walk0.next_lo_odd.val();
+        self.end_odd.d.next = self.walk0.next_end_odd.val();
+        self.pos.d.next = self.walk0.next_pos.val();
+        self.span_lo.d.next = self.walk0.next_span_lo.val();
+        self.span_dest.d.next = self.walk0.next_span_dest.val();
+        self.row_base.d.next = self.walk0.next_row_base.val();
+        self.elems_left.d.next = self.walk0.next_elems_left.val();
+        self.rows_left.d.next = self.walk0.next_rows_left.val();
         self.second_ends.next = false;
 
         // Phase 1, from phase 0: a read row's last word waits out a phase in which a row ended.
-        for _s in 0..self.second.len() {
-            self.second.strided.next = self.strided.q.val();
-            self.second.span_m1.next = self.span_m1.q.val();
-            self.second.elem_step.next = self.elem_step.q.val();
-            self.second.row_step.next = self.row_step.q.val();
-            self.second.es.next = self.es_bytes.q.val();
-            self.second.len_m1.next = self.len_m1.q.val();
-            self.second.active.next = self.first.next_active.val();
-            self.second.word.next = self.first.next_word.val();
-            self.second.word_last.next = self.first.next_word_last.val();
-            self.second.first.next = self.first.next_first.val();
-            self.second.lo_odd.next = self.first.next_lo_odd.val();
-            self.second.end_odd.next = self.first.next_end_odd.val();
-            self.second.pos.next = self.first.next_pos.val();
-            self.second.span_lo.next = self.first.next_span_lo.val();
-            self.second.span_dest.next = self.first.next_span_dest.val();
-            self.second.row_base.next = self.first.next_row_base.val();
-            self.second.elems_left.next = self.first.next_elems_left.val();
-            self.second.rows_left.next = self.first.next_rows_left.val();
-            self.second.go.next = !(self.ended_first.val() && self.second.row_end.val());
+        for _s in 0..self.walk1.len() {
+            self.walk1.strided.next = self.strided.q.val();
+            self.walk1.span_m1.next = self.span_m1.q.val();
+            self.walk1.elem_step.next = self.elem_step.q.val();
+            self.walk1.row_step.next = self.row_step.q.val();
+            self.walk1.es.next = self.es_bytes.q.val();
+            self.walk1.len_m1.next = self.len_m1.q.val();
+            self.walk1.active.next = self.walk0.next_active.val();
+            self.walk1.word.next = self.walk0.next_word.val();
+            self.walk1.word_last.next = self.walk0.next_word_last.val();
+            self.walk1.first.next = self.walk0.next_first.val();
+            self.walk1.lo_odd.next = self.walk0.next_lo_odd.val();
+            self.walk1.end_odd.next = self.walk0.next_end_odd.val();
+            self.walk1.pos.next = self.walk0.next_pos.val();
+            self.walk1.span_lo.next = self.walk0.next_span_lo.val();
+            self.walk1.span_dest.next = self.walk0.next_span_dest.val();
+            self.walk1.row_base.next = self.walk0.next_row_base.val();
+            self.walk1.elems_left.next = self.walk0.next_elems_left.val();
+            self.walk1.rows_left.next = self.walk0.next_rows_left.val();
+            self.walk1.go.next = !(self.ended_first.val() && self.walk1.row_end.val());
             if self.writing.q.val() {
-                self.second.go.next = (!self.pop_second.val() && self.full0.q.val())
+                self.walk1.go.next = (!self.pop_second.val() && self.full0.q.val())
                     || (self.pop_second.val() && self.full1.q.val());
             }
-            self.second.accept.next = self.accept[1].val();
-            self.pos_m1[1].next = self.second.pos.val() - 1;
+            self.walk1.accept.next = self.accept[1].val();
+            self.pos_m1[1].next = self.walk1.pos.val() - 1;
             self.lo_byte[1].next = 0.into();
             self.hi_byte[1].next = 0.into();
             for j in 0..self.row.len() {
@@ -386,46 +386,46 @@ impl Logic for SdramTransfer {
                         self.lo_byte[1].next = self.slot1[j].q.val();
                     }
                 }
-                if self.second.pos.val() == j.to_bits::<16>() {
+                if self.walk1.pos.val() == j.to_bits::<16>() {
                     self.hi_byte[1].next = self.slot0[j].q.val();
                     if self.pop_second.val() {
                         self.hi_byte[1].next = self.slot1[j].q.val();
                     }
                 }
             }
-            self.request[1].next = self.second.request.val();
-            self.word[1].next = self.second.word.val();
+            self.request[1].next = self.walk1.request.val();
+            self.word[1].next = self.walk1.word.val();
             self.write_word[1].next = self.writing.q.val();
             self.write_data[1].next = bit_cast::<16, 8>(self.hi_byte[1].val()) << 8
                 | bit_cast::<16, 8>(self.lo_byte[1].val());
             self.write_mask[1].next = 0.into();
-            if !self.second.lo_ok.val() {
+            if !self.walk1.lo_ok.val() {
                 self.write_mask[1].next = 1.into();
             }
-            if !self.second.hi_ok.val() {
+            if !self.walk1.hi_ok.val() {
                 self.write_mask[1].next = 2.into();
             }
             self.lands_valid[1].d_in.next = self.accept[1].val() && !self.writing.q.val();
-            self.lands_pos[1].d_in.next = self.second.pos.val();
-            self.lands_lo[1].d_in.next = self.second.lo_ok.val();
-            self.lands_hi[1].d_in.next = self.second.hi_ok.val();
-            self.lands_end[1].d_in.next = self.second.row_end.val();
-            self.lands_last[1].d_in.next = self.second.last.val();
-            if self.writing.q.val() && self.accept[1].val() && self.second.last.val() {
+            self.lands_pos[1].d_in.next = self.walk1.pos.val();
+            self.lands_lo[1].d_in.next = self.walk1.lo_ok.val();
+            self.lands_hi[1].d_in.next = self.walk1.hi_ok.val();
+            self.lands_end[1].d_in.next = self.walk1.row_end.val();
+            self.lands_last[1].d_in.next = self.walk1.last.val();
+            if self.writing.q.val() && self.accept[1].val() && self.walk1.last.val() {
                 self.last_row.next = true;
             }
-            self.active.d.next = self.second.next_active.val();
-            self.word_at.d.next = self.second.next_word.val();
-            self.word_last.d.next = self.second.next_word_last.val();
-            self.first_word.d.next = self.second.next_first.val();
-            self.lo_odd.d.next = self.second.next_lo_odd.val();
-            self.end_odd.d.next = self.second.next_end_odd.val();
-            self.pos.d.next = self.second.next_pos.val();
-            self.span_lo.d.next = self.second.next_span_lo.val();
-            self.span_dest.d.next = self.second.next_span_dest.val();
-            self.row_base.d.next = self.second.next_row_base.val();
-            self.elems_left.d.next = self.second.next_elems_left.val();
-            self.rows_left.d.next = self.second.next_rows_left.val();
+            self.active.d.next = self.walk1.next_active.val();
+            self.word_at.d.next = self.walk1.next_word.val();
+            self.word_last.d.next = self.walk1.next_word_last.val();
+            self.first_word.d.next = self.walk1.next_first.val();
+            self.lo_odd.d.next = self.walk1.next_lo_odd.val();
+            self.end_odd.d.next = self.walk1.next_end_odd.val();
+            self.pos.d.next = self.walk1.next_pos.val();
+            self.span_lo.d.next = self.walk1.next_span_lo.val();
+            self.span_dest.d.next = self.walk1.next_span_dest.val();
+            self.row_base.d.next = self.walk1.next_row_base.val();
+            self.elems_left.d.next = self.walk1.next_elems_left.val();
+            self.rows_left.d.next = self.walk1.next_rows_left.val();
             self.second_ends.next =
                 self.lands_valid[1].d_out.val() && self.lands_end[1].d_out.val();
         }
@@ -441,9 +441,9 @@ impl Logic for SdramTransfer {
                 self.full0.d.next = false;
             }
         }
-        for _s in 0..self.second.len() {
+        for _s in 0..self.walk1.len() {
             self.end_second.next =
-                self.writing.q.val() && self.accept[1].val() && self.second.row_end.val();
+                self.writing.q.val() && self.accept[1].val() && self.walk1.row_end.val();
             if self.end_second.val() {
                 self.pop_at.d.next = !self.pop_second.val();
                 if self.pop_second.val() {
@@ -484,7 +484,7 @@ impl Logic for SdramTransfer {
         if self.read_valid[0].val() {
             self.ins.next = 1.into();
         }
-        for _s in 0..self.second.len() {
+        for _s in 0..self.walk1.len() {
             if self.read_valid[1].val() {
                 self.ins.next = self.ins.val() + 1;
                 if self.read_valid[0].val() {
@@ -501,7 +501,7 @@ impl Logic for SdramTransfer {
             self.pops.next = 1.into();
             self.word1.next = self.queue[1].q.val();
         }
-        for _s in 0..self.second.len() {
+        for _s in 0..self.walk1.len() {
             if self.enable.val() && self.lands_valid[1].d_out.val() {
                 self.pops.next = self.pops.val() + 1;
             }
@@ -532,7 +532,7 @@ impl Logic for SdramTransfer {
         // A read's words land: phase 0's, then phase 1's, each byte in its row byte. The row
         // shown is the one whose last word lands: phase 1's only if it ends a row.
         self.land_m1[0].next = self.lands_pos[0].d_out.val() - 1;
-        for _s in 0..self.second.len() {
+        for _s in 0..self.walk1.len() {
             self.land_m1[1].next = self.lands_pos[1].d_out.val() - 1;
         }
         for j in 0..self.row.len() {
@@ -548,7 +548,7 @@ impl Logic for SdramTransfer {
                 }
             }
             self.landed[j].next = self.merged[j].val();
-            for _s in 0..self.second.len() {
+            for _s in 0..self.walk1.len() {
                 if self.lands_valid[1].d_out.val() {
                     if self.lands_lo[1].d_out.val() && self.land_m1[1].val() == j.to_bits::<16>() {
                         self.landed[j].next = self.word1.val().get_bits::<8>(0);
@@ -571,7 +571,7 @@ impl Logic for SdramTransfer {
         if self.lands_valid[0].d_out.val() && self.lands_last[0].d_out.val() {
             self.last_row.next = true;
         }
-        for _s in 0..self.second.len() {
+        for _s in 0..self.walk1.len() {
             if self.lands_valid[1].d_out.val() && self.lands_last[1].d_out.val() {
                 self.last_row.next = true;
             }

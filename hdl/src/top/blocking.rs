@@ -93,8 +93,8 @@ pub struct SystoleTop {
     /// of the loops over them, which `hdl_gen` evaluates even inside a loop that never runs.
     _dram_lanes: usize,
     _sdram_lanes: usize,
-    /// Bytes of a scratchpad element: a `Load`'s or `StoreSpad`'s DRAM element.
-    es_bytes: Constant<Bits<3>>,
+    /// On the SDRAM only: bytes of a scratchpad element, a `Load`'s or `StoreSpad`'s DRAM one.
+    es_bytes: Optional<Constant<Bits<3>>>,
     /// On the byte port, 1 for an INT8 machine (one-byte elements) or a BF16 one (two).
     _int8_bytes: usize,
     _bf16_bytes: usize,
@@ -196,7 +196,7 @@ impl SystoleTop {
             _sdram: sdram as usize,
             _dram_lanes: if sdram { 0 } else { top.dram_banks() },
             _sdram_lanes: if sdram { top.row_port_bytes() } else { 0 },
-            es_bytes: Constant::new((dtype.elem_bytes() as u64).into()),
+            es_bytes: Optional::when(sdram, || Constant::new((dtype.elem_bytes() as u64).into())),
             _int8_bytes: (byte_port && dtype == Dtype::Int8) as usize,
             _bf16_bytes: (byte_port && dtype == Dtype::Bf16) as usize,
             _single: config.single_port_spad as usize,
