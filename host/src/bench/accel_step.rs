@@ -172,7 +172,7 @@ fn sdram_rows(
     }
     let compute = model_row(&config, &step, Kind::Model, check, workload);
     let end_to_end = link_row(graph, params, (x, y), (&config, dram), memory, &compute)?;
-    let note = "on its SDRAM, core's machines (no RTL yet); compute only";
+    let note = "on its SDRAM, core's machines (no board build has it yet); compute only";
     Ok(vec![compute.noted(note), end_to_end])
 }
 

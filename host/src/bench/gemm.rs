@@ -244,7 +244,9 @@ fn sdram_rows(
     }
     let compute = model_row(&config, &plan, Kind::Model, check);
     let end_to_end = link_row(&config, &plan, dram, memory, &compute)?;
-    let note = format!("{family}; on its SDRAM, core's machines (no RTL yet); compute only");
+    let note = format!(
+        "{family}; on its SDRAM, core's machines (no board build has it yet); compute only"
+    );
     Ok(vec![compute.noted(note), end_to_end])
 }
 
