@@ -34,6 +34,13 @@ use super::{Command, Geometry, SdramTiming};
 /// write data), one on the way in (read data).
 pub const IO_STAGES: u64 = 2;
 
+/// Array cycles from the one a READ is given in to the one its word lands in, on a port giving
+/// `ratio` commands an array cycle: the registers out and in ([`IO_STAGES`]) and the CAS
+/// latency rounded up to array cycles (`timing::sdram`'s contract, docs/DECISIONS.md 146).
+pub const fn read_arrival(t: &SdramTiming, ratio: u64) -> u64 {
+    IO_STAGES + t.cas.div_ceil(ratio)
+}
+
 /// A word offered to the controller: a read, or a write of `data` but the bytes `mask` holds
 /// (as [`Command::Write`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

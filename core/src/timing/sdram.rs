@@ -40,7 +40,6 @@
 
 use crate::config::{ArrayConfig, DramPort};
 use crate::isa::Instruction;
-use crate::sdram::controller::IO_STAGES;
 use crate::sdram::{timing_under, Command, Controller, Request, SDRAM_PART, WORD_BYTES};
 
 /// Source rows a write's port holds at once: the row whose words are going out and the next.
@@ -217,7 +216,7 @@ impl SdramBus {
     /// port's registers out and in ([`IO_STAGES`]), and the CAS latency rounded up to array
     /// cycles (module docs).
     pub fn read_arrival(&self) -> u64 {
-        IO_STAGES + self.controller.timing.cas.div_ceil(self.ratio)
+        crate::sdram::controller::read_arrival(&self.controller.timing, self.ratio)
     }
 }
 

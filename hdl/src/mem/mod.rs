@@ -54,4 +54,9 @@ pub use sdram_port::SdramPort;
 pub use sdram_step::SdramStep;
 pub use sdram_transfer::SdramTransfer;
 pub use sdram_walk::SdramWalk;
+/// `n` defaults: a block's ports or registers, one of each a lane or a phase.
+pub(crate) fn each<T: Default>(n: usize) -> Vec<T> {
+    (0..n).map(|_| T::default()).collect()
+}
+
 pub use spram::{SpramRows, LANES_PER_SPRAM, SPRAM_WORDS, UP5K_SPRAMS};

@@ -13,6 +13,7 @@ use rust_hdl::prelude::*;
 use systole_core::sdram::part::MIN_REFI;
 use systole_core::sdram::{Geometry, SdramTiming};
 
+use super::each;
 use super::sdram_step::{SdramStep, Wait, WAIT_BITS};
 use crate::optional::Optional;
 
@@ -75,9 +76,6 @@ impl SdramController {
         assert!((MIN_REFI..=1 << 16).contains(&t.refi), "refresh every {} cycles", t.refi);
         assert!(g.banks == 4 && g.rows <= 8192 && g.cols.is_power_of_two() && g.cols <= 4096);
         assert!((1..=2).contains(&phases), "{phases} phases");
-        fn each<T: Default>(n: usize) -> Vec<T> {
-            (0..n).map(|_| T::default()).collect()
-        }
         SdramController {
             clock: Default::default(),
             hold: Default::default(),

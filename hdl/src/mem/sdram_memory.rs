@@ -18,9 +18,10 @@
 //! `stall` asks the machine to freeze while the port refreshes in its stead.
 
 use rust_hdl::prelude::*;
+use systole_core::sdram::controller::read_arrival;
 use systole_core::sdram::{Geometry, SdramTiming};
 
-use super::{SdramPort, SdramTransfer};
+use super::{each, SdramPort, SdramTransfer};
 use crate::delay::Delay;
 
 /// The SDRAM behind a machine's DRAM port; see the module docs. Pin ports are one per phase.
@@ -84,11 +85,6 @@ pub struct SdramMemory {
     read_byte: DFF<Bits<8>>,
 }
 
-/// `n` defaults.
-fn each<T: Default>(n: usize) -> Vec<T> {
-    (0..n).map(|_| T::default()).collect()
-}
-
 impl SdramMemory {
     /// SDRAM cycles in each array cycle: the pins' phases.
     pub fn phases(&self) -> usize {
@@ -104,8 +100,7 @@ impl SdramMemory {
         row_bytes: usize,
         read_stages: usize,
     ) -> SdramMemory {
-        let arrival =
-            (systole_core::sdram::controller::IO_STAGES + t.cas.div_ceil(phases as u64)) as usize;
+        let arrival = read_arrival(t, phases as u64) as usize;
         SdramMemory {
             clock: Default::default(),
             running: Default::default(),

@@ -15,10 +15,10 @@
 //! register here, so that every READ's word comes the same number of array cycles after it.
 
 use rust_hdl::prelude::*;
-use systole_core::sdram::controller::{power_up, IO_STAGES};
+use systole_core::sdram::controller::{power_up, read_arrival};
 use systole_core::sdram::{Command, Geometry, SdramTiming, A10};
 
-use super::SdramController;
+use super::{each, SdramController};
 use crate::decode::constant;
 
 /// The chip's power-up and its controller behind registered pins. Every port but `clock` and
@@ -106,16 +106,13 @@ impl SdramPort {
         let k = phases as u64;
         let ready = ready.div_ceil(k);
         assert!(ready < 1 << 16, "a power-up of {ready} cycles");
-        let arrival = IO_STAGES + t.cas.div_ceil(k);
+        let arrival = read_arrival(t, k);
         assert!((3..=16).contains(&arrival));
         let Command::LoadMode { .. } = commands[3].1 else { unreachable!() };
         // A boot command at SDRAM cycle n, in phase p: array cycle n / k, else never (past it).
         let at = |n: u64| -> Vec<Constant<Bits<16>>> {
             (0..k).map(|p| constant(if n % k == p { n / k } else { ready })).collect()
         };
-        fn each<T: Default>(n: usize) -> Vec<T> {
-            (0..n).map(|_| T::default()).collect()
-        }
         SdramPort {
             clock: Default::default(),
             ready: Default::default(),
@@ -348,7 +345,7 @@ mod tests {
         let t = SdramTiming::at(&ULX3S_SDRAM, mhz).unwrap();
         let k = phases as u64;
         let ready_at = power_up(&t).1.div_ceil(k);
-        let arrival = IO_STAGES + t.cas.div_ceil(k);
+        let arrival = read_arrival(&t, k);
         let mut chip = Chip::new(ULX3S_SDRAM, mhz);
         let mut model = Controller::new(t, g);
         let mut uut = SdramPort::new(&t, &g, phases);

@@ -21,6 +21,7 @@
 use rust_hdl::prelude::*;
 use systole_core::timing::sdram::WRITE_SLOTS;
 
+use super::each;
 use super::sdram_walk::SdramWalk;
 use crate::delay::Delay;
 use crate::optional::Optional;
@@ -137,11 +138,6 @@ pub struct SdramTransfer {
     start_hi: Signal<Local, Bits<32>>,
     start_span_m1: Signal<Local, Bits<32>>,
     start_strided: Signal<Local, Bit>,
-}
-
-/// `n` defaults.
-fn each<T: Default>(n: usize) -> Vec<T> {
-    (0..n).map(|_| T::default()).collect()
 }
 
 impl SdramTransfer {
